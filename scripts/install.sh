@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Installs trl-r1 and what it needs on a fresh Debian machine (root or sudo for the system packages).
+# Usage: bash scripts/install.sh [--test]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# bubblewrap isolates the code verifier's untrusted programs; libseccomp2 backs its syscall filter.
+if ! command -v bwrap >/dev/null 2>&1 || ! ldconfig -p 2>/dev/null | grep -q libseccomp.so.2; then
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq && $SUDO apt-get install -y -qq bubblewrap libseccomp2 g++ >/dev/null
+fi
+
+PIP="python3 -m pip install -q --disable-pip-version-check"
+# A CPU build of torch first: an unpinned torch would pull several GB of CUDA packages.
+python3 -c "import torch" 2>/dev/null || $PIP "torch==2.13.0"
+if [ "${1:-}" = "--test" ]; then $PIP -e ".[test]"; else $PIP -e .; fi

@@ -1,0 +1,24 @@
+import os
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory):
+    """A tiny Qwen2-style model + tokenizer saved to disk (built once per test session)."""
+    from trl_r1.testing import build_tiny_model
+
+    return str(build_tiny_model(tmp_path_factory.mktemp("tiny-model")))
+
+
+@pytest.fixture(scope="session")
+def tiny_think_model_dir(tmp_path_factory):
+    """The tiny model with a chat template that prefills `<think>`."""
+    from trl_r1.testing import build_tiny_model
+
+    return str(build_tiny_model(tmp_path_factory.mktemp("tiny-think-model"), prefill_think=True))

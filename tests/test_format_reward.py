@@ -1,0 +1,122 @@
+"""The format reward's rules (strict, template-aware, answer optional, soft) and the reward protocol."""
+
+import pickle
+
+import pytest
+
+from trl_r1.rewards import FormatReward, format_reward, get_reward_funcs, soft_format_reward
+from trl_r1.rewards.base import RewardFunction, Score
+
+
+def conv(text, **extra):
+    return [{"role": "assistant", "content": text, **extra}]
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("<think>2+3 is 5</think><answer>5</answer>", 1.0),
+        ("  <think>\nreasoning\n</think>\n\n<answer>\n5\n</answer>\n", 1.0),
+        ("<think></think><answer>5</answer>", 1.0),  # empty reasoning is the accuracy reward's business
+        ("<think>a</think><answer>5</answer> trailing", 0.0),  # trailing text
+        ("preamble <think>a</think><answer>5</answer>", 0.0),  # leading text
+        ("<think>a</think> between <answer>5</answer>", 0.0),  # text between blocks
+        ("<think>a</think><answer>  </answer>", 0.0),  # empty answer
+        ("<think>a</think><answer>5</answer><answer>6</answer>", 0.0),  # repeated block
+        ("<think>a</think><think>b</think><answer>5</answer>", 0.0),
+        ("<think>a<think>b</think></think><answer>5</answer>", 0.0),  # nested
+        ("<answer>5</answer><think>a</think>", 0.0),  # wrong order
+        ("<think>a<answer>5</answer></think>", 0.0),  # answer inside think
+        ("<think>a</think><answer>5", 0.0),  # unclosed
+        ("<think>a<answer>5</answer>", 0.0),
+        ("The answer is 5", 0.0),
+        ("", 0.0),
+    ],
+)
+def test_strict_format(text, expected):
+    assert format_reward(completions=[text]) == [expected]
+    assert format_reward(completions=[conv(text)]) == [expected]
+
+
+def test_template_prefilled_think_from_plain_prompt():
+    prompt = "<|im_start|>user\nWhat is 2+3?<|im_end|>\n<|im_start|>assistant\n<think>\n"
+    good, repeated = "2+3=5</think><answer>5</answer>", "<think>2+3=5</think><answer>5</answer>"
+    assert format_reward(prompts=[prompt, prompt], completions=[good, repeated]) == [1.0, 0.0]
+    # without the prefilled prompt, the same completion is missing its opening tag
+    assert format_reward(prompts=["What is 2+3?"], completions=[good]) == [0.0]
+
+
+def test_template_prefilled_think_explicit_option_for_conversations():
+    reward = FormatReward(think_prefilled=True)
+    assert reward(prompts=[[{"role": "user", "content": "q"}]], completions=[conv("r</think><answer>5</answer>")]) == [1.0]
+
+
+def test_separate_reasoning_field():
+    completion = conv("<answer>5</answer>", reasoning_content="2 plus 3 is 5")
+    assert format_reward(completions=[completion]) == [1.0]
+    assert FormatReward(think_prefilled=True)(completions=[completion]) == [1.0]
+    assert format_reward(completions=[conv("<answer>5</answer>", thinking="2+3")]) == [1.0]
+
+
+def test_answer_block_optional():
+    reward = FormatReward(require_answer=False)
+    assert reward(completions=["<think>a</think> The answer is 5."]) == [1.0]
+    assert reward(completions=["<think>a</think><answer>5</answer>"]) == [1.0]
+    assert reward(completions=["<think>a</think>   "]) == [0.0]
+    assert reward(completions=["<think>a</think> 5 <think>b</think>"]) == [0.0]
+    assert format_reward(completions=["<think>a</think> The answer is 5."]) == [0.0]
+
+
+def test_soft_format_partial_credit():
+    texts = [
+        "<think>a</think><answer>5</answer>",
+        "<think>a</think> 5",
+        "<think>a",
+        "x <think>a</think><answer>5</answer>",  # opening tag not at the start
+        "<think>a</think><answer>5</answer> tail",  # closing answer not at the end
+        "no tags",
+    ]
+    assert soft_format_reward(completions=texts) == [1.0, 0.5, 0.25, 0.75, 0.75, 0.0]
+
+
+def test_bad_input_never_raises_and_is_skipped_with_reason():
+    logged = {}
+    scores = format_reward(
+        prompts=[None, None, None], completions=[None, 42, "<think>a</think><answer>5</answer>"],
+        log_metric=lambda name, value: logged.__setitem__(name, value),
+        log_extra=lambda column, values: logged.__setitem__(column, values),
+    )
+    assert scores == [None, None, 1.0]
+    assert logged["format_reward/skipped"] == pytest.approx(2 / 3)
+    assert "bad completion" in logged["format_reward_reason"][0]
+
+
+def test_huge_and_malformed_text_is_fast():
+    text = "<think>" + "<answer>" * 50_000 + "x" * 1_000_000
+    assert format_reward(completions=[text]) == [0.0]
+
+
+def test_scoring_bug_costs_one_sample_not_the_batch():
+    class Flaky(RewardFunction):
+        __name__ = "flaky"
+
+        def score(self, sample):
+            if sample.text == "boom":
+                raise ValueError("bad")
+            if sample.text == "nan":
+                return Score(float("nan"))
+            return Score(1.0)
+
+    assert Flaky()(completions=["ok", "boom", "nan"]) == [1.0, None, None]
+
+
+def test_rewards_are_picklable_and_named_for_trl():
+    for reward in get_reward_funcs(["format", "soft_format", {"name": "format", "require_answer": False}]):
+        clone = pickle.loads(pickle.dumps(reward))
+        assert clone.__name__ == reward.__name__
+        assert clone(completions=["<think>a</think><answer>5</answer>"]) == [1.0]
+
+
+def test_unknown_reward_name_is_a_clear_error():
+    with pytest.raises(ValueError, match="unknown reward 'formt'"):
+        get_reward_funcs(["formt"])

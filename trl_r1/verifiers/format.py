@@ -1,0 +1,170 @@
+"""The R1 think/answer structure: parsing, strict and soft checks, and answer/reasoning extraction.
+
+R1's template asks for ``<think> reasoning </think> <answer> answer </answer>``. This module is pure text
+processing (no TRL import) and is shared by the format reward, the math verifier (which reads the answer
+block) and the language reward (which reads the reasoning block).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+THINK_OPEN, THINK_CLOSE, ANSWER_OPEN, ANSWER_CLOSE = "<think>", "</think>", "<answer>", "</answer>"
+_TAG = re.compile(r"</?(?:think|answer)>")
+_STRICT_ORDER = [THINK_OPEN, THINK_CLOSE, ANSWER_OPEN, ANSWER_CLOSE]
+
+
+@dataclass(frozen=True)
+class FormatVerdict:
+    """Result of a strict structure check: `ok`, the parts found, and why it failed."""
+
+    ok: bool
+    reasoning: str | None = None
+    answer: str | None = None
+    reason: str | None = None
+
+
+def prompt_prefills_think(prompt: object) -> bool:
+    """True when a plain-text prompt already ends with the opening ``<think>`` (a template that prefills it).
+
+    >>> prompt_prefills_think("<|im_start|>assistant\\n<think>\\n")
+    True
+    >>> prompt_prefills_think([{"role": "user", "content": "hi"}])
+    False
+    """
+    return isinstance(prompt, str) and prompt.rstrip().endswith(THINK_OPEN)
+
+
+def with_think_prefix(text: str, think_prefilled: bool) -> str:
+    """The completion as if the prefilled ``<think>`` had been generated (so one parser serves both cases)."""
+    return THINK_OPEN + text if think_prefilled else text
+
+
+def check_strict(text: str, *, require_answer: bool = True) -> FormatVerdict:
+    """Strict R1 structure: exactly one think block, then exactly one non-empty answer block, nothing else.
+
+    Only whitespace may surround and separate the blocks; repeated, nested, unclosed or out-of-order tags
+    fail. With `require_answer=False` (the paper strictly requires only the think tags) the text after
+    ``</think>`` must be a non-empty final answer, either bare text or one answer block.
+
+    >>> check_strict("<think>2+3=5</think>\\n<answer>5</answer>").ok
+    True
+    >>> check_strict("<think>a</think><answer>5</answer> trailing").reason
+    'text outside the blocks'
+    >>> check_strict("<think>a</think> The answer is 5.", require_answer=False).answer
+    'The answer is 5.'
+    """
+    if not isinstance(text, str):
+        return FormatVerdict(False, reason="not text")
+    tags = [(m.group(), m.start(), m.end()) for m in _TAG.finditer(text)]
+    names = [t[0] for t in tags]
+    bare_answer = not require_answer and names == _STRICT_ORDER[:2]
+    if names != _STRICT_ORDER and not bare_answer:
+        return FormatVerdict(False, reason=_tag_problem(names, require_answer))
+    (_, _, think_start), (_, think_end, close_end) = tags[0], tags[1]
+    if text[: tags[0][1]].strip():
+        return FormatVerdict(False, reason="text outside the blocks")
+    reasoning = text[think_start:think_end]
+    if bare_answer:
+        answer = text[close_end:].strip()
+        if not answer:
+            return FormatVerdict(False, reasoning=reasoning, reason="empty answer")
+        return FormatVerdict(True, reasoning=reasoning, answer=answer)
+    (_, answer_open, answer_start), (_, answer_end, end) = tags[2], tags[3]
+    if text[close_end:answer_open].strip() or text[end:].strip():
+        return FormatVerdict(False, reason="text outside the blocks")
+    answer = text[answer_start:answer_end].strip()
+    if not answer:
+        return FormatVerdict(False, reasoning=reasoning, reason="empty answer")
+    return FormatVerdict(True, reasoning=reasoning, answer=answer)
+
+
+def _tag_problem(names: list[str], require_answer: bool) -> str:
+    """Name the first structural problem in a tag sequence (for logs)."""
+    if not names:
+        return "no tags"
+    for tag in _STRICT_ORDER:
+        if names.count(tag) > 1:
+            return f"repeated {tag}"
+    if THINK_OPEN not in names or THINK_CLOSE not in names:
+        return "unclosed or missing think block"
+    if require_answer and (ANSWER_OPEN not in names or ANSWER_CLOSE not in names):
+        return "missing or unclosed answer block"
+    return "tags out of order"
+
+
+def soft_score(text: str) -> float:
+    """Partial credit, 0.25 per well-placed tag, for shaping early training.
+
+    A tag earns its 0.25 when it appears exactly once and in R1 order after the previously credited tag:
+    ``<think>`` at the very start, ``</think>`` after it, ``<answer>`` after that, ``</answer>`` at the end.
+
+    >>> soft_score("<think>a</think><answer>5</answer>")
+    1.0
+    >>> soft_score("<think>a</think> 5")
+    0.5
+    >>> soft_score("<think>a<think>b</think>")
+    0.25
+    """
+    if not isinstance(text, str):
+        return 0.0
+    stripped = text.strip()
+    names = [m.group() for m in _TAG.finditer(stripped)]
+    score, position = 0.0, 0
+    for tag in _STRICT_ORDER:
+        if names.count(tag) != 1:
+            continue
+        at = stripped.find(tag)
+        placed = at >= position
+        if tag == THINK_OPEN:
+            placed = at == 0
+        elif tag == ANSWER_CLOSE:
+            placed = placed and stripped.endswith(ANSWER_CLOSE)
+        if placed:
+            score += 0.25
+            position = at + len(tag)
+    return score
+
+
+def extract_reasoning(text: str) -> str:
+    """The chain of thought: the think block, the text before a lone ``</think>``, else the whole text.
+
+    >>> extract_reasoning("<think>because</think><answer>5</answer>")
+    'because'
+    >>> extract_reasoning("prefilled reasoning</think> 5")
+    'prefilled reasoning'
+    """
+    if not isinstance(text, str):
+        return ""
+    close = text.find(THINK_CLOSE)
+    if close == -1:
+        open_ = text.find(THINK_OPEN)
+        return text[open_ + len(THINK_OPEN):] if open_ != -1 else _without_answer(text)
+    open_ = text.rfind(THINK_OPEN, 0, close)
+    return text[open_ + len(THINK_OPEN) if open_ != -1 else 0: close]
+
+
+def _without_answer(text: str) -> str:
+    """A tag-less text minus any answer block (the answer is not part of the chain of thought)."""
+    return re.sub(r"(?s)<answer>.*?(</answer>|$)", " ", text)
+
+
+def extract_answer(text: str) -> str:
+    """The final-answer part: the last answer block, else the text after the last ``</think>``, else all.
+
+    >>> extract_answer("<think>x</think><answer> 42 </answer>")
+    '42'
+    >>> extract_answer("<think>x</think>So it is \\\\boxed{7}.")
+    'So it is \\\\boxed{7}.'
+    """
+    if not isinstance(text, str):
+        return ""
+    blocks = re.findall(r"(?s)<answer>(.*?)</answer>", text)
+    if blocks:
+        return blocks[-1].strip()
+    close = text.rfind(THINK_CLOSE)
+    if close != -1:
+        return text[close + len(THINK_CLOSE):].strip()
+    open_ = text.rfind(ANSWER_OPEN)  # an unclosed answer block still holds the answer
+    return text[open_ + len(ANSWER_OPEN):].strip() if open_ != -1 else text.strip()
