@@ -1,0 +1,40 @@
+"""Pure-torch RL algorithms (no TRL import): advantage estimators and KL penalties. See ``docs/algorithms.md``."""
+
+from .advantages import (
+    ADVANTAGE_ESTIMATORS,
+    decoupled_gae,
+    discounted_reverse_cumsum,
+    dr_grpo_advantages,
+    gae,
+    get_advantage_estimator,
+    grpo_advantages,
+    length_adaptive_lambda,
+    masked_mean,
+    masked_whiten,
+    reinforce_pp_advantages,
+    reinforce_pp_baseline_advantages,
+    rloo_advantages,
+    sequence_to_token_rewards,
+)
+from .kl import KL_ESTIMATORS, AdaptiveKLController, FixedKLController, kl_penalty
+
+__all__ = [
+    "ADVANTAGE_ESTIMATORS",
+    "KL_ESTIMATORS",
+    "AdaptiveKLController",
+    "FixedKLController",
+    "decoupled_gae",
+    "discounted_reverse_cumsum",
+    "dr_grpo_advantages",
+    "gae",
+    "get_advantage_estimator",
+    "grpo_advantages",
+    "kl_penalty",
+    "length_adaptive_lambda",
+    "masked_mean",
+    "masked_whiten",
+    "reinforce_pp_advantages",
+    "reinforce_pp_baseline_advantages",
+    "rloo_advantages",
+    "sequence_to_token_rewards",
+]
