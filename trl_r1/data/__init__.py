@@ -1,0 +1,17 @@
+"""Dataset builders: rejection sampling, distillation and Hub publishing, on one generation layer.
+
+- `rejection_sample(RejectionSamplingConfig(...))`: k samples per prompt -> verified, R1-filtered SFT data
+  (`trl-r1 rejection-sample`).
+- `distill(DistillationConfig(...))`: a teacher's traces -> normalised ``<think>`` SFT data (`trl-r1 distill`).
+- `push_to_hub` / `export_for_hub`: a built dataset with a generated dataset card.
+"""
+
+from .filters import R1Filters, Trace, parse_trace
+from .generation import Completion, OpenAIGenerator, SamplingParams, TransformersGenerator, VLLMGenerator, load_generator
+from .rejection_sampling import RejectionSamplingConfig, RejectionSamplingResult, load_prompt_dataset, rejection_sample
+
+__all__ = [
+    "Completion", "OpenAIGenerator", "R1Filters", "RejectionSamplingConfig", "RejectionSamplingResult",
+    "SamplingParams", "Trace", "TransformersGenerator", "VLLMGenerator", "load_generator", "load_prompt_dataset",
+    "parse_trace", "rejection_sample",
+]

@@ -1,0 +1,177 @@
+"""DeepSeek-R1's readability filters for reasoning traces, shared by rejection sampling and distillation.
+
+R1 (§2.3.3) keeps only correct answers and filters out "chain-of-thought with mixed languages, long paragraphs,
+and code blocks"; a builder also drops near-duplicates and caps the samples kept per prompt. Every rejection
+has a name, so the builders can report how many samples each filter removed. Pure text processing: no TRL.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from ..verifiers.format import THINK_CLOSE, THINK_OPEN
+
+# rejection names, in the order the builders apply the filters
+MALFORMED = "malformed"  # no reasoning block, or no final answer after it
+INCORRECT = "incorrect"  # a reward below its threshold (recorded as "incorrect:<reward name>")
+MIXED_LANGUAGE = "mixed_language"
+LONG_PARAGRAPH = "long_paragraph"
+CODE_IN_REASONING = "code_in_reasoning"
+NEAR_DUPLICATE = "near_duplicate"
+OVER_LIMIT = "max_per_prompt"
+
+_PARAGRAPH_BREAK = re.compile(r"\n\s*\n")
+_CODE_FENCE = re.compile(r"^\s*(```|~~~)", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class Trace:
+    """A completion split into its reasoning and its final answer."""
+
+    reasoning: str
+    answer: str
+
+    @property
+    def content(self) -> str:
+        """The SFT target: the reasoning in a think block, then the final answer.
+
+        >>> Trace(" 2+3=5 ", "<answer>5</answer>").content
+        '<think>2+3=5</think>\\n<answer>5</answer>'
+        """
+        return f"{THINK_OPEN}{self.reasoning.strip()}{THINK_CLOSE}\n{self.answer.strip()}"
+
+
+def parse_trace(content: str, reasoning: str | None = None, think_prefilled: bool | None = None) -> Trace:
+    """Split a completion into reasoning and answer, from inline ``<think>`` tags or a separate reasoning field.
+
+    `think_prefilled` says the prompt already ended with ``<think>`` (True), did not (False), or is unknown
+    (None: a completion holding ``</think>`` before any ``<think>`` is taken as prefilled). Raises ValueError,
+    with the reason, when there is no reasoning block or no answer after it (e.g. a truncated completion).
+
+    >>> parse_trace("<think>2+3=5</think> <answer>5</answer>")
+    Trace(reasoning='2+3=5', answer='<answer>5</answer>')
+    >>> parse_trace("2+3=5</think>The answer is 5.").answer
+    'The answer is 5.'
+    >>> parse_trace("The answer is 5.", reasoning="2+3=5").reasoning
+    '2+3=5'
+    >>> parse_trace("<think>2+3 is")
+    Traceback (most recent call last):
+    ...
+    ValueError: unclosed think block
+    """
+    if reasoning:
+        if not content.strip():
+            raise ValueError("no answer after the reasoning")
+        return Trace(reasoning.strip(), content.strip())
+    text = content.lstrip()
+    close = text.find(THINK_CLOSE)
+    prefilled = think_prefilled if think_prefilled is not None else (close != -1 and THINK_OPEN not in text[:close])
+    if prefilled:
+        text = THINK_OPEN + text
+        close += len(THINK_OPEN)
+    if not text.startswith(THINK_OPEN):
+        raise ValueError("no think block at the start")
+    if close == -1:
+        raise ValueError("unclosed think block")
+    answer = text[close + len(THINK_CLOSE):].strip()
+    if not answer:
+        raise ValueError("no answer after the reasoning")
+    return Trace(text[len(THINK_OPEN):close].strip(), answer)
+
+
+def longest_paragraph(text: str) -> int:
+    """Characters in the longest blank-line-separated paragraph.
+
+    >>> longest_paragraph("short\\n\\nmuch longer one")
+    15
+    """
+    return max((len(p.strip()) for p in _PARAGRAPH_BREAK.split(text)), default=0)
+
+
+def has_code_block(text: str) -> bool:
+    """True when the text holds a fenced code block (```` ``` ```` or ``~~~``).
+
+    >>> has_code_block("Try:\\n```python\\nprint(1)\\n```")
+    True
+    >>> has_code_block("x = 3, so `x + 1` is 4")
+    False
+    """
+    return bool(_CODE_FENCE.search(text))
+
+
+def near_duplicates(texts: list[str], threshold: float) -> list[bool]:
+    """Greedy near-duplicate marking: True for a text at least `threshold`-similar to an earlier kept one.
+
+    Similarity is rapidfuzz's normalised Indel similarity (1 - edit distance without substitutions / total
+    length), i.e. difflib's ratio computed in C++.
+
+    >>> near_duplicates(["2 plus 3 is 5.", "2 plus 3 is 5!", "3 plus 4 is 7."], 0.9)
+    [False, True, False]
+    """
+    from rapidfuzz.distance import Indel
+
+    kept: list[str] = []
+    marks = []
+    for text in texts:
+        duplicate = any(Indel.normalized_similarity(text, k) >= threshold for k in kept)
+        marks.append(duplicate)
+        if not duplicate:
+            kept.append(text)
+    return marks
+
+
+@dataclass(frozen=True)
+class R1Filters:
+    """The readability and diversity filters, configured as the builder configs document them.
+
+    `rejection(trace, ...)` judges one trace on its own (language, paragraphs, code); `select(traces)` then
+    drops near-duplicates and keeps at most `max_per_prompt` among one prompt's survivors.
+    """
+
+    min_language_consistency: float | None = 0.95
+    max_paragraph_chars: int | None = 2000
+    reject_code_in_reasoning: bool = True
+    dedup_threshold: float | None = 0.9
+    max_per_prompt: int | None = 4
+
+    def rejection(self, trace: Trace, *, prompt: Any = None, code_task: bool = False,
+                  target_lang: str | None = None) -> str | None:
+        """The name of the first filter that rejects the trace, or None when it passes them all.
+
+        >>> R1Filters(min_language_consistency=None).rejection(Trace("```\\nx=1\\n```", "1"))
+        'code_in_reasoning'
+        >>> R1Filters(min_language_consistency=None).rejection(Trace("```\\nx=1\\n```", "1"), code_task=True) is None
+        True
+        """
+        if self.min_language_consistency is not None:
+            from ..verifiers.language import consistency
+
+            if consistency(trace.reasoning, target_lang=target_lang, prompt=prompt) < self.min_language_consistency:
+                return MIXED_LANGUAGE
+        if self.max_paragraph_chars is not None and longest_paragraph(trace.reasoning) > self.max_paragraph_chars:
+            return LONG_PARAGRAPH
+        if self.reject_code_in_reasoning and not code_task and has_code_block(trace.reasoning):
+            return CODE_IN_REASONING
+        return None
+
+    def select(self, traces: list[Trace]) -> list[str | None]:
+        """Per trace of one prompt: None to keep it, else the rejection (near-duplicate or over the cap).
+
+        >>> R1Filters(max_per_prompt=1).select([Trace("a b c", "1"), Trace("a b c", "1"), Trace("x y z", "2")])
+        [None, 'near_duplicate', 'max_per_prompt']
+        """
+        texts = [t.content for t in traces]
+        duplicate = near_duplicates(texts, self.dedup_threshold) if self.dedup_threshold is not None else [False] * len(texts)
+        verdicts: list[str | None] = []
+        kept = 0
+        for is_duplicate in duplicate:
+            if is_duplicate:
+                verdicts.append(NEAR_DUPLICATE)
+            elif self.max_per_prompt is not None and kept >= self.max_per_prompt:
+                verdicts.append(OVER_LIMIT)
+            else:
+                verdicts.append(None)
+                kept += 1
+        return verdicts

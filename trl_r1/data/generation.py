@@ -1,0 +1,336 @@
+"""One generation layer for the dataset builders: k samples per prompt from a local model or a served one.
+
+Three backends share one interface (`Generator.generate(prompts, params, seed)` -> k `Completion`s per prompt):
+
+* `VLLMGenerator`: vLLM's offline engine (optionally with a LoRA adapter), when `vllm` is installed;
+* `TransformersGenerator`: `model.generate` on a whole prompt batch with `num_return_sequences=k` (one call for
+  all k samples of all prompts), on any device, with a PEFT adapter on a 4-bit base if asked;
+* `OpenAIGenerator`: any OpenAI-compatible HTTP endpoint (`vllm serve`, SGLang, TGI, hosted APIs), with bounded
+  concurrency, retries with backoff and timeouts, reading the reasoning from a separate `reasoning_content` /
+  `reasoning` field or inline `<think>` tags.
+
+Prompts are rendered like TRL's trainers render them (`trl.data_utils.maybe_apply_chat_template`): a list of
+messages gets the chat template with the generation prompt, a plain string is used as is. When the rendered
+prompt ends with ``<think>`` (templates that prefill it), `Completion.think_prefilled` says so, so that the
+reasoning block can be restored before verification.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from typing import Any, Protocol
+
+from ..verifiers.format import prompt_prefills_think
+
+logger = logging.getLogger("trl_r1.data")
+
+BACKENDS = ("auto", "transformers", "vllm", "openai")
+
+
+@dataclass(frozen=True)
+class SamplingParams:
+    """How to sample: recorded with every built dataset (run.json and the dataset card)."""
+
+    num_samples: int = 8
+    max_new_tokens: int = 1024
+    temperature: float = 1.0
+    top_p: float = 1.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class Completion:
+    """One sampled answer as the backend returned it."""
+
+    content: str  # the generated text (after a prefilled <think>, if the template wrote one)
+    reasoning: str | None = None  # a separate reasoning field (OpenAI-compatible servers with a reasoning parser)
+    finish_reason: str | None = None  # "stop" or "length" (truncated)
+    num_tokens: int | None = None  # generated tokens, when the backend reports them per sample
+    think_prefilled: bool | None = None  # the rendered prompt ended with <think>; None when unknown (remote template)
+
+
+class Generator(Protocol):
+    """What the builders need from a backend."""
+
+    def generate(self, prompts: list[Any], params: SamplingParams, seed: int) -> list[list[Completion]]:
+        """k completions for each prompt (a string or a list of messages), in prompt order."""
+
+    def describe(self) -> dict[str, Any]:
+        """The backend and model, for run metadata and dataset cards."""
+
+
+def is_vllm_available() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("vllm") is not None
+
+
+def render_prompt(prompt: Any, tokenizer: Any) -> str:
+    """The prompt as the model sees it, rendered the way TRL's trainers do.
+
+    >>> from trl_r1.testing import build_tokenizer
+    >>> render_prompt([{"role": "user", "content": "2+3?"}], build_tokenizer())
+    '<|im_start|>user\\n2+3?<|im_end|>\\n<|im_start|>assistant\\n'
+    >>> render_prompt("raw text prompt", build_tokenizer())
+    'raw text prompt'
+    """
+    from trl.data_utils import maybe_apply_chat_template
+
+    return maybe_apply_chat_template({"prompt": prompt}, tokenizer)["prompt"]
+
+
+class TransformersGenerator:
+    """Batched sampling with `transformers` `generate`: all k samples of a prompt batch in one call.
+
+    Args:
+        model_name_or_path: a local checkpoint or Hub id.
+        adapter_path: a PEFT adapter to apply on top (its tokenizer is used when it saved one).
+        load_in_4bit: load the base in 4-bit NF4 with bitsandbytes (QLoRA checkpoints).
+    """
+
+    def __init__(self, model_name_or_path: str, adapter_path: str | None = None, load_in_4bit: bool = False):
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer, BitsAndBytesConfig
+
+        self.model_name_or_path, self.adapter_path, self.load_in_4bit = model_name_or_path, adapter_path, load_in_4bit
+        self.device = "cuda" if torch.cuda.is_available() else "cpu"
+        tokenizer_source = adapter_path if adapter_path and _has_tokenizer(adapter_path) else model_name_or_path
+        self.tokenizer = AutoTokenizer.from_pretrained(tokenizer_source, padding_side="left")
+        if self.tokenizer.pad_token is None:
+            self.tokenizer.pad_token = self.tokenizer.eos_token
+        dtype = torch.bfloat16 if self.device == "cuda" and torch.cuda.is_bf16_supported() else torch.float32
+        kwargs: dict[str, Any] = {"dtype": dtype}
+        if load_in_4bit:
+            kwargs["quantization_config"] = BitsAndBytesConfig(
+                load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_compute_dtype=dtype
+            )
+            kwargs["device_map"] = {"": self.device} if self.device == "cuda" else None
+        model = AutoModelForCausalLM.from_pretrained(model_name_or_path, **kwargs)
+        if not load_in_4bit:
+            model = model.to(self.device)
+        if adapter_path:
+            from peft import PeftModel
+
+            model = PeftModel.from_pretrained(model, adapter_path)
+        self.model = model.eval()
+        self.eos_token_ids = _eos_ids(self.model.generation_config.eos_token_id, self.tokenizer.eos_token_id)
+
+    def generate(self, prompts: list[Any], params: SamplingParams, seed: int) -> list[list[Completion]]:
+        import torch
+        from transformers import GenerationConfig
+
+        texts = [render_prompt(p, self.tokenizer) for p in prompts]
+        # the template already wrote any special tokens (BOS), as in TRL's trainers
+        batch = self.tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(self.device)
+        sample = params.temperature > 0
+        config = GenerationConfig(
+            max_new_tokens=params.max_new_tokens, do_sample=sample, num_return_sequences=params.num_samples,
+            temperature=params.temperature if sample else None, top_p=params.top_p if sample else None, top_k=0,
+            eos_token_id=self.eos_token_ids, pad_token_id=self.tokenizer.pad_token_id,
+        )
+        torch.manual_seed(seed)
+        with torch.inference_mode():
+            sequences = self.model.generate(**batch, generation_config=config)
+        generated = sequences[:, batch["input_ids"].shape[1]:].tolist()
+        out: list[list[Completion]] = []
+        for i, text in enumerate(texts):
+            prefilled = prompt_prefills_think(text)
+            group = []
+            for ids in generated[i * params.num_samples:(i + 1) * params.num_samples]:
+                stop = next((j for j, t in enumerate(ids) if t in self.eos_token_ids), None)
+                kept = ids if stop is None else ids[:stop]
+                group.append(Completion(
+                    content=self.tokenizer.decode(kept, skip_special_tokens=True),
+                    finish_reason="length" if stop is None else "stop",
+                    num_tokens=len(kept) + (stop is not None), think_prefilled=prefilled,
+                ))
+            out.append(group)
+        return out
+
+    def describe(self) -> dict[str, Any]:
+        return {"backend": "transformers", "model": self.model_name_or_path, "adapter": self.adapter_path,
+                "load_in_4bit": self.load_in_4bit}
+
+
+class VLLMGenerator:
+    """vLLM's offline engine (`pip install trl-r1[vllm]`); a LoRA adapter is served with `enable_lora`."""
+
+    def __init__(self, model_name_or_path: str, adapter_path: str | None = None, load_in_4bit: bool = False,
+                 seed: int = 0):
+        if not is_vllm_available():
+            raise ImportError("the vllm backend needs vLLM: pip install trl-r1[vllm]")
+        from vllm import LLM
+
+        self.model_name_or_path, self.adapter_path, self.load_in_4bit = model_name_or_path, adapter_path, load_in_4bit
+        kwargs: dict[str, Any] = {"seed": seed, "enable_lora": adapter_path is not None}
+        if load_in_4bit:
+            kwargs["quantization"] = "bitsandbytes"
+        self.llm = LLM(model=model_name_or_path, **kwargs)
+        self.tokenizer = self.llm.get_tokenizer()
+        self.lora_request = None
+        if adapter_path:
+            from vllm.lora.request import LoRARequest
+
+            self.lora_request = LoRARequest("adapter", 1, adapter_path)
+
+    def generate(self, prompts: list[Any], params: SamplingParams, seed: int) -> list[list[Completion]]:
+        from vllm import SamplingParams as VLLMSamplingParams
+
+        texts = [render_prompt(p, self.tokenizer) for p in prompts]
+        sampling = VLLMSamplingParams(n=params.num_samples, temperature=params.temperature, top_p=params.top_p,
+                                      max_tokens=params.max_new_tokens, seed=seed)
+        outputs = self.llm.generate(texts, sampling, lora_request=self.lora_request, use_tqdm=False)
+        return [
+            [Completion(content=o.text, finish_reason=o.finish_reason, num_tokens=len(o.token_ids),
+                        think_prefilled=prompt_prefills_think(text)) for o in request.outputs]
+            for text, request in zip(texts, outputs)
+        ]
+
+    def describe(self) -> dict[str, Any]:
+        return {"backend": "vllm", "model": self.model_name_or_path, "adapter": self.adapter_path,
+                "load_in_4bit": self.load_in_4bit}
+
+
+class GenerationRequestError(RuntimeError):
+    """An endpoint refused a request for good (a 4xx other than 429): that prompt gets no samples."""
+
+
+class OpenAIGenerator:
+    """Any OpenAI-compatible endpoint: `/chat/completions` for message prompts, `/completions` for text ones.
+
+    Up to `max_concurrency` prompts are in flight at once. A timeout, connection error, 429 or 5xx is retried
+    with exponential backoff and jitter, up to `max_retries` times, then raised (the run stops and resumes later);
+    any other 4xx (a prompt too long for the server, say) gives that prompt no samples and is logged. When the
+    server returns fewer than n choices (some cap n), the rest is requested again.
+
+    Args:
+        base_url: the API root, e.g. ``http://localhost:8000/v1``.
+        model: the served model name.
+        api_key: sent as a bearer token; defaults to the ``OPENAI_API_KEY`` environment variable.
+    """
+
+    def __init__(self, base_url: str, model: str, api_key: str | None = None, max_concurrency: int = 16,
+                 timeout_s: float = 600.0, max_retries: int = 5, backoff_s: float = 1.0):
+        import requests
+
+        self.base_url, self.model = base_url.rstrip("/"), model
+        self.max_concurrency, self.timeout_s, self.max_retries, self.backoff_s = (
+            max_concurrency, timeout_s, max_retries, backoff_s)
+        self._session = requests.Session()
+        self._session.mount("http", requests.adapters.HTTPAdapter(pool_maxsize=max(10, max_concurrency)))
+        key = api_key or os.environ.get("OPENAI_API_KEY")
+        if key:
+            self._session.headers["Authorization"] = f"Bearer {key}"
+        self._lock = threading.Lock()
+        self.completion_tokens = 0  # as reported by the server's `usage`
+
+    def generate(self, prompts: list[Any], params: SamplingParams, seed: int) -> list[list[Completion]]:
+        with ThreadPoolExecutor(max_workers=max(1, min(self.max_concurrency, len(prompts)))) as pool:
+            return list(pool.map(lambda ip: self._sample(ip[1], params, seed + ip[0]), enumerate(prompts)))
+
+    def _sample(self, prompt: Any, params: SamplingParams, seed: int) -> list[Completion]:
+        chat = not isinstance(prompt, str)
+        payload: dict[str, Any] = {"model": self.model, "max_tokens": params.max_new_tokens,
+                                   "temperature": params.temperature, "top_p": params.top_p}
+        payload["messages" if chat else "prompt"] = prompt
+        completions: list[Completion] = []
+        while len(completions) < params.num_samples:
+            payload.update(n=params.num_samples - len(completions), seed=seed + len(completions))
+            try:
+                body = self._post("/chat/completions" if chat else "/completions", payload)
+            except GenerationRequestError as exc:
+                logger.warning("prompt skipped: %s", exc)
+                return completions
+            choices = body.get("choices") or []
+            if not choices:
+                logger.warning("the endpoint returned no choices: %s", str(body)[:200])
+                return completions
+            completions += [_choice_to_completion(c, chat) for c in choices]
+            with self._lock:
+                self.completion_tokens += int((body.get("usage") or {}).get("completion_tokens") or 0)
+        return completions[: params.num_samples]
+
+    def _post(self, path: str, payload: dict[str, Any]) -> dict[str, Any]:
+        import requests
+
+        for attempt in range(self.max_retries + 1):
+            try:
+                response = self._session.post(self.base_url + path, json=payload, timeout=self.timeout_s)
+            except (requests.ConnectionError, requests.Timeout) as exc:
+                problem = f"{type(exc).__name__}: {exc}"
+            else:
+                if response.status_code == 200:
+                    return response.json()
+                problem = f"HTTP {response.status_code}: {response.text[:300]}"
+                if response.status_code != 429 and response.status_code < 500:
+                    raise GenerationRequestError(problem)
+            if attempt < self.max_retries:
+                delay = min(60.0, self.backoff_s * 2 ** attempt) * random.uniform(0.5, 1.0)
+                logger.warning("request to %s failed (%s); retry %d/%d in %.1fs",
+                               self.base_url + path, problem, attempt + 1, self.max_retries, delay)
+                time.sleep(delay)
+        raise RuntimeError(f"{self.base_url}{path} failed after {self.max_retries} retries: {problem}")
+
+    def describe(self) -> dict[str, Any]:
+        return {"backend": "openai", "model": self.model, "base_url": self.base_url}
+
+
+def _choice_to_completion(choice: dict[str, Any], chat: bool) -> Completion:
+    if not chat:
+        return Completion(content=choice.get("text") or "", finish_reason=choice.get("finish_reason"))
+    message = choice.get("message") or {}
+    reasoning = message.get("reasoning_content") or message.get("reasoning") or None
+    return Completion(content=message.get("content") or "", reasoning=reasoning,
+                      finish_reason=choice.get("finish_reason"))
+
+
+def resolve_backend(backend: str, base_url: str | None = None) -> str:
+    """The concrete backend for a name: `auto` is openai when `base_url` is set, else vllm when installed, else
+    transformers.
+
+    >>> resolve_backend("auto", "http://localhost:8000/v1")
+    'openai'
+    """
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown generation backend {backend!r}; choose one of {BACKENDS}")
+    if backend == "auto":
+        return "openai" if base_url else ("vllm" if is_vllm_available() else "transformers")
+    return backend
+
+
+def load_generator(backend: str, model_name_or_path: str, *, adapter_path: str | None = None,
+                   load_in_4bit: bool = False, base_url: str | None = None, seed: int = 0,
+                   max_concurrency: int = 16, timeout_s: float = 600.0, max_retries: int = 5) -> Generator:
+    """Build a backend by name (see `resolve_backend`)."""
+    backend = resolve_backend(backend, base_url)
+    if backend == "openai":
+        if not base_url:
+            raise ValueError("the openai backend needs base_url (e.g. http://localhost:8000/v1)")
+        if adapter_path or load_in_4bit:
+            raise ValueError("adapter_path / load_in_4bit apply to local models; serve the adapter with the endpoint")
+        return OpenAIGenerator(base_url, model_name_or_path, max_concurrency=max_concurrency, timeout_s=timeout_s,
+                               max_retries=max_retries)
+    if backend == "vllm":
+        return VLLMGenerator(model_name_or_path, adapter_path, load_in_4bit, seed=seed)
+    return TransformersGenerator(model_name_or_path, adapter_path, load_in_4bit)
+
+
+def _has_tokenizer(path: str) -> bool:
+    return os.path.isfile(os.path.join(path, "tokenizer_config.json"))
+
+
+def _eos_ids(*candidates: Any) -> list[int]:
+    ids: list[int] = []
+    for c in candidates:
+        for i in (c if isinstance(c, (list, tuple)) else [c]):
+            if i is not None and i not in ids:
+                ids.append(int(i))
+    return ids

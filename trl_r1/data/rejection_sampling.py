@@ -1,0 +1,425 @@
+"""Rejection sampling (DeepSeek-R1 §2.3.3): sample k answers per prompt, keep the verified, readable ones.
+
+`rejection_sample(config)` generates `num_samples` completions per prompt with the generation layer, scores them
+with trl-r1's reward functions (the same code path as training), applies R1's filters and writes:
+
+* `sft.jsonl`: accepted rows in TRL's conversational format, `{"messages": [...prompt, {"role": "assistant",
+  "content": "<think>...</think>\\n<answer>...</answer>"}], **source columns}`, ready for `SFTTrainer`;
+* `prompt_stats.jsonl`: every prompt row with its pass rate, so `0 < pass_rate < 1` picks RL prompts;
+* `stats.json`: generated/accepted counts and each filter's rejection count; `run.json`: config + model.
+
+Results are appended to `records.jsonl` one line per prompt after each batch, so an interrupted run restarts where
+it stopped with no duplicates and nothing written lost. The distillation builder reuses this engine.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from . import filters as F
+from .filters import R1Filters, Trace, parse_trace
+from .generation import BACKENDS, Completion, Generator, SamplingParams, load_generator, resolve_backend
+
+logger = logging.getLogger("trl_r1.data")
+
+RECORDS, SFT, PROMPT_STATS, STATS, RUN = "records.jsonl", "sft.jsonl", "prompt_stats.jsonl", "stats.json", "run.json"
+# settings that may change between an interrupted run and its restart (they do not change what is kept)
+_RESUMABLE_CHANGES = {"output_dir", "batch_size", "max_prompts", "backend", "base_url", "request_timeout_s",
+                      "max_retries", "hub_dataset_id", "hub_private"}
+
+
+@dataclass
+class RejectionSamplingConfig:
+    """Rejection sampling settings (also the `rejection_sampling:` section of recipes and `trl-r1 rejection-sample`)."""
+
+    model_name_or_path: str = field(metadata={"help": "Model to sample from: a local path or Hub id (the RL "
+                                              "checkpoint), or the model name served at `base_url`."})
+    output_dir: str = field(metadata={"help": "Where records, the SFT dataset and statistics are written; an "
+                                      "interrupted run restarts from what is there."})
+    dataset_name: str | None = field(default=None, metadata={
+        "help": "Prompt dataset: a local json/jsonl/parquet/csv file, a `save_to_disk` folder, or a Hub id. "
+                "Other columns (gold answers, tests) are passed to the rewards and kept in the output."})
+    dataset_split: str = field(default="train", metadata={"help": "Split of `dataset_name` to use."})
+    adapter_path: str | None = field(default=None, metadata={"help": "PEFT adapter applied on top of "
+                                                             "`model_name_or_path` (e.g. a GRPO LoRA checkpoint)."})
+    load_in_4bit: bool = field(default=False, metadata={"help": "Load the base model in 4-bit NF4 (QLoRA)."})
+    prompt_column: str = field(default="prompt", metadata={
+        "help": "Column with the prompts: plain strings (used as is) or lists of messages (chat template applied "
+                "like TRL's trainers)."})
+    num_samples: int = field(default=8, metadata={"help": "Samples per prompt (k). R1 samples 'multiple responses' "
+                                                  "per prompt without saying how many."})
+    max_new_tokens: int = field(default=1024, metadata={"help": "Maximum tokens per sample; truncated samples have "
+                                                        "no answer and are rejected as malformed."})
+    temperature: float = field(default=1.0, metadata={"help": "Sampling temperature (R1's RL rollouts use 1.0; 0 "
+                                                      "means greedy)."})
+    top_p: float = field(default=1.0, metadata={"help": "Nucleus sampling threshold."})
+    batch_size: int = field(default=8, metadata={
+        "help": "Prompts per generation call (all their k samples are generated together); with the openai "
+                "backend, the number of concurrent requests. Results are saved after each batch."})
+    rewards: list[str] = field(default_factory=lambda: ["math", "format"], metadata={
+        "help": "Rewards that must all pass (score >= min_reward), by trl_r1.rewards registry name, dotted path or "
+                "{name: ..., options} mapping. A reward that returns None (cannot verify) rejects the sample."})
+    min_reward: float = field(default=1.0, metadata={
+        "help": "Per-reward acceptance threshold: 1.0 keeps only fully correct samples (R1 keeps 'only the correct "
+                "ones'); lower it for partial-credit rewards such as the code pass fraction."})
+    think_prefilled: bool | None = field(default=None, metadata={
+        "help": "Whether the chat template prefills <think> so completions start inside the reasoning. None detects "
+                "it from the rendered prompt (local models) or from a leading </think> (served models)."})
+    min_language_consistency: float | None = field(default=0.95, metadata={
+        "help": "R1 filter 'mixed languages': reject reasoning whose share of target-language words is below this "
+                "(R1's language-consistency measure). None disables."})
+    target_lang: str | None = field(default=None, metadata={
+        "help": "Target language code for the language filter; None infers it from each prompt."})
+    max_paragraph_chars: int | None = field(default=2000, metadata={
+        "help": "R1 filter 'long paragraphs': reject reasoning with a blank-line-separated paragraph longer than "
+                "this many characters. None disables."})
+    reject_code_in_reasoning: bool = field(default=True, metadata={
+        "help": "R1 filter 'code blocks': reject fenced code blocks in the reasoning, except for code tasks (rows "
+                "scored by the code reward)."})
+    dedup_threshold: float | None = field(default=0.9, metadata={
+        "help": "Reject a sample whose text is at least this similar (normalised Indel similarity, 0-1) to one "
+                "already kept for the same prompt. None disables."})
+    max_per_prompt: int | None = field(default=4, metadata={"help": "Keep at most this many samples per prompt "
+                                                            "(m). None keeps all that pass."})
+    backend: str = field(default="auto", metadata={
+        "help": "Generation backend: auto (openai if base_url, else vllm when installed, else transformers), "
+                "transformers, vllm or openai.", "choices": list(BACKENDS)})
+    base_url: str | None = field(default=None, metadata={
+        "help": "OpenAI-compatible endpoint for the openai backend, e.g. http://localhost:8000/v1 (`vllm serve`, "
+                "SGLang, TGI); the key comes from OPENAI_API_KEY."})
+    request_timeout_s: float = field(default=600.0, metadata={"help": "openai backend: seconds per request."})
+    max_retries: int = field(default=5, metadata={
+        "help": "openai backend: retries (exponential backoff) of a timed-out, 429 or 5xx request before the run "
+                "stops (restart it to resume)."})
+    seed: int = field(default=0, metadata={"help": "Sampling seed; batch b uses seed + its first prompt index."})
+    max_prompts: int | None = field(default=None, metadata={"help": "Use only the first N prompts (None: all)."})
+    hub_dataset_id: str | None = field(default=None, metadata={
+        "help": "Push the finished dataset with a dataset card to this Hub dataset repo (needs a token)."})
+    hub_private: bool = field(default=False, metadata={"help": "Create the Hub dataset repo as private."})
+
+    kind = "rejection_sampling"
+
+    def __post_init__(self):
+        if self.num_samples < 1 or self.batch_size < 1:
+            raise ValueError("num_samples and batch_size must be >= 1")
+        if self.backend not in BACKENDS:
+            raise ValueError(f"unknown backend {self.backend!r}; choose one of {BACKENDS}")
+
+    @property
+    def sampling_params(self) -> SamplingParams:
+        return SamplingParams(self.num_samples, self.max_new_tokens, self.temperature, self.top_p)
+
+    @property
+    def filters(self) -> R1Filters:
+        return R1Filters(self.min_language_consistency, self.max_paragraph_chars, self.reject_code_in_reasoning,
+                         self.dedup_threshold, self.max_per_prompt)
+
+
+@dataclass
+class RejectionSamplingResult:
+    """What a build produced (also on disk under `output_dir`)."""
+
+    dataset: Any  # datasets.Dataset of accepted SFT rows (conversational "messages")
+    prompt_stats: Any  # datasets.Dataset: every prompt row + num_generated, num_passed, pass_rate, num_accepted
+    stats: dict[str, Any]  # totals and each filter's rejection count
+    output_dir: str
+
+
+def rejection_sample(config: RejectionSamplingConfig, dataset: Any = None) -> RejectionSamplingResult:
+    """Sample, verify and filter; resumes a run interrupted in `config.output_dir`. `dataset` overrides
+    `config.dataset_name`."""
+    return build_sft_dataset(config, dataset)
+
+
+def build_sft_dataset(config: RejectionSamplingConfig, dataset: Any = None,
+                      generator: Generator | None = None) -> RejectionSamplingResult:
+    """The engine shared by rejection sampling and distillation (see the module docstring)."""
+    prompts = _prompt_dataset(config, dataset)
+    out = Path(config.output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    _check_or_write_run(out / RUN, config, len(prompts))
+    store = RecordStore(out / RECORDS)
+    done = {r["index"] for r in store.load()}
+    todo = [i for i in range(len(prompts)) if i not in done]
+    if todo:
+        generator = generator or load_generator(
+            config.backend, config.model_name_or_path, adapter_path=config.adapter_path,
+            load_in_4bit=config.load_in_4bit, base_url=config.base_url, seed=config.seed,
+            max_concurrency=config.batch_size, timeout_s=config.request_timeout_s, max_retries=config.max_retries)
+        _sample_and_record(config, prompts, todo, generator, store, done_before=len(done))
+    result = _finalize(config, prompts, store.load())
+    if config.hub_dataset_id:
+        from .hub import push_to_hub
+
+        push_to_hub(config.output_dir, config.hub_dataset_id, private=config.hub_private)
+    return result
+
+
+def _sample_and_record(config: RejectionSamplingConfig, prompts: Any, todo: list[int], generator: Generator,
+                       store: RecordStore, done_before: int) -> None:
+    from tqdm.auto import tqdm
+
+    from ..rewards import get_reward_funcs
+
+    rewards = get_reward_funcs(config.rewards)
+    params = config.sampling_params
+    generated = accepted = 0
+    start = time.perf_counter()
+    bar = tqdm(total=done_before + len(todo), initial=done_before, unit="prompt", desc=config.kind, dynamic_ncols=True)
+    for b in range(0, len(todo), config.batch_size):
+        indices = todo[b:b + config.batch_size]
+        rows = [prompts[i] for i in indices]
+        completions = generator.generate([r[config.prompt_column] for r in rows], params, seed=config.seed + indices[0])
+        records = judge_batch(config, rows, completions, rewards)
+        for index, record in zip(indices, records):
+            record["index"] = index
+        store.append(records)
+        generated += sum(r["num_generated"] for r in records)
+        accepted += sum(r["num_accepted"] for r in records)
+        bar.update(len(indices))
+        bar.set_postfix(samples_per_s=f"{generated / (time.perf_counter() - start):.2f}",
+                        accept=f"{accepted / max(generated, 1):.1%}")
+    bar.close()
+
+
+def judge_batch(config: RejectionSamplingConfig, rows: list[dict[str, Any]], completions: list[list[Completion]],
+                rewards: list[Callable[..., list[float | None]]]) -> list[dict[str, Any]]:
+    """Score and filter one batch; returns one record per prompt (statistics + accepted SFT rows)."""
+    filters = config.filters
+    # 1. split reasoning from answer (a truncated or tag-less completion cannot become a <think> SFT target)
+    traces: list[list[Trace | None]] = []
+    verdicts: list[list[str | None]] = []
+    for group in completions:
+        traces.append([]), verdicts.append([])
+        for c in group:
+            try:
+                think_prefilled = config.think_prefilled if config.think_prefilled is not None else c.think_prefilled
+                traces[-1].append(parse_trace(c.content, c.reasoning, think_prefilled))
+                verdicts[-1].append(None)
+            except ValueError:
+                traces[-1].append(None)
+                verdicts[-1].append(F.MALFORMED)
+    # 2. rewards, called like TRL calls them, on every well-formed sample of the batch at once
+    flat = [(p, s) for p, group in enumerate(traces) for s, t in enumerate(group) if t is not None]
+    code_task = {key: False for key in flat}
+    if flat:
+        columns = {c: [rows[p][c] for p, _ in flat] for c in rows[0] if c != config.prompt_column}
+        kwargs = dict(prompts=[rows[p][config.prompt_column] for p, _ in flat],
+                      completions=[[{"role": "assistant", "reasoning_content": traces[p][s].reasoning,
+                                     "content": traces[p][s].answer}] for p, s in flat],
+                      completion_ids=None, **columns)
+        for reward in rewards:
+            name = getattr(reward, "__name__", type(reward).__name__)
+            for key, score in zip(flat, reward(**kwargs)):
+                if name.startswith("code") and score is not None:
+                    code_task[key] = True
+                p, s = key
+                if verdicts[p][s] is None and (score is None or score < config.min_reward):
+                    verdicts[p][s] = f"{F.INCORRECT if score is not None else 'unverified'}:{name}"
+    records = []
+    for p, row in enumerate(rows):
+        group, verdict = traces[p], verdicts[p]
+        passed = [s for s, v in enumerate(verdict) if v is None]
+        # 3. readability filters on each correct sample, then near-duplicates and the per-prompt cap
+        for s in passed:
+            verdict[s] = filters.rejection(group[s], prompt=row[config.prompt_column], code_task=code_task[(p, s)],
+                                           target_lang=config.target_lang)
+        readable = [s for s in passed if verdict[s] is None]
+        for s, v in zip(readable, filters.select([group[s] for s in readable])):
+            verdict[s] = v
+        rejections: dict[str, int] = {}
+        for v in verdict:
+            if v is not None:
+                rejections[v] = rejections.get(v, 0) + 1
+        kept = [s for s, v in enumerate(verdict) if v is None]
+        records.append({
+            "num_generated": len(group), "num_passed": len(passed),
+            "pass_rate": len(passed) / len(group) if group else 0.0, "num_accepted": len(kept),
+            "num_truncated": sum(c.finish_reason == "length" for c in completions[p]),
+            "num_tokens": sum(c.num_tokens or 0 for c in completions[p]),
+            "rejections": rejections,
+            "rows": [sft_row(row, config.prompt_column, group[s]) for s in kept],
+        })
+    return records
+
+
+def sft_row(row: dict[str, Any], prompt_column: str, trace: Trace) -> dict[str, Any]:
+    """An accepted sample as a TRL conversational row; the other source columns are kept.
+
+    >>> sft_row({"prompt": "2+3?", "answer": "5"}, "prompt", Trace("2+3=5", "<answer>5</answer>"))
+    {'messages': [{'role': 'user', 'content': '2+3?'}, {'role': 'assistant', 'content': '<think>2+3=5</think>\\n<answer>5</answer>'}], 'answer': '5'}
+    """
+    prompt = row[prompt_column]
+    messages = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else [dict(m) for m in prompt]
+    messages.append({"role": "assistant", "content": trace.content})
+    return {"messages": messages, **{k: v for k, v in row.items() if k not in (prompt_column, "messages")}}
+
+
+class RecordStore:
+    """Append-only JSONL of per-prompt records, flushed and fsynced after each batch.
+
+    A line cut short by a kill is dropped on load (and truncated away), so a restart redoes that batch only.
+    """
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def load(self) -> list[dict[str, Any]]:
+        if not self.path.exists():
+            return []
+        records, good = [], 0
+        with open(self.path, "rb") as f:
+            for line in f:
+                try:
+                    if not line.endswith(b"\n"):
+                        raise ValueError("incomplete line")
+                    records.append(json.loads(line))
+                except ValueError:
+                    logger.warning("%s: dropping an incomplete record at byte %d (interrupted write)", self.path, good)
+                    break
+                good += len(line)
+        if good < self.path.stat().st_size:
+            with open(self.path, "r+b") as f:
+                f.truncate(good)
+        return records
+
+    def append(self, records: list[dict[str, Any]]) -> None:
+        data = "".join(json.dumps(r, ensure_ascii=False, default=str) + "\n" for r in records)
+        with open(self.path, "a", encoding="utf-8") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+
+
+def load_prompt_dataset(name: str, split: str = "train") -> Any:
+    """A prompt dataset from a local file (json/jsonl/parquet/csv), a `save_to_disk` folder, or the Hub."""
+    import datasets
+
+    path = Path(name)
+    if path.is_dir() and any((path / f).exists() for f in ("state.json", "dataset_dict.json")):
+        loaded = datasets.load_from_disk(str(path))
+        return loaded[split] if isinstance(loaded, datasets.DatasetDict) else loaded
+    if path.is_file():
+        formats = {".json": "json", ".jsonl": "json", ".parquet": "parquet", ".csv": "csv"}
+        if path.suffix not in formats:
+            raise ValueError(f"unsupported dataset file {name!r}; use one of {sorted(formats)}")
+        return datasets.load_dataset(formats[path.suffix], data_files=str(path), split="train")
+    return datasets.load_dataset(name, split=split)
+
+
+def _prompt_dataset(config: RejectionSamplingConfig, dataset: Any) -> Any:
+    if dataset is None:
+        if not config.dataset_name:
+            raise ValueError("give a dataset or set dataset_name")
+        dataset = load_prompt_dataset(config.dataset_name, config.dataset_split)
+    if config.prompt_column not in dataset.column_names:
+        raise ValueError(f"prompt column {config.prompt_column!r} not in the dataset (columns: {dataset.column_names})")
+    if config.max_prompts is not None:
+        dataset = dataset.select(range(min(config.max_prompts, len(dataset))))
+    return dataset
+
+
+def _run_metadata(config: RejectionSamplingConfig, num_prompts: int) -> dict[str, Any]:
+    from .. import __version__
+
+    backend = resolve_backend(config.backend, config.base_url)
+    model = {"backend": backend, "model": config.model_name_or_path, "adapter": config.adapter_path,
+             "load_in_4bit": config.load_in_4bit}
+    return {"kind": config.kind, "trl_r1_version": __version__, "model": model, "num_prompts": num_prompts,
+            "generation": config.sampling_params.to_dict(), "config": asdict(config)}
+
+
+def _check_or_write_run(path: Path, config: RejectionSamplingConfig, num_prompts: int) -> None:
+    """Record the run's settings; on a restart, refuse settings that would mix two different builds."""
+    metadata = _run_metadata(config, num_prompts)
+    if path.exists():
+        previous = json.loads(path.read_text())["config"]
+        changed = sorted(k for k, v in metadata["config"].items()
+                         if k not in _RESUMABLE_CHANGES and previous.get(k, v) != v)
+        if changed:
+            raise ValueError(f"{path.parent} holds a run with different settings ({', '.join(changed)}); "
+                             "resume with the same settings or use another output_dir")
+    path.write_text(json.dumps(metadata, indent=2, default=str))
+
+
+def _finalize(config: RejectionSamplingConfig, prompts: Any, records: list[dict[str, Any]]) -> RejectionSamplingResult:
+    """Write sft.jsonl, prompt_stats.jsonl and stats.json from the records (in prompt order) and load them."""
+    import datasets
+
+    out = Path(config.output_dir)
+    by_index = {r["index"]: r for r in records if r["index"] < len(prompts)}
+    ordered = [by_index[i] for i in sorted(by_index)]
+    rows = [row for r in ordered for row in r["rows"]]
+    stat_keys = ("num_generated", "num_passed", "pass_rate", "num_accepted", "num_truncated")
+    prompt_stats = prompts.select([r["index"] for r in ordered])
+    for key in stat_keys:
+        prompt_stats = prompt_stats.add_column(key, [r[key] for r in ordered])
+    stats = summarize(config, ordered)
+    sft = datasets.Dataset.from_list(rows) if rows else datasets.Dataset.from_dict({"messages": []})
+    _write_jsonl(out / SFT, rows)
+    prompt_stats.to_json(str(out / PROMPT_STATS), lines=True, force_ascii=False)
+    (out / STATS).write_text(json.dumps(stats, indent=2))
+    logger.info("%s: %d/%d samples accepted from %d prompts -> %s", config.kind, stats["accepted"],
+                stats["generated"], stats["num_prompts"], out / SFT)
+    return RejectionSamplingResult(sft, prompt_stats, stats, str(out))
+
+
+def summarize(config: RejectionSamplingConfig, records: list[dict[str, Any]]) -> dict[str, Any]:
+    """Totals over the records, with every enabled filter's rejection count (zeros included), in filter order."""
+    generated = sum(r["num_generated"] for r in records)
+    accepted = sum(r["num_accepted"] for r in records)
+    counts: dict[str, int] = {}
+    for r in records:
+        for name, n in r["rejections"].items():
+            counts[name] = counts.get(name, 0) + n
+    f = config.filters
+    order = [F.MALFORMED] + sorted(k for k in counts if ":" in k) + [
+        name for name, on in [(F.MIXED_LANGUAGE, f.min_language_consistency is not None),
+                              (F.LONG_PARAGRAPH, f.max_paragraph_chars is not None),
+                              (F.CODE_IN_REASONING, f.reject_code_in_reasoning),
+                              (F.NEAR_DUPLICATE, f.dedup_threshold is not None),
+                              (F.OVER_LIMIT, f.max_per_prompt is not None)] if on]
+    pass_rates = [r["pass_rate"] for r in records]
+    return {
+        "num_prompts": len(records), "generated": generated, "accepted": accepted,
+        "acceptance_rate": accepted / generated if generated else 0.0,
+        "passed": sum(r["num_passed"] for r in records),
+        "truncated": sum(r["num_truncated"] for r in records),
+        "generated_tokens": sum(r["num_tokens"] for r in records),
+        "prompts_with_accepted": sum(r["num_accepted"] > 0 for r in records),
+        "prompts_all_passed": sum(p == 1.0 for p in pass_rates),
+        "prompts_none_passed": sum(p == 0.0 for p in pass_rates),
+        "rejections": {name: counts.get(name, 0) for name in order},
+    }
+
+
+def _write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
+    tmp = path.with_suffix(".tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        for row in rows:
+            f.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
+    tmp.replace(path)
+
+
+def parse_config(config_class: type, argv: list[str] | None) -> Any:
+    """`--config file.yaml` plus `--field value` overrides, TRL-style (TrlParser over the dataclass)."""
+    from trl import TrlParser
+
+    (config,) = TrlParser((config_class,)).parse_args_and_config(args=argv)
+    return config
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`trl-r1 rejection-sample --config x.yaml [--flag value]`."""
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    config = parse_config(RejectionSamplingConfig, sys.argv[1:] if argv is None else argv)
+    result = rejection_sample(config)
+    print(json.dumps(result.stats, indent=2))
+    return 0
