@@ -1,0 +1,117 @@
+"""Math answer verification: is the final answer of a completion equivalent to the gold answer?
+
+`verify(gold, completion)` reads the completion's committed final answer (answer block, else last ``\\boxed{}``,
+else "the answer is ..."; hedged or multi-valued answers are wrong), settles plain numbers, choice letters, text
+answers and identical forms in the calling process, and sends the rest to sympy in worker processes under a
+hard wall-clock limit (see `pool`). Inputs that would make sympy run away are recognised by rule and compared as
+text (see `screening.pathology`). `verify_batch` checks many pairs in parallel.
+
+>>> verify(r"\\frac{\\pi}{4}", r"<think>...</think> So the angle is \\boxed{\\dfrac{\\pi}{4}}.")
+True
+>>> verify("72", "Natalia sold 72 clips. The answer is 72.")
+True
+>>> verify("(1,-2)", r"The answer is \\boxed{(1,-2)} or \\boxed{(1,2)}")
+False
+>>> verify("", "The answer is 1") is None
+True
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from dataclasses import dataclass
+
+from .extraction import Answer, final_answer, gold_answer
+from .pool import WorkerPool
+from .screening import canonical, quick_verdict, strip_assignment
+
+logger = logging.getLogger("trl_r1.verifiers.math")
+
+DEFAULT_TIMEOUT_S = 2.0  # hard wall-clock limit of one sympy check (the worker is killed past it)
+MAX_ANSWER_CHARS = 5_000  # a longer "final answer" is an essay, not an answer: wrong without reading it
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Whether an answer is equivalent to the gold (None: the gold is unusable), and why, for rule-based outcomes."""
+
+    equivalent: bool | None
+    reason: str | None = None
+
+
+def default_workers() -> int:
+    """Half the CPU cores (at most 8): sympy checks share the machine with the trainer."""
+    return max(1, min(8, (os.cpu_count() or 2) // 2))
+
+
+def verify(gold: str, completion: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> bool | None:
+    """Whether the completion's final answer is equivalent to `gold`; None when the gold is unusable."""
+    return check(gold, completion, timeout_s).equivalent
+
+
+def verify_batch(pairs, workers: int | None = None, timeout_s: float = DEFAULT_TIMEOUT_S) -> list[bool | None]:
+    """`verify` for many (gold, completion) pairs, the sympy checks in parallel on `workers` processes."""
+    return [v.equivalent for v in check_batch(pairs, workers, timeout_s)]
+
+
+def check(gold: str, completion: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> Verdict:
+    """`verify` with the reason for rule-based outcomes (no answer, hedge, unusable gold, timeout)."""
+    return check_batch([(gold, completion)], timeout_s=timeout_s)[0]
+
+
+def check_batch(pairs, workers: int | None = None, timeout_s: float = DEFAULT_TIMEOUT_S) -> list[Verdict]:
+    """Verdicts for many (gold, completion) pairs; identical sympy checks run once."""
+    verdicts: list[Verdict | None] = []
+    tasks: dict[tuple[str, str], list[int]] = {}
+    for index, (gold, completion) in enumerate(pairs):
+        prepared = _prepare(gold, completion)
+        if isinstance(prepared, Verdict):
+            verdicts.append(prepared)
+        else:
+            verdicts.append(None)
+            tasks.setdefault(prepared, []).append(index)
+    if tasks:
+        outcomes = _pool(workers).run(list(tasks), timeout_s)
+        for indices, (status, value) in zip(tasks.values(), outcomes):
+            verdict = Verdict(*value) if status == "ok" else Verdict(False, f"{status}: {value}")
+            for index in indices:
+                verdicts[index] = verdict
+    for verdict in verdicts:
+        if verdict.reason and verdict.equivalent is None:
+            logger.info("math gold unusable: %s", verdict.reason)
+    return verdicts
+
+
+def _prepare(gold: str, completion: str) -> Verdict | tuple[str, str]:
+    """A verdict decided without sympy, or the canonical (gold, answer) pair that needs it."""
+    gold_part = gold_answer(gold)
+    if gold_part.text is None:
+        return Verdict(None, gold_part.reason)
+    answer: Answer = final_answer(completion, allow_or=" or " in f" {gold_part.text} ")
+    if answer.text is None:
+        return Verdict(False, answer.reason)
+    if len(answer.text) > MAX_ANSWER_CHARS:
+        return Verdict(False, "answer too long")
+    gold_text, answer_text = strip_assignment(canonical(gold_part.text), canonical(answer.text))
+    equivalent, reason = quick_verdict(gold_text, answer_text)
+    if equivalent is not None:
+        return Verdict(equivalent, reason)
+    return gold_text, answer_text
+
+
+_pools: dict[int, WorkerPool] = {}
+_pools_lock = threading.Lock()
+
+
+def _pool(workers: int | None) -> WorkerPool:
+    """The shared pool with this many workers (started on first use, reused by every later call)."""
+    size = workers or default_workers()
+    with _pools_lock:
+        if size not in _pools:
+            _pools[size] = WorkerPool(f"{__name__}.equivalence:verdict", size)
+        return _pools[size]
+
+
+__all__ = ["Verdict", "verify", "verify_batch", "check", "check_batch", "final_answer", "gold_answer", "DEFAULT_TIMEOUT_S"]

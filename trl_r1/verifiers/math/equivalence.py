@@ -1,0 +1,285 @@
+"""Mathematical equivalence of two canonical answers with sympy (runs inside a worker process).
+
+LaTeX is parsed by `latex2sympy2_extended`. The comparison cascade, gold first:
+
+* structure decides the kind: a tuple ``(1,-2)`` is ordered, a set ``\\{1,2\\}`` is not, and neither equals the
+  other; a bare list ``1, 2`` matches either (in order for a tuple); intervals compare endpoints and openness;
+  an inequality in one variable is compared as the set it describes; matrices compare shape and entries;
+* an assignment (``x=5``, ``f(x)=...``, ``x\\in[1,2)``) is compared by its right-hand side when the other side
+  is not an equation; two equations are equivalent when one's ``lhs - rhs`` is a non-zero constant multiple of
+  the other's (``y=2x+3`` and ``2x-y+3=0``);
+* numbers compare exactly when both are rational, else at 40 digits with a *relative* tolerance of 1e-20 (so
+  1/2004! and 1/2006! stay different); a decimal matches an exact value only when it is that value correctly
+  rounded to the shown places, with at least 3 significant digits;
+* expressions with variables are compared at fixed sample points (positive and negative), then by
+  `sympy.simplify` when too few points evaluate.
+
+This module may be slow on hostile input; callers run it under the hard time limit of `pool.WorkerPool`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+import sympy
+from latex2sympy2_extended import latex2sympy
+from latex2sympy2_extended.math_normalization import NormalizationConfig
+
+from .screening import parse_number, rounds_to
+
+PARSE_CONFIG = NormalizationConfig(basic_latex=True, units=False, malformed_operators=True, nits=False, boxed="none")
+DIGITS = 40  # working precision of numeric comparisons
+RELATIVE_TOLERANCE = sympy.Float("1e-20", DIGITS)
+SAMPLE_POINTS = (sympy.Rational(13, 10), sympy.Rational(-27, 10), sympy.Rational(31, 7), sympy.Rational(-5, 11))
+_IMAGINARY = sympy.Symbol("i")
+
+
+class Unparseable(ValueError):
+    """The text is not LaTeX that latex2sympy can read."""
+
+
+@dataclass(frozen=True)
+class BareList:
+    """A comma list written without brackets (``1, 2``): a tuple to an ordered gold, a set to an unordered one."""
+
+    items: tuple
+
+
+def verdict(gold: str, pred: str) -> tuple[bool | None, str | None]:
+    """(equivalent, reason): None with a reason when the gold does not parse; False when the answer does not.
+
+    >>> verdict(r"\\frac{\\sqrt{2}}{2}", r"\\frac{1}{\\sqrt{2}}")
+    (True, None)
+    >>> verdict("(1,-2)", r"\\{1,-2\\}")
+    (False, None)
+    """
+    try:
+        gold_value = parse(gold)
+    except Unparseable as exc:
+        return None, f"gold does not parse: {exc}"
+    try:
+        pred_value = parse(pred)
+    except Unparseable as exc:
+        return False, f"answer does not parse: {exc}"
+    complex_gold = _IMAGINARY in _free_symbols(gold_value)
+    if complex_gold:
+        gold_value, pred_value = _as_complex(gold_value), _as_complex(pred_value)
+    return bool(equal(gold_value, pred_value, pred)), None
+
+
+@lru_cache(maxsize=512)
+def parse(text: str):
+    """Parse a canonical answer: a `BareList` of parsed items, or a sympy object with exact decimals."""
+    items = split_top_level(text)
+    if len(items) > 1:
+        return BareList(tuple(parse(item) for item in items))
+    try:
+        value = latex2sympy(text, normalization_config=PARSE_CONFIG)
+    except Exception as exc:  # the ANTLR parser raises many types; all mean "not readable"
+        raise Unparseable(f"{type(exc).__name__}: {exc}"[:120]) from None
+    if not isinstance(value, (sympy.Basic, sympy.MatrixBase)):
+        raise Unparseable(f"parsed to a {type(value).__name__}")
+    if isinstance(value, sympy.MatrixBase):
+        return value
+    exact = {u: u.args[0] for u in value.atoms(sympy.UnevaluatedExpr)}  # 25\% is 25 * Unevaluated(1/100)
+    exact.update({f: sympy.Rational(str(f)) for f in value.atoms(sympy.Float)})  # decimals as written
+    return value.xreplace(exact) if exact else value
+
+
+def split_top_level(text: str) -> list[str]:
+    """Split at commas outside brackets, unless the whole text is one bracketed group or a 1,234 number.
+
+    >>> split_top_level("1,-2"), split_top_level("(1,-2)"), split_top_level("12,345")
+    (['1', '-2'], ['(1,-2)'], ['12,345'])
+    """
+    if parse_number(text) is not None:
+        return [text]
+    parts, depth, start = [], 0, 0
+    for i, char in enumerate(text):
+        if char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+        elif char == "," and depth == 0 and text[i - 1: i + 1] != "\\,":
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return [p for p in parts if p] if len(parts) > 1 else [text]
+
+
+def equal(gold, pred, pred_text: str = "") -> bool:
+    """Whether a parsed prediction equals a parsed gold (see the module docstring for the rules)."""
+    if isinstance(gold, BareList) or isinstance(pred, BareList):
+        return _lists_equal(gold, pred)
+    if isinstance(gold, sympy.MatrixBase) or isinstance(pred, sympy.MatrixBase):
+        return (
+            isinstance(gold, sympy.MatrixBase) and isinstance(pred, sympy.MatrixBase) and gold.shape == pred.shape
+            and all(equal(g, p) for g, p in zip(gold, pred))
+        )
+    if gold == pred:
+        return True
+    if isinstance(gold, sympy.Eq) or isinstance(pred, sympy.Eq):
+        return _equations_equal(gold, pred, pred_text)
+    if _is_condition(gold) or _is_condition(pred):
+        gold_set, pred_set = _as_set(gold), _as_set(pred)
+        return gold_set is not None and pred_set is not None and equal(gold_set, pred_set)
+    if isinstance(gold, sympy.Tuple) or isinstance(pred, sympy.Tuple):
+        return _tuples_equal(gold, pred)
+    if isinstance(gold, sympy.Interval) and isinstance(pred, sympy.Interval):
+        return (gold.left_open, gold.right_open) == (pred.left_open, pred.right_open) and all(
+            _expressions_equal(g, p) for g, p in ((gold.start, pred.start), (gold.end, pred.end))
+        )
+    if isinstance(gold, (sympy.FiniteSet, sympy.Union)) and isinstance(pred, (sympy.FiniteSet, sympy.Union)):
+        return type(gold) is type(pred) and _unordered_equal(gold.args, pred.args)
+    if isinstance(gold, sympy.Expr) and isinstance(pred, sympy.Expr):
+        return _expressions_equal(gold, pred, pred_text)
+    return False
+
+
+def _lists_equal(gold, pred) -> bool:
+    gold_items = gold.items if isinstance(gold, BareList) else gold.args if isinstance(gold, (sympy.Tuple, sympy.FiniteSet)) else None
+    pred_items = pred.items if isinstance(pred, BareList) else pred.args if isinstance(pred, (sympy.Tuple, sympy.FiniteSet)) else None
+    if gold_items is None or pred_items is None or len(gold_items) != len(pred_items):
+        return False
+    if isinstance(gold, sympy.Tuple) or isinstance(pred, sympy.Tuple):
+        return all(equal(g, p) for g, p in zip(gold_items, pred_items))
+    return _unordered_equal(gold_items, pred_items)
+
+
+def _unordered_equal(gold_items, pred_items) -> bool:
+    """A one-to-one matching of equal items (greedy is exact here: equality is transitive)."""
+    remaining = list(pred_items)
+    for g in gold_items:
+        match = next((i for i, p in enumerate(remaining) if equal(g, p)), None)
+        if match is None:
+            return False
+        remaining.pop(match)
+    return not remaining
+
+
+def _tuples_equal(gold, pred) -> bool:
+    """Tuples in order; an open interval ``(a,b)`` reads as the pair ``(a,b)`` (LaTeX cannot tell them apart)."""
+    def items(value):
+        if isinstance(value, sympy.Tuple):
+            return value.args
+        if isinstance(value, sympy.Interval) and value.left_open and value.right_open:
+            return (value.start, value.end)
+        return None
+
+    gold_items, pred_items = items(gold), items(pred)
+    return (
+        gold_items is not None and pred_items is not None and len(gold_items) == len(pred_items)
+        and all(equal(g, p) for g, p in zip(gold_items, pred_items))
+    )
+
+
+def _is_assignment(value) -> bool:
+    return isinstance(value, sympy.Eq) and (value.lhs.is_Symbol or isinstance(value.lhs, sympy.core.function.AppliedUndef))
+
+
+def _equations_equal(gold, pred, pred_text: str) -> bool:
+    if isinstance(gold, sympy.Eq) and isinstance(pred, sympy.Eq):
+        if _is_assignment(gold) and gold.lhs == pred.lhs:
+            return equal(gold.rhs, pred.rhs, pred_text)
+        return _proportional(gold.lhs - gold.rhs, pred.lhs - pred.rhs)
+    if _is_assignment(gold):
+        return equal(gold.rhs, pred, pred_text)
+    if _is_assignment(pred):
+        return equal(gold, pred.rhs)
+    return False
+
+
+def _proportional(f, g) -> bool:
+    """Whether g = c*f for a non-zero constant c (same equation), checked at the sample points."""
+    if not isinstance(f, sympy.Expr) or not isinstance(g, sympy.Expr) or f.free_symbols != g.free_symbols:
+        return False
+    if not f.free_symbols:
+        return _close(f, g)
+    ratios = []
+    for k in range(len(SAMPLE_POINTS)):
+        f_value, g_value = _at_point(f, k), _at_point(g, k)
+        if f_value is None or g_value is None:
+            continue
+        if (f_value == 0) != (g_value == 0):
+            return False
+        if g_value != 0:
+            ratios.append(f_value / g_value)
+    return len(ratios) >= 2 and all(_close(r, ratios[0]) for r in ratios)
+
+
+def _is_condition(value) -> bool:
+    return isinstance(value, (sympy.core.relational.Relational, sympy.And, sympy.Or)) and not isinstance(value, sympy.Eq)
+
+
+def _as_set(value):
+    """An inequality in one variable as the set it describes; sets and intervals as themselves."""
+    if isinstance(value, sympy.Set):
+        return value
+    if _is_condition(value) and len(value.free_symbols) == 1:
+        try:
+            return value.as_set()
+        except Exception:  # sympy cannot solve it: not comparable as a set
+            return None
+    return None
+
+
+def _free_symbols(value) -> set:
+    if isinstance(value, BareList):
+        return set().union(*(_free_symbols(item) for item in value.items))
+    return set(getattr(value, "free_symbols", ()))
+
+
+def _as_complex(value):
+    """Read the symbol ``i`` as the imaginary unit (used when the gold is a complex number)."""
+    if isinstance(value, BareList):
+        return BareList(tuple(_as_complex(item) for item in value.items))
+    return value.subs(_IMAGINARY, sympy.I) if hasattr(value, "subs") else value
+
+
+def _expressions_equal(gold, pred, pred_text: str = "") -> bool:
+    if not isinstance(gold, sympy.Expr) or not isinstance(pred, sympy.Expr):
+        return gold == pred
+    symbols = gold.free_symbols | pred.free_symbols
+    if not symbols:
+        if gold.is_Rational and pred.is_Rational:
+            return gold == pred
+        decimal = parse_number(pred_text)
+        if decimal is not None and decimal.decimals is not None and not gold.is_Rational:
+            value = gold.evalf(DIGITS)
+            return value.is_real and rounds_to(decimal, sympy.Rational(value))
+        return _close(gold, pred)
+    agree = 0
+    for k in range(len(SAMPLE_POINTS)):
+        g, p = _at_point(gold, k, symbols), _at_point(pred, k, symbols)
+        if g is None or p is None:
+            continue
+        if not _close(g, p):
+            return False
+        agree += 1
+    if agree >= 2:
+        return True
+    return sympy.simplify(gold - pred) == 0
+
+
+def _at_point(expr, k: int, symbols=None):
+    """The value of `expr` with every variable set to a different sample point (None when not finite)."""
+    symbols = sorted(symbols or expr.free_symbols, key=str)
+    point = {s: SAMPLE_POINTS[(k + i) % len(SAMPLE_POINTS)] + i for i, s in enumerate(symbols)}
+    try:
+        value = expr.subs(point).evalf(DIGITS)
+    except Exception:  # undefined at this point
+        return None
+    return value if value.is_number and value.is_finite else None
+
+
+def _close(a, b) -> bool:
+    """Equal numbers: exact for rationals and infinities, else relative difference below 1e-20 at 40 digits."""
+    a, b = sympy.sympify(a), sympy.sympify(b)
+    if a.is_Rational and b.is_Rational or not (a.is_finite and b.is_finite):
+        return bool(a == b)
+    a_value, b_value = a.evalf(DIGITS), b.evalf(DIGITS)
+    if not (a_value.is_number and b_value.is_number):
+        return bool(sympy.simplify(a - b) == 0)
+    scale = max(abs(a_value), abs(b_value))
+    return bool(scale == 0 or abs(a_value - b_value) <= RELATIVE_TOLERANCE * scale)

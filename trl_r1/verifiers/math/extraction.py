@@ -1,0 +1,162 @@
+"""Find the final answer in a model completion and in a dataset's gold field.
+
+The completion's answer is, in this order: the content of the (last) ``<answer>`` block (or the text after
+``</think>``, see `trl_r1.verifiers.format.extract_answer`), and within it the last ``\\boxed{}``, else the last
+"the answer is ..." / "Answer:" / "####" statement, else the whole answer block. An answer that does not commit
+to one value (hedge words, "3 or 5", a question mark, boxes joined by "or") is rejected here, before any math.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ..format import ANSWER_OPEN, extract_answer
+
+MAX_GOLD_CHARS = 1000  # a longer gold without a box or "####" marker is a solution we cannot read an answer from
+
+_BOX = re.compile(r"\\(?:boxed|fbox)\s*\{")
+_BOX_SEPARATOR = re.compile(r"^(?:\s|\$|,|;|\\quad|\\qquad|\\text\{\s*(?:and|or)\s*\}|\band\b|\bor\b|\\,|\\;)*$")
+_STATEMENT = re.compile(
+    r"(?i)(?:final\s+answer|the\s+answer|answer)\s*(?:is|:|=)\s*:?|(?:^|\n)\s*answer\s*:|####"
+)
+_SENTENCE_END = re.compile(r"\.(?=\s|$)|\n")
+_MATH_SPAN = re.compile(r"\$\$(.+?)\$\$|\$(.+?)\$|\\\((.+?)\\\)|\\\[(.+?)\\\]", re.S)
+_HEDGE = re.compile(
+    r"(?i)\b(?:or|maybe|perhaps|possibly|probably|either|guess|not\s+sure|unsure|uncertain|unclear|"
+    r"might\s+be|could\s+be|cannot\s+be\s+determined|undetermined)\b|\?"
+)
+
+
+@dataclass(frozen=True)
+class Answer:
+    """An extracted final answer (`text`), or the reason there is none (`text is None`)."""
+
+    text: str | None
+    reason: str | None = None
+
+
+def boxed_contents(text: str) -> list[tuple[int, int, str]]:
+    """Every ``\\boxed{...}`` / ``\\fbox{...}`` as (start, end, content), braces balanced; unclosed boxes are skipped.
+
+    >>> [c for _, _, c in boxed_contents(r"so \\boxed{\\frac{1}{2}} and \\fbox{3}")]
+    ['\\\\frac{1}{2}', '3']
+    """
+    found = []
+    for match in _BOX.finditer(text):
+        depth, i = 1, match.end()
+        while i < len(text) and depth:
+            depth += {"{": 1, "}": -1}.get(text[i], 0)
+            i += 1
+        if depth == 0:
+            found.append((match.start(), i, text[match.end(): i - 1].strip()))
+    return found
+
+
+def _last_boxed(text: str, allow_or: bool = False) -> Answer | None:
+    """The last box, joined with the boxes right before it when only separators lie between them.
+
+    Boxes chained by "and" or commas are one multi-valued answer (``3, 5``); boxes chained by "or" are a hedge
+    unless `allow_or` (the gold itself lists alternatives with "or").
+    """
+    boxes = boxed_contents(text)
+    if not boxes:
+        return None
+    chain = [boxes[-1]]
+    for box in reversed(boxes[:-1]):
+        between = text[box[1]: chain[0][0]]
+        if len(between) > 40 or not _BOX_SEPARATOR.match(between):
+            break
+        if not allow_or and re.search(r"\bor\b", between):
+            return Answer(None, "hedged: boxes joined by 'or'")
+        chain.insert(0, box)
+    values = list(dict.fromkeys(content for _, _, content in chain))
+    return Answer(", ".join(values))
+
+
+def _statement(text: str) -> str | None:
+    """The value in the last "the answer is X" / "Answer: X" / "#### X" statement, up to the sentence's end."""
+    matches = list(_STATEMENT.finditer(text))
+    if not matches:
+        return None
+    rest = text[matches[-1].end():].lstrip()
+    math = _MATH_SPAN.match(rest)
+    if math:
+        return next(g for g in math.groups() if g is not None).strip()
+    end = _SENTENCE_END.search(rest)
+    return (rest[: end.start()] if end else rest).strip()
+
+
+def final_answer(completion: str, allow_or: bool = False) -> Answer:
+    """The answer a completion commits to, or why it has none ("or" is a hedge unless `allow_or`).
+
+    >>> final_answer("<think>2+3=5</think><answer>5</answer>").text
+    '5'
+    >>> final_answer(r"<think>...</think> so the result is \\boxed{4} and the answer is \\boxed{5}.").text
+    '5'
+    >>> final_answer("Adding them, the answer is 12 apples. Done.").text
+    '12 apples'
+    >>> final_answer(r"The answer is \\boxed{3} or \\boxed{4}").reason
+    "hedged: boxes joined by 'or'"
+    >>> final_answer("<answer>maybe 7</answer>").reason
+    'hedged: maybe'
+    """
+    if not isinstance(completion, str):
+        return Answer(None, "completion is not text")
+    region = extract_answer(completion)
+    answer = _last_boxed(region, allow_or)
+    if answer is None:
+        statement = _statement(region)
+        if statement is not None:
+            answer = Answer(statement)
+        elif ANSWER_OPEN in completion:
+            answer = Answer(region)
+        else:
+            return Answer(None, "no final answer")
+    if answer.text is None:
+        return answer
+    text = _strip_wrappers(answer.text)
+    if not text:
+        return Answer(None, "empty answer")
+    words = _HEDGE.finditer(re.sub(r"\\text\{\s*(or)\s*\}", r" \1 ", text))
+    hedge = next((w.group().lower() for w in words if not (allow_or and w.group().lower() == "or")), None)
+    if hedge:
+        return Answer(None, f"hedged: {hedge}")
+    return Answer(text)
+
+
+def gold_answer(gold: object) -> Answer:
+    """The reference answer from a dataset field: a bare or boxed answer, a boxed solution, or GSM8K's ``#### X``.
+
+    >>> gold_answer(r"\\boxed{\\frac{\\pi}{4}}").text
+    '\\\\frac{\\\\pi}{4}'
+    >>> gold_answer("Natalia sold 48/2 = 24 clips in May.\\n#### 72").text
+    '72'
+    >>> gold_answer(" ").reason
+    'empty gold'
+    """
+    if isinstance(gold, bool) or gold is None:
+        return Answer(None, "gold is missing")
+    if isinstance(gold, (int, float)):
+        gold = repr(gold) if isinstance(gold, float) else str(gold)
+    if not isinstance(gold, str):
+        return Answer(None, f"gold is a {type(gold).__name__}, not text")
+    answer = _last_boxed(gold, allow_or=True)
+    if answer is None and "####" in gold:
+        answer = Answer(gold.rsplit("####", 1)[1].strip())
+    if answer is None:
+        if len(gold) > MAX_GOLD_CHARS:
+            return Answer(None, "gold is a long text without a boxed or #### answer")
+        answer = Answer(gold)
+    text = _strip_wrappers(answer.text or "")
+    return Answer(text) if text else Answer(None, "empty gold")
+
+
+def _strip_wrappers(text: str) -> str:
+    """Remove math delimiters, markdown bold and a final period around an answer."""
+    text = text.strip()
+    math = _MATH_SPAN.fullmatch(text)
+    if math:
+        text = next(g for g in math.groups() if g is not None)
+    text = text.replace("**", "").replace("\\$", "").replace("$", "").strip()
+    return re.sub(r"[.;]+$", "", text).strip()

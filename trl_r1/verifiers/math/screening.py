@@ -1,0 +1,260 @@
+"""Cheap, sympy-free steps that run in the calling process: canonical text, plain numbers, screening.
+
+Most real answers are settled here in microseconds: identical canonical text, plain numbers (integers with
+thousands separators, decimals, percents, scientific notation, integer fractions) compared exactly with
+`fractions.Fraction`, multiple-choice letters and short text answers. What is left goes to sympy in a worker
+process. Inputs that would make sympy or Python's big integers run away are recognised by rule first and
+compared as canonical text instead (see `pathology`), so they cost microseconds, not a timeout.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from fractions import Fraction
+
+MAX_MATH_CHARS = 400  # longer answers are compared as text: no real final answer is that long
+MAX_NESTING = 12  # deeper bracket nesting is compared as text (deep recursion in the parser)
+MAX_LITERAL_DIGITS = 400  # longer integer literals are compared digit for digit (exact, no sympy)
+MAX_LOG10 = 20_000  # powers estimated above 10**MAX_LOG10 are compared as text (power towers)
+MAX_FACTORIAL = 2_000  # n! for larger literal n is compared as text
+MIN_ROUNDED_DIGITS = 3  # a decimal matches an exact value by rounding only with this many significant digits
+
+_SPACING = re.compile(r"(?<!\\)\\[,;:! ]|\\quad|\\qquad|~|\\displaystyle|\\limits|\\m?left(?=[^a-zA-Z])|\\m?right(?=[^a-zA-Z])|\\middle")
+_TEXT_COMMANDS = re.compile(r"\\(?:mathrm|textbf|textit|textrm|textnormal|mathbf|mathit|mbox|operatorname)\s*\{")
+_DEGREES = re.compile(r"\^\s*\{?\s*\\circ\s*\}?|°|\\degree")
+_TRAILING_UNIT = re.compile(
+    r"(?<=[\d}])\s*\\text\{[^{}]*\}(?:\^\{?[23]\}?)?$"  # 5\text{ cm}^2
+    r"|(?<=\d)\s+[a-zA-Z]{2,}(?:\s+[a-zA-Z]{2,}){0,2}(?:\^\{?[23]\}?)?$"  # 12 square units, 4 cm^2
+)
+_ASSIGNMENT = re.compile(r"^(?:[a-zA-Z](?:_\{?\w+\}?)?|[a-zA-Z]\([a-zA-Z]\))=")
+_CHOICE = re.compile(r"^\(?([A-E])\)?$")
+_CHOICE_PRED = re.compile(r"^\(?([A-E])(?:\)|\.|:|$)(.*)$", re.S)
+_TEXT_GOLD = re.compile(r"^[A-Za-z][A-Za-z\s'\-]*$")
+_NUMBER = re.compile(
+    r"^(?P<sign>[-+]?)(?P<int>\d{1,3}(?:,\d{3})+|\d*)(?:\.(?P<frac>\d+))?"
+    r"(?:(?:e|E|\\times10\^|\\cdot10\^|\*10\^|×10\^)\{?(?P<exp>[-+]?\d{1,3})\}?)?(?P<pct>%?)$"
+)
+_FRACTION = re.compile(r"^(?P<sign>-?)(?:\\frac\{(?P<n1>-?\d+)\}\{(?P<d1>-?\d+)\}|(?P<n2>\d+)/(?P<d2>\d+))$")
+
+
+def canonical(text: str) -> str:
+    """A whitespace-free normal form that keeps the meaning: no spacing commands, sizing, degree signs or units.
+
+    >>> canonical(r"\\left( 1, -2 \\right)")
+    '(1,-2)'
+    >>> canonical(r"\\dfrac{3}{4}\\text{ cm}^2")
+    '\\\\frac{3}{4}'
+    >>> canonical(r"1{,}234 \\text{ apples}")
+    '1,234'
+    >>> canonical(r"2 \\pi r^2")
+    '2\\\\pi r^2'
+    """
+    text = text.strip()
+    text = _SPACING.sub(" ", text)
+    text = re.sub(r"\\[dtc]frac", r"\\frac", text)
+    text = _TEXT_COMMANDS.sub(r"\\text{", text)
+    text = _DEGREES.sub("", text).replace("\\%", "%").replace("\\$", "").replace("{,}", ",")
+    text = re.sub(r"\\text\{\s*\}", "", text)
+    unitless = _TRAILING_UNIT.sub("", text).strip()
+    if unitless and re.search(r"[\w}]", unitless):
+        text = unitless
+    text = re.sub(r"(\\[a-zA-Z]+)\s+(?=[a-zA-Z])", "\\1\0", text)  # keep "\\pi r" from becoming "\\pir"
+    return re.sub(r"\s+", "", text).replace("\0", " ")
+
+
+def strip_assignment(gold: str, pred: str) -> tuple[str, str]:
+    """``x=5`` against ``5``: keep the right-hand side of the one that is an assignment (last part of a chain).
+
+    >>> strip_assignment("5", "x=2+3=5")
+    ('5', '5')
+    >>> strip_assignment("y=2x+3", "y=3+2x")
+    ('y=2x+3', 'y=3+2x')
+    """
+    gold_is, pred_is = bool(_ASSIGNMENT.match(gold)), bool(_ASSIGNMENT.match(pred))
+    if gold_is and "=" not in pred:
+        gold = gold.rsplit("=", 1)[1]
+    elif pred_is and "=" not in gold:
+        pred = pred.rsplit("=", 1)[1]
+    return gold, pred
+
+
+@dataclass(frozen=True)
+class Number:
+    """A plain number as written: its exact value, its shown decimal places (None if exact) and a percent sign."""
+
+    value: Fraction
+    decimals: int | None = None
+    significant: int = 0
+    percent: bool = False
+
+    def candidates(self) -> tuple[Fraction, ...]:
+        """Values the number may stand for: ``25%`` is 25 (a "what percent" answer) or 0.25."""
+        return (self.value, self.value / 100) if self.percent else (self.value,)
+
+
+def parse_number(text: str) -> Number | None:
+    """A plain number (canonical form) or None: integers with separators, decimals, %, 1.5e3, 3\\times10^{5}, a/b.
+
+    >>> parse_number("1,234.50")
+    Number(value=Fraction(2469, 2), decimals=2, significant=6, percent=False)
+    >>> parse_number(r"-\\frac{3}{4}").value
+    Fraction(-3, 4)
+    >>> parse_number("1,2") is None
+    True
+    """
+    if len(text) > MAX_LITERAL_DIGITS:
+        return None
+    fraction = _FRACTION.match(text)
+    if fraction:
+        numerator, denominator = int(fraction["n1"] or fraction["n2"]), int(fraction["d1"] or fraction["d2"])
+        if denominator == 0:
+            return None
+        value = Fraction(numerator, denominator)
+        return Number(-value if fraction["sign"] else value)
+    number = _NUMBER.match(text)
+    if not number or not (number["int"] or number["frac"]):
+        return None
+    digits = number["int"].replace(",", "") + (number["frac"] or "")
+    value = Fraction(int(digits or "0"), 10 ** len(number["frac"] or ""))
+    if number["exp"]:
+        value *= Fraction(10) ** int(number["exp"])
+    if number["sign"] == "-":
+        value = -value
+    decimals = len(number["frac"]) - int(number["exp"] or 0) if number["frac"] else None
+    return Number(value, decimals, len(digits.lstrip("0")), bool(number["pct"]))
+
+
+def rounds_to(decimal: Number, exact: float | Fraction) -> bool:
+    """Whether a decimal is the exact value correctly rounded to its shown places (with enough digits shown).
+
+    >>> rounds_to(parse_number("0.333"), Fraction(1, 3)), rounds_to(parse_number("0.33"), Fraction(1, 3))
+    (True, False)
+    """
+    if decimal.decimals is None or decimal.significant < MIN_ROUNDED_DIGITS:
+        return False
+    half_unit = Fraction(1, 2) * Fraction(10) ** -decimal.decimals
+    return any(abs(value - Fraction(exact)) <= half_unit for value in decimal.candidates())
+
+
+def numbers_equal(gold: Number, pred: Number) -> bool:
+    """Exact equality of plain numbers; a decimal against an exact value may match by correct rounding."""
+    if any(g == p for g in gold.candidates() for p in pred.candidates()):
+        return True
+    if (gold.decimals is None) != (pred.decimals is None):
+        decimal, exact = (pred, gold) if gold.decimals is None else (gold, pred)
+        return any(rounds_to(decimal, value) for value in exact.candidates())
+    return False
+
+
+def pathology(text: str) -> str | None:
+    """Why an answer must not reach sympy (it could run for minutes or exhaust memory), or None.
+
+    The rule: over `MAX_MATH_CHARS` characters, brackets nested deeper than `MAX_NESTING`, an integer literal
+    over `MAX_LITERAL_DIGITS` digits, a power whose estimated size exceeds 10**`MAX_LOG10` (towers), or a
+    factorial of a literal over `MAX_FACTORIAL` or of another factorial. Such answers are compared as text.
+
+    >>> pathology(r"5^{(5^{(5^{(5^5)})}-4)}")
+    'power tower'
+    >>> pathology(r"2^{2^{2^{2}}}") is None
+    True
+    """
+    if len(text) > MAX_MATH_CHARS:
+        return "too long"
+    depth = deepest = 0
+    for char in text:
+        depth += 1 if char in "{([" else -1 if char in "})]" else 0
+        deepest = max(deepest, depth)
+    if deepest > MAX_NESTING:
+        return "nested too deep"
+    if any(len(m) > MAX_LITERAL_DIGITS for m in re.findall(r"\d+", text)):
+        return "giant integer"
+    if _log10_bound(text) > MAX_LOG10:
+        return "power tower"
+    if any(int(n) > MAX_FACTORIAL for n in re.findall(r"(\d+)\s*!", text)) or re.search(r"!\s*[)}]\s*!", text):
+        return "giant factorial"
+    return None
+
+
+def _group(text: str, start: int) -> tuple[str, int]:
+    """The exponent written at `start` (a braced or parenthesised group, else one token) and where it ends."""
+    if start >= len(text):
+        return "", start
+    if text[start] in "{(":
+        depth, i = 0, start
+        while i < len(text):
+            depth += 1 if text[i] in "{(" else -1 if text[i] in "})" else 0
+            i += 1
+            if depth == 0:
+                break
+        return text[start + 1: i - 1], i
+    token = re.match(r"\d+(?:\.\d+)?|\\?[a-zA-Z]+|.", text[start:]).group()
+    return token, start + len(token)
+
+
+def _log10_bound(text: str) -> float:
+    """A rough upper bound on log10 of the largest power in `text` (towers evaluated top-down in log space)."""
+    worst = 0.0
+    for match in re.finditer(r"\^", text):
+        base = re.search(r"(\d+(?:\.\d+)?)\s*[)}]*\s*$", text[: match.start()])
+        base_log = math.log10(max(float(base.group(1)), 2.0)) if base else 1.0  # a symbol counts as 10
+        exponent, _ = _group(text, match.end())
+        exponent_log = _log10_bound(exponent) if "^" in exponent else 0.0
+        literals = [float(n) for n in re.findall(r"\d+(?:\.\d+)?", exponent)] or [1.0]
+        symbolic = re.search(r"[a-zA-Z]", exponent) is not None
+        if exponent_log > 300:
+            return math.inf
+        bound = max(10.0**exponent_log, max(literals), 10.0 if symbolic else 0.0)
+        worst = max(worst, bound * base_log)
+    return worst
+
+
+def text_key(text: str) -> str:
+    """Letters and digits only, lower-cased: how short text answers are compared."""
+    text = re.sub(r"\\text\{([^{}]*)\}", r"\1", text)
+    return re.sub(r"[^a-z0-9]", "", text.lower())
+
+
+def is_text_answer(gold: str) -> bool:
+    """A gold that is words, not math: wholly inside ``\\text{}``, or letters with a run of 3+ (``Monday``)."""
+    inner = re.fullmatch(r"\\text\{([^{}]*)\}", gold)
+    if inner:
+        return not re.fullmatch(r"[\d\s.,\-+/%()]*", inner.group(1))
+    return bool(_TEXT_GOLD.match(gold)) and re.search(r"[A-Za-z]{3,}", gold) is not None and not re.search(
+        r"^(?:sin|cos|tan|log|ln|exp|sqrt|pi|infty|inf)$", gold
+    )
+
+
+def quick_verdict(gold: str, pred: str) -> tuple[bool | None, str | None]:
+    """Decide a (canonical gold, canonical prediction) pair without sympy, or return (None, None) to defer.
+
+    >>> quick_verdict("1234", "1,234.0")
+    (True, None)
+    >>> quick_verdict("25%", "0.25")
+    (True, None)
+    >>> quick_verdict(r"\\text{(B)}", "(C)")
+    (False, None)
+    """
+    if gold == pred:
+        return True, None
+    choice = _CHOICE.match(text_key_choice(gold))
+    if choice:
+        answer = _CHOICE_PRED.match(text_key_choice(pred))
+        single = answer is not None and not re.search(r"\b[A-E]\b", answer.group(2))
+        return bool(single and answer.group(1) == choice.group(1)), None
+    gold_number, pred_number = parse_number(gold), parse_number(pred)
+    if gold_number is not None and pred_number is not None:
+        return numbers_equal(gold_number, pred_number), None
+    if is_text_answer(gold):
+        return text_key(gold) == text_key(pred), None
+    for side, text in (("gold", gold), ("answer", pred)):
+        reason = pathology(text)
+        if reason:
+            return False, f"{side} compared as text: {reason}"
+    return None, None
+
+
+def text_key_choice(text: str) -> str:
+    """A choice label with ``\\text{}`` and spacing removed: ``\\text{(B)}`` -> ``(B)``."""
+    return re.sub(r"\\text\{([^{}]*)\}", r"\1", text).strip()
