@@ -1,0 +1,67 @@
+"""Math accuracy reward for TRL trainers: 1.0 when the final answer is equivalent to the gold answer."""
+
+from __future__ import annotations
+
+from ..verifiers.math import DEFAULT_TIMEOUT_S, check_batch
+from .base import RewardFunction, Sample, Score
+
+
+class MathAccuracyReward(RewardFunction):
+    """1.0 when the completion's final answer is mathematically equivalent to the gold answer, else 0.0.
+
+    The answer is the ``<answer>`` block, else the last ``\\boxed{}``, else a final "the answer is ..." statement;
+    hedged or multi-valued answers score 0.0 (see `trl_r1.verifiers.math`). A sample whose gold is missing or
+    unusable scores None, so GRPO leaves it out; the reason is logged and sent to TRL's metrics.
+
+    Args:
+        gold_column: dataset column holding the gold answer (a bare or boxed answer, a boxed solution, or GSM8K's
+            ``... #### 72``).
+        fallback_columns: columns tried in order when `gold_column` is absent or empty for a sample.
+        timeout_s: hard wall-clock limit of one sympy check; a check past it is killed and scores 0.0.
+        workers: worker processes for sympy checks (default: half the CPU cores, at most 8).
+
+    Example:
+        >>> reward = MathAccuracyReward()
+        >>> reward(completions=["<think>...</think><answer>\\\\frac{1}{2}</answer>", "So 0.5 maybe."],
+        ...        solution=["\\\\boxed{0.5}", "0.5"])
+        [1.0, 0.0]
+        >>> reward(completions=[[{"role": "assistant", "content": "The answer is 1,234."}]], answer=["1234"])
+        [1.0]
+        >>> reward(completions=["The answer is 3."], solution=[""])
+        [None]
+    """
+
+    __name__ = "math_accuracy_reward"
+
+    def __init__(
+        self,
+        gold_column: str = "solution",
+        fallback_columns: tuple[str, ...] = ("answer",),
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        workers: int | None = None,
+    ):
+        self.gold_column = gold_column
+        self.fallback_columns = tuple(fallback_columns)
+        self.timeout_s = timeout_s
+        self.workers = workers
+
+    def gold(self, sample: Sample):
+        """The sample's gold answer: the first of `gold_column`, `fallback_columns` that is present and non-empty."""
+        for column in (self.gold_column, *self.fallback_columns):
+            value = sample.columns.get(column)
+            if value is not None and value != "":
+                return value
+        return None
+
+    def score_batch(self, samples: list[Sample]) -> list[Score]:
+        golds = [self.gold(sample) for sample in samples]
+        todo = [i for i, gold in enumerate(golds) if gold is not None]
+        verdicts = check_batch([(golds[i], samples[i].text) for i in todo], self.workers, self.timeout_s)
+        columns = "/".join((self.gold_column, *self.fallback_columns))
+        scores = [Score(None, f"missing gold: no value in column {columns}")] * len(samples)
+        for i, verdict in zip(todo, verdicts):
+            scores[i] = Score(None if verdict.equivalent is None else float(verdict.equivalent), verdict.reason)
+        return scores
+
+
+math_accuracy_reward = MathAccuracyReward()
