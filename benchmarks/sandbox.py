@@ -1,0 +1,94 @@
+"""Throughput and latency of the sandboxed code verifier vs a plain unsandboxed subprocess runner.
+
+The reference runs each test as ``python3 -I -c program`` in a local subprocess (no isolation at all), over the
+same number of worker threads. Both judge the same jobs (trivial programs, 5 stdio tests each) and must
+agree on every pass fraction. Run: ``OMP_NUM_THREADS=1 python benchmarks/sandbox.py [--jobs 200 --workers 2]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+from trl_r1.verifiers.code import isolation_problem, outputs_match, run_tests, run_tests_batch
+from trl_r1.verifiers.code.sandbox import SANDBOX_PYTHON
+
+
+def make_jobs(n: int, tests_per_job: int = 5) -> list[dict]:
+    """Trivial stdio programs; every third one is wrong, so both runners have something to reject."""
+    jobs = []
+    for i in range(n):
+        program = "a, b = map(int, input().split())\nprint(a + b)" if i % 3 else "a, b = map(int, input().split())\nprint(a - b)"
+        tests = [{"type": "stdio", "input": f"{k} {i}", "output": str(k + i)} for k in range(1, tests_per_job + 1)]
+        jobs.append({"program": program, "tests": tests, "timeout_s": 5.0})
+    return jobs
+
+
+def plain_subprocess_runner(job: dict) -> float:
+    """The unsafe reference: one unsandboxed interpreter per test, output compared like ours."""
+    passed = 0
+    for test in job["tests"]:
+        try:
+            done = subprocess.run([SANDBOX_PYTHON, "-I", "-c", job["program"]], input=test["input"], capture_output=True,
+                                  text=True, timeout=job["timeout_s"])
+        except subprocess.TimeoutExpired:
+            continue
+        passed += done.returncode == 0 and outputs_match(done.stdout, test["output"])
+    return passed / len(job["tests"])
+
+
+def timed(function, jobs: list[dict], workers: int) -> tuple[float, list[float], list[float]]:
+    """(seconds, per-job latencies, pass fractions) for `function(job)` over `workers` threads."""
+    latencies: list[float] = []
+
+    def run(job):
+        started = time.perf_counter()
+        result = function(job)
+        latencies.append(time.perf_counter() - started)
+        return result
+
+    started = time.perf_counter()
+    with ThreadPoolExecutor(workers) as pool:
+        fractions = list(pool.map(run, jobs))
+    return time.perf_counter() - started, latencies, fractions
+
+
+def p99(values: list[float]) -> float:
+    return statistics.quantiles(values, n=100)[98] if len(values) > 1 else values[0]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--jobs", type=int, default=200)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--timeout", type=float, default=1.0, help="timeout of the latency-under-timeouts run")
+    args = parser.parse_args()
+    problem = isolation_problem()
+    if problem:
+        raise SystemExit(f"sandbox unavailable: {problem}")
+    jobs = make_jobs(args.jobs)
+    ours_s, ours_lat, ours = timed(lambda job: run_tests(job["program"], job["tests"]).pass_fraction, jobs, args.workers)
+    ref_s, ref_lat, ref = timed(plain_subprocess_runner, jobs, args.workers)
+    assert ours == ref, "the sandboxed and the plain runner disagree"
+    print(f"{args.jobs} programs x 5 stdio tests, {args.workers} workers")
+    print(f"  sandboxed (bwrap+seccomp): {args.jobs / ours_s:6.1f} programs/s  p50 {statistics.median(ours_lat) * 1e3:6.1f} ms"
+          f"  p99 {p99(ours_lat) * 1e3:6.1f} ms")
+    print(f"  plain subprocess (unsafe): {args.jobs / ref_s:6.1f} programs/s  p50 {statistics.median(ref_lat) * 1e3:6.1f} ms"
+          f"  p99 {p99(ref_lat) * 1e3:6.1f} ms")
+    print(f"  throughput ratio ours/plain: {ref_s / ours_s:.2f}x")
+    # latency when tests hit the limit: each job has one test that loops forever among quick ones
+    looping = [{"program": "x = input()\nwhile x == 'loop':\n    pass\nprint(x)",
+                "tests": [{"type": "stdio", "input": "loop", "output": "loop"}], "timeout_s": args.timeout}] * (4 * args.workers)
+    started = time.perf_counter()
+    reports = run_tests_batch(looping, workers=args.workers)
+    test_walls = [r.results[0].wall_s for r in reports]
+    print(f"  timeout test ({args.timeout:.1f} s limit): max test wall {max(test_walls):.3f} s, "
+          f"batch {time.perf_counter() - started:.2f} s for {len(looping)} jobs, "
+          f"outcomes {sorted({r.results[0].outcome.value for r in reports})}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,578 @@
+"""Judging a program against its tests: stdio and assert semantics, per-test outcomes, a worker pool.
+
+Each job gets one sandbox whose supervisor forks a fresh copy of the program per test, so a timeout, crash
+or exit in one test costs that test only; a sandbox that stops answering is killed and replaced before the
+next test. Expected outputs never enter the sandbox:
+
+* stdio: the host compares the captured stdout with the expected text.
+* assert: the host itself runs the (trusted) test snippet with its own builtins. The program's top-level
+  functions and objects are bound as proxies: calling one runs it in the sandbox, arguments go in and
+  only plain data (None, bool, int, float, complex, str, bytes, list, tuple, dict, set, frozenset) comes
+  back, decoded by a strict tag parser; anything else comes back as an opaque handle that supports calls
+  and attribute access but refuses ``==``, ``bool()``, arithmetic and iteration. Objects with a rigged
+  ``__eq__``, patched builtins or a patched test harness therefore cannot make a failing program pass.
+"""
+
+from __future__ import annotations
+
+import builtins
+import enum
+import importlib
+import json
+import logging
+import os
+import sys
+import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from .languages import Language, resolve_language
+from .sandbox import Sandbox, SandboxLimits, SandboxLost, SandboxUnavailable, isolation_problem
+
+logger = logging.getLogger("trl_r1.verifiers.code")
+
+GRACE_S = 1.0  # how long past a test's limit the host waits for the supervisor before killing the sandbox
+START_TIMEOUT_S = 10.0  # starting a sandbox (bwrap + interpreter); compiling adds `compile_timeout_s`
+DEFAULT_MAX_OUTPUT = 1 << 20
+_DETAIL_CHARS = 200
+
+
+class Outcome(str, enum.Enum):
+    """How one test ended."""
+
+    PASSED = "passed"
+    WRONG_ANSWER = "wrong_answer"  # ran to the end, wrong output or a failed assertion
+    TIMEOUT = "timeout"  # wall-clock limit (or CPU limit) reached
+    CRASH = "crash"  # non-zero exit, uncaught exception, signal, or an exit during an assert test
+    LIMIT_EXCEEDED = "limit_exceeded"  # memory, output size, file size
+    COMPILE_ERROR = "compile_error"
+    ERROR = "error"  # not run: invalid test, empty program, sandbox unavailable
+
+
+@dataclass(frozen=True)
+class TestResult:
+    """One test's outcome, a short detail, and the tail of its stderr for debugging."""
+
+    outcome: Outcome
+    detail: str = ""
+    stderr: str = ""
+    wall_s: float = 0.0
+
+    __test__ = False  # not a pytest class
+
+    @property
+    def passed(self) -> bool:
+        return self.outcome is Outcome.PASSED
+
+
+@dataclass(frozen=True)
+class TestReport:
+    """All tests of one program; `error` says why nothing could run (e.g. no isolation)."""
+
+    results: tuple[TestResult, ...] = ()
+    error: str | None = None
+
+    __test__ = False
+
+    @property
+    def pass_fraction(self) -> float:
+        return sum(r.passed for r in self.results) / len(self.results) if self.results else 0.0
+
+    @property
+    def all_passed(self) -> bool:
+        return bool(self.results) and all(r.passed for r in self.results)
+
+    @property
+    def outcome_counts(self) -> Counter:
+        return Counter(r.outcome.value for r in self.results)
+
+
+@dataclass(frozen=True)
+class TestCase:
+    """A normalised test: ``stdio`` (input/output) or ``assert`` (code); `problem` marks an unusable one."""
+
+    kind: str
+    input: str = ""
+    output: str = ""
+    code: str = ""
+    problem: str | None = None
+
+    __test__ = False
+
+
+# ------------------------------------------------------------------------------------------------ test formats
+def _text(value: Any) -> str:
+    """Test text as valid UTF-8 (lone surrogates replaced), so it can cross the pipe."""
+    text = value if isinstance(value, str) else "" if value is None else str(value)
+    return text.encode("utf-8", "replace").decode("utf-8")
+
+
+def normalize_tests(tests: Any) -> tuple[str | None, list[TestCase]]:
+    """(language or None, tests) from a test list, open-r1's ``verification_info``, or their JSON text.
+
+    >>> normalize_tests([{"type": "stdio", "input": "1", "output": "2"}])[1][0].kind
+    'stdio'
+    >>> lang, cases = normalize_tests({"language": "python", "test_cases": [{"type": "stdin_stdout", "input": "", "output": "x"}]})
+    >>> lang, cases[0].output
+    ('python', 'x')
+    """
+    if isinstance(tests, (str, bytes)):
+        tests = json.loads(tests)
+    language = None
+    if isinstance(tests, dict):
+        language = tests.get("language")
+        tests = tests.get("test_cases", tests.get("tests"))
+    if tests is None:
+        return language, []
+    if not isinstance(tests, (list, tuple)):
+        raise ValueError(f"tests must be a list, got {type(tests).__name__}")
+    return language, [_normalize_test(t) for t in tests]
+
+
+def _normalize_test(test: Any) -> TestCase:
+    if not isinstance(test, dict):
+        return TestCase("invalid", problem=f"a test must be a mapping, got {type(test).__name__}")
+    kind = test.get("type") or ("assert" if "code" in test else "stdio")
+    if kind in ("stdio", "stdin_stdout"):
+        if test.get("output") is None:
+            return TestCase("invalid", problem="stdio test without 'output'")
+        return TestCase("stdio", input=_text(test.get("input")), output=_text(test.get("output")))
+    if kind == "assert":
+        if not isinstance(test.get("code"), str) or not test["code"].strip():
+            return TestCase("invalid", problem="assert test without 'code'")
+        return TestCase("assert", code=test["code"])
+    return TestCase("invalid", problem=f"unknown test type {kind!r}")
+
+
+def outputs_match(actual: str, expected: str) -> bool:
+    """Equal after stripping the whole text and each line (CRLF, trailing spaces); every line must match.
+
+    >>> outputs_match("1 2 \\r\\n3\\r\\n\\n", "1 2\\n3")
+    True
+    >>> outputs_match("1\\n2\\n3", "1\\n2")
+    False
+    """
+    def lines(text: str) -> list[str]:
+        return [line.strip() for line in text.strip().split("\n")]
+
+    return lines(actual) == lines(expected)
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= _DETAIL_CHARS else text[:_DETAIL_CHARS] + "..."
+
+
+# ------------------------------------------------------------------------------------------------ assert proxies
+class SandboxEnded(BaseException):
+    """The program's process ended during an assert test (BaseException: test code cannot catch it)."""
+
+    def __init__(self, done: dict | None):
+        super().__init__("the program's process ended")
+        self.done = done
+
+
+class RemoteError(Exception):
+    """An exception raised inside the sandbox whose type is not a built-in exception."""
+
+
+class RemoteObject:
+    """An object that lives in the sandbox: it can be called and its attributes read, nothing else.
+
+    Comparisons, truth tests, hashing by value, arithmetic and iteration are refused, so an object whose
+    ``__eq__`` always holds cannot satisfy an assertion.
+    """
+
+    __slots__ = ("_session", "_handle")
+
+    def __init__(self, session: "_AssertSession", handle: int):
+        object.__setattr__(self, "_session", session)
+        object.__setattr__(self, "_handle", handle)
+
+    def __call__(self, *args, **kwargs):
+        return self._session.request({"op": "call", "target": self._handle, "args": [self._session.encode(a) for a in args],
+                                      "kwargs": [[k, self._session.encode(v)] for k, v in kwargs.items()]})
+
+    def __getattr__(self, name: str):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return self._session.request({"op": "getattr", "target": self._handle, "name": name})
+
+    def __setattr__(self, name, value):
+        raise TypeError("objects in the sandbox are read-only from the test")
+
+    def _refuse(self, *args):
+        raise TypeError("an object from the sandbox cannot be compared, tested for truth or used as a value")
+
+    __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = __bool__ = __len__ = __iter__ = __contains__ = _refuse
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = __rtruediv__ = _refuse
+    __index__ = __int__ = __float__ = __abs__ = __neg__ = __getitem__ = _refuse
+    __hash__ = object.__hash__
+
+    def __repr__(self) -> str:
+        return f"<sandboxed object #{self._handle}>"
+
+
+_PLAIN_COLLECTIONS = {"list": list, "tuple": tuple, "set": set, "frozenset": frozenset}
+
+
+class _AssertSession:
+    """The host side of one assert test: relays calls into the child and decodes replies strictly."""
+
+    def __init__(self, sandbox: Sandbox, deadline: float):
+        self.sandbox = sandbox
+        self.deadline = deadline
+        self.done: dict | None = None
+
+    def request(self, message: dict) -> Any:
+        if self.done is not None:
+            raise SandboxEnded(self.done)
+        self.sandbox.send(message, self.deadline)
+        reply = self.receive()
+        if "error" in reply:
+            raise _remote_exception(reply.get("error"), reply.get("message"))
+        if "value" not in reply:
+            raise RemoteError("malformed reply from the sandbox")
+        return self.decode(reply["value"])
+
+    def receive(self) -> dict:
+        """The child's next frame; the supervisor's ``done`` (the child ended) raises SandboxEnded."""
+        kind, frame = self.sandbox.receive(self.deadline)
+        if kind == "S":
+            self.done = frame if isinstance(frame, dict) else {}
+            raise SandboxEnded(self.done)
+        if not isinstance(frame, dict):
+            raise RemoteError("malformed reply from the sandbox")
+        return frame
+
+    def encode(self, value: Any, depth: int = 0) -> list:
+        if depth > 200:
+            raise ValueError("argument nested too deeply")
+        kind = type(value)
+        if value is None:
+            return ["none"]
+        if isinstance(value, RemoteObject):
+            return ["handle", object.__getattribute__(value, "_handle")]
+        if kind is bool:
+            return ["bool", value]
+        if kind is int:
+            return ["int", hex(value)]
+        if kind is float:
+            return ["float", value.hex()]
+        if kind is complex:
+            return ["complex", value.real.hex(), value.imag.hex()]
+        if kind is str:
+            return ["str", value]
+        if kind is bytes:
+            return ["bytes", value.decode("latin-1")]
+        if kind.__name__ in _PLAIN_COLLECTIONS and kind is _PLAIN_COLLECTIONS[kind.__name__]:
+            return [kind.__name__] + [self.encode(v, depth + 1) for v in value]
+        if kind is dict:
+            return ["dict"] + [[self.encode(k, depth + 1), self.encode(v, depth + 1)] for k, v in value.items()]
+        raise TypeError(f"cannot pass a {kind.__name__} into the sandbox (only plain data and sandbox objects)")
+
+    def decode(self, tree: Any, depth: int = 0) -> Any:
+        """Rebuild plain data from the child's tagged tree; any malformed node is a protocol error."""
+        try:
+            return self._decode(tree, depth)
+        except RemoteError:
+            raise
+        except (TypeError, ValueError, IndexError, KeyError, OverflowError, RecursionError) as exc:
+            raise RemoteError(f"malformed value from the sandbox ({type(exc).__name__})") from None
+
+    def _decode(self, tree: Any, depth: int) -> Any:
+        if not isinstance(tree, list) or not tree or depth > 200:
+            raise ValueError("bad node")
+        tag, rest = tree[0], tree[1:]
+        if tag == "none" and not rest:
+            return None
+        if tag == "bool" and len(rest) == 1 and type(rest[0]) is bool:
+            return rest[0]
+        if tag == "int" and len(rest) == 1 and type(rest[0]) is str:
+            return int(rest[0], 16)
+        if tag == "float" and len(rest) == 1 and type(rest[0]) is str:
+            return float.fromhex(rest[0])
+        if tag == "complex" and len(rest) == 2 and all(type(x) is str for x in rest):
+            return complex(float.fromhex(rest[0]), float.fromhex(rest[1]))
+        if tag == "str" and len(rest) == 1 and type(rest[0]) is str:
+            return rest[0]
+        if tag == "bytes" and len(rest) == 1 and type(rest[0]) is str:
+            return rest[0].encode("latin-1")
+        if tag == "handle" and len(rest) == 1 and type(rest[0]) is int:
+            return RemoteObject(self, rest[0])
+        if tag == "dict":
+            if not all(isinstance(pair, list) and len(pair) == 2 for pair in rest):
+                raise ValueError("bad dict node")
+            return {self._decode(k, depth + 1): self._decode(v, depth + 1) for k, v in rest}
+        if tag in _PLAIN_COLLECTIONS:
+            return _PLAIN_COLLECTIONS[tag](self._decode(v, depth + 1) for v in rest)
+        raise ValueError("bad node")
+
+
+def _remote_exception(name: Any, message: Any) -> Exception:
+    """A host exception for one raised in the sandbox: the built-in type of that name, else RemoteError."""
+    kind = getattr(builtins, name, None) if isinstance(name, str) else None
+    text = _short(message) if isinstance(message, str) else ""
+    if isinstance(kind, type) and issubclass(kind, Exception):
+        try:
+            return kind(text)
+        except Exception:
+            pass
+    return RemoteError(f"{name}: {text}")
+
+
+def _test_globals(session: _AssertSession, names: dict) -> dict:
+    """The namespace the test snippet runs in: the program's top-level names as proxies or plain values.
+
+    Names of builtins are not taken from the program (a program cannot redefine ``abs`` for the test),
+    and modules are the host's own import of that standard-library module, never the program's object.
+    """
+    namespace: dict[str, Any] = {"__builtins__": builtins, "__name__": "__test__"}
+    for name, tree in names.items():
+        if not isinstance(name, str) or name.startswith("__") or hasattr(builtins, name):
+            continue
+        if isinstance(tree, list) and len(tree) == 2 and tree[0] == "module" and isinstance(tree[1], str):
+            module = tree[1]
+            if module.partition(".")[0] in sys.stdlib_module_names:
+                namespace[name] = importlib.import_module(module)
+            continue
+        if name in sys.stdlib_module_names:
+            continue
+        namespace[name] = session.decode(tree)
+    return namespace
+
+
+# ------------------------------------------------------------------------------------------------ one job
+@dataclass
+class _Job:
+    program: str
+    cases: list[TestCase]
+    language: Language
+    timeout_s: float
+    limits: SandboxLimits
+    allow_unsafe: bool
+    max_output: int
+    compile_timeout_s: float
+    sandbox: Sandbox | None = None
+    results: list[TestResult] = field(default_factory=list)
+
+    def run(self) -> TestReport:
+        try:
+            for case in self.cases:
+                if case.problem is not None:
+                    self.results.append(TestResult(Outcome.ERROR, case.problem))
+                    continue
+                if case.kind == "assert" and not self.language.supports_assert:
+                    self.results.append(TestResult(Outcome.ERROR, f"assert tests need Python, not {self.language.name}"))
+                    continue
+                if self.sandbox is None:
+                    failure = self._start()
+                    if failure is not None:
+                        self.results.append(failure)
+                        if failure.outcome is Outcome.COMPILE_ERROR:  # the same source will not compile again
+                            self.results += [failure] * (len(self.cases) - len(self.results))
+                            break
+                        continue
+                try:
+                    self.results.append(self._run_case(case))
+                except (SandboxLost, OSError) as exc:
+                    self.results.append(TestResult(Outcome.TIMEOUT if "time" in str(exc) else Outcome.CRASH, str(exc)))
+                    self._stop()
+        finally:
+            self._stop()
+        return TestReport(tuple(self.results))
+
+    def _start(self) -> TestResult | None:
+        """Start a sandbox and load the program (compiling C++); a TestResult says why that failed."""
+        started = time.monotonic()
+        budget = START_TIMEOUT_S + (self.compile_timeout_s if self.language.compile_command else 0.0)
+        try:
+            self.sandbox = Sandbox(self.limits, unsafe=self.allow_unsafe and isolation_problem() is not None)
+            reply = self.sandbox.request({
+                "op": "load", "language": self.language.name, "source": self.program,
+                "compile": list(self.language.compile_command or ()), "compile_timeout_s": self.compile_timeout_s,
+            }, started + budget)
+        except (SandboxLost, SandboxUnavailable, OSError) as exc:
+            self._stop()
+            return TestResult(Outcome.ERROR, f"sandbox failed to start: {exc}", wall_s=time.monotonic() - started)
+        if not reply.get("ok"):
+            self._stop()
+            detail = "compiler timed out" if reply.get("timed_out") else "compilation failed"
+            return TestResult(Outcome.COMPILE_ERROR, detail, stderr=str(reply.get("stderr", "")),
+                              wall_s=time.monotonic() - started)
+        return None
+
+    def _stop(self) -> None:
+        if self.sandbox is not None:
+            self.sandbox.close()
+            self.sandbox = None
+
+    def _run_case(self, case: TestCase) -> TestResult:
+        deadline = time.monotonic() + self.timeout_s + GRACE_S
+        if case.kind == "stdio":
+            done = self.sandbox.request({
+                "op": "run", "mode": "stdio", "timeout_s": self.timeout_s, "stdin": case.input,
+                "max_output": max(self.max_output, 4 * len(case.output)),
+            }, deadline)
+            failure = _failure(done)
+            if failure is not None:
+                return failure
+            if outputs_match(str(done.get("stdout", "")), case.output):
+                return TestResult(Outcome.PASSED, wall_s=_wall(done))
+            detail = f"expected {_short(case.output.strip())!r}, got {_short(str(done.get('stdout', '')).strip())!r}"
+            return TestResult(Outcome.WRONG_ANSWER, detail, str(done.get("stderr", "")), _wall(done))
+        return self._run_assert(case, deadline)
+
+    def _run_assert(self, case: TestCase, deadline: float) -> TestResult:
+        session = _AssertSession(self.sandbox, deadline)
+        self.sandbox.send({"op": "run", "mode": "assert", "timeout_s": self.timeout_s, "max_output": self.max_output}, deadline)
+        verdict: TestResult | None = None
+        try:
+            ready = session.receive()
+            names = ready.get("ready")
+            if not isinstance(names, dict):
+                raise RemoteError("malformed announcement from the sandbox")
+            namespace = _test_globals(session, names)
+            exec(compile(case.code, "<test>", "exec"), namespace)
+        except SandboxEnded:
+            pass
+        except AssertionError as exc:
+            verdict = TestResult(Outcome.WRONG_ANSWER, f"AssertionError: {_short(str(exc))}".rstrip(": "))
+        except SyntaxError as exc:
+            verdict = TestResult(Outcome.ERROR, f"the test does not compile: {exc}")
+        except Exception as exc:  # the test raised (a remote exception, a refused comparison, a NameError...)
+            verdict = TestResult(Outcome.WRONG_ANSWER, f"{type(exc).__name__}: {_short(str(exc))}")
+        if session.done is None:
+            self.sandbox.send({"op": "end"}, deadline)
+            while session.done is None:  # frames the child sent after our last request are dropped
+                try:
+                    session.receive()
+                except SandboxEnded:
+                    break
+        done = session.done
+        if not done.get("ended_by_host"):  # the program's process ended (or was killed) before the test did
+            return _failure(done) or TestResult(Outcome.CRASH, "the program exited during the test",
+                                                str(done.get("stderr", "")), _wall(done))
+        if verdict is not None:
+            return TestResult(verdict.outcome, verdict.detail, str(done.get("stderr", "")), _wall(done))
+        return TestResult(Outcome.PASSED, wall_s=_wall(done))
+
+
+def _wall(done: dict) -> float:
+    value = done.get("wall_s")
+    return float(value) if isinstance(value, (int, float)) else 0.0
+
+
+def _failure(done: dict) -> TestResult | None:
+    """The outcome of a process that did not finish cleanly (None when it exited 0 in time)."""
+    stderr = str(done.get("stderr", ""))
+    wall = _wall(done)
+    if done.get("timed_out"):
+        return TestResult(Outcome.TIMEOUT, "time limit exceeded", stderr, wall)
+    if done.get("output_exceeded"):
+        return TestResult(Outcome.LIMIT_EXCEEDED, "output limit exceeded", stderr, wall)
+    signal_number = done.get("signal")
+    if signal_number is not None:
+        if signal_number == 24:  # SIGXCPU
+            return TestResult(Outcome.TIMEOUT, "CPU time limit exceeded", stderr, wall)
+        if signal_number == 25:  # SIGXFSZ
+            return TestResult(Outcome.LIMIT_EXCEEDED, "file size limit exceeded", stderr, wall)
+        return TestResult(Outcome.CRASH, f"killed by signal {signal_number}", stderr, wall)
+    returncode = done.get("returncode")
+    if returncode == 0:
+        return None
+    last_line = stderr.strip().rsplit("\n", 1)[-1]
+    if last_line.startswith("MemoryError"):
+        return TestResult(Outcome.LIMIT_EXCEEDED, "memory limit exceeded", stderr, wall)
+    return TestResult(Outcome.CRASH, f"exit status {returncode}", stderr, wall)
+
+
+# ------------------------------------------------------------------------------------------------ public API
+def run_tests(
+    program: str,
+    tests: list[dict] | dict | str,
+    *,
+    timeout_s: float = 5.0,
+    language: str | None = None,
+    limits: SandboxLimits | None = None,
+    allow_unsafe: bool = False,
+    max_output_bytes: int = DEFAULT_MAX_OUTPUT,
+    compile_timeout_s: float = 20.0,
+) -> TestReport:
+    """Run `program` against `tests` in a sandbox; never raises.
+
+    Args:
+        program: the source code (Python, or C++ with ``language="cpp"``).
+        tests: ``[{"type": "stdio", "input", "output"}, {"type": "assert", "code"}, ...]``, or open-r1's
+            ``verification_info`` (``{"language", "test_cases": [{"type": "stdin_stdout", ...}]}``), or its JSON.
+        timeout_s: wall-clock limit per test.
+        language: overrides the language named by `verification_info` (default Python).
+        limits: memory/process/file limits of each test (`SandboxLimits`).
+        allow_unsafe: when OS isolation is unavailable, run the program as a plain local subprocess instead
+            of refusing. Only for trusted code: the program can then read and write your files.
+        max_output_bytes: stdout cap per test (at least 4x the expected output is always allowed).
+        compile_timeout_s: time limit for compiling a C++ program.
+
+    Example:
+        >>> report = run_tests("def add(a, b):\\n    return a + b", [
+        ...     {"type": "assert", "code": "assert add(2, 3) == 5"},
+        ...     {"type": "assert", "code": "assert add(2, 2) == 5"}])
+        >>> report.pass_fraction, [r.outcome.value for r in report.results]
+        (0.5, ['passed', 'wrong_answer'])
+        >>> run_tests("print(int(input()) * 2)", [{"type": "stdio", "input": "21", "output": "42"}]).pass_fraction
+        1.0
+    """
+    return _run_job({"program": program, "tests": tests, "timeout_s": timeout_s, "language": language},
+                    limits or SandboxLimits(), allow_unsafe, max_output_bytes, compile_timeout_s)
+
+
+def run_tests_batch(
+    jobs: list[dict],
+    *,
+    workers: int | None = None,
+    limits: SandboxLimits | None = None,
+    allow_unsafe: bool = False,
+    max_output_bytes: int = DEFAULT_MAX_OUTPUT,
+    compile_timeout_s: float = 20.0,
+) -> list[TestReport]:
+    """Run many jobs (``{"program", "tests", "timeout_s"?, "language"?}``) over `workers` threads (default: CPUs).
+
+    Threads suffice: each one waits on its own sandbox, with the GIL released. Reports come back in order.
+
+    >>> reports = run_tests_batch([{"program": "print(1)", "tests": [{"type": "stdio", "input": "", "output": "1"}]},
+    ...                            {"program": "print(2)", "tests": [{"type": "stdio", "input": "", "output": "1"}]}])
+    >>> [r.pass_fraction for r in reports]
+    [1.0, 0.0]
+    """
+    limits = limits or SandboxLimits()
+    workers = workers or len(os.sched_getaffinity(0)) or 1
+    if not jobs:
+        return []
+    with ThreadPoolExecutor(max_workers=min(workers, len(jobs)), thread_name_prefix="trl-r1-sandbox") as pool:
+        return list(pool.map(lambda job: _run_job(job, limits, allow_unsafe, max_output_bytes, compile_timeout_s), jobs))
+
+
+def _run_job(job: Any, limits: SandboxLimits, allow_unsafe: bool, max_output: int, compile_timeout_s: float) -> TestReport:
+    try:
+        if not isinstance(job, dict):
+            raise ValueError(f"a job must be a mapping, got {type(job).__name__}")
+        declared_language, cases = normalize_tests(job.get("tests"))
+        language = resolve_language(job.get("language") or declared_language)
+        timeout_s = float(job.get("timeout_s") or 5.0)
+        if not timeout_s > 0:
+            raise ValueError(f"timeout_s must be positive, got {timeout_s}")
+    except Exception as exc:
+        return TestReport((), f"invalid job: {type(exc).__name__}: {_short(str(exc))}")
+    program = job.get("program")
+    if not isinstance(program, str) or not program.strip():
+        return TestReport(tuple(TestResult(Outcome.ERROR, "no program") for _ in cases), "no program")
+    problem = None if allow_unsafe else isolation_problem()
+    if problem is not None:
+        logger.error("code verifier refuses to run untrusted code: %s (pass allow_unsafe=True to run it unsandboxed)", problem)
+        return TestReport(tuple(TestResult(Outcome.ERROR, problem) for _ in cases), f"sandbox unavailable: {problem}")
+    try:
+        return _Job(program, cases, language, timeout_s, limits, allow_unsafe, max_output, compile_timeout_s).run()
+    except Exception as exc:  # a verifier bug must not reach the trainer
+        logger.warning("code verifier failed on a job", exc_info=True)
+        return TestReport((), f"verifier error: {type(exc).__name__}: {_short(str(exc))}")

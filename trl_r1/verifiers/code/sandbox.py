@@ -1,0 +1,314 @@
+"""OS-level isolation for untrusted programs: one bubblewrap sandbox per program, driven over a pipe.
+
+The sandbox (``bwrap``) gets new user, PID, network, IPC, UTS, mount and cgroup namespaces, a read-only
+``/usr``, a size-limited tmpfs as its only writable place, an empty environment and a seccomp filter
+(no inet/netlink/packet sockets, no ptrace, mounts, keyrings, BPF, io_uring, new user namespaces...). When
+the host runs as root, bwrap itself is started as an unprivileged uid taken from a pool of slots (one per
+live sandbox, locked across processes with ``flock``), so the sandbox has no host-root file access and
+``RLIMIT_NPROC`` bounds its processes; as an ordinary user it runs as that user. Inside, the trusted
+supervisor (``supervisor.py``) forks one child per test under rlimits; see `Sandbox` for the protocol.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import functools
+import json
+import os
+import selectors
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+SUPERVISOR_SOURCE = (Path(__file__).with_name("supervisor.py")).read_text()
+SANDBOX_PYTHON = "/usr/bin/python3"  # lives under the read-only /usr bind (a pyenv under /root would not)
+UID_FIRST, UID_COUNT = 61000, 1000  # host uids owned by no account, one per live sandbox when we are root
+UID_LOCK_DIR = Path(tempfile.gettempdir()) / "trl-r1-sandbox-uids"
+HEADER_SIZE = 4
+MAX_FRAME = 64 << 20
+
+
+class SandboxUnavailable(RuntimeError):
+    """OS isolation cannot be set up here (and the caller did not opt in to unsafe execution)."""
+
+
+class SandboxLost(Exception):
+    """The supervisor stopped answering in time, died, or broke the protocol."""
+
+
+@dataclass(frozen=True)
+class SandboxLimits:
+    """Resource limits of one sandbox; each test's process gets them afresh."""
+
+    memory_mb: int = 512  # RLIMIT_AS and RLIMIT_DATA of each test process
+    nproc: int = 16  # processes and threads of the sandbox (RLIMIT_NPROC on its own uid)
+    file_size_mb: int = 16  # RLIMIT_FSIZE: largest file a test may write
+    nofile: int = 256  # RLIMIT_NOFILE
+    scratch_mb: int = 64  # size of the tmpfs that is the sandbox's only writable place
+    compile_memory_mb: int = 2048  # RLIMIT_AS of the C++ compiler
+
+
+# ------------------------------------------------------------------------------------------------ seccomp
+_DENIED_SYSCALLS = (
+    "ptrace", "process_vm_readv", "process_vm_writev", "kcmp", "pidfd_getfd",
+    "mount", "umount2", "pivot_root", "chroot", "unshare", "setns", "move_mount", "open_tree", "fsopen",
+    "fsmount", "fsconfig", "fspick", "mount_setattr", "open_by_handle_at", "name_to_handle_at",
+    "keyctl", "add_key", "request_key", "bpf", "perf_event_open", "userfaultfd", "fanotify_init",
+    "io_uring_setup", "io_uring_enter", "io_uring_register", "clock_settime", "clock_adjtime",
+    "settimeofday", "adjtimex", "kexec_load", "kexec_file_load", "init_module", "finit_module",
+    "delete_module", "reboot", "swapon", "swapoff", "acct", "quotactl", "syslog", "vhangup",
+    "lookup_dcookie", "personality", "uselib", "iopl", "ioperm",
+)
+
+
+@functools.lru_cache(maxsize=1)
+def seccomp_program() -> bytes:
+    """The compiled BPF filter given to bwrap: deny dangerous syscalls with EPERM/EACCES, allow the rest."""
+    import errno
+    import socket
+
+    import pyseccomp as seccomp
+
+    rules = seccomp.SyscallFilter(defaction=seccomp.ALLOW)
+    for name in _DENIED_SYSCALLS:
+        try:
+            rules.add_rule(seccomp.ERRNO(errno.EPERM), name)
+        except (OSError, ValueError, RuntimeError):  # a syscall this kernel/arch does not know
+            continue
+    # only local (AF_UNIX) sockets: no inet, netlink, packet... even inside the empty network namespace
+    rules.add_rule(seccomp.ERRNO(errno.EACCES), "socket", seccomp.Arg(0, seccomp.NE, socket.AF_UNIX))
+    # glibc falls back from clone3 to clone only on ENOSYS (EPERM would kill thread creation)
+    rules.add_rule(seccomp.ERRNO(errno.ENOSYS), "clone3")
+    read_fd, write_fd = os.pipe()
+    with os.fdopen(write_fd, "wb") as out:
+        rules.export_bpf(out)
+    with os.fdopen(read_fd, "rb") as bpf:
+        return bpf.read()
+
+
+# ------------------------------------------------------------------------------------------------ uid slots
+class UidSlot:
+    """An unprivileged host uid held for one sandbox's lifetime (root only; others keep their own uid)."""
+
+    def __init__(self):
+        self.uid: int | None = None
+        self._lock_fd: int | None = None
+        if os.geteuid() != 0:
+            return
+        UID_LOCK_DIR.mkdir(mode=0o700, exist_ok=True)
+        start = os.getpid() % UID_COUNT  # processes start at different places, so they rarely collide
+        for i in range(UID_COUNT):
+            uid = UID_FIRST + (start + i) % UID_COUNT
+            fd = os.open(UID_LOCK_DIR / str(uid), os.O_CREAT | os.O_RDWR, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                continue
+            self.uid, self._lock_fd = uid, fd
+            return
+        raise SandboxUnavailable(f"all {UID_COUNT} sandbox uids are in use")
+
+    def release(self) -> None:
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
+
+def _user_task_count(uid: int) -> int:
+    """Processes+threads the host already runs as `uid` (RLIMIT_NPROC counts them all)."""
+    count = 0
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                if entry.stat().st_uid == uid:
+                    count += len(os.listdir(f"/proc/{entry.name}/task"))
+            except OSError:
+                continue
+    return count
+
+
+# ------------------------------------------------------------------------------------------------ the sandbox
+def bwrap_command(limits: SandboxLimits, seccomp_fd: int, inner: list[str]) -> list[str]:
+    """The bubblewrap command line that runs `inner` isolated (see the module docstring)."""
+    return [
+        shutil.which("bwrap") or "bwrap",
+        "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session",
+        "--clearenv", "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "LANG", "C.UTF-8",
+        "--hostname", "sandbox",
+        "--ro-bind", "/usr", "/usr",
+        "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64", "--symlink", "usr/bin", "/bin",
+        "--ro-bind-try", "/etc/ld.so.cache", "/etc/ld.so.cache",
+        "--dev", "/dev", "--proc", "/proc",
+        "--size", str(limits.scratch_mb << 20), "--tmpfs", "/tmp",
+        "--chdir", "/tmp",
+        "--seccomp", str(seccomp_fd),
+        "--", *inner,
+    ]
+
+
+class Sandbox:
+    """One running supervisor: isolated in bwrap, or (``unsafe=True``) a plain local subprocess.
+
+    Frames are a 4-byte big-endian length then JSON; frames from the sandbox carry one more leading byte,
+    ``S`` (the supervisor) or ``C`` (relayed from an assert test's child, so untrusted). Every read and
+    write has a deadline, so a stopped or flooding sandbox costs its own test only.
+    """
+
+    def __init__(self, limits: SandboxLimits = SandboxLimits(), *, unsafe: bool = False, python: str | None = None):
+        self.limits = limits
+        self.unsafe = unsafe
+        self._slot: UidSlot | None = None
+        self._scratch: str | None = None
+        self._buffer = bytearray()
+        config = {"limits": asdict(limits)}
+        if unsafe:
+            self._scratch = tempfile.mkdtemp(prefix="trl-r1-unsafe-")
+            config.update(isolated=False, scratch=self._scratch, nproc=None)
+            argv = [python or sys.executable, "-I", "-S", "-c", SUPERVISOR_SOURCE, json.dumps(config)]
+            self._start(argv, {})
+            return
+        self._slot = UidSlot()
+        uid = self._slot.uid if self._slot.uid is not None else os.getuid()
+        nproc = limits.nproc if self._slot.uid is not None else _user_task_count(uid) + limits.nproc
+        config.update(isolated=True, scratch="/tmp", nproc=nproc)
+        inner = [python or SANDBOX_PYTHON, "-I", "-S", "-c", SUPERVISOR_SOURCE, json.dumps(config)]
+        read_fd, write_fd = os.pipe()  # bwrap reads the BPF program from this fd
+        try:
+            os.write(write_fd, seccomp_program())
+            os.close(write_fd)
+            write_fd = -1
+            user = {"user": uid, "group": uid, "extra_groups": []} if self._slot.uid is not None else {}
+            self._start(bwrap_command(limits, read_fd, inner), user, pass_fds=(read_fd,))
+        except BaseException:
+            self._slot.release()
+            raise
+        finally:
+            os.close(read_fd)
+            if write_fd != -1:
+                os.close(write_fd)
+
+    def _start(self, argv: list[str], user: dict, pass_fds: tuple[int, ...] = ()) -> None:
+        self.process = subprocess.Popen(
+            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env={},
+            cwd="/", start_new_session=True, close_fds=True, pass_fds=pass_fds, **user,
+        )
+        self._in = self.process.stdin.fileno()
+        self._out = self.process.stdout.fileno()
+        os.set_blocking(self._in, False)
+        os.set_blocking(self._out, False)
+
+    # -------------------------------------------------------------------------------------------- frames
+    def send(self, message: dict, deadline: float) -> None:
+        data = json.dumps(message).encode("utf-8", "surrogatepass")
+        view = memoryview(len(data).to_bytes(HEADER_SIZE, "big") + data)
+        with selectors.DefaultSelector() as selector:
+            selector.register(self._in, selectors.EVENT_WRITE)
+            while view:
+                if not selector.select(self._remaining(deadline)):
+                    if time.monotonic() >= deadline:
+                        raise SandboxLost("the sandbox stopped reading")
+                    continue
+                try:
+                    view = view[os.write(self._in, view):]
+                except BlockingIOError:
+                    continue
+                except OSError as exc:
+                    raise SandboxLost(f"the sandbox went away ({exc.__class__.__name__})") from None
+
+    def receive(self, deadline: float) -> tuple[str, object]:
+        """The next frame as (``"S"`` or ``"C"``, decoded JSON); raises SandboxLost."""
+        with selectors.DefaultSelector() as selector:
+            selector.register(self._out, selectors.EVENT_READ)
+            while True:
+                if len(self._buffer) >= HEADER_SIZE:
+                    size = int.from_bytes(self._buffer[:HEADER_SIZE], "big")
+                    if not 1 <= size <= MAX_FRAME:
+                        raise SandboxLost("malformed frame")
+                    if len(self._buffer) >= HEADER_SIZE + size:
+                        frame = bytes(self._buffer[HEADER_SIZE: HEADER_SIZE + size])
+                        del self._buffer[: HEADER_SIZE + size]
+                        try:
+                            return chr(frame[0]), json.loads(frame[1:])
+                        except (ValueError, RecursionError):
+                            raise SandboxLost("malformed frame") from None
+                if not selector.select(self._remaining(deadline)) and time.monotonic() >= deadline:
+                    raise SandboxLost("the sandbox did not answer in time")
+                try:
+                    chunk = os.read(self._out, 1 << 20)
+                except BlockingIOError:
+                    continue
+                if not chunk:
+                    raise SandboxLost("the sandbox exited")
+                self._buffer += chunk
+
+    def request(self, message: dict, deadline: float) -> dict:
+        """Send a command and return the supervisor's reply (relayed child frames here are a protocol error)."""
+        self.send(message, deadline)
+        kind, reply = self.receive(deadline)
+        if kind != "S" or not isinstance(reply, dict):
+            raise SandboxLost("unexpected frame from the sandbox")
+        return reply
+
+    @staticmethod
+    def _remaining(deadline: float) -> float:
+        return max(0.0, deadline - time.monotonic())
+
+    # -------------------------------------------------------------------------------------------- end
+    def close(self) -> None:
+        """Kill the whole sandbox (its process group; the PID namespace takes everything inside with it)."""
+        process = getattr(self, "process", None)
+        if process is not None:
+            try:
+                os.killpg(process.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            for stream in (process.stdin, process.stdout):
+                try:
+                    stream.close()
+                except OSError:
+                    pass
+            process.wait()
+            self.process = None
+        if self._slot is not None:
+            self._slot.release()
+            self._slot = None
+        if self._scratch is not None:
+            shutil.rmtree(self._scratch, ignore_errors=True)
+            self._scratch = None
+
+    def __enter__(self) -> "Sandbox":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+@functools.lru_cache(maxsize=1)
+def isolation_problem() -> str | None:
+    """Why OS isolation does not work here (None when it does); probed once per process."""
+    if sys.platform != "linux":
+        return f"bubblewrap isolation needs Linux (this is {sys.platform})"
+    if shutil.which("bwrap") is None:
+        return "bubblewrap is not installed (Debian/Ubuntu: apt-get install bubblewrap)"
+    if not os.path.exists(SANDBOX_PYTHON):
+        return f"{SANDBOX_PYTHON} is missing (the sandbox runs Python programs with the system interpreter)"
+    try:
+        seccomp_program()
+    except (ImportError, OSError, RuntimeError) as exc:
+        return f"cannot build the seccomp filter ({exc}); install libseccomp2 and `pip install pyseccomp`"
+    try:
+        with Sandbox() as sandbox:
+            deadline = time.monotonic() + 10.0
+            sandbox.request({"op": "load", "language": "python", "source": "print(6 * 7)"}, deadline)
+            reply = sandbox.request({"op": "run", "mode": "stdio", "timeout_s": 5.0, "stdin": ""}, deadline)
+    except (SandboxLost, SandboxUnavailable, OSError) as exc:
+        return f"bubblewrap could not start a sandbox ({exc}); user namespaces may be disabled"
+    if reply.get("stdout", "").strip() != "42":
+        return f"the sandbox probe failed: {reply}"
+    return None
