@@ -6,12 +6,14 @@
 - `push_to_hub` / `export_for_hub`: a built dataset with a generated dataset card.
 """
 
+from .distillation import DistillationConfig, distill
 from .filters import R1Filters, Trace, parse_trace
 from .generation import Completion, OpenAIGenerator, SamplingParams, TransformersGenerator, VLLMGenerator, load_generator
+from .hub import HubPublishError, build_dataset_card, export_for_hub, push_to_hub
 from .rejection_sampling import RejectionSamplingConfig, RejectionSamplingResult, load_prompt_dataset, rejection_sample
 
 __all__ = [
-    "Completion", "OpenAIGenerator", "R1Filters", "RejectionSamplingConfig", "RejectionSamplingResult",
-    "SamplingParams", "Trace", "TransformersGenerator", "VLLMGenerator", "load_generator", "load_prompt_dataset",
-    "parse_trace", "rejection_sample",
+    "Completion", "DistillationConfig", "HubPublishError", "OpenAIGenerator", "R1Filters", "RejectionSamplingConfig", "RejectionSamplingResult",
+    "SamplingParams", "Trace", "TransformersGenerator", "VLLMGenerator", "build_dataset_card", "distill",
+    "export_for_hub", "load_generator", "load_prompt_dataset", "parse_trace", "push_to_hub", "rejection_sample",
 ]
