@@ -322,24 +322,43 @@ def _remote_exception(name: Any, message: Any) -> Exception:
     return RemoteError(f"{name}: {text}")
 
 
+class _TestNamespace(dict):
+    """The globals the test snippet runs in; the program's plain top-level data is read live on each use."""
+
+    def __init__(self, session: _AssertSession, live_names: set[str]):
+        super().__init__(__builtins__=builtins, __name__="__test__")
+        self._session = session
+        self._live_names = live_names
+
+    def __missing__(self, name: str) -> Any:
+        if name in self._live_names:
+            return self._session.request({"op": "getglobal", "name": name})
+        raise KeyError(name)
+
+
 def _test_globals(session: _AssertSession, names: dict) -> dict:
-    """The namespace the test snippet runs in: the program's top-level names as proxies or plain values.
+    """The namespace the test snippet runs in: the program's top-level names as proxies or live values.
 
     Names of builtins are not taken from the program (a program cannot redefine ``abs`` for the test),
     and modules are the host's own import of that standard-library module, never the program's object.
     """
-    namespace: dict[str, Any] = {"__builtins__": builtins, "__name__": "__test__"}
+    live_names = set()
+    bound: dict[str, Any] = {}
     for name, tree in names.items():
         if not isinstance(name, str) or name.startswith("__") or hasattr(builtins, name):
             continue
         if isinstance(tree, list) and len(tree) == 2 and tree[0] == "module" and isinstance(tree[1], str):
             module = tree[1]
             if module.partition(".")[0] in sys.stdlib_module_names:
-                namespace[name] = importlib.import_module(module)
+                bound[name] = importlib.import_module(module)
+        elif name in sys.stdlib_module_names:
             continue
-        if name in sys.stdlib_module_names:
-            continue
-        namespace[name] = session.decode(tree)
+        elif tree == ["value"]:
+            live_names.add(name)
+        else:
+            bound[name] = session.decode(tree)
+    namespace = _TestNamespace(session, live_names)
+    namespace.update(bound)
     return namespace
 
 
@@ -485,6 +504,8 @@ def _failure(done: dict) -> TestResult | None:
     last_line = stderr.strip().rsplit("\n", 1)[-1]
     if last_line.startswith("MemoryError"):
         return TestResult(Outcome.LIMIT_EXCEEDED, "memory limit exceeded", stderr, wall)
+    if "[Errno 27]" in last_line or "[Errno 28]" in last_line:  # EFBIG / ENOSPC: file size or scratch space
+        return TestResult(Outcome.LIMIT_EXCEEDED, "file size or disk limit exceeded", stderr, wall)
     return TestResult(Outcome.CRASH, f"exit status {returncode}", stderr, wall)
 
 

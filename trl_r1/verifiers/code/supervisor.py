@@ -470,8 +470,11 @@ def finish_interpreter(code):
 
 
 # ---------------------------------------------------------------- assert tests: the child's side of the calls
-def encode(value, handles, depth=0):
-    """Plain data to a tagged JSON tree; anything else becomes an opaque handle the host cannot compare."""
+def encode(value, handles, depth=0, plain_only=False):
+    """Plain data to a tagged JSON tree; anything else becomes an opaque handle the host cannot compare.
+
+    With `plain_only`, return None instead of making a handle (to tell plain data from objects).
+    """
     kind = type(value)
     if depth > 200:
         raise ValueError("nesting too deep")
@@ -490,9 +493,14 @@ def encode(value, handles, depth=0):
     if kind is bytes:
         return ["bytes", value.decode("latin-1")]
     if kind in (list, tuple, set, frozenset):
-        return [kind.__name__] + [encode(v, handles, depth + 1) for v in list(value)]
+        items = [encode(v, handles, depth + 1, plain_only) for v in list(value)]
+        return None if None in items else [kind.__name__] + items
     if kind is dict:
-        return ["dict"] + [[encode(k, handles, depth + 1), encode(v, handles, depth + 1)] for k, v in list(value.items())]
+        pairs = [[encode(k, handles, depth + 1, plain_only), encode(v, handles, depth + 1, plain_only)]
+                 for k, v in list(value.items())]
+        return None if any(None in pair for pair in pairs) else ["dict"] + pairs
+    if plain_only:
+        return None
     handles.append(value)
     return ["handle", len(handles) - 1]
 
@@ -522,7 +530,11 @@ def decode(tree, handles):
 
 
 def serve_calls(namespace):
-    """Announce the program's top-level names, then answer the host's calls until it ends the test."""
+    """Announce the program's top-level names, then answer the host's calls until it ends the test.
+
+    Functions, classes and other objects are announced as handles; plain data only by name (``value``),
+    so the host reads its current value at each use; modules by their module name.
+    """
     handles = []
     names = {}
     for name, value in list(namespace.items()):
@@ -530,11 +542,9 @@ def serve_calls(namespace):
             continue
         if type(value).__name__ == "module":
             names[name] = ["module", getattr(value, "__name__", name)]
-        else:
-            try:
-                names[name] = encode(value, handles)
-            except Exception:
-                continue
+            continue
+        tree = encode(value, handles, plain_only=True)
+        names[name] = ["value"] if tree is not None else encode(value, handles)
     send_frame(RPC_CHILD_OUT, {"ready": names})
     while True:
         try:
@@ -542,13 +552,15 @@ def serve_calls(namespace):
         except (EOFError, OSError):
             os._exit(0)
         try:
-            target = handles[request["target"]]
-            if request["op"] == "getattr":
-                value = getattr(target, request["name"])
+            op = request["op"]
+            if op == "getglobal":
+                value = namespace[request["name"]]
+            elif op == "getattr":
+                value = getattr(handles[request["target"]], request["name"])
             else:
                 args = [decode(a, handles) for a in request["args"]]
                 kwargs = {k: decode(v, handles) for k, v in request["kwargs"]}
-                value = target(*args, **kwargs)
+                value = handles[request["target"]](*args, **kwargs)
             reply = {"value": encode(value, handles)}
         except Exception as exc:
             reply = {"error": type(exc).__name__, "message": str(exc)[:500]}

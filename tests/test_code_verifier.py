@@ -1,0 +1,222 @@
+"""The code verifier's semantics, one rule per test, on real sandboxes (bubblewrap must be installed)."""
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from trl_r1.verifiers.code import Outcome, SandboxLimits, isolation_problem, run_tests, run_tests_batch
+from trl_r1.verifiers.code import runner
+
+pytestmark = pytest.mark.skipif(isolation_problem() is not None, reason=f"no sandbox: {isolation_problem()}")
+
+
+def stdio(input_text, output):
+    return {"type": "stdio", "input": input_text, "output": output}
+
+
+def check(code):
+    return {"type": "assert", "code": code}
+
+
+def outcomes(report):
+    return [r.outcome.value for r in report.results]
+
+
+ECHO = "import sys\nsys.stdout.write(sys.stdin.read())"
+
+
+# ------------------------------------------------------------------------------------------------ stdio
+def test_stdio_compares_stripped_lines_and_requires_every_line():
+    tests = [
+        stdio("1 2  \r\n3\r\n\n\n", "1 2\n3"),  # trailing spaces, CRLF and blank tail are fine
+        stdio("  a\n", "a"),  # the whole text and each line are stripped
+        stdio("1\n2\n", "1\n2\n3"),  # a missing line is wrong
+        stdio("1\n2\n3\n", "1\n2"),  # an extra line is wrong
+        stdio("1\n\n2", "1\n2"),  # a blank line in the middle is a line
+    ]
+    report = run_tests(ECHO, tests)
+    assert outcomes(report) == ["passed", "passed", "wrong_answer", "wrong_answer", "wrong_answer"]
+    assert report.pass_fraction == pytest.approx(0.4)
+    assert "expected" in report.results[2].detail
+
+
+def test_stdio_needs_exit_status_zero_and_feeds_large_inputs():
+    report = run_tests("print(input())\nraise SystemExit(3)", [stdio("x", "x")])
+    assert outcomes(report) == ["crash"] and "exit status 3" in report.results[0].detail
+    big = "\n".join(str(i) for i in range(200_000))  # ~1.3 MB both ways: no pipe deadlock, no truncation
+    assert run_tests("import sys\nprint(sum(map(int, sys.stdin.read().split())))",
+                     [stdio(big, str(sum(range(200_000))))]).pass_fraction == 1.0
+    assert run_tests(ECHO, [stdio(big, big)]).pass_fraction == 1.0
+
+
+def test_each_test_sees_a_fresh_program_and_failures_stay_local():
+    program = textwrap.dedent("""
+        import os, time
+        x = input()
+        if os.path.exists("state"):
+            print("stale")
+        open("state", "w").write(x)
+        if x == "loop":
+            while True:
+                pass
+        if x == "crash":
+            raise ValueError("boom")
+        if x == "exit":
+            os._exit(0)
+        if x == "sleep":
+            time.sleep(30)
+        print(x)
+    """)
+    tests = [stdio("a", "a"), stdio("loop", "loop"), stdio("b", "b"), stdio("crash", "crash"), stdio("exit", "exit"),
+             stdio("sleep", "sleep"), stdio("c", "c")]
+    report = run_tests(program, tests, timeout_s=0.5)
+    assert outcomes(report) == ["passed", "timeout", "passed", "crash", "wrong_answer", "timeout", "passed"]
+    assert "ValueError: boom" in report.results[3].stderr
+    assert all(r.wall_s < 0.5 + 0.5 for r in report.results)
+
+
+# ------------------------------------------------------------------------------------------------ assert
+def test_assert_tests_run_after_the_program_with_fresh_state():
+    program = "calls = []\ndef add(a, b):\n    calls.append(1)\n    return a + b\n"
+    tests = [check("assert add(2, 3) == 5"), check("assert add(1, 1) == 2\nassert len(calls) == 1"),
+             check("assert add(2, 2) == 5, 'two and two'"), check("assert undefined_name(1)")]
+    report = run_tests(program, tests)
+    assert outcomes(report) == ["passed", "passed", "wrong_answer", "wrong_answer"]
+    assert "two and two" in report.results[2].detail and "NameError" in report.results[3].detail
+
+
+def test_humaneval_style_check_function_with_helpers_and_exceptions():
+    program = textwrap.dedent('''
+        import math
+        from typing import List
+
+        def mean_abs(numbers: List[float]) -> float:
+            """HumanEval-style docstring."""
+            if not numbers:
+                raise ValueError("empty")
+            m = sum(numbers) / len(numbers)
+            return sum(abs(x - m) for x in numbers) / len(numbers)
+
+        def split(text):
+            return tuple(text.split()), {w: len(w) for w in text.split()}, {len(text)}, math.pi, 2 ** 200
+    ''')
+    test = check(textwrap.dedent("""
+        def check(candidate):
+            assert abs(candidate([1.0, 2.0, 3.0, 4.0]) - 1.0) < 1e-6
+            assert math.isclose(candidate([1.0, 2.0]), 0.5)
+            try:
+                candidate([])
+                raise AssertionError("no error")
+            except ValueError:
+                pass
+
+        check(mean_abs)
+        assert split("ab c") == (("ab", "c"), {"ab": 2, "c": 1}, {4}, math.pi, 2 ** 200)
+        assert split("ab c")[0] != ["ab", "c"]  # a tuple stays a tuple
+    """))
+    assert run_tests(program, [test]).pass_fraction == 1.0
+
+
+def test_assert_proxies_classes_and_methods():
+    program = "class Solution:\n    base = 10\n    def add(self, x):\n        return self.base + x\n"
+    tests = [check("s = Solution()\nassert s.add(5) == 15 and s.base == 10"), check("assert Solution().add(1) == 12")]
+    assert outcomes(run_tests(program, tests)) == ["passed", "wrong_answer"]
+
+
+def test_exits_during_an_assert_test_fail_it():
+    cases = {
+        "import sys\nsys.exit(0)\ndef f():\n    return 1": "crash",  # exits before the test runs
+        "def f():\n    raise SystemExit(0)": "crash",
+        "import os\ndef f():\n    os._exit(0)": "crash",
+        "x = input()\ndef f():\n    return 1": "crash",  # stdin is at EOF
+        "def f():\n    while True:\n        pass": "timeout",
+    }
+    for program, outcome in cases.items():
+        report = run_tests(program, [check("assert f() == 1")], timeout_s=0.5)
+        assert outcomes(report) == [outcome], program
+
+
+# ------------------------------------------------------------------------------------------------ formats
+def test_open_r1_verification_info_as_mapping_and_json_text():
+    info = {"language": "python", "test_cases": [{"type": "stdin_stdout", "input": "2\n", "output": "4\n"},
+                                                  {"type": "stdin_stdout", "input": "3\n", "output": "6\n"}]}
+    program = "print(int(input()) * 2)"
+    assert run_tests(program, info).pass_fraction == 1.0
+    assert run_tests(program, json.dumps(info)).pass_fraction == 1.0
+
+
+def test_invalid_tests_and_jobs_are_reported_not_raised():
+    report = run_tests("print(1)", [{"type": "fuzzy"}, {"type": "stdio"}, "x", stdio("", "1")])
+    assert outcomes(report) == ["error", "error", "error", "passed"]
+    assert run_tests("", [stdio("", "")]).error == "no program"
+    assert run_tests(None, [stdio("", "")]).pass_fraction == 0.0
+    assert run_tests("print(1)", 42).error.startswith("invalid job")
+    assert run_tests("print(1)", [stdio("", "1")], language="cobol").error.startswith("invalid job")
+
+
+# ------------------------------------------------------------------------------------------------ limits
+def test_resource_limits_give_limit_exceeded():
+    report = run_tests(
+        "import sys\nx = input()\n"
+        "if x == 'mem':\n    b = bytearray(2 << 30)\n"
+        "if x == 'out':\n    while True:\n        sys.stdout.write('y' * 65536)\n"
+        "if x == 'file':\n    open('f', 'wb').write(b'0' * (64 << 20))\n",
+        [stdio("mem", ""), stdio("out", ""), stdio("file", "")], timeout_s=5.0)
+    assert outcomes(report) == ["limit_exceeded"] * 3
+    assert report.results[1].wall_s < 2.0  # the output cap kills the flood long before the time limit
+
+
+# ------------------------------------------------------------------------------------------------ C++
+@pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not installed")
+def test_cpp_is_compiled_once_and_run_per_test():
+    program = "#include <cstdio>\nint main(){long long a,b; if(scanf(\"%lld %lld\",&a,&b)!=2) return 1; printf(\"%lld\\n\",a+b);}"
+    report = run_tests(program, [stdio("1 2", "3"), stdio("5 5", "11"), stdio("", "0")], language="cpp")
+    assert outcomes(report) == ["passed", "wrong_answer", "crash"]
+    broken = run_tests("int main() { return }", [stdio("", ""), stdio("", "")], language="c++")
+    assert outcomes(broken) == ["compile_error", "compile_error"] and "error" in broken.results[0].stderr
+    assert outcomes(run_tests("int main(){}", [check("assert True")], language="cpp")) == ["error"]
+
+
+# ------------------------------------------------------------------------------------------------ pool
+def test_batch_keeps_job_order_and_runs_in_parallel():
+    jobs = [{"program": f"import time\ntime.sleep(0.3)\nprint({i})", "tests": [stdio("", str(i % 2))], "timeout_s": 5}
+            for i in range(4)]
+    reports = run_tests_batch(jobs, workers=4)
+    assert [r.pass_fraction for r in reports] == [1.0, 1.0, 0.0, 0.0]
+    assert run_tests_batch([]) == []
+
+
+# ------------------------------------------------------------------------------------------------ no isolation
+def test_refuses_without_isolation_unless_unsafe_is_allowed(monkeypatch):
+    monkeypatch.setattr(runner, "isolation_problem", lambda: "bubblewrap is not installed")
+    report = run_tests("print(1)", [stdio("", "1")])
+    assert report.error == "sandbox unavailable: bubblewrap is not installed" and report.pass_fraction == 0.0
+    unsafe = run_tests("import os\nprint(os.getuid())", [stdio("", str(os.getuid()))], allow_unsafe=True)
+    assert unsafe.pass_fraction == 1.0  # ran as this very user: no sandbox
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("setpriv") is None, reason="needs root to switch to nobody")
+def test_works_for_an_ordinary_user():
+    """The non-root path: the verifier (copied where nobody can read it) runs as uid 65534, without uid slots."""
+    import pyseccomp
+
+    with tempfile.TemporaryDirectory(dir="/tmp") as scratch:
+        os.chmod(scratch, 0o755)
+        shutil.copytree(Path(runner.__file__).parent, Path(scratch) / "code_verifier",
+                        ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copy(pyseccomp.__file__, scratch)
+        script = ("from code_verifier import run_tests\n"
+                  "r = run_tests('import os\\nprint(os.getuid())', [{'type': 'stdio', 'input': '', 'output': '65534'}])\n"
+                  "print(r.pass_fraction, r.error, [x.detail for x in r.results])")
+        done = subprocess.run(
+            ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c", script],
+            cwd=scratch, capture_output=True, text=True, timeout=60,
+            env={"PATH": "/usr/bin:/bin", "PYTHONPATH": scratch, "PYTHONDONTWRITEBYTECODE": "1"},
+        )
+    assert done.stdout.split()[:2] == ["1.0", "None"], done.stdout + done.stderr

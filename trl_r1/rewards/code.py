@@ -1,0 +1,124 @@
+"""R1's accuracy reward for code: run the completion's program against the sample's tests in a sandbox."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+from ..verifiers.code import SandboxLimits, TestReport, normalize_tests, resolve_language, run_tests_batch
+from ..verifiers.format import extract_answer
+from .base import RewardFunction, Sample, Score
+
+TEST_COLUMNS = ("verification_info", "tests")
+_FENCE = re.compile(r"```[ \t]*([\w+#.-]*)[^\n]*\n(.*?)```", re.DOTALL)
+_LANGUAGE_TAGS = {"python": {"python", "python3", "py", "py3"}, "cpp": {"cpp", "c++", "cxx", "cc", "cpp17", "c++17"}}
+
+
+def extract_program(text: str, language: str = "python") -> str | None:
+    """The program in a completion: the last fenced block of `language` (or untagged) in the answer part.
+
+    The answer part is what `extract_answer` returns (the last ``<answer>`` block, else the text after
+    ``</think>``). When it holds no such block, the last one anywhere in the completion counts, so models
+    that answer with a bare code block after thinking still get scored. Unclosed fences do not count.
+
+    >>> extract_program("<think>try ```python\\nprint(0)\\n```</think><answer>```python\\nprint(1)\\n```</answer>")
+    'print(1)\\n'
+    >>> extract_program("Here:\\n```py\\nprint(2)\\n```\\nand a C++ one\\n```cpp\\nint main(){}\\n```")
+    'print(2)\\n'
+    >>> extract_program("no code") is None
+    True
+    """
+    if not isinstance(text, str):
+        return None
+    tags = _LANGUAGE_TAGS.get(resolve_language(language).name, set()) | {""}
+    for part in (extract_answer(text), text):
+        blocks = [code for tag, code in _FENCE.findall(part) if tag.lower() in tags]
+        if blocks:
+            return blocks[-1]
+    return None
+
+
+class CodeReward(RewardFunction):
+    """Fraction of the sample's tests the completion's program passes, run in an OS sandbox.
+
+    The tests come from the ``verification_info`` column (open-r1's ``{"language", "test_cases"}``, as a
+    mapping or JSON text) or a ``tests`` column (``[{"type": "stdio", "input", "output"}, {"type": "assert",
+    "code"}]``). The program is the last fenced code block of the answer part (see `extract_program`).
+    A sample without tests is skipped (None); one without a code block scores 0.0. All programs of a batch
+    run in parallel over `workers` sandboxes; failure kinds (timeout, crash, ...) are logged per sample.
+
+    Args:
+        binary: 1.0 only when every test passes, else 0.0 (open-r1's ``binary_code_reward``).
+        timeout_s: wall-clock limit per test (a ``timeout_s`` in `verification_info` takes precedence).
+        workers: parallel sandboxes (default: the CPUs available).
+        language: language of samples whose tests do not name one.
+        limits: memory/process/file limits of each test.
+        allow_unsafe: run unsandboxed when isolation is unavailable (trusted code only). Otherwise such
+            samples are skipped with the reason, and the error is logged.
+
+    Example:
+        >>> completion = "<think>add them</think><answer>```python\\nprint(sum(map(int, input().split())))\\n```</answer>"
+        >>> info = {"language": "python", "test_cases": [{"type": "stdin_stdout", "input": "1 2", "output": "3"},
+        ...                                               {"type": "stdin_stdout", "input": "2 2", "output": "5"}]}
+        >>> code_reward(completions=[completion, "no code", completion], verification_info=[info, info, None])
+        [0.5, 0.0, None]
+    """
+
+    __name__ = "code_reward"
+
+    def __init__(self, binary: bool = False, timeout_s: float = 5.0, workers: int | None = None,
+                 language: str = "python", limits: SandboxLimits | None = None, allow_unsafe: bool = False):
+        self.binary = binary
+        self.timeout_s = timeout_s
+        self.workers = workers
+        self.language = resolve_language(language).name
+        self.limits = limits
+        self.allow_unsafe = allow_unsafe
+        if binary:
+            self.__name__ = "binary_code_reward"
+
+    def score_batch(self, samples: list[Sample]) -> list[Score]:
+        scores: list[Score | None] = [None] * len(samples)
+        jobs, owners = [], []
+        for i, sample in enumerate(samples):
+            job = self._job(sample)
+            if isinstance(job, Score):
+                scores[i] = job
+            else:
+                jobs.append(job)
+                owners.append(i)
+        reports = run_tests_batch(jobs, workers=self.workers, limits=self.limits, allow_unsafe=self.allow_unsafe)
+        for i, report in zip(owners, reports):
+            scores[i] = self._score(report)
+        return scores
+
+    def _job(self, sample: Sample) -> dict | Score:
+        """The sandbox job for a sample, or its Score when there is nothing to run."""
+        raw = next((sample.columns[c] for c in TEST_COLUMNS if sample.columns.get(c) is not None), None)
+        if raw is None:
+            return Score(None, "no tests")
+        try:
+            declared, cases = normalize_tests(raw)
+            language = resolve_language(declared or self.language).name
+        except (ValueError, TypeError) as exc:
+            return Score(None, f"bad tests: {exc}")
+        if not cases:
+            return Score(None, "no tests")
+        program = extract_program(sample.text, language)
+        if program is None:
+            return Score(0.0, "no code block")
+        timeout_s = raw.get("timeout_s", self.timeout_s) if isinstance(raw, dict) else self.timeout_s
+        return {"program": program, "tests": raw, "language": language, "timeout_s": timeout_s}
+
+    def _score(self, report: TestReport) -> Score:
+        if report.error is not None:
+            return Score(None, report.error)
+        value = (1.0 if report.all_passed else 0.0) if self.binary else report.pass_fraction
+        failures = Counter({k: v for k, v in report.outcome_counts.items() if k != "passed"})
+        if not failures:
+            return Score(value)
+        kinds = ", ".join(f"{kind} x{count}" for kind, count in failures.most_common())
+        return Score(value, f"{failures.most_common(1)[0][0]}: {kinds} of {len(report.results)} tests")
+
+
+code_reward = CodeReward()
