@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
-
 from ..verifiers.format import THINK_CLOSE, THINK_OPEN
 
 # rejection names, in the order the builders apply the filters
@@ -136,25 +134,35 @@ class R1Filters:
     dedup_threshold: float | None = 0.9
     max_per_prompt: int | None = 4
 
-    def rejection(self, trace: Trace, *, prompt: Any = None, code_task: bool = False,
+    def rejection(self, trace: Trace, *, prompt: str | None = None, code_task: bool = False,
                   target_lang: str | None = None) -> str | None:
         """The name of the first filter that rejects the trace, or None when it passes them all.
+
+        The language target is `target_lang`, else the language of the `prompt` text.
 
         >>> R1Filters(min_language_consistency=None).rejection(Trace("```\\nx=1\\n```", "1"))
         'code_in_reasoning'
         >>> R1Filters(min_language_consistency=None).rejection(Trace("```\\nx=1\\n```", "1"), code_task=True) is None
         True
         """
-        if self.min_language_consistency is not None:
-            from ..verifiers.language import consistency
-
-            if consistency(trace.reasoning, target_lang=target_lang, prompt=prompt) < self.min_language_consistency:
-                return MIXED_LANGUAGE
+        if self.min_language_consistency is not None and self._language_share(trace, prompt, target_lang) < (
+                self.min_language_consistency):
+            return MIXED_LANGUAGE
         if self.max_paragraph_chars is not None and longest_paragraph(trace.reasoning) > self.max_paragraph_chars:
             return LONG_PARAGRAPH
         if self.reject_code_in_reasoning and not code_task and has_code_block(trace.reasoning):
             return CODE_IN_REASONING
         return None
+
+    @staticmethod
+    def _language_share(trace: Trace, prompt: str | None, target_lang: str | None) -> float:
+        """R1's language consistency of the reasoning; 1.0 when no target language can be told (e.g. "2+3?")."""
+        from ..verifiers.language import consistency
+
+        try:
+            return consistency(trace.reasoning, target_lang=target_lang, prompt=prompt)
+        except ValueError:
+            return 1.0
 
     def select(self, traces: list[Trace]) -> list[str | None]:
         """Per trace of one prompt: None to keep it, else the rejection (near-duplicate or over the cap).

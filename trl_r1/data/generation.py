@@ -130,15 +130,18 @@ class TransformersGenerator:
         texts = [render_prompt(p, self.tokenizer) for p in prompts]
         # the template already wrote any special tokens (BOS), as in TRL's trainers
         batch = self.tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(self.device)
-        sample = params.temperature > 0
+        sample = params.temperature > 0  # greedy decoding gives one answer per prompt, repeated k times
         config = GenerationConfig(
-            max_new_tokens=params.max_new_tokens, do_sample=sample, num_return_sequences=params.num_samples,
-            temperature=params.temperature if sample else None, top_p=params.top_p if sample else None, top_k=0,
-            eos_token_id=self.eos_token_ids, pad_token_id=self.tokenizer.pad_token_id,
+            max_new_tokens=params.max_new_tokens, do_sample=sample,
+            num_return_sequences=params.num_samples if sample else 1,
+            temperature=params.temperature if sample else None, top_p=params.top_p if sample else None,
+            top_k=0 if sample else None, eos_token_id=self.eos_token_ids, pad_token_id=self.tokenizer.pad_token_id,
         )
         torch.manual_seed(seed)
         with torch.inference_mode():
             sequences = self.model.generate(**batch, generation_config=config)
+        if not sample:
+            sequences = sequences.repeat_interleave(params.num_samples, dim=0)
         generated = sequences[:, batch["input_ids"].shape[1]:].tolist()
         out: list[list[Completion]] = []
         for i, text in enumerate(texts):

@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from ..rewards.base import prompt_to_text
 from . import filters as F
 from .filters import R1Filters, Trace, parse_trace
 from .generation import BACKENDS, Completion, Generator, SamplingParams, load_generator, resolve_backend
@@ -229,8 +230,8 @@ def judge_batch(config: RejectionSamplingConfig, rows: list[dict[str, Any]], com
         passed = [s for s, v in enumerate(verdict) if v is None]
         # 3. readability filters on each correct sample, then near-duplicates and the per-prompt cap
         for s in passed:
-            verdict[s] = filters.rejection(group[s], prompt=row[config.prompt_column], code_task=code_task[(p, s)],
-                                           target_lang=config.target_lang)
+            verdict[s] = filters.rejection(group[s], prompt=prompt_to_text(row[config.prompt_column]),
+                                           code_task=code_task[(p, s)], target_lang=config.target_lang)
         readable = [s for s in passed if verdict[s] is None]
         for s, v in zip(readable, filters.select([group[s] for s in readable])):
             verdict[s] = v

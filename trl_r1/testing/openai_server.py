@@ -5,7 +5,8 @@ dataset builders use from `vllm serve`: `POST /v1/chat/completions` and `POST /v
 `temperature`, `top_p`, `max_tokens` and `seed`, `usage` counts, and `GET /v1/models`. With
 `reasoning_parser=True` it splits the reasoning into `message.reasoning_content` like vLLM's `deepseek_r1`
 reasoning parser (the text before ``</think>``; all of it when ``</think>`` never came). `fail_first=N` answers
-the first N generation requests with HTTP 503, to exercise clients' retries.
+the first N generation requests with HTTP 503 and `max_n` caps the choices per request (as some servers do),
+to exercise clients' retries and top-ups.
 
     python -m trl_r1.testing.openai_server MODEL_DIR --port 8000 [--reasoning-parser]
 """
@@ -28,13 +29,14 @@ class OpenAICompatibleServer:
     """
 
     def __init__(self, model_dir: str, host: str = "127.0.0.1", port: int = 0, reasoning_parser: bool = False,
-                 fail_first: int = 0, model_name: str | None = None):
+                 fail_first: int = 0, max_n: int | None = None, model_name: str | None = None):
         from ..data.generation import TransformersGenerator
 
         self.generator = TransformersGenerator(model_dir)
         self.model_name = model_name or str(model_dir)
         self.reasoning_parser = reasoning_parser
         self.failures_left = fail_first
+        self.max_n = max_n
         self.requests_served = 0
         self.in_flight = self.max_in_flight = 0
         self._state = threading.Lock()
@@ -72,7 +74,8 @@ class OpenAICompatibleServer:
             prompt = body.get("messages") if chat else body.get("prompt")
             if not prompt or (chat and not isinstance(prompt, list)) or (not chat and not isinstance(prompt, str)):
                 return 400, {"error": {"message": "missing or malformed messages/prompt", "type": "invalid_request"}}
-            params = SamplingParams(num_samples=int(body.get("n", 1)), max_new_tokens=int(body.get("max_tokens", 16)),
+            n = int(body.get("n", 1))
+            params = SamplingParams(num_samples=min(n, self.max_n or n), max_new_tokens=int(body.get("max_tokens", 16)),
                                     temperature=float(body.get("temperature", 1.0)), top_p=float(body.get("top_p", 1.0)))
             with self._model:
                 (outputs,) = self.generator.generate([prompt], params, seed=int(body.get("seed", 0)))
