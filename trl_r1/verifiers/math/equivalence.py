@@ -10,7 +10,7 @@ LaTeX is parsed by `latex2sympy2_extended`. The comparison cascade, gold first:
   the other's (``y=2x+3`` and ``2x-y+3=0``);
 * numbers compare exactly when both are rational, else at 40 digits with a *relative* tolerance of 1e-20 (so
   1/2004! and 1/2006! stay different); a decimal matches an exact value only when it is that value correctly
-  rounded to the shown places, with at least 3 significant digits;
+  rounded to the shown places, with at least 4 significant digits;
 * expressions with variables are compared at fixed sample points (positive and negative), then by
   `sympy.simplify` when too few points evaluate.
 
@@ -138,13 +138,27 @@ def equal(gold, pred, pred_text: str = "") -> bool:
 
 
 def _lists_equal(gold, pred) -> bool:
-    gold_items = gold.items if isinstance(gold, BareList) else gold.args if isinstance(gold, (sympy.Tuple, sympy.FiniteSet)) else None
-    pred_items = pred.items if isinstance(pred, BareList) else pred.args if isinstance(pred, (sympy.Tuple, sympy.FiniteSet)) else None
+    """A bare list against a list, tuple or set: in order when either side is a tuple, else as sets."""
+    gold_items = gold.items if isinstance(gold, BareList) else _tuple_items(gold) or _set_items(gold)
+    pred_items = pred.items if isinstance(pred, BareList) else _tuple_items(pred) or _set_items(pred)
     if gold_items is None or pred_items is None or len(gold_items) != len(pred_items):
         return False
-    if isinstance(gold, sympy.Tuple) or isinstance(pred, sympy.Tuple):
+    if _tuple_items(gold) or _tuple_items(pred):
         return all(equal(g, p) for g, p in zip(gold_items, pred_items))
     return _unordered_equal(gold_items, pred_items)
+
+
+def _tuple_items(value) -> tuple | None:
+    """A tuple's items; an open interval ``(a,b)`` reads as the pair ``(a,b)`` (LaTeX cannot tell them apart)."""
+    if isinstance(value, sympy.Tuple):
+        return value.args
+    if isinstance(value, sympy.Interval) and value.left_open and value.right_open:
+        return (value.start, value.end)
+    return None
+
+
+def _set_items(value) -> tuple | None:
+    return value.args if isinstance(value, sympy.FiniteSet) else None
 
 
 def _unordered_equal(gold_items, pred_items) -> bool:
@@ -159,15 +173,7 @@ def _unordered_equal(gold_items, pred_items) -> bool:
 
 
 def _tuples_equal(gold, pred) -> bool:
-    """Tuples in order; an open interval ``(a,b)`` reads as the pair ``(a,b)`` (LaTeX cannot tell them apart)."""
-    def items(value):
-        if isinstance(value, sympy.Tuple):
-            return value.args
-        if isinstance(value, sympy.Interval) and value.left_open and value.right_open:
-            return (value.start, value.end)
-        return None
-
-    gold_items, pred_items = items(gold), items(pred)
+    gold_items, pred_items = _tuple_items(gold), _tuple_items(pred)
     return (
         gold_items is not None and pred_items is not None and len(gold_items) == len(pred_items)
         and all(equal(g, p) for g, p in zip(gold_items, pred_items))
@@ -242,13 +248,13 @@ def _expressions_equal(gold, pred, pred_text: str = "") -> bool:
         return gold == pred
     symbols = gold.free_symbols | pred.free_symbols
     if not symbols:
-        if gold.is_Rational and pred.is_Rational:
-            return gold == pred
-        decimal = parse_number(pred_text)
-        if decimal is not None and decimal.decimals is not None and not gold.is_Rational:
-            value = gold.evalf(DIGITS)
-            return value.is_real and rounds_to(decimal, sympy.Rational(value))
-        return _close(gold, pred)
+        if _close(gold, pred):
+            return True
+        decimal = parse_number(pred_text)  # a decimal answer to an irrational gold: correctly rounded?
+        if decimal is None or decimal.decimals is None or gold.is_Rational:
+            return False
+        value = gold.evalf(DIGITS)
+        return bool(value.is_real) and rounds_to(decimal, sympy.Rational(value))
     agree = 0
     for k in range(len(SAMPLE_POINTS)):
         g, p = _at_point(gold, k, symbols), _at_point(pred, k, symbols)
@@ -276,6 +282,8 @@ def _at_point(expr, k: int, symbols=None):
 def _close(a, b) -> bool:
     """Equal numbers: exact for rationals and infinities, else relative difference below 1e-20 at 40 digits."""
     a, b = sympy.sympify(a), sympy.sympify(b)
+    if any(x.has(sympy.zoo, sympy.nan) for x in (a, b)):  # undefined (12:00 parses as 12/0): never equal
+        return False
     if a.is_Rational and b.is_Rational or not (a.is_finite and b.is_finite):
         return bool(a == b)
     a_value, b_value = a.evalf(DIGITS), b.evalf(DIGITS)

@@ -21,7 +21,7 @@ _STATEMENT = re.compile(
     r"(?i)(?:final\s+answer|the\s+answer|answer)\s*(?:is|:|=)\s*:?|(?:^|\n)\s*answer\s*:|####"
 )
 _SENTENCE_END = re.compile(r"\.(?=\s|$)|\n")
-_MATH_SPAN = re.compile(r"\$\$(.+?)\$\$|\$(.+?)\$|\\\((.+?)\\\)|\\\[(.+?)\\\]", re.S)
+_MATH_SPAN = re.compile(r"\$\$(.+?)\$\$|(?<!\\)\$(.+?)(?<!\\)\$|\\\((.+?)\\\)|\\\[(.+?)\\\]", re.S)
 _HEDGE = re.compile(
     r"(?i)\b(?:or|maybe|perhaps|possibly|probably|either|guess|not\s+sure|unsure|uncertain|unclear|"
     r"might\s+be|could\s+be|cannot\s+be\s+determined|undetermined)\b|\?"

@@ -19,7 +19,7 @@ MAX_NESTING = 12  # deeper bracket nesting is compared as text (deep recursion i
 MAX_LITERAL_DIGITS = 400  # longer integer literals are compared digit for digit (exact, no sympy)
 MAX_LOG10 = 20_000  # powers estimated above 10**MAX_LOG10 are compared as text (power towers)
 MAX_FACTORIAL = 2_000  # n! for larger literal n is compared as text
-MIN_ROUNDED_DIGITS = 3  # a decimal matches an exact value by rounding only with this many significant digits
+MIN_ROUNDED_DIGITS = 4  # a decimal matches an exact value by rounding only with this many significant digits
 
 _SPACING = re.compile(r"(?<!\\)\\[,;:! ]|\\quad|\\qquad|~|\\displaystyle|\\limits|\\m?left(?=[^a-zA-Z])|\\m?right(?=[^a-zA-Z])|\\middle")
 _TEXT_COMMANDS = re.compile(r"\\(?:mathrm|textbf|textit|textrm|textnormal|mathbf|mathit|mbox|operatorname)\s*\{")
@@ -28,6 +28,8 @@ _TRAILING_UNIT = re.compile(
     r"(?<=[\d}])\s*\\text\{[^{}]*\}(?:\^\{?[23]\}?)?$"  # 5\text{ cm}^2
     r"|(?<=\d)\s+[a-zA-Z]{2,}(?:\s+[a-zA-Z]{2,}){0,2}(?:\^\{?[23]\}?)?$"  # 12 square units, 4 cm^2
 )
+_LIST_WORD = re.compile(r",?\s*(?:\\text\{\s*(?:and|or)\s*\}|\b(?:and|or)\b)\s*,?")  # "1, 2, and 3" is a list
+_AS_WRITTEN = re.compile(r"^\d+_\{?\d+\}?$|^\d+:\d+$")  # 204_5 (base 5), 12:00 (a time): compared as written
 _ASSIGNMENT = re.compile(r"^(?:[a-zA-Z](?:_\{?\w+\}?)?|[a-zA-Z]\([a-zA-Z]\))=")
 _CHOICE = re.compile(r"^\(?([A-E])\)?$")
 _CHOICE_PRED = re.compile(r"^\(?([A-E])(?:\)|\.|:|$)(.*)$", re.S)
@@ -57,6 +59,7 @@ def canonical(text: str) -> str:
     text = _TEXT_COMMANDS.sub(r"\\text{", text)
     text = _DEGREES.sub("", text).replace("\\%", "%").replace("\\$", "").replace("{,}", ",")
     text = re.sub(r"\\text\{\s*\}", "", text)
+    text = _LIST_WORD.sub(",", text)
     unitless = _TRAILING_UNIT.sub("", text).strip()
     if unitless and re.search(r"[\w}]", unitless):
         text = unitless
@@ -72,7 +75,8 @@ def strip_assignment(gold: str, pred: str) -> tuple[str, str]:
     >>> strip_assignment("y=2x+3", "y=3+2x")
     ('y=2x+3', 'y=3+2x')
     """
-    gold_is, pred_is = bool(_ASSIGNMENT.match(gold)), bool(_ASSIGNMENT.match(pred))
+    gold_is = bool(_ASSIGNMENT.match(gold)) and "," not in gold
+    pred_is = bool(_ASSIGNMENT.match(pred)) and "," not in pred
     if gold_is and "=" not in pred:
         gold = gold.rsplit("=", 1)[1]
     elif pred_is and "=" not in gold:
@@ -129,18 +133,22 @@ def parse_number(text: str) -> Number | None:
 def rounds_to(decimal: Number, exact: float | Fraction) -> bool:
     """Whether a decimal is the exact value correctly rounded to its shown places (with enough digits shown).
 
-    >>> rounds_to(parse_number("0.333"), Fraction(1, 3)), rounds_to(parse_number("0.33"), Fraction(1, 3))
+    >>> rounds_to(parse_number("0.3333"), Fraction(1, 3)), rounds_to(parse_number("0.333"), Fraction(1, 3))
     (True, False)
     """
     if decimal.decimals is None or decimal.significant < MIN_ROUNDED_DIGITS:
         return False
     half_unit = Fraction(1, 2) * Fraction(10) ** -decimal.decimals
-    return any(abs(value - Fraction(exact)) <= half_unit for value in decimal.candidates())
+    scales = (1, 100) if decimal.percent else (1,)
+    return any(abs(decimal.value / scale - Fraction(exact)) <= half_unit / scale for scale in scales)
 
 
 def numbers_equal(gold: Number, pred: Number) -> bool:
     """Exact equality of plain numbers; a decimal against an exact value may match by correct rounding."""
-    if any(g == p for g in gold.candidates() for p in pred.candidates()):
+    if gold.percent == pred.percent:  # both or neither a percentage: the values as written
+        if gold.value == pred.value:
+            return True
+    elif any(g == p for g in gold.candidates() for p in pred.candidates()):
         return True
     if (gold.decimals is None) != (pred.decimals is None):
         decimal, exact = (pred, gold) if gold.decimals is None else (gold, pred)
@@ -238,6 +246,8 @@ def quick_verdict(gold: str, pred: str) -> tuple[bool | None, str | None]:
     """
     if gold == pred:
         return True, None
+    if _AS_WRITTEN.match(gold) or _AS_WRITTEN.match(pred):
+        return gold.replace("{", "").replace("}", "") == pred.replace("{", "").replace("}", ""), None
     choice = _CHOICE.match(text_key_choice(gold))
     if choice:
         answer = _CHOICE_PRED.match(text_key_choice(pred))

@@ -1,0 +1,154 @@
+"""Math verifier benchmark: trl_r1.verifiers.math against math-verify 0.9.0, side by side, in one run.
+
+    python benchmarks/math_verifier.py [--cases benchmarks/data/math_cases.jsonl] [--show-errors]
+
+Cases are (gold, completion, label) rows: published grader test cases (Math-Verify's tests and issues, the
+Hendrycks/Qwen graders) rewritten as model-style completions, MATH-500-style bare-LaTeX golds, GSM8K-style golds
+(bare and full ``#### X`` solutions), hedged and multi-valued answers, and pathological inputs. math-verify gets
+the gold wrapped in ``\\boxed{}`` (GSM8K golds cut after ``####`` first), its recommended use.
+
+Both sides check the cases one after another in one process each: ours with one sympy worker process
+(`workers=1`), math-verify in a child process whose main thread runs its SIGALRM timeouts. math-verify can hang
+past its own timeout (Math-Verify#65); a case it has not answered after `--hang-limit` seconds is killed, counted
+wrong and charged that many seconds. Printed: accuracy, false positives (share of wrong answers accepted), false
+negatives (share of right answers rejected), the slowest case, and cases/s with the ours/math-verify ratio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import select
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+DEFAULT_CASES = Path(__file__).parent / "data" / "math_cases.jsonl"
+
+
+def load_cases(path: Path) -> list[dict]:
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def run_ours(cases: list[dict], timeout_s: float) -> tuple[list[bool], list[float]]:
+    from trl_r1.verifiers.math import check
+
+    check("1", r"\boxed{\sqrt{1}}")  # start the worker before timing, as a training run would have
+    verdicts, seconds = [], []
+    for case in cases:
+        start = time.perf_counter()
+        verdicts.append(bool(check(case["gold"], case["completion"], timeout_s).equivalent))
+        seconds.append(time.perf_counter() - start)
+    return verdicts, seconds
+
+
+def math_verify_gold(gold: str) -> str:
+    return "\\boxed{" + (gold.rsplit("####", 1)[1].strip() if "####" in gold else gold) + "}"
+
+
+def serve_math_verify(path: str, start: int) -> None:
+    """Child process: print one JSON line (verdict, seconds) per case from `start` on."""
+    import logging
+
+    from math_verify import parse, verify
+
+    logging.disable(logging.WARNING)  # math-verify logs whole predictions on timeouts
+    parse(r"\boxed{1}"), parse("warm up")
+    for case in load_cases(Path(path))[start:]:
+        begin = time.perf_counter()
+        try:
+            ok = bool(verify(parse(math_verify_gold(case["gold"])), parse(case["completion"])))
+        except BaseException:  # its TimeoutException derives from BaseException
+            ok = False
+        print(json.dumps([ok, time.perf_counter() - begin]), flush=True)
+
+
+def run_math_verify(path: Path, n: int, hang_limit_s: float) -> tuple[list[bool], list[float], int]:
+    verdicts: list[bool] = []
+    seconds: list[float] = []
+    hangs = 0
+    while len(verdicts) < n:
+        child = subprocess.Popen(
+            [sys.executable, __file__, "--serve-math-verify", str(path), str(len(verdicts))],
+            stdout=subprocess.PIPE, text=True,
+        )
+        while len(verdicts) < n:
+            ready, _, _ = select.select([child.stdout], [], [], hang_limit_s + 30.0 * (not verdicts))
+            line = child.stdout.readline() if ready else ""
+            if not line:  # hung (or died) on this case
+                child.kill()
+                child.wait()
+                verdicts.append(False)
+                seconds.append(hang_limit_s)
+                hangs += 1
+                break
+            ok, took = json.loads(line)
+            verdicts.append(ok)
+            seconds.append(took)
+        else:
+            child.kill()
+            child.wait()
+    return verdicts, seconds, hangs
+
+
+def summary(cases: list[dict], verdicts: list[bool], seconds: list[float]) -> dict:
+    labels = [c["label"] for c in cases]
+    positives, negatives = sum(labels), len(labels) - sum(labels)
+    false_positives = sum(v and not y for v, y in zip(verdicts, labels))
+    false_negatives = sum(y and not v for v, y in zip(verdicts, labels))
+    return {
+        "accuracy": sum(v == y for v, y in zip(verdicts, labels)) / len(labels),
+        "fp_rate": false_positives / max(negatives, 1),
+        "fn_rate": false_negatives / max(positives, 1),
+        "fp": false_positives,
+        "fn": false_negatives,
+        "max_s": max(seconds),
+        "cases_per_s": len(cases) / sum(seconds),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--cases", type=Path, default=DEFAULT_CASES)
+    parser.add_argument("--timeout", type=float, default=2.0, help="our per-check hard limit (s)")
+    parser.add_argument("--hang-limit", type=float, default=30.0, help="seconds before a math-verify case is killed")
+    parser.add_argument("--show-errors", action="store_true", help="list the cases each side gets wrong")
+    args = parser.parse_args()
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    cases = load_cases(args.cases)
+    print(f"{len(cases)} cases ({sum(c['label'] for c in cases)} right answers) from {args.cases}")
+
+    ours, ours_s = run_ours(cases, args.timeout)
+    theirs, theirs_s, hangs = run_math_verify(args.cases.resolve(), len(cases), args.hang_limit)
+    a, b = summary(cases, ours, ours_s), summary(cases, theirs, theirs_s)
+    print(f"\n{'':22}{'trl_r1':>12}{'math-verify':>14}")
+    print(f"{'accuracy':22}{a['accuracy']:>12.1%}{b['accuracy']:>14.1%}")
+    print(f"{'false positive rate':22}{a['fp_rate']:>12.1%}{b['fp_rate']:>14.1%}   ({a['fp']} vs {b['fp']} cases)")
+    print(f"{'false negative rate':22}{a['fn_rate']:>12.1%}{b['fn_rate']:>14.1%}   ({a['fn']} vs {b['fn']} cases)")
+    print(f"{'slowest case (s)':22}{a['max_s']:>12.2f}{b['max_s']:>14.2f}   (math-verify hangs killed: {hangs})")
+    print(f"{'cases/s':22}{a['cases_per_s']:>12.1f}{b['cases_per_s']:>14.1f}")
+    print(f"{'throughput ratio':22}{a['cases_per_s'] / b['cases_per_s']:>12.2f}x")
+
+    print(f"\n{'accuracy by kind':22}{'trl_r1':>12}{'math-verify':>14}{'cases':>8}")
+    for kind, count in Counter(c["kind"] for c in cases).items():
+        index = [i for i, c in enumerate(cases) if c["kind"] == kind]
+        ours_acc = sum(ours[i] == cases[i]["label"] for i in index) / count
+        theirs_acc = sum(theirs[i] == cases[i]["label"] for i in index) / count
+        print(f"{kind:22}{ours_acc:>12.1%}{theirs_acc:>14.1%}{count:>8}")
+    if args.show_errors:
+        for name, verdicts in (("trl_r1", ours), ("math-verify", theirs)):
+            print(f"\n{name} errors:")
+            for case, verdict in zip(cases, verdicts):
+                if verdict != case["label"]:
+                    print(f"  label={case['label']!s:5} gold={case['gold'][:60]!r} completion=...{case['completion'][-80:]!r}")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 4 and sys.argv[1] == "--serve-math-verify":
+        serve_math_verify(sys.argv[2], int(sys.argv[3]))
+    else:
+        main()
