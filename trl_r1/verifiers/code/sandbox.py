@@ -138,7 +138,7 @@ def bwrap_command(limits: SandboxLimits, seccomp_fd: int, inner: list[str]) -> l
     """The bubblewrap command line that runs `inner` isolated (see the module docstring)."""
     return [
         shutil.which("bwrap") or "bwrap",
-        "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session",
+        "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session", "--as-pid-1",
         "--clearenv", "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "LANG", "C.UTF-8",
         "--hostname", "sandbox",
         "--ro-bind", "/usr", "/usr",
@@ -261,20 +261,33 @@ class Sandbox:
 
     # -------------------------------------------------------------------------------------------- end
     def close(self) -> None:
-        """Kill the whole sandbox (its process group; the PID namespace takes everything inside with it)."""
+        """End the sandbox so that every process in it is reaped, not left as a zombie for the host's init.
+
+        A healthy supervisor exits when its input closes, and bwrap then exits in order. A stuck one: killing
+        the PID namespace's init makes the kernel kill and reap everything inside, and bwrap (our child)
+        reaps that init. Killing bwrap's process group is the last resort.
+        """
         process = getattr(self, "process", None)
-        if process is not None:
+        if process is None:
+            return
+        for stream in (process.stdin, process.stdout):
             try:
-                os.killpg(process.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
+                stream.close()
+            except OSError:
                 pass
-            for stream in (process.stdin, process.stdout):
-                try:
-                    stream.close()
-                except OSError:
-                    pass
-            process.wait()
-            self.process = None
+        try:
+            process.wait(timeout=0.2)
+        except subprocess.TimeoutExpired:
+            if not self.unsafe:
+                for init in _children(process.pid):
+                    _kill(init)
+            try:
+                process.wait(timeout=1.0)
+            except subprocess.TimeoutExpired:
+                pass
+        _kill(-process.pid)  # the process group: bwrap, or the unsafe supervisor and what it started
+        process.wait()
+        self.process = None
         if self._slot is not None:
             self._slot.release()
             self._slot = None
@@ -287,6 +300,21 @@ class Sandbox:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        return [int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except (OSError, ValueError):
+        return []
+
+
+def _kill(pid: int) -> None:
+    """SIGKILL a process (or a group, for a negative pid) that may already be gone."""
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 @functools.lru_cache(maxsize=1)

@@ -16,6 +16,7 @@ It also runs unsandboxed when the caller opted in to unsafe execution (``isolate
 only the test's process group instead of every process it may signal.
 """
 
+import atexit
 import json
 import os
 import resource
@@ -24,6 +25,8 @@ import signal
 import struct
 import sys
 import time
+import traceback  # imported up front: a program that used up its file descriptors cannot import it later
+import types
 
 CONTROL_IN, CONTROL_OUT = 10, 11
 RPC_CHILD_IN, RPC_CHILD_OUT = 3, 4  # the assert child's request/reply fds
@@ -32,6 +35,7 @@ HEADER = struct.Struct(">I")
 SUPERVISOR_FRAME, CHILD_FRAME = b"S", b"C"
 MAX_FRAME = 64 << 20
 STDERR_TAIL = 4096
+EXIT_DRAIN_S = 0.1  # after the test's process exits, how long to keep reading pipes its children may hold
 
 
 def read_exact(fd, n):
@@ -99,8 +103,6 @@ class Supervisor:
 
     def _exec_python(self, mode):
         """Run the program as ``__main__`` in this fresh fork, then exit like the interpreter would."""
-        import types
-
         main = types.ModuleType("__main__")
         main.__dict__["__builtins__"] = __builtins__
         sys.modules["__main__"] = main
@@ -113,8 +115,6 @@ class Supervisor:
         except SystemExit as exc:
             code = exit_code(exc.code)
         except BaseException as exc:
-            import traceback
-
             traceback.print_exception(type(exc), exc, exc.__traceback__.tb_next)  # from the program's frame on
             code = 1
         code = finish_interpreter(code)
@@ -275,11 +275,13 @@ class Watch:
         while True:
             if self.status is None:
                 self._poll_exit()
+                if self.status is not None:  # what it left running may hold the pipes: drain briefly, no more
+                    self.deadline = min(self.deadline, time.monotonic() + EXIT_DRAIN_S)
             if self.status is not None and self.stdout_r is None and self.stderr_r is None:
                 break
             remaining = self.deadline - time.monotonic()
             if remaining <= 0:
-                self.timed_out = self.status is None or self.stdout_r is not None
+                self.timed_out = self.status is None
                 break
             readers = [fd for fd in (self.stdout_r, self.stderr_r, self.rpc_r) if fd is not None]
             if self.rpc_r is not None:
@@ -454,8 +456,6 @@ def finish_interpreter(code):
     try:
         if "threading" in sys.modules:
             sys.modules["threading"]._shutdown()
-        import atexit
-
         atexit._run_exitfuncs()
     except SystemExit as exc:
         code = exit_code(exc.code)
