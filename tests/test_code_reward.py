@@ -1,0 +1,116 @@
+"""code_reward: program extraction, test columns, scoring options, logging, and a real GRPOTrainer run."""
+
+import json
+import logging
+import pickle
+
+import pytest
+from datasets import Dataset
+from transformers import TrainerCallback
+from trl import GRPOConfig, GRPOTrainer
+
+from trl_r1.rewards import get_reward_func
+from trl_r1.rewards.code import CodeReward, code_reward, extract_program
+from trl_r1.verifiers.code import isolation_problem
+
+pytestmark = pytest.mark.skipif(isolation_problem() is not None, reason=f"no sandbox: {isolation_problem()}")
+
+ADD_TESTS = {"language": "python", "test_cases": [
+    {"type": "stdin_stdout", "input": "1 2\n", "output": "3\n"},
+    {"type": "stdin_stdout", "input": "5 5\n", "output": "10\n"},
+    {"type": "stdin_stdout", "input": "-1 1\n", "output": "0\n"},
+    {"type": "stdin_stdout", "input": "7 0\n", "output": "7\n"},
+]}
+RIGHT = "a, b = map(int, input().split())\nprint(a + b)"
+WRONG_ON_ONE = "a, b = map(int, input().split())\nprint(a + b if a != 7 else 0)"
+
+
+def answer(code, tag="python"):
+    return f"<think>read two numbers</think>\n<answer>\n```{tag}\n{code}\n```\n</answer>"
+
+
+def test_program_is_the_last_python_block_of_the_answer_with_a_fallback():
+    text = f"<think>```python\nprint('draft')\n```</think><answer>```python\nprint(1)\n```\n```python\nprint(2)\n```</answer>"
+    assert extract_program(text) == "print(2)\n"
+    assert extract_program("<think>x</think> Sure:\n```\nprint(3)\n```") == "print(3)\n"  # untagged block after </think>
+    assert extract_program("```python\nprint(4)\n```<think>x</think><answer>no code</answer>") == "print(4)\n"  # fallback
+    assert extract_program("<answer>```python\nprint(5)\n</answer>") is None  # unclosed fence
+    assert extract_program("```cpp\nint main(){}\n```", "cpp") == "int main(){}\n"
+    assert extract_program("```cpp\nint main(){}\n```") is None
+
+
+def test_scores_pass_fractions_skips_samples_without_tests_and_logs_failure_kinds():
+    extra, metrics = {}, {}
+    completions = [answer(RIGHT), answer(WRONG_ON_ONE), "I cannot write code", answer("while True: pass"), answer(RIGHT)]
+    columns = [ADD_TESTS, json.dumps(ADD_TESTS), ADD_TESTS, {"language": "python", "test_cases": ADD_TESTS["test_cases"][:1],
+                                                            "timeout_s": 0.5}, None]
+    scores = CodeReward()(completions=completions, verification_info=columns,
+                          log_extra=extra.__setitem__, log_metric=metrics.__setitem__)
+    assert scores == [1.0, 0.75, 0.0, 0.0, None]
+    reasons = extra["code_reward_reason"]
+    assert reasons[0] == "" and reasons[1] == "wrong_answer: wrong_answer x1 of 4 tests"
+    assert reasons[2] == "no code block" and reasons[3].startswith("timeout") and reasons[4] == "no tests"
+    assert metrics["code_reward/skipped"] == pytest.approx(0.2)
+
+
+def test_binary_option_and_the_tests_column_with_asserts_and_conversational_completions():
+    tests = [{"type": "assert", "code": "assert add(1, 2) == 3"}, {"type": "assert", "code": "assert add(-1, 1) == 0"}]
+    half = [{"role": "assistant", "content": answer("def add(a, b):\n    return abs(a) + b")}]
+    full = [{"role": "assistant", "content": answer("def add(a, b):\n    return a + b")}]
+    assert CodeReward()(completions=[half, full], tests=[tests, tests]) == [0.5, 1.0]
+    binary = get_reward_func("code", binary=True)
+    assert binary.__name__ == "binary_code_reward"
+    assert binary(completions=[half, full], tests=[tests, tests]) == [0.0, 1.0]
+
+
+def test_cpp_samples_and_bad_columns_never_raise():
+    cpp = "#include <iostream>\nint main(){long long a,b;std::cin>>a>>b;std::cout<<a+b;}"
+    info = {"language": "cpp", "test_cases": ADD_TESTS["test_cases"][:2]}
+    scores = code_reward(completions=[answer(cpp, "cpp"), answer(RIGHT), answer(RIGHT)],
+                         verification_info=[info, "{not json", {"language": "cobol", "test_cases": []}])
+    assert scores[0] == 1.0 and scores[1] is None and scores[2] is None
+
+
+def test_reward_is_registered_and_picklable():
+    assert get_reward_func("code") is code_reward and code_reward.__name__ == "code_reward"
+    clone = pickle.loads(pickle.dumps(CodeReward(binary=True, timeout_s=2.0)))
+    assert clone.__name__ == "binary_code_reward" and clone.timeout_s == 2.0
+
+
+def test_unavailable_sandbox_skips_samples_loudly(monkeypatch, caplog):
+    from trl_r1.verifiers.code import runner
+
+    monkeypatch.setattr(runner, "isolation_problem", lambda: "bubblewrap is not installed")
+    with caplog.at_level(logging.ERROR, logger="trl_r1.verifiers.code"):
+        assert code_reward(completions=[answer(RIGHT)], verification_info=[ADD_TESTS]) == [None]
+    assert "bubblewrap is not installed" in caplog.text and "allow_unsafe" in caplog.text
+
+
+class LogRecorder(TrainerCallback):
+    def __init__(self):
+        self.logs = []
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        self.logs.append(dict(logs or {}))
+
+
+def test_grpo_trainer_runs_code_reward(tiny_model_dir, tmp_path):
+    calls = []
+
+    class RecordingCodeReward(CodeReward):
+        def score_batch(self, samples):
+            calls.append([s.columns["verification_info"] for s in samples])
+            return super().score_batch(samples)
+
+    rows = [{"prompt": [{"role": "user", "content": "Read a and b, print a + b. Answer in a ```python block."}],
+             "verification_info": ADD_TESTS} for _ in range(4)]
+    recorder = LogRecorder()
+    args = GRPOConfig(output_dir=str(tmp_path), max_steps=2, per_device_train_batch_size=4, num_generations=4,
+                      max_completion_length=12, logging_steps=1, save_strategy="no", report_to="none", use_cpu=True,
+                      bf16=False, seed=0)
+    trainer = GRPOTrainer(model=tiny_model_dir, reward_funcs=[RecordingCodeReward()], args=args,
+                          train_dataset=Dataset.from_list(rows), callbacks=[recorder])
+    trainer.train()
+    means = [log["rewards/code_reward/mean"] for log in recorder.logs if "rewards/code_reward/mean" in log]
+    assert means and all(0.0 <= m <= 1.0 for m in means)  # the untrained model writes no code block: 0.0
+    assert calls and all(info == ADD_TESTS for batch in calls for info in batch)
