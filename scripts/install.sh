@@ -4,10 +4,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# bubblewrap isolates the code verifier's untrusted programs; libseccomp2 backs its syscall filter.
-if ! command -v bwrap >/dev/null 2>&1 || ! ldconfig -p 2>/dev/null | grep -q libseccomp.so.2; then
+# bubblewrap isolates the code verifier's untrusted programs; libseccomp2 backs its syscall filter;
+# /usr/bin/python3 (inside the read-only /usr bind) runs the sandboxed Python programs.
+if ! command -v bwrap >/dev/null 2>&1 || ! ldconfig -p 2>/dev/null | grep -q libseccomp.so.2 || [ ! -x /usr/bin/python3 ]; then
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
-  $SUDO apt-get update -qq && $SUDO apt-get install -y -qq bubblewrap libseccomp2 g++ >/dev/null
+  $SUDO apt-get update -qq && $SUDO apt-get install -y -qq bubblewrap libseccomp2 g++ python3 >/dev/null
 fi
 
 PIP="python3 -m pip install -q --disable-pip-version-check"
