@@ -159,17 +159,15 @@ def numbers_equal(gold: Number, pred: Number) -> bool:
 def pathology(text: str) -> str | None:
     """Why an answer must not reach sympy (it could run for minutes or exhaust memory), or None.
 
-    The rule: over `MAX_MATH_CHARS` characters, brackets nested deeper than `MAX_NESTING`, an integer literal
-    over `MAX_LITERAL_DIGITS` digits, a power whose estimated size exceeds 10**`MAX_LOG10` (towers), or a
-    factorial of a literal over `MAX_FACTORIAL` or of another factorial. Such answers are compared as text.
+    The rule: brackets nested deeper than `MAX_NESTING`, an integer literal over `MAX_LITERAL_DIGITS` digits, a
+    power whose estimated size exceeds 10**`MAX_LOG10` (towers), a factorial of a literal over `MAX_FACTORIAL` or
+    of another factorial, or over `MAX_MATH_CHARS` characters. Such answers are compared as text.
 
     >>> pathology(r"5^{(5^{(5^{(5^5)})}-4)}")
     'power tower'
     >>> pathology(r"2^{2^{2^{2}}}") is None
     True
     """
-    if len(text) > MAX_MATH_CHARS:
-        return "too long"
     depth = deepest = 0
     for char in text:
         depth += 1 if char in "{([" else -1 if char in "})]" else 0
@@ -182,6 +180,8 @@ def pathology(text: str) -> str | None:
         return "power tower"
     if any(int(n) > MAX_FACTORIAL for n in re.findall(r"(\d+)\s*!", text)) or re.search(r"!\s*[)}]\s*!", text):
         return "giant factorial"
+    if len(text) > MAX_MATH_CHARS:
+        return "too long"
     return None
 
 

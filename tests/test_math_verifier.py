@@ -1,0 +1,269 @@
+"""The math verifier's rules: answer extraction, hedges, gold styles, structure semantics, numbers, hard limits."""
+
+import threading
+import time
+
+import pytest
+
+from trl_r1.verifiers.math import check, check_batch, final_answer, gold_answer, verify, verify_batch
+from trl_r1.verifiers.math.pool import WorkerPool
+from trl_r1.verifiers.math.screening import pathology
+
+
+def boxed(answer):
+    return f"Working through it step by step, we find the result.\nTherefore the answer is $\\boxed{{{answer}}}$."
+
+
+@pytest.mark.parametrize(
+    "completion, expected",
+    [
+        ("<think>try \\boxed{4}</think><answer>5</answer>", "5"),  # the answer block wins over boxes
+        ("<think>x</think><answer>so \\boxed{4} then \\boxed{5}</answer>", "5"),  # last box inside the block
+        ("first \\boxed{4}, after fixing the sum \\boxed{5}", "5"),  # last box
+        ("<think>\\boxed{4}</think>\nThe answer is 5.", "5"),  # reasoning boxes are not the answer
+        ("We add them up.\nFinal answer: $5$", "5"),
+        ("So 2+3 = 5.\n#### 5", "5"),
+        ("**Final Answer**\n\\boxed{5}", "5"),
+        ("The answer is \\boxed{3} and \\boxed{5}.", "3, 5"),  # a multi-valued answer stays multi-valued
+    ],
+)
+def test_final_answer_extraction_order(completion, expected):
+    assert final_answer(completion).text == expected
+
+
+@pytest.mark.parametrize(
+    "completion, reason",
+    [
+        ("I computed 2 + 3 and got 5.", "no final answer"),
+        ("<think>2+3=5</think>", "no final answer"),
+        ("The answer is \\boxed{5} or \\boxed{6}.", "hedged"),
+        ("The answer is either 5 or 6.", "hedged"),
+        ("<answer>maybe 5</answer>", "hedged"),
+        ("The answer is probably 5?", "hedged"),
+        ("\\boxed{5 \\text{ or } 6}", "hedged"),
+    ],
+)
+def test_no_committed_answer_is_wrong_with_a_reason(completion, reason):
+    verdict = check("5", completion)
+    assert verdict.equivalent is False and verdict.reason.startswith(reason)
+
+
+def test_multi_valued_answers_against_a_single_gold_are_wrong():
+    assert not verify("5", boxed("5, 6"))
+    assert not verify("5", "The answer is \\boxed{5} and \\boxed{6}.")
+    assert not verify("2", boxed("\\pm 2"))
+    assert not verify("1728", boxed("1331 \\text{ and } 1728"))
+
+
+def test_or_is_a_list_when_the_gold_lists_alternatives():
+    assert verify("3 \\text{ or } 5", "The answer is 5 or 3.")
+    assert not verify("3 \\text{ or } 5", "The answer is 5 or 7.")
+
+
+@pytest.mark.parametrize(
+    "gold, answer",
+    [
+        ("3\\sqrt{13}", "\\sqrt{117}"),  # bare LaTeX (MATH-500 style)
+        ("\\boxed{3\\sqrt{13}}", "3\\sqrt{13}"),  # boxed gold
+        ("We use the distance formula, so $d = \\boxed{3\\sqrt{13}}$.", "3 \\sqrt{13}"),  # a full solution
+        ("She sold 48/2 = <<48/2=24>>24 clips.\n#### 72", "72"),  # GSM8K
+        ("\\frac{\\pi}{4}", "\\dfrac{\\pi}{4}"),
+        ("1,234", "1234"),  # thousands separators
+        ("1234", "1,234"),
+        ("\\$32,\\!348", "32348"),
+        ("12.5", "12.50"),  # decimals
+        ("0.4", ".4"),
+        ("3 \\times 10^{5}", "300000"),  # scientific notation
+        ("1.5e-3", "0.0015"),
+        ("5\\text{ cm}", "5"),  # units
+        ("15\\mbox{ cm}^2", "15"),
+        ("90^\\circ", "90"),
+        ("\\text{(C)}", "C"),  # multiple choice
+        ("B", "(B)"),
+        ("\\text{Evelyn}", "Evelyn"),  # short text answers
+        ("\\text{odd}", "\\text{Odd}"),
+        ("204_5", "204_5"),  # a base-5 numeral is compared as written
+        (7, "7"),  # a numeric dataset column
+    ],
+)
+def test_gold_styles(gold, answer):
+    assert verify(gold, boxed(answer)) is True
+
+
+@pytest.mark.parametrize(
+    "gold, answer",
+    [
+        ("3\\sqrt{13}", "3"),
+        ("1,234", "1,243"),
+        ("12.5", "12.4"),
+        ("5\\text{ cm}", "6 \\text{ cm}"),
+        ("\\text{(C)}", "D"),
+        ("B", "B \\text{ and } C"),
+        ("\\text{Evelyn}", "\\text{Briana}"),
+        ("204_5", "204_6"),
+        ("12:00", "1:00"),
+    ],
+)
+def test_gold_styles_reject_wrong_answers(gold, answer):
+    assert verify(gold, boxed(answer)) is False
+
+
+@pytest.mark.parametrize(
+    "gold, answer, expected",
+    [
+        ("25\\%", "25", True),  # the number asked for in "what percent"
+        ("25\\%", "0.25", True),  # the value of the percentage
+        ("0.28", "28\\%", True),
+        ("0.28", "28", False),
+        ("10\\%", "0.1\\%", False),  # both percentages: compared as written
+    ],
+)
+def test_percent(gold, answer, expected):
+    assert verify(gold, boxed(answer)) is expected
+
+
+@pytest.mark.parametrize(
+    "gold, answer, expected",
+    [
+        ("(1,-2)", "(1, -2)", True),
+        ("(1,-2)", "(-2,1)", False),  # tuples are ordered
+        ("(1,-2)", "\\{1,-2\\}", False),  # a set is not a tuple
+        ("\\{1,2\\}", "\\{2,1\\}", True),  # sets are not ordered
+        ("\\{1,2\\}", "2, 1", True),  # a bare list matches a set in any order...
+        ("(1,\\frac{9}{2})", "1, 4.5", True),  # ...and a tuple in order
+        ("(1,\\frac{9}{2})", "4.5, 1", False),
+        ("[0,\\infty)", "[0, \\infty)", True),
+        ("[0,\\infty)", "(0,\\infty)", False),  # openness matters
+        ("[0,\\infty)", "x \\geq 0", True),  # an inequality is the set it describes
+        ("(-\\infty,1)\\cup(2,\\infty)", "(2,\\infty)\\cup(-\\infty,1)", True),
+        ("(-\\infty,1)\\cup(2,\\infty)", "(-\\infty,1]\\cup(2,\\infty)", False),
+        ("(2,3)", "x=2, y=3", True),  # an open interval's text is also a pair
+        ("\\begin{pmatrix} 0 & 3 \\\\ 0 & -1 \\end{pmatrix}", "\\begin{bmatrix}0&3\\\\0&-1\\end{bmatrix}", True),
+        ("\\begin{pmatrix} 0 & 3 \\\\ 0 & -1 \\end{pmatrix}", "\\begin{pmatrix}3&0\\\\-1&0\\end{pmatrix}", False),
+        ("-2,1", "1 \\text{ and } -2", True),
+        ("\\pm 2021", "\\{-2021, 2021\\}", True),
+    ],
+)
+def test_tuples_sets_intervals_matrices(gold, answer, expected):
+    assert verify(gold, boxed(answer)) is expected
+
+
+@pytest.mark.parametrize(
+    "gold, answer, expected",
+    [
+        ("y=2x+3", "y = 3 + 2x", True),
+        ("y=2x+3", "2x - y + 3 = 0", True),  # the same line, rearranged and scaled
+        ("y=2x+3", "2x+3", True),  # the right-hand side of an assignment
+        ("y=2x+3", "y=2x-3", False),
+        ("3x-y+13=0", "6x - 2y + 26 = 0", True),
+        ("3x-y+13=0", "3x+4y+14=0", False),  # math-verify#60 judges this True
+        ("5", "x = 2 + 3 = 5", True),  # the last part of a chain
+        ("k=1", "k=2", False),
+        ("x \\in [1,2)", "[1,2)", True),
+        ("x < 1", "-x > -1", True),
+        ("x < 1", "x \\le 1", False),
+    ],
+)
+def test_equations_and_relations(gold, answer, expected):
+    assert verify(gold, boxed(answer)) is expected
+
+
+@pytest.mark.parametrize(
+    "gold, answer, expected",
+    [
+        ("\\frac{1}{2^{99}}", "\\frac{1}{2^{98}}", False),  # tiny distinct numbers stay distinct
+        ("\\frac{1}{2^{99}}", "2^{-99}", True),
+        ("10^{-30}", "2 \\times 10^{-30}", False),
+        ("\\frac{1}{1000000}", "\\frac{1}{1000001}", False),
+        ("1", "1.0000001", False),
+        ("\\sqrt{2}", "1.414", True),  # a correctly rounded decimal with 4 significant digits
+        ("\\sqrt{2}", "1.41", False),  # too few digits to tell
+        ("\\frac{1}{3}", "0.3333", True),
+        ("\\frac{\\sqrt{2}}{2}", "\\frac{1}{\\sqrt{2}}", True),
+        ("x^2-7x+10", "(x-5)(x-2)", True),
+        ("x^2-7x+10", "(x-2)(x+5)", False),
+        ("\\tan^2(y)+1", "\\sec^2(y)", True),
+        ("2+3i", "3i+2", True),
+        ("2i", "(1+i)^2", True),  # i is the imaginary unit when the gold is complex
+    ],
+)
+def test_numbers_and_expressions(gold, answer, expected):
+    assert verify(gold, boxed(answer)) is expected
+
+
+@pytest.mark.parametrize("gold", [None, "", "   ", "$$", ["5"], "x" * 2000, "\\frac{"])
+def test_unusable_gold_is_none_with_a_reason(gold):
+    verdict = check(gold, boxed("5"))
+    assert verdict.equivalent is None and verdict.reason
+
+
+def test_gold_answer_reads_datasets_formats():
+    assert gold_answer("#### 1,234").text == "1,234"
+    assert gold_answer("Thus $\\boxed{3}, \\boxed{5}$.").text == "3, 5"
+    assert gold_answer(None).text is None
+
+
+TOWER = "\\dfrac{5^{(5^{(5^{(5^5)})}-4)}-5}{16}"  # math-verify#65: hangs math-verify forever
+
+
+@pytest.mark.parametrize(
+    "answer, reason",
+    [
+        (TOWER, "power tower"),
+        ("2^{10^{100}}", "power tower"),
+        ("9" * 450, "giant integer"),
+        ("(" * 60 + "1" + ")" * 60, "nested too deep"),
+        ("((10!)!)!", "giant factorial"),
+        ("+".join(["x"] * 400), "too long"),
+    ],
+    ids=["tower", "exponent", "integer", "nesting", "factorial", "length"],
+)
+def test_pathological_answers_are_recognised_cheaply(answer, reason):
+    assert pathology(answer) == reason
+    start = time.perf_counter()
+    verdict = check("3", boxed(answer))
+    assert time.perf_counter() - start < 0.1  # decided by rule, sympy never sees it
+    assert verdict.equivalent is False and reason in verdict.reason
+    assert verify(answer, boxed(answer)) is True  # identical text still matches
+
+
+def test_hard_limit_kills_c_level_work_from_a_non_main_thread():
+    """SIGALRM cannot stop factorial(10**9) (C code) and does not work off the main thread; a kill does."""
+    pool = WorkerPool("math:factorial", workers=1)
+    results = {}
+
+    def run():
+        start = time.perf_counter()
+        results["first"] = pool.run([(10**9,), (5,)], timeout_s=1.0)
+        results["seconds"] = time.perf_counter() - start
+
+    try:
+        pool.run([(1,)], timeout_s=60)  # boot the worker outside the measured call
+        thread = threading.Thread(target=run)
+        thread.start()
+        thread.join(60)
+        assert results["first"][0][0] == "timeout"
+        assert results["first"][1] == ("ok", 120)  # the replacement worker carries on
+        assert results["seconds"] < 1.0 + 20  # the limit plus one interpreter start, not factorial(10**9)
+    finally:
+        pool.close()
+
+
+def test_verify_from_a_non_main_thread():
+    """math-verify raises in threads; TRL runs async rewards in one."""
+    results = []
+    thread = threading.Thread(target=lambda: results.append(verify("\\frac{\\sqrt{3}}{3}", boxed("\\frac{1}{\\sqrt3}"))))
+    thread.start()
+    thread.join(60)
+    assert results == [True]
+
+
+def test_verify_batch_matches_verify_and_parallel_workers():
+    pairs = [
+        ("3\\sqrt{13}", boxed("\\sqrt{117}")), ("(1,-2)", boxed("(-2,1)")), ("72", "#### 72"),
+        ("", boxed("1")), ("y=2x+3", boxed("2x-y+3=0")), ("5", "<answer>maybe 5</answer>"),
+    ] * 2
+    expected = [True, False, True, None, True, False] * 2
+    assert verify_batch(pairs, workers=2) == expected
+    assert [verify(g, c) for g, c in pairs[:6]] == expected[:6]
+    assert [v.equivalent for v in check_batch(pairs)] == expected
