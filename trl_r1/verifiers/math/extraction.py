@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from ..format import ANSWER_OPEN, extract_answer
 
+MAX_CHAINED_BOXES = 20  # boxes listed one after another that still form one answer
 MAX_GOLD_CHARS = 1000  # a longer gold without a box or "####" marker is a solution we cannot read an answer from
 
 _BOX = re.compile(r"\\(?:boxed|fbox)\s*\{")
@@ -42,14 +43,17 @@ def boxed_contents(text: str) -> list[tuple[int, int, str]]:
     >>> [c for _, _, c in boxed_contents(r"so \\boxed{\\frac{1}{2}} and \\fbox{3}")]
     ['\\\\frac{1}{2}', '3']
     """
+    closing, opened = {}, []  # matching braces in one pass: nested unclosed boxes cost O(n), not O(n^2)
+    for i, char in enumerate(text):
+        if char == "{":
+            opened.append(i)
+        elif char == "}" and opened:
+            closing[opened.pop()] = i
     found = []
     for match in _BOX.finditer(text):
-        depth, i = 1, match.end()
-        while i < len(text) and depth:
-            depth += {"{": 1, "}": -1}.get(text[i], 0)
-            i += 1
-        if depth == 0:
-            found.append((match.start(), i, text[match.end(): i - 1].strip()))
+        end = closing.get(match.end() - 1)
+        if end is not None:
+            found.append((match.start(), end + 1, text[match.end(): end].strip()))
     return found
 
 
@@ -62,15 +66,15 @@ def _last_boxed(text: str, allow_or: bool = False) -> Answer | None:
     boxes = boxed_contents(text)
     if not boxes:
         return None
-    chain = [boxes[-1]]
-    for box in reversed(boxes[:-1]):
-        between = text[box[1]: chain[0][0]]
+    chain = [boxes[-1]]  # from the last box backwards
+    for box in reversed(boxes[-MAX_CHAINED_BOXES:-1]):
+        between = text[box[1]: chain[-1][0]]
         if len(between) > 40 or not _BOX_SEPARATOR.match(between):
             break
         if not allow_or and re.search(r"\bor\b", between):
             return Answer(None, "hedged: boxes joined by 'or'")
-        chain.insert(0, box)
-    values = list(dict.fromkeys(content for _, _, content in chain))
+        chain.append(box)
+    values = list(dict.fromkeys(content for _, _, content in reversed(chain)))
     return Answer(", ".join(values))
 
 

@@ -6,8 +6,8 @@ exceeds the limit is killed (SIGKILL stops any computation) and replaced, and on
 
 Workers are fresh interpreters (``python -c "...; _serve(target, memory)"``) talking over pipes, not
 `multiprocessing` children: nothing of the caller is inherited (threads, CUDA, locks) and the caller's script is
-never re-imported, so no ``if __name__ == "__main__"`` guard is needed. After the first replacement the pool keeps
-one spare worker booted, so a timeout does not make the next task wait for an interpreter to start.
+never re-imported, so no ``if __name__ == "__main__"`` guard is needed. The pool keeps one spare worker booted, so
+a timeout does not make the next task wait for an interpreter to start.
 """
 
 from __future__ import annotations
@@ -109,13 +109,15 @@ class WorkerPool:
     def _replace(self, worker: _Worker) -> None:
         """Kill a worker and put the spare in its place; boot a new spare (ready by the next timeout)."""
         worker.kill()
-        self._pool[self._pool.index(worker)] = self._spare or _Worker(self.target, self.memory_limit_bytes)
+        self._pool[self._pool.index(worker)] = self._spare
         self._spare = _Worker(self.target, self.memory_limit_bytes)
 
     def run(self, tasks: list[tuple], timeout_s: float) -> list[tuple[str, Any]]:
         with self._lock:
             while len(self._pool) < self.workers:
                 self._pool.append(_Worker(self.target, self.memory_limit_bytes))
+            if self._spare is None:
+                self._spare = _Worker(self.target, self.memory_limit_bytes)
             results: list[tuple[str, Any] | None] = [None] * len(tasks)
             queue = deque(range(len(tasks)))
             running: dict[_Worker, tuple[int, float]] = {}

@@ -205,7 +205,7 @@ def _log10_bound(text: str) -> float:
     """A rough upper bound on log10 of the largest power in `text` (towers evaluated top-down in log space)."""
     worst = 0.0
     for match in re.finditer(r"\^", text):
-        base = re.search(r"(\d+(?:\.\d+)?)\s*[)}]*\s*$", text[: match.start()])
+        base = re.search(r"(\d+(?:\.\d+)?)\s*[)}]*\s*$", text[max(0, match.start() - 40): match.start()])
         base_log = math.log10(max(float(base.group(1)), 2.0)) if base else 1.0  # a symbol counts as 10
         exponent, _ = _group(text, match.end())
         exponent_log = _log10_bound(exponent) if "^" in exponent else 0.0
