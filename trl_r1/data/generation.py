@@ -228,7 +228,9 @@ class OpenAIGenerator:
         self.max_concurrency, self.timeout_s, self.max_retries, self.backoff_s = (
             max_concurrency, timeout_s, max_retries, backoff_s)
         self._session = requests.Session()
-        self._session.mount("http", requests.adapters.HTTPAdapter(pool_maxsize=max(10, max_concurrency)))
+        adapter = requests.adapters.HTTPAdapter(pool_maxsize=max(10, max_concurrency))
+        self._session.mount("http://", adapter)
+        self._session.mount("https://", adapter)
         key = api_key or os.environ.get("OPENAI_API_KEY")
         if key:
             self._session.headers["Authorization"] = f"Bearer {key}"

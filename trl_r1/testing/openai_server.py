@@ -41,8 +41,7 @@ class OpenAICompatibleServer:
         self.in_flight = self.max_in_flight = 0
         self._state = threading.Lock()
         self._model = threading.Lock()  # one generate at a time; requests still overlap in the HTTP layer
-        self.httpd = ThreadingHTTPServer((host, port), _handler(self))
-        self.httpd.daemon_threads = True
+        self.httpd = _HTTPServer((host, port), _handler(self))
         self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
     @property
@@ -99,6 +98,11 @@ class OpenAICompatibleServer:
             reasoning, closed, content = text.partition(THINK_CLOSE)
             message = {"role": "assistant", "reasoning_content": reasoning, "content": content if closed else None}
         return {"index": index, "message": message, "finish_reason": output.finish_reason}
+
+
+class _HTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 128  # a builder opens one connection per concurrent prompt
 
 
 def _handler(server: OpenAICompatibleServer) -> type[BaseHTTPRequestHandler]:
