@@ -8,6 +8,8 @@ agree on every pass fraction. Run: ``OMP_NUM_THREADS=1 python benchmarks/sandbox
 from __future__ import annotations
 
 import argparse
+import os
+import resource
 import statistics
 import subprocess
 import time
@@ -40,8 +42,14 @@ def plain_subprocess_runner(job: dict) -> float:
     return passed / len(job["tests"])
 
 
-def timed(function, jobs: list[dict], workers: int) -> tuple[float, list[float], list[float]]:
-    """(seconds, per-job latencies, pass fractions) for `function(job)` over `workers` threads."""
+def cpu_seconds() -> float:
+    """CPU time of this process and of every (reaped) descendant: sandboxes, supervisors, tests."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def timed(function, jobs: list[dict], workers: int) -> tuple[float, float, list[float], list[float]]:
+    """(seconds, CPU seconds, per-job latencies, pass fractions) for `function(job)` over `workers` threads."""
     latencies: list[float] = []
 
     def run(job):
@@ -50,10 +58,10 @@ def timed(function, jobs: list[dict], workers: int) -> tuple[float, list[float],
         latencies.append(time.perf_counter() - started)
         return result
 
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), cpu_seconds()
     with ThreadPoolExecutor(workers) as pool:
         fractions = list(pool.map(run, jobs))
-    return time.perf_counter() - started, latencies, fractions
+    return time.perf_counter() - started, cpu_seconds() - cpu, latencies, fractions
 
 
 def p99(values: list[float]) -> float:
@@ -70,15 +78,21 @@ def main() -> None:
     if problem:
         raise SystemExit(f"sandbox unavailable: {problem}")
     jobs = make_jobs(args.jobs)
-    ours_s, ours_lat, ours = timed(lambda job: run_tests(job["program"], job["tests"]).pass_fraction, jobs, args.workers)
-    ref_s, ref_lat, ref = timed(plain_subprocess_runner, jobs, args.workers)
+    run_tests(jobs[0]["program"], jobs[0]["tests"])  # warm-up: the seccomp filter is compiled once per process
+    ours_s, ours_cpu, ours_lat, ours = timed(lambda job: run_tests(job["program"], job["tests"]).pass_fraction,
+                                             jobs, args.workers)
+    ref_s, ref_cpu, ref_lat, ref = timed(plain_subprocess_runner, jobs, args.workers)
     assert ours == ref, "the sandboxed and the plain runner disagree"
-    print(f"{args.jobs} programs x 5 stdio tests, {args.workers} workers")
-    print(f"  sandboxed (bwrap+seccomp): {args.jobs / ours_s:6.1f} programs/s  p50 {statistics.median(ours_lat) * 1e3:6.1f} ms"
-          f"  p99 {p99(ours_lat) * 1e3:6.1f} ms")
-    print(f"  plain subprocess (unsafe): {args.jobs / ref_s:6.1f} programs/s  p50 {statistics.median(ref_lat) * 1e3:6.1f} ms"
-          f"  p99 {p99(ref_lat) * 1e3:6.1f} ms")
-    print(f"  throughput ratio ours/plain: {ref_s / ours_s:.2f}x")
+    cores = len(os.sched_getaffinity(0))
+    print(f"{args.jobs} programs x 5 stdio tests, {args.workers} workers, {cores} cores, "
+          f"load average {os.getloadavg()[0]:.1f} (wall-clock rates fall when other work shares the cores)")
+    for name, seconds, cpu, latencies in [("sandboxed (bwrap+seccomp)", ours_s, ours_cpu, ours_lat),
+                                           ("plain subprocess (unsafe)", ref_s, ref_cpu, ref_lat)]:
+        per_program_ms = cpu / args.jobs * 1e3
+        print(f"  {name}: {args.jobs / seconds:6.1f} programs/s  p50 {statistics.median(latencies) * 1e3:6.1f} ms"
+              f"  p99 {p99(latencies) * 1e3:6.1f} ms  CPU {per_program_ms:5.1f} ms/program"
+              f" (= {args.workers * 1e3 / per_program_ms:5.1f} programs/s on {args.workers} idle cores)")
+    print(f"  ratio ours/plain: throughput {ref_s / ours_s:.2f}x, CPU per program {ref_cpu / ours_cpu:.2f}x less")
     # latency when tests hit the limit: each job has one test that loops forever among quick ones
     looping = [{"program": "x = input()\nwhile x == 'loop':\n    pass\nprint(x)",
                 "tests": [{"type": "stdio", "input": "loop", "output": "loop"}], "timeout_s": args.timeout}] * (4 * args.workers)

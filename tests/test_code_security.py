@@ -137,7 +137,7 @@ def test_cannot_see_the_trainers_environment_or_home(monkeypatch, token):
         program = textwrap.dedent(f"""
             import os
             seen = [str(os.environ), os.path.expanduser("~"), str(os.path.exists("/root"))]
-            for pid in os.listdir("/proc"):
+            for pid in os.listdir("/proc") if os.path.isdir("/proc") else []:
                 if pid.isdigit():
                     for name in ("environ", "cmdline"):
                         try:
@@ -316,21 +316,22 @@ def test_a_stopped_supervisor_costs_one_test_only():
 def test_runs_unprivileged_under_seccomp_without_new_privileges():
     program = textwrap.dedent("""
         import ctypes, os
-        status = dict(line.split(":\\t", 1) for line in open("/proc/self/status").read().splitlines() if ":\\t" in line)
         libc = ctypes.CDLL(None, use_errno=True)
-        results = [status["CapEff"].strip(), status["NoNewPrivs"].strip(), status["Seccomp"].strip(), str(os.getuid() != 0)]
-        for name, call in [("setuid", lambda: os.setuid(0)), ("chroot", lambda: os.chroot("/tmp"))]:
+        # PR_GET_NO_NEW_PRIVS, PR_GET_SECCOMP (2: filter mode), PR_CAPBSET_READ of CAP_SYS_ADMIN
+        results = [libc.prctl(39, 0, 0, 0, 0), libc.prctl(21, 0, 0, 0, 0), os.getuid() != 0, os.path.exists("/proc/1")]
+        for call in (lambda: os.setuid(0), lambda: os.chroot("/tmp")):
             try:
                 call()
-                results.append(name + " allowed")
+                results.append("allowed")
             except OSError as exc:
-                results.append(str(exc.errno))
-        results.append(str(libc.ptrace(16, 1, 0, 0)))  # PTRACE_ATTACH to the sandbox's init
-        results.append(str(libc.unshare(0x10000000)))  # CLONE_NEWUSER
-        print(" ".join(results))
+                results.append(exc.errno)
+        results.append(libc.ptrace(16, 1, 0, 0))  # PTRACE_ATTACH to the supervisor
+        results.append(libc.unshare(0x10000000))  # CLONE_NEWUSER
+        results.append(libc.mount(b"none", b"/tmp", b"tmpfs", 0, None))
+        print(*results)
     """)
-    # no capabilities, no_new_privs, seccomp filter, not root; uid 0 does not exist here (EINVAL), chroot EPERM
-    report = run_tests(program, [stdio("", "0000000000000000 1 2 True 22 1 -1 -1")])
+    # no_new_privs, seccomp filter, not root, no /proc; uid 0 does not exist here (EINVAL), chroot EPERM; the rest -1
+    report = run_tests(program, [stdio("", "1 2 True False 22 1 -1 -1 -1")])
     assert report.pass_fraction == 1.0, report.results[0].detail
 
 
@@ -381,7 +382,7 @@ def test_stdio_expected_outputs_never_enter_the_sandbox(token):
                     texts.append(open(os.path.join(root, name), "rb").read(1 << 20).decode(errors="replace"))
                 except OSError:
                     pass
-        for pid in os.listdir("/proc"):
+        for pid in os.listdir("/proc") if os.path.isdir("/proc") else []:
             for name in ("cmdline", "environ"):
                 try:
                     texts.append(open(f"/proc/{pid}/{name}", "rb").read().decode(errors="replace"))

@@ -14,6 +14,7 @@ from __future__ import annotations
 import fcntl
 import functools
 import json
+import marshal
 import os
 import selectors
 import shutil
@@ -134,6 +135,22 @@ def _user_task_count(uid: int) -> int:
 
 
 # ------------------------------------------------------------------------------------------------ the sandbox
+_BOOTSTRAP = "import marshal, sys; exec(marshal.loads(bytes.fromhex(sys.argv[1])))"
+
+
+@functools.lru_cache(maxsize=None)
+def supervisor_bytecode(python: str) -> str:
+    """The supervisor compiled by `python` itself (as hex): parsing its source costs each sandbox ~5-15 ms."""
+    compiler = "import marshal, sys; sys.stdout.write(marshal.dumps(compile(sys.stdin.read(), 'supervisor.py', 'exec')).hex())"
+    done = subprocess.run([python, "-I", "-S", "-c", compiler], input=SUPERVISOR_SOURCE, capture_output=True,
+                          text=True, env={}, timeout=60, check=True)
+    return done.stdout
+
+
+def supervisor_command(python: str, config: dict) -> list[str]:
+    return [python, "-I", "-S", "-c", _BOOTSTRAP, supervisor_bytecode(python), marshal.dumps(config, 4).hex()]
+
+
 def bwrap_command(limits: SandboxLimits, seccomp_fd: int, inner: list[str]) -> list[str]:
     """The bubblewrap command line that runs `inner` isolated (see the module docstring)."""
     return [
@@ -144,7 +161,7 @@ def bwrap_command(limits: SandboxLimits, seccomp_fd: int, inner: list[str]) -> l
         "--ro-bind", "/usr", "/usr",
         "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64", "--symlink", "usr/bin", "/bin",
         "--ro-bind-try", "/etc/ld.so.cache", "/etc/ld.so.cache",
-        "--dev", "/dev", "--proc", "/proc",
+        "--dev", "/dev",  # no /proc: nothing to learn about the sandbox's processes, their fds or memory
         "--size", str(limits.scratch_mb << 20), "--tmpfs", "/tmp",
         "--chdir", "/tmp",
         "--seccomp", str(seccomp_fd),
@@ -155,9 +172,10 @@ def bwrap_command(limits: SandboxLimits, seccomp_fd: int, inner: list[str]) -> l
 class Sandbox:
     """One running supervisor: isolated in bwrap, or (``unsafe=True``) a plain local subprocess.
 
-    Frames are a 4-byte big-endian length then JSON; frames from the sandbox carry one more leading byte,
-    ``S`` (the supervisor) or ``C`` (relayed from an assert test's child, so untrusted). Every read and
-    write has a deadline, so a stopped or flooding sandbox costs its own test only.
+    Frames are a 4-byte big-endian length, then the payload: ``marshal`` from us (trusted data), JSON from
+    the sandbox after one byte that says who wrote it, ``S`` (the supervisor) or ``C`` (relayed from an
+    assert test's child, so untrusted). Every read and write has a deadline, so a stopped or flooding
+    sandbox costs its own test only.
     """
 
     def __init__(self, limits: SandboxLimits = SandboxLimits(), *, unsafe: bool = False, python: str | None = None):
@@ -170,14 +188,14 @@ class Sandbox:
         if unsafe:
             self._scratch = tempfile.mkdtemp(prefix="trl-r1-unsafe-")
             config.update(isolated=False, scratch=self._scratch, nproc=None)
-            argv = [python or sys.executable, "-I", "-S", "-c", SUPERVISOR_SOURCE, json.dumps(config)]
+            argv = supervisor_command(python or sys.executable, config)
             self._start(argv, {})
             return
         self._slot = UidSlot()
         uid = self._slot.uid if self._slot.uid is not None else os.getuid()
         nproc = limits.nproc if self._slot.uid is not None else _user_task_count(uid) + limits.nproc
         config.update(isolated=True, scratch="/tmp", nproc=nproc)
-        inner = [python or SANDBOX_PYTHON, "-I", "-S", "-c", SUPERVISOR_SOURCE, json.dumps(config)]
+        inner = supervisor_command(python or SANDBOX_PYTHON, config)
         read_fd, write_fd = os.pipe()  # bwrap reads the BPF program from this fd
         try:
             os.write(write_fd, seccomp_program())
@@ -205,7 +223,7 @@ class Sandbox:
 
     # -------------------------------------------------------------------------------------------- frames
     def send(self, message: dict, deadline: float) -> None:
-        data = json.dumps(message).encode("utf-8", "surrogatepass")
+        data = marshal.dumps(message, 4)  # plain data from us, so the supervisor needs no json
         view = memoryview(len(data).to_bytes(HEADER_SIZE, "big") + data)
         with selectors.DefaultSelector() as selector:
             selector.register(self._in, selectors.EVENT_WRITE)
@@ -330,6 +348,10 @@ def isolation_problem() -> str | None:
         seccomp_program()
     except (ImportError, OSError, RuntimeError) as exc:
         return f"cannot build the seccomp filter ({exc}); install libseccomp2 and `pip install pyseccomp`"
+    try:
+        supervisor_bytecode(SANDBOX_PYTHON)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"{SANDBOX_PYTHON} cannot compile the sandbox supervisor ({exc})"
     try:
         with Sandbox() as sandbox:
             deadline = time.monotonic() + 10.0

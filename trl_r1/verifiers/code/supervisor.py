@@ -1,41 +1,65 @@
 """The trusted supervisor that runs inside the sandbox (started as ``python3 -I -S -c <this file>``).
 
-It is started before any untrusted code exists in the sandbox, imports only the standard library, and
-then serves the host over length-prefixed JSON frames on fds 10 (in) and 11 (out):
+It starts before any untrusted code exists in the sandbox, as the PID namespace's init (so processes in
+the sandbox cannot signal it; there is no /proc in which to find its descriptors or memory). It serves
+the host over length-prefixed frames on fds 10 (in, ``marshal`` from the trusted host) and 11 (out,
+JSON, which the host parses strictly):
 
-* ``load``: receive the program; C++ is compiled here once (under limits), Python is compiled per test.
+* ``load``: receive the program; C++ is compiled here once (under limits), Python per test.
 * ``run``: fork a fresh child per test, so every test sees a fresh copy of the program. stdio tests feed
   stdin and capture stdout under a byte cap; assert tests run the program's top-level code in the child,
-  which then answers ``call`` / ``getattr`` requests that the host relays while evaluating the test itself
-  (expected values never enter the sandbox). At the wall-clock deadline, on an output overflow, or when
-  the test ends, every other process in the sandbox's PID namespace is killed and the scratch directory
-  wiped, so nothing carries over to the next test.
+  which then answers ``call`` / ``getattr`` / ``getglobal`` requests that the host relays while evaluating
+  the test itself (expected values never enter the sandbox). At the deadline, on an output overflow, or
+  when the test ends, every other process in the sandbox is killed and the test's directory removed.
 
-This file must stay self-contained: it is sent as source text, not imported from the host's package.
-It also runs unsandboxed when the caller opted in to unsafe execution (``isolated`` false); it then kills
-only the test's process group instead of every process it may signal.
+This file is self-contained (the host sends it as bytecode compiled by the sandbox's interpreter, not as
+an import from the package) and imports only what starts fast: ``json``, ``signal``, ``traceback`` would
+double the interpreter's start-up time, which is paid once per program. With ``isolated`` false (the caller opted in to unsafe execution) it runs as a
+plain local process and kills only the test's process group.
 """
 
 import atexit
-import json
+import marshal
 import os
 import resource
 import select
-import signal
-import struct
 import sys
 import time
-import traceback  # imported up front: a program that used up its file descriptors cannot import it later
-import types
 
 CONTROL_IN, CONTROL_OUT = 10, 11
-RPC_CHILD_IN, RPC_CHILD_OUT = 3, 4  # the assert child's request/reply fds
-HEADER = struct.Struct(">I")
+RPC_CHILD_IN, RPC_CHILD_OUT = 3, 4  # an assert test's child: requests in, replies out
+HEADER_SIZE = 4
+MAX_FRAME = 64 << 20
 # Frames to the host start with one byte saying who wrote them, so a test cannot forge the supervisor's.
 SUPERVISOR_FRAME, CHILD_FRAME = b"S", b"C"
-MAX_FRAME = 64 << 20
 STDERR_TAIL = 4096
 EXIT_DRAIN_S = 0.1  # after the test's process exits, how long to keep reading pipes its children may hold
+SIGKILL = 9
+
+
+# ---------------------------------------------------------------- frames
+_JSON_ESCAPES = {c: "\\u%04x" % c for c in [*range(32), *range(0xD800, 0xE000)]}
+_JSON_ESCAPES.update({ord('"'): '\\"', ord("\\"): "\\\\"})
+
+
+def dump_json(value):
+    """JSON text of plain data (what ``json.dumps`` gives, without the cost of importing json)."""
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    kind = type(value)
+    if kind is str:
+        return '"' + value.translate(_JSON_ESCAPES) + '"'
+    if kind is int or kind is float:
+        return repr(value)
+    if kind is list or kind is tuple:
+        return "[" + ",".join([dump_json(v) for v in value]) + "]"
+    if kind is dict:
+        return "{" + ",".join([dump_json(str(k)) + ":" + dump_json(v) for k, v in value.items()]) + "}"
+    raise TypeError("not plain data: %s" % kind.__name__)
 
 
 def read_exact(fd, n):
@@ -49,16 +73,18 @@ def read_exact(fd, n):
     return b"".join(chunks)
 
 
-def recv_frame(fd):
-    (size,) = HEADER.unpack(read_exact(fd, HEADER.size))
+def read_frame(fd):
+    """One raw frame (header included) from a trusted writer."""
+    header = read_exact(fd, HEADER_SIZE)
+    size = int.from_bytes(header, "big")
     if size > MAX_FRAME:
         raise EOFError
-    return json.loads(read_exact(fd, size))
+    return header + read_exact(fd, size)
 
 
-def frame_bytes(obj, kind=b""):
-    data = kind + json.dumps(obj).encode()
-    return HEADER.pack(len(data)) + data
+def json_frame(obj, kind=b""):
+    data = kind + dump_json(obj).encode("utf-8")
+    return len(data).to_bytes(HEADER_SIZE, "big") + data
 
 
 def write_all(fd, data):
@@ -67,171 +93,20 @@ def write_all(fd, data):
         view = view[os.write(fd, view):]
 
 
-def send_frame(fd, obj):
-    write_all(fd, frame_bytes(obj))
-
-
+# ---------------------------------------------------------------- the supervisor
 class Supervisor:
     def __init__(self, config):
         self.isolated = config["isolated"]
         self.scratch = config["scratch"]
         self.limits = config["limits"]
-        self.language = None
-        self.binary = None
-        self.source = None
-        self.build_dir = os.path.join(self.scratch, ".build")
+        self.language = self.source = self.binary = None
         self.tests_run = 0
         self.work_dir = None
-
-    # ---------------------------------------------------------------- child set-up (runs after fork)
-    def _child_limits(self, timeout_s):
-        mem = self.limits["memory_mb"] << 20
-        cpu = int(timeout_s) + 1
-        for limit, value in (
-            (resource.RLIMIT_AS, mem), (resource.RLIMIT_DATA, mem), (resource.RLIMIT_CPU, cpu),
-            (resource.RLIMIT_FSIZE, self.limits["file_size_mb"] << 20), (resource.RLIMIT_CORE, 0),
-            (resource.RLIMIT_NOFILE, self.limits["nofile"]),
-        ):
-            resource.setrlimit(limit, (value, value))
-
-    def _child_fds(self, fds):
-        """Install `fds` as 0, 1, 2 (and 3, 4), close everything else, including the control channel."""
-        high = [os.dup(fd) for fd in fds]
-        for target, fd in enumerate(high):
-            os.dup2(fd, target)
-        os.closerange(len(fds), 1 << 16)
-
-    def _exec_python(self, mode):
-        """Run the program as ``__main__`` in this fresh fork, then exit like the interpreter would."""
-        main = types.ModuleType("__main__")
-        main.__dict__["__builtins__"] = __builtins__
-        sys.modules["__main__"] = main
-        sys.argv = ["main.py"]
-        code = 0
-        try:
-            exec(compile(self.source, "main.py", "exec"), main.__dict__)
-            if mode == "assert":
-                serve_calls(main.__dict__)
-        except SystemExit as exc:
-            code = exit_code(exc.code)
-        except BaseException as exc:
-            traceback.print_exception(type(exc), exc, exc.__traceback__.tb_next)  # from the program's frame on
-            code = 1
-        code = finish_interpreter(code)
-        os._exit(code)
-
-    def _spawn(self, mode, timeout_s):
-        """Fork the test's child; return (pid, stdin_w, stdout_r, stderr_r, rpc_w, rpc_r)."""
-        self.tests_run += 1  # a fresh working directory per test, even if a test made its last one undeletable
-        self.work_dir = os.path.join(self.scratch, "test-%d" % self.tests_run)
-        os.makedirs(self.work_dir)
-        stdin_r, stdin_w = os.pipe()
-        stdout_r, stdout_w = os.pipe()
-        stderr_r, stderr_w = os.pipe()
-        rpc = (os.pipe(), os.pipe()) if mode == "assert" else None
-        pid = os.fork()
-        if pid == 0:
-            try:
-                os.setpgid(0, 0)
-                os.chdir(self.work_dir)
-                if mode == "assert":
-                    null = os.open(os.devnull, os.O_RDWR)
-                    self._child_fds([null, null, stderr_w, rpc[0][0], rpc[1][1]])
-                else:
-                    self._child_fds([stdin_r, stdout_w, stderr_w])
-                self._child_limits(timeout_s)
-                if self.language == "python":
-                    self._exec_python(mode)
-                os.execv(self.binary, [self.binary])
-            except BaseException:
-                pass
-            os._exit(127)
-        for fd in (stdin_r, stdout_w, stderr_w):
-            os.close(fd)
-        rpc_w = rpc_r = None
-        if rpc:
-            os.close(rpc[0][0])
-            os.close(rpc[1][1])
-            rpc_w, rpc_r = rpc[0][1], rpc[1][0]
-        if mode == "assert":
-            os.close(stdin_w)
-            os.close(stdout_r)
-            stdin_w = stdout_r = None
-        return pid, stdin_w, stdout_r, stderr_r, rpc_w, rpc_r
-
-    # ---------------------------------------------------------------- host commands
-    def load(self, request):
-        self.language = request["language"]
-        self.source = request["source"]
-        if self.language == "python":
-            return {"ok": True}
-        os.makedirs(self.build_dir, exist_ok=True)
-        source_path = os.path.join(self.build_dir, "main.cpp")
-        with open(source_path, "w") as f:
-            f.write(self.source)
-        self.binary = os.path.join(self.build_dir, "main")
-        command = request["compile"] + [source_path, "-o", self.binary]
-        result = self._run_command(command, request["compile_timeout_s"])
-        result["ok"] = result["returncode"] == 0 and not result["timed_out"] and os.path.exists(self.binary)
-        return result
-
-    def _run_command(self, command, timeout_s):
-        """Run a trusted tool (the compiler) under the same limits, for at most `timeout_s` seconds."""
-        stderr_r, stderr_w = os.pipe()
-        pid = os.fork()
-        if pid == 0:
-            try:
-                os.setpgid(0, 0)
-                null = os.open(os.devnull, os.O_RDWR)
-                self._child_fds([null, null, stderr_w])
-                compile_mem = self.limits["compile_memory_mb"] << 20
-                cpu = int(timeout_s) + 1
-                for limit, value in ((resource.RLIMIT_AS, compile_mem), (resource.RLIMIT_CPU, cpu), (resource.RLIMIT_CORE, 0)):
-                    resource.setrlimit(limit, (value, value))
-                os.execv(command[0], command)
-            except BaseException:
-                pass
-            os._exit(127)
-        os.close(stderr_w)
-        watch = Watch(pid, None, None, stderr_r, None, None, time.monotonic() + timeout_s, 0)
-        watch.wait()
-        self._cleanup(pid)
-        return watch.report()
-
-    def run(self, request):
-        mode, timeout_s = request["mode"], float(request["timeout_s"])
-        pid, stdin_w, stdout_r, stderr_r, rpc_w, rpc_r = self._spawn(mode, timeout_s)
-        data = request.get("stdin", "").encode("utf-8", "surrogateescape") if mode == "stdio" else b""
-        watch = Watch(pid, stdin_w, stdout_r, stderr_r, rpc_w, rpc_r,
-                      time.monotonic() + timeout_s, int(request.get("max_output", 1 << 20)), data)
-        watch.wait()
-        self._cleanup(pid)
-        return watch.report()
-
-    def _cleanup(self, pid):
-        """Kill whatever the test left running and wipe its scratch files."""
-        if self.isolated:
-            deadline = time.monotonic() + 2.0
-            while time.monotonic() < deadline:
-                try:
-                    os.kill(-1, signal.SIGKILL)  # every process of this PID namespace we may signal, not us
-                except ProcessLookupError:
-                    break
-                reap_all()
-                time.sleep(0.0005)
-        else:
-            try:
-                os.killpg(pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-        reap_all()
-        if self.work_dir:
-            remove_tree(self.work_dir)
 
     def serve(self):
         while True:
             try:
-                request = recv_frame(CONTROL_IN)
+                request = marshal.loads(read_frame(CONTROL_IN)[HEADER_SIZE:])
             except (EOFError, OSError, ValueError):
                 return
             op = request.get("op")
@@ -241,7 +116,109 @@ class Supervisor:
                 reply = self.run(request)
             else:
                 continue  # a late "end" or call for a test that already ended
-            write_all(CONTROL_OUT, frame_bytes(reply, SUPERVISOR_FRAME))
+            write_all(CONTROL_OUT, json_frame(reply, SUPERVISOR_FRAME))
+
+    def load(self, request):
+        self.language, self.source = request["language"], request["source"]
+        if self.language == "python":
+            return {"ok": True}
+        build_dir = os.path.join(self.scratch, ".build")
+        os.makedirs(build_dir, exist_ok=True)
+        source_path = os.path.join(build_dir, "main.cpp")
+        with open(source_path, "w") as f:
+            f.write(self.source)
+        self.binary = os.path.join(build_dir, "main")
+        pid, stderr_r = self._fork_compiler(request["compile"] + [source_path, "-o", self.binary], request["compile_timeout_s"])
+        watch = Watch(pid, None, None, stderr_r, None, None, time.monotonic() + request["compile_timeout_s"], 0)
+        watch.wait()
+        self._cleanup(pid)
+        report = watch.report()
+        report["ok"] = report["returncode"] == 0 and not report["timed_out"] and os.path.exists(self.binary)
+        return report
+
+    def run(self, request):
+        mode, timeout_s = request["mode"], float(request["timeout_s"])
+        pid, stdin_w, stdout_r, stderr_r, rpc_w, rpc_r = self._fork_test(mode, timeout_s)
+        data = request.get("stdin", "").encode("utf-8", "replace") if mode == "stdio" else b""
+        watch = Watch(pid, stdin_w, stdout_r, stderr_r, rpc_w, rpc_r,
+                      time.monotonic() + timeout_s, int(request.get("max_output", 1 << 20)), data)
+        watch.wait()
+        self._cleanup(pid)
+        return watch.report()
+
+    # ------------------------------------------------------------ children (the code after fork runs in the child)
+    def _fork_test(self, mode, timeout_s):
+        """Fork the test's child; return (pid, stdin_w, stdout_r, stderr_r, rpc_w, rpc_r), unused ends None."""
+        self.tests_run += 1  # a fresh directory per test, even if a test made its last one undeletable
+        self.work_dir = os.path.join(self.scratch, "test-%d" % self.tests_run)
+        os.makedirs(self.work_dir)
+        stderr_r, stderr_w = os.pipe()
+        if mode == "assert":
+            (request_r, request_w), (reply_r, reply_w) = os.pipe(), os.pipe()
+            child_fds, ours = [None, None, stderr_w, request_r, reply_w], [None, None, stderr_r, request_w, reply_r]
+        else:
+            (stdin_r, stdin_w), (stdout_r, stdout_w) = os.pipe(), os.pipe()
+            child_fds, ours = [stdin_r, stdout_w, stderr_w], [stdin_w, stdout_r, stderr_r, None, None]
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.setpgid(0, 0)
+                os.chdir(self.work_dir)
+                null = os.open(os.devnull, os.O_RDWR)
+                install_fds([null if fd is None else fd for fd in child_fds])
+                mem = self.limits["memory_mb"] << 20
+                set_limits([(resource.RLIMIT_AS, mem), (resource.RLIMIT_DATA, mem),
+                            (resource.RLIMIT_CPU, int(timeout_s) + 1),
+                            (resource.RLIMIT_FSIZE, self.limits["file_size_mb"] << 20),
+                            (resource.RLIMIT_NOFILE, self.limits["nofile"])])
+                if self.language == "python":
+                    run_python_program(self.source, mode)
+                os.execv(self.binary, [self.binary])
+            finally:
+                os._exit(127)
+        for fd in child_fds:
+            if fd is not None:
+                os.close(fd)
+        return (pid, *ours)
+
+    def _fork_compiler(self, command, timeout_s):
+        """Start a trusted tool (the compiler) on the untrusted source, under its own limits."""
+        stderr_r, stderr_w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.setpgid(0, 0)
+                null = os.open(os.devnull, os.O_RDWR)
+                install_fds([null, null, stderr_w])
+                set_limits([(resource.RLIMIT_AS, self.limits["compile_memory_mb"] << 20),
+                            (resource.RLIMIT_CPU, int(timeout_s) + 1)])
+                os.execv(command[0], command)
+            finally:
+                os._exit(127)
+        os.close(stderr_w)
+        return pid, stderr_r
+
+    def _cleanup(self, pid):
+        """Kill whatever the test left running, reap it, and remove its directory."""
+        if self.isolated:
+            deadline = time.monotonic() + 2.0
+            while time.monotonic() < deadline:
+                try:
+                    os.kill(-1, SIGKILL)  # everything in this PID namespace but us (its init)
+                except ProcessLookupError:
+                    break
+                reap_all()
+                time.sleep(0.0005)
+        else:
+            try:
+                os.killpg(pid, SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        reap_all()
+        for directory in [self.scratch] + (["/dev/shm"] if self.isolated else []):
+            for name in os.listdir(directory):  # all a test wrote, so nothing carries over to the next
+                if name != ".build":
+                    remove_tree(os.path.join(directory, name))
 
 
 class Watch:
@@ -251,28 +228,20 @@ class Watch:
         self.pid, self.deadline, self.max_output = pid, deadline, max_output
         self.pending = memoryview(stdin_data)
         self.stdin_w, self.stdout_r, self.stderr_r, self.rpc_w, self.rpc_r = stdin_w, stdout_r, stderr_r, rpc_w, rpc_r
-        self.stdout = bytearray()
-        self.stderr = bytearray()
-        self.rpc_buffer = bytearray()
+        self.stdout, self.stderr, self.rpc_buffer = bytearray(), bytearray(), bytearray()
         self.status = None
-        self.timed_out = self.output_exceeded = False
+        self.timed_out = self.output_exceeded = self.ended_by_host = False
         self.started = time.monotonic()
-        self.ended = None
-        self.calls = 0
-
-    def _close(self, name):
-        fd = getattr(self, name)
-        if fd is not None:
-            os.close(fd)
-            setattr(self, name, None)
+        self.wall_s = 0.0
 
     def wait(self):
+        relaying = self.rpc_r is not None  # an assert test: the host's requests arrive on CONTROL_IN meanwhile
         if not self.pending:
             self._close("stdin_w")
-        for fd in (self.stdin_w, self.stdout_r, self.stderr_r, self.rpc_r, CONTROL_IN if self.rpc_r else None):
+        for fd in (self.stdin_w, self.stdout_r, self.stderr_r, self.rpc_r):
             if fd is not None:
                 os.set_blocking(fd, False)
-        while True:
+        while not (self.ended_by_host or self.output_exceeded):
             if self.status is None:
                 self._poll_exit()
                 if self.status is not None:  # what it left running may hold the pipes: drain briefly, no more
@@ -284,31 +253,35 @@ class Watch:
                 self.timed_out = self.status is None
                 break
             readers = [fd for fd in (self.stdout_r, self.stderr_r, self.rpc_r) if fd is not None]
-            if self.rpc_r is not None:
+            if relaying:
                 readers.append(CONTROL_IN)
             writers = [self.stdin_w] if self.stdin_w is not None else []
             if not readers and not writers:
                 time.sleep(min(remaining, 0.001))
                 continue
-            timeout = min(remaining, 0.05) if self.status is None else remaining
-            ready_r, ready_w, _ = select.select(readers, writers, [], timeout)
-            for fd in ready_w:
+            ready_r, ready_w, _ = select.select(readers, writers, [], min(remaining, 0.05))
+            if ready_w:
                 self._feed()
             for fd in ready_r:
                 if fd == CONTROL_IN:
-                    if not self._relay_request():
-                        self.ended = True
-                        break
+                    self._relay_request()
                 else:
                     self._drain(fd)
-            if self.ended or self.output_exceeded:
-                break
-        if self.rpc_r is not None:
-            os.set_blocking(CONTROL_IN, True)
         self.wall_s = time.monotonic() - self.started
-        self._kill()
+        if self.status is None:
+            try:
+                os.kill(self.pid, SIGKILL)
+                _, self.status = os.waitpid(self.pid, 0)
+            except (ProcessLookupError, ChildProcessError):
+                self.status = SIGKILL
         for name in ("stdin_w", "stdout_r", "stderr_r", "rpc_w", "rpc_r"):
             self._close(name)
+
+    def _close(self, name):
+        fd = getattr(self, name)
+        if fd is not None:
+            os.close(fd)
+            setattr(self, name, None)
 
     def _poll_exit(self):
         try:
@@ -319,14 +292,6 @@ class Watch:
             self.status = status
             self._close("stdin_w")
             self._close("rpc_w")
-
-    def _kill(self):
-        if self.status is None:
-            try:
-                os.kill(self.pid, signal.SIGKILL)
-                _, self.status = os.waitpid(self.pid, 0)
-            except (ProcessLookupError, ChildProcessError):
-                self.status = 9
 
     def _feed(self):
         try:
@@ -344,89 +309,69 @@ class Watch:
             chunk = os.read(fd, 65536)
         except BlockingIOError:
             return
-        if fd == self.rpc_r:
-            if not chunk:
-                self._close("rpc_r")
-                return
+        if not chunk:
+            self._close({self.stdout_r: "stdout_r", self.stderr_r: "stderr_r", self.rpc_r: "rpc_r"}[fd])
+        elif fd == self.rpc_r:
             self.rpc_buffer += chunk
             self._forward_replies()
-            return
-        if not chunk:
-            self._close("stdout_r" if fd == self.stdout_r else "stderr_r")
-            return
-        if fd == self.stdout_r:
+        elif fd == self.stdout_r:
             self.stdout += chunk
-            if len(self.stdout) > self.max_output:
-                self.output_exceeded = True
+            self.output_exceeded = len(self.stdout) > self.max_output
         else:
             self.stderr += chunk
             del self.stderr[: max(0, len(self.stderr) - STDERR_TAIL)]
 
     def _forward_replies(self):
-        """Pass complete frames from the assert child to the host, unparsed (the host decodes strictly)."""
-        while len(self.rpc_buffer) >= HEADER.size:
-            (size,) = HEADER.unpack(self.rpc_buffer[: HEADER.size])
-            if size > MAX_FRAME:
-                self.output_exceeded = True
-                return
-            if len(self.rpc_buffer) < HEADER.size + size:
-                if len(self.rpc_buffer) > self.max_output + HEADER.size:
-                    self.output_exceeded = True
-                return
-            frame = bytes(self.rpc_buffer[: HEADER.size + size])
-            del self.rpc_buffer[: HEADER.size + size]
+        """Pass complete frames from the child to the host, marked as the child's and not parsed here."""
+        while len(self.rpc_buffer) >= HEADER_SIZE:
+            size = int.from_bytes(self.rpc_buffer[:HEADER_SIZE], "big")
             if size > self.max_output:
                 self.output_exceeded = True
                 return
-            write_all(CONTROL_OUT, HEADER.pack(size + 1) + CHILD_FRAME + frame[HEADER.size:])
+            if len(self.rpc_buffer) < HEADER_SIZE + size:
+                return
+            frame = CHILD_FRAME + bytes(self.rpc_buffer[HEADER_SIZE: HEADER_SIZE + size])
+            del self.rpc_buffer[: HEADER_SIZE + size]
+            write_all(CONTROL_OUT, len(frame).to_bytes(HEADER_SIZE, "big") + frame)
 
     def _relay_request(self):
-        """Forward one host frame to the child; ``end`` closes the test. Returns False when the test is over."""
-        os.set_blocking(CONTROL_IN, True)
-        try:
-            request = recv_frame(CONTROL_IN)
-        finally:
-            os.set_blocking(CONTROL_IN, False)
-        if request.get("op") == "end":
-            return False
-        if self.rpc_w is None:
-            return True  # the child is gone; its exit status answers the host
-        self.calls += 1
-        try:
-            os.set_blocking(self.rpc_w, True)
-            write_all(self.rpc_w, frame_bytes(request))
-        except OSError:
-            self._close("rpc_w")
-        return True
+        """Forward one host request to the child; ``end`` closes the test."""
+        frame = read_frame(CONTROL_IN)  # blocking: the host writes whole frames
+        if marshal.loads(frame[HEADER_SIZE:]).get("op") == "end":
+            self.ended_by_host = True
+        elif self.rpc_w is not None:  # else the child is gone, and its exit status answers the host
+            try:
+                write_all(self.rpc_w, frame)
+            except OSError:
+                self._close("rpc_w")
 
     def report(self):
-        status = self.status if self.status is not None else 0
+        status = self.status or 0
         return {
             "op": "done",
             "returncode": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
             "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
             "timed_out": self.timed_out,
             "output_exceeded": self.output_exceeded,
-            "ended_by_host": bool(self.ended),
+            "ended_by_host": self.ended_by_host,
             "stdout": self.stdout.decode("utf-8", "replace"),
             "stderr": self.stderr.decode("utf-8", "replace"),
             "wall_s": self.wall_s,
         }
 
 
-def remove_tree(path):
-    """``shutil.rmtree`` without importing shutil (which would slow every sandbox start)."""
-    for root, dirs, files in os.walk(path, topdown=False):
-        for name in files + dirs:
-            target = os.path.join(root, name)
-            try:
-                os.rmdir(target) if name in dirs and not os.path.islink(target) else os.unlink(target)
-            except OSError:
-                pass
-    try:
-        os.rmdir(path)
-    except OSError:
-        pass
+# ---------------------------------------------------------------- helpers (also used after fork)
+def install_fds(fds):
+    """Make `fds` the child's 0, 1, 2 (3, 4) and close every other descriptor, the control channel included."""
+    high = [os.dup(fd) for fd in fds]
+    for target, fd in enumerate(high):
+        os.dup2(fd, target)
+    os.closerange(len(fds), 1 << 16)
+
+
+def set_limits(limits):
+    for limit, value in limits + [(resource.RLIMIT_CORE, 0)]:
+        resource.setrlimit(limit, (value, value))
 
 
 def reap_all():
@@ -437,6 +382,53 @@ def reap_all():
             return
         if not pid:
             return
+
+
+def remove_tree(path):
+    """``shutil.rmtree`` without importing shutil (best effort: a test may have made things undeletable)."""
+    if os.path.islink(path) or not os.path.isdir(path):
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+        return
+    for root, dirs, files in os.walk(path, topdown=False):
+        for name in files:
+            try:
+                os.unlink(os.path.join(root, name))
+            except OSError:
+                pass
+        for name in dirs:
+            target = os.path.join(root, name)
+            try:
+                os.unlink(target) if os.path.islink(target) else os.rmdir(target)
+            except OSError:
+                pass
+    try:
+        os.rmdir(path)
+    except OSError:
+        pass
+
+
+# ---------------------------------------------------------------- the Python program's side (in the test's child)
+def run_python_program(source, mode):
+    """Run the program as ``__main__`` in this fresh fork (then serve assert calls), and exit like CPython."""
+    main = type(sys)("__main__")
+    main.__dict__["__builtins__"] = __builtins__
+    sys.modules["__main__"] = main
+    sys.argv = ["main.py"]
+    code = 0
+    try:
+        exec(compile(source, "main.py", "exec"), main.__dict__)
+        if mode == "assert":
+            serve_calls(main.__dict__)
+    except SystemExit as exc:
+        code = exit_code(exc.code)
+    except BaseException as exc:
+        exc = exc.with_traceback(exc.__traceback__.tb_next)  # report from main.py on, not from this frame
+        sys.__excepthook__(type(exc), exc, exc.__traceback__)  # CPython's own report, no traceback import
+        code = 1
+    os._exit(finish_interpreter(code))
 
 
 def exit_code(code):
@@ -452,7 +444,7 @@ def exit_code(code):
 
 
 def finish_interpreter(code):
-    """What CPython does at exit: join non-daemon threads, run atexit, flush stdio."""
+    """What CPython does at exit: join non-daemon threads, run atexit handlers, flush stdio."""
     try:
         if "threading" in sys.modules:
             sys.modules["threading"]._shutdown()
@@ -469,9 +461,8 @@ def finish_interpreter(code):
     return code
 
 
-# ---------------------------------------------------------------- assert tests: the child's side of the calls
 def encode(value, handles, depth=0, plain_only=False):
-    """Plain data to a tagged JSON tree; anything else becomes an opaque handle the host cannot compare.
+    """Plain data to a tagged tree; anything else becomes an opaque handle the host cannot compare.
 
     With `plain_only`, return None instead of making a handle (to tell plain data from objects).
     """
@@ -506,6 +497,7 @@ def encode(value, handles, depth=0, plain_only=False):
 
 
 def decode(tree, handles):
+    """The host's arguments (trusted), from the same tagged tree."""
     tag = tree[0]
     if tag == "handle":
         return handles[tree[1]]
@@ -530,7 +522,7 @@ def decode(tree, handles):
 
 
 def serve_calls(namespace):
-    """Announce the program's top-level names, then answer the host's calls until it ends the test.
+    """Announce the program's top-level names, then answer the host's requests until it ends the test.
 
     Functions, classes and other objects are announced as handles; plain data only by name (``value``),
     so the host reads its current value at each use; modules by their module name.
@@ -540,16 +532,15 @@ def serve_calls(namespace):
     for name, value in list(namespace.items()):
         if name.startswith("__"):
             continue
-        if type(value).__name__ == "module":
+        if type(value) is type(sys):
             names[name] = ["module", getattr(value, "__name__", name)]
             continue
-        tree = encode(value, handles, plain_only=True)
-        names[name] = ["value"] if tree is not None else encode(value, handles)
-    send_frame(RPC_CHILD_OUT, {"ready": names})
+        names[name] = ["value"] if encode(value, handles, plain_only=True) is not None else encode(value, handles)
+    write_all(RPC_CHILD_OUT, json_frame({"ready": names}))
     while True:
         try:
-            request = recv_frame(RPC_CHILD_IN)
-        except (EOFError, OSError):
+            request = marshal.loads(read_frame(RPC_CHILD_IN)[HEADER_SIZE:])
+        except (EOFError, OSError, ValueError):
             os._exit(0)
         try:
             op = request["op"]
@@ -564,24 +555,19 @@ def serve_calls(namespace):
             reply = {"value": encode(value, handles)}
         except Exception as exc:
             reply = {"error": type(exc).__name__, "message": str(exc)[:500]}
-        send_frame(RPC_CHILD_OUT, reply)
+        write_all(RPC_CHILD_OUT, json_frame(reply))
 
 
 def main():
-    config = json.loads(sys.argv[1])
+    config = marshal.loads(bytes.fromhex(sys.argv[-1]))
     os.dup2(0, CONTROL_IN)
     os.dup2(1, CONTROL_OUT)
     null = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1):
         os.dup2(null, fd)
     os.close(null)
-    if config["isolated"]:
-        import ctypes
-
-        ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0: tests cannot open our /proc/<pid>/fd or mem
-    nproc = config["nproc"]
-    if nproc is not None:  # counted per host uid: the host sizes it for the uid this sandbox runs as
-        resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
+    if config["nproc"] is not None:  # counted per host uid: the host sized it for the uid this sandbox runs as
+        resource.setrlimit(resource.RLIMIT_NPROC, (config["nproc"], config["nproc"]))
     Supervisor(config).serve()
 
 
