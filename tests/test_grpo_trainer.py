@@ -1,0 +1,219 @@
+"""R1GRPOTrainer on the tiny model: parity with trl.GRPOTrainer, KL variants, KL in the reward, the adaptive
+KL coefficient, config validation, and learning a toy task with every advantage estimator."""
+
+import pytest
+import torch
+from datasets import Dataset
+from transformers import AutoTokenizer
+from trl import GRPOConfig, GRPOTrainer
+
+from trl_r1.algorithms import grpo_advantages, rloo_advantages
+from trl_r1.trainers import R1GRPOConfig, R1GRPOTrainer
+
+GROUP = 4
+
+
+class DigitShare:
+    """Toy verifiable reward: the share of completion tokens that are digits (learnable in seconds)."""
+
+    __name__ = "digit_share"
+
+    def __init__(self, digit_ids):
+        self.digit_ids = frozenset(digit_ids)
+
+    def __call__(self, completion_ids, **kwargs):
+        return [sum(t in self.digit_ids for t in ids) / max(len(ids), 1) for ids in completion_ids]
+
+
+@pytest.fixture(scope="module")
+def digit_share(tiny_model_dir):
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
+    return DigitShare(i for i in range(len(tokenizer)) if tokenizer.decode([i]).strip().isdigit())
+
+
+@pytest.fixture(scope="module")
+def dataset():
+    return Dataset.from_list([{"prompt": [{"role": "user", "content": f"What is {a} + {b}?"}]} for a in range(4) for b in range(4)])
+
+
+@pytest.fixture
+def make_trainer(tiny_model_dir, digit_share, dataset, tmp_path):
+    def make(trainer_cls=R1GRPOTrainer, config_cls=R1GRPOConfig, reward=digit_share, **overrides):
+        options = dict(
+            output_dir=str(tmp_path), use_cpu=True, bf16=False, report_to="none", save_strategy="no",
+            per_device_train_batch_size=8, num_generations=GROUP, max_completion_length=8, logging_steps=1,
+            seed=0, disable_tqdm=True,
+        )
+        options.update(overrides)
+        return trainer_cls(model=tiny_model_dir, reward_funcs=reward, args=config_cls(**options), train_dataset=dataset)
+
+    return make
+
+
+def _one_batch(trainer, dataset):
+    """Perturb the policy away from the reference (so the KL is not 0), generate one batch, compute the loss."""
+    with torch.no_grad():
+        generator = torch.Generator().manual_seed(1)
+        for param in trainer.model.parameters():
+            param.add_(0.05 * torch.randn(param.shape, generator=generator))
+    trainer.model.train()
+    trainer.current_gradient_accumulation_steps = 1
+    torch.manual_seed(0)
+    batch = trainer._generate_and_score_completions([dataset[i] for i in range(2) for _ in range(GROUP)])
+    loss = trainer._compute_loss(trainer.model, batch)
+    loss.backward()
+    grads = {name: param.grad.clone() for name, param in trainer.model.named_parameters()}
+    return batch, loss.detach(), grads
+
+
+def _assert_same_grads(grads, other, atol=1e-6):
+    for name in grads:
+        torch.testing.assert_close(grads[name], other[name], rtol=1e-5, atol=atol, msg=name)
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        dict(),  # TRL defaults: beta=0, loss_type="dapo"
+        dict(beta=0.04),
+        dict(beta=0.04, loss_type="grpo"),
+        dict(beta=0.04, loss_type="bnpo", use_bias_correction_kl=False),
+        dict(beta=0.04, loss_type="dr_grpo", importance_sampling_level="sequence"),
+    ],
+    ids=["trl-defaults", "beta", "grpo-loss", "bnpo-no-bias-correction", "dr_grpo-sequence-is"],
+)
+def test_defaults_reproduce_trl_loss_and_gradients(make_trainer, dataset, overrides):
+    stock_batch, stock_loss, stock_grads = _one_batch(make_trainer(GRPOTrainer, GRPOConfig, **overrides), dataset)
+    batch, loss, grads = _one_batch(make_trainer(**overrides), dataset)
+    assert torch.equal(batch["completion_ids"], stock_batch["completion_ids"])
+    torch.testing.assert_close(batch["advantages"], stock_batch["advantages"], rtol=0, atol=1e-6)
+    torch.testing.assert_close(loss, stock_loss, rtol=1e-6, atol=1e-6)
+    _assert_same_grads(grads, stock_grads)
+
+
+class SometimesUnscored(DigitShare):
+    """The toy reward, but None (unscorable) for every third completion."""
+
+    def __call__(self, completion_ids, **kwargs):
+        return [None if i % 3 == 0 else r for i, r in enumerate(super().__call__(completion_ids))]
+
+
+def test_grpo_estimator_matches_trl_bit_for_bit(make_trainer, dataset, digit_share):
+    trainer = make_trainer(GRPOTrainer, GRPOConfig, reward=SometimesUnscored(digit_share.digit_ids))
+    batch, _, _ = _one_batch(trainer, dataset)
+    completions = [ids[m.bool()].tolist() for ids, m in zip(batch["completion_ids"], batch["completion_mask"])]
+    scores = torch.tensor(digit_share(completion_ids=completions))
+    scores[::3] = float("nan")
+    assert torch.equal(grpo_advantages(scores, GROUP), batch["advantages"])
+
+
+def test_kl_metric_matches_trl(make_trainer, dataset):
+    stock = make_trainer(GRPOTrainer, GRPOConfig, beta=0.04)
+    ours = make_trainer(beta=0.04)
+    _one_batch(stock, dataset)
+    _one_batch(ours, dataset)
+    assert ours._metrics["train"]["kl"] == pytest.approx(stock._metrics["train"]["kl"], rel=1e-6)
+    assert ours._metrics["train"]["kl"][0] > 0
+
+
+def test_straight_through_kl_keeps_the_value_and_takes_the_k2_gradient(make_trainer, dataset):
+    run = {est: _one_batch(make_trainer(beta=0.5, kl_estimator=est, use_bias_correction_kl=False), dataset)
+           for est in ("k3", "k3+", "k2")}
+    torch.testing.assert_close(run["k3+"][1], run["k3"][1])
+    _assert_same_grads(run["k3+"][2], run["k2"][2])
+    assert any(not torch.allclose(run["k3"][2][n], run["k2"][2][n], atol=1e-6) for n in run["k3"][2])
+
+
+def _completion_logps(model, batch):
+    """Per-token log-probs of the completion, with a plain forward pass (independent of TRL's helpers)."""
+    ids = torch.cat([batch["prompt_ids"], batch["completion_ids"]], dim=1)
+    attention = torch.cat([batch["prompt_mask"], batch["completion_mask"]], dim=1)
+    length = batch["completion_ids"].size(1)
+    with torch.no_grad():
+        logits = model(input_ids=ids, attention_mask=attention).logits[:, -length - 1 : -1].float()
+    return logits.log_softmax(-1).gather(-1, batch["completion_ids"].unsqueeze(-1)).squeeze(-1)
+
+
+def test_kl_in_reward_penalises_the_sequence_score_and_leaves_the_loss(make_trainer, dataset, digit_share):
+    beta = 0.5
+    trainer = make_trainer(beta=beta, advantage_estimator="rloo", kl_in_reward=True, kl_estimator="k1")
+    batch, loss, _ = _one_batch(trainer, dataset)
+    mask = batch["completion_mask"].float()
+    sequence_kl = ((_completion_logps(trainer.model, batch) - _completion_logps(trainer.ref_model, batch)) * mask).sum(1)
+    assert sequence_kl.abs().max() > 0.01
+    completions = [ids[m.bool()].tolist() for ids, m in zip(batch["completion_ids"], mask)]
+    scores = torch.tensor(digit_share(completion_ids=completions))
+    torch.testing.assert_close(batch["advantages"], rloo_advantages(scores - beta * sequence_kl, GROUP), rtol=1e-4, atol=1e-5)
+    # on-policy DAPO loss without a KL term: -sum(A * valid tokens) / valid tokens
+    expected_loss = -(batch["advantages"][:, None] * mask).sum() / mask.sum()
+    torch.testing.assert_close(loss, expected_loss, rtol=1e-5, atol=1e-6)
+
+
+def test_reinforce_pp_gives_token_level_advantages(make_trainer, dataset):
+    trainer = make_trainer(beta=0.1, advantage_estimator="reinforce_pp", kl_in_reward=True, kl_estimator="k1")
+    batch, loss, grads = _one_batch(trainer, dataset)
+    advantages, mask = batch["advantages"], batch["completion_mask"].bool()
+    assert advantages.shape == batch["completion_ids"].shape
+    assert torch.all(advantages[~mask] == 0)
+    assert advantages[mask].mean().abs() < 1e-5 and advantages[mask].std() == pytest.approx(1.0, abs=1e-4)
+    assert torch.isfinite(loss) and any(g.abs().sum() > 0 for g in grads.values())
+    assert len(trainer._logs["advantages"]) == 2 * GROUP
+
+
+def test_adaptive_kl_coefficient_follows_ziegler(make_trainer):
+    horizon, target, beta = 16, 1e-3, 0.1
+    trainer = make_trainer(beta=beta, kl_target=target, kl_horizon=horizon, max_steps=4, learning_rate=1e-2)
+    trainer.train()
+    logs = [entry for entry in trainer.state.log_history if "kl_coef" in entry]
+    assert len(logs) == 4
+    expected = beta
+    for entry in logs:  # 8 completions per optimizer step
+        expected *= 1 + min(max(entry["kl"] / target - 1, -0.2), 0.2) * 8 / horizon
+        assert entry["kl_coef"] == pytest.approx(expected, rel=1e-4)
+    assert trainer.kl_controller.value == pytest.approx(expected, rel=1e-4)
+    assert trainer.kl_controller.value != beta
+
+
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        (dict(kl_in_reward=True), "beta > 0"),
+        (dict(kl_target=0.1), "beta > 0"),
+        (dict(beta=0.1, kl_target=-1.0), "must be > 0"),
+        (dict(advantage_estimator="gae"), "PPOTrainer"),
+        (dict(kl_estimator="k4"), "kl_estimator"),
+        (dict(advantage_estimator="rloo", scale_rewards="batch"), "scale_rewards"),
+        (dict(beta=0.1, kl_in_reward=True, scale_rewards="none"), "dr_grpo"),
+        (dict(advantage_estimator="dr_grpo", multi_objective_aggregation="normalize_then_sum"), "multi_objective"),
+        (dict(gamma=1.5), "gamma"),
+    ],
+)
+def test_incompatible_options_are_rejected(tmp_path, options, message):
+    with pytest.raises(ValueError, match=message):
+        R1GRPOConfig(output_dir=str(tmp_path), use_cpu=True, report_to="none", **options)
+
+
+def test_plain_grpo_config_is_rejected(tiny_model_dir, tmp_path):
+    with pytest.raises(TypeError, match="R1GRPOConfig"):
+        R1GRPOTrainer(tiny_model_dir, reward_funcs=[], args=GRPOConfig(output_dir=str(tmp_path), use_cpu=True))
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        dict(advantage_estimator="grpo"),
+        dict(advantage_estimator="dr_grpo"),
+        dict(advantage_estimator="rloo"),
+        dict(advantage_estimator="reinforce_pp"),
+        dict(advantage_estimator="reinforce_pp_baseline"),
+        dict(advantage_estimator="reinforce_pp", beta=0.01, kl_in_reward=True, kl_estimator="k1", kl_target=0.01),
+    ],
+    ids=["grpo", "dr_grpo", "rloo", "reinforce_pp", "reinforce_pp_baseline", "reinforce_pp-kl_in_reward-adaptive"],
+)
+def test_each_estimator_learns_the_toy_task(make_trainer, options):
+    trainer = make_trainer(max_steps=25, learning_rate=1e-2, per_device_train_batch_size=16, **options)
+    trainer.train()
+    rewards = [entry["reward"] for entry in trainer.state.log_history if "reward" in entry]
+    assert len(rewards) == 25
+    first, last = sum(rewards[:5]) / 5, sum(rewards[-5:]) / 5
+    assert last > first + 0.1, rewards
