@@ -223,12 +223,17 @@ class _AssertSession:
     def __init__(self, sandbox: Sandbox, deadline: float):
         self.sandbox = sandbox
         self.deadline = deadline
-        self.done: dict | None = None
+        self.done: dict | None = None  # the supervisor's report, once the test's process ended
+        self.lost: SandboxLost | None = None  # the supervisor stopped answering
 
     def request(self, message: dict) -> Any:
-        if self.done is not None:
+        if self.done is not None or self.lost is not None:
             raise SandboxEnded(self.done)
-        self.sandbox.send(message, self.deadline)
+        try:
+            self.sandbox.send(message, self.deadline)
+        except SandboxLost as exc:
+            self.lost = exc
+            raise SandboxEnded(None) from None
         reply = self.receive()
         if "error" in reply:
             raise _remote_exception(reply.get("error"), reply.get("message"))
@@ -237,8 +242,12 @@ class _AssertSession:
         return self.decode(reply["value"])
 
     def receive(self) -> dict:
-        """The child's next frame; the supervisor's ``done`` (the child ended) raises SandboxEnded."""
-        kind, frame = self.sandbox.receive(self.deadline)
+        """The child's next frame; the supervisor's ``done`` (the child ended) or silence raises SandboxEnded."""
+        try:
+            kind, frame = self.sandbox.receive(self.deadline)
+        except SandboxLost as exc:  # raised as SandboxEnded, so that the test's `except Exception` cannot hide it
+            self.lost = exc
+            raise SandboxEnded(None) from None
         if kind == "S":
             self.done = frame if isinstance(frame, dict) else {}
             raise SandboxEnded(self.done)
@@ -322,6 +331,13 @@ def _remote_exception(name: Any, message: Any) -> Exception:
     return RemoteError(f"{name}: {text}")
 
 
+# Modules that test snippets often use without importing them (the prompt's code did): never the program's.
+_MODULES_TESTS_USE = frozenset({
+    "math", "cmath", "re", "random", "string", "collections", "itertools", "functools", "heapq", "bisect",
+    "typing", "sys", "os", "copy", "json", "operator", "statistics", "fractions", "decimal", "datetime", "time",
+})
+
+
 class _TestNamespace(dict):
     """The globals the test snippet runs in; the program's plain top-level data is read live on each use."""
 
@@ -347,12 +363,11 @@ def _test_globals(session: _AssertSession, names: dict) -> dict:
     for name, tree in names.items():
         if not isinstance(name, str) or name.startswith("__") or hasattr(builtins, name):
             continue
-        if isinstance(tree, list) and len(tree) == 2 and tree[0] == "module" and isinstance(tree[1], str):
-            module = tree[1]
-            if module.partition(".")[0] in sys.stdlib_module_names:
-                bound[name] = importlib.import_module(module)
-        elif name in sys.stdlib_module_names:
-            continue
+        if name in _MODULES_TESTS_USE:  # whatever the program bound to this name, the test gets the real module
+            bound[name] = importlib.import_module(name)
+        elif isinstance(tree, list) and len(tree) == 2 and tree[0] == "module" and isinstance(tree[1], str):
+            if tree[1].partition(".")[0] in sys.stdlib_module_names:
+                bound[name] = importlib.import_module(tree[1])
         elif tree == ["value"]:
             live_names.add(name)
         else:
@@ -395,8 +410,9 @@ class _Job:
                         continue
                 try:
                     self.results.append(self._run_case(case))
-                except (SandboxLost, OSError) as exc:
-                    self.results.append(TestResult(Outcome.TIMEOUT if "time" in str(exc) else Outcome.CRASH, str(exc)))
+                except (SandboxLost, OSError) as exc:  # the supervisor stopped answering: replace the sandbox
+                    timed_out = getattr(exc, "timed_out", False)
+                    self.results.append(TestResult(Outcome.TIMEOUT if timed_out else Outcome.CRASH, str(exc)))
                     self._stop()
         finally:
             self._stop()
@@ -462,13 +478,15 @@ class _Job:
             verdict = TestResult(Outcome.ERROR, f"the test does not compile: {exc}")
         except Exception as exc:  # the test raised (a remote exception, a refused comparison, a NameError...)
             verdict = TestResult(Outcome.WRONG_ANSWER, f"{type(exc).__name__}: {_short(str(exc))}")
-        if session.done is None:
+        if session.done is None and session.lost is None:
             self.sandbox.send({"op": "end"}, deadline)
-            while session.done is None:  # frames the child sent after our last request are dropped
+            while session.done is None and session.lost is None:  # late frames from the child are dropped
                 try:
                     session.receive()
                 except SandboxEnded:
                     break
+        if session.lost is not None:
+            raise session.lost
         done = session.done
         if not done.get("ended_by_host"):  # the program's process ended (or was killed) before the test did
             return _failure(done) or TestResult(Outcome.CRASH, "the program exited during the test",

@@ -39,7 +39,11 @@ class SandboxUnavailable(RuntimeError):
 
 
 class SandboxLost(Exception):
-    """The supervisor stopped answering in time, died, or broke the protocol."""
+    """The supervisor stopped answering in time (`timed_out`), died, or broke the protocol."""
+
+    def __init__(self, message: str, timed_out: bool = False):
+        super().__init__(message)
+        self.timed_out = timed_out
 
 
 @dataclass(frozen=True)
@@ -230,7 +234,7 @@ class Sandbox:
             while view:
                 if not selector.select(self._remaining(deadline)):
                     if time.monotonic() >= deadline:
-                        raise SandboxLost("the sandbox stopped reading")
+                        raise SandboxLost("the sandbox stopped reading", timed_out=True)
                     continue
                 try:
                     view = view[os.write(self._in, view):]
@@ -256,7 +260,7 @@ class Sandbox:
                         except (ValueError, RecursionError):
                             raise SandboxLost("malformed frame") from None
                 if not selector.select(self._remaining(deadline)) and time.monotonic() >= deadline:
-                    raise SandboxLost("the sandbox did not answer in time")
+                    raise SandboxLost("the sandbox did not answer in time", timed_out=True)
                 try:
                     chunk = os.read(self._out, 1 << 20)
                 except BlockingIOError:
