@@ -92,7 +92,7 @@ def discounted_reverse_cumsum(x: Tensor, discount: float | Tensor) -> Tensor:
     distance = offsets[:, None] - offsets[None, :]  # j - i, indexed [j, i]
     row_discount = discount[:, None, None] if per_row else discount
     weights = row_discount.pow(distance.clamp(min=0).to(x.dtype)) * (distance >= 0)
-    local = x.view(batch, n_blocks, block) @ weights  # (B, n_blocks, L): sums within each block
+    local = x.reshape(batch, n_blocks, block) @ weights  # (B, n_blocks, L): sums within each block
     if n_blocks > 1:
         heads = discounted_reverse_cumsum(local[:, :, 0], discount.pow(block))
         next_heads = torch.nn.functional.pad(heads[:, 1:], (0, 1))  # y at the start of the following block
@@ -192,7 +192,7 @@ def _grouped(scores: Tensor, group_size: int) -> Tensor:
     """Scores ``(B,)`` as ``(B / group_size, group_size)``; a clear error when B is not a multiple."""
     if group_size < 1 or scores.numel() % group_size:
         raise ValueError(f"{scores.numel()} scores cannot be split into groups of {group_size}.")
-    return scores.view(-1, group_size)
+    return scores.reshape(-1, group_size)
 
 
 def _group_nanstd(grouped: Tensor) -> Tensor:

@@ -34,12 +34,12 @@ class R1GRPOTrainer(GRPOTrainer):
 
     _tag_names = ["trl", "grpo", "trl-r1"]
 
-    def __init__(self, model, reward_funcs=None, args: R1GRPOConfig | None = None, **kwargs):
+    def __init__(self, model, reward_funcs=None, args: R1GRPOConfig | None = None, *more_args, **kwargs):
         if args is None:
             args = R1GRPOConfig()
         elif not isinstance(args, R1GRPOConfig):
             raise TypeError(f"R1GRPOTrainer needs an R1GRPOConfig, got {type(args).__name__}.")
-        super().__init__(model, reward_funcs, args=args, **kwargs)
+        super().__init__(model, reward_funcs, args, *more_args, **kwargs)
         if args.kl_target is not None:
             self.kl_controller = AdaptiveKLController(args.beta, args.kl_target, args.kl_horizon)
         else:
