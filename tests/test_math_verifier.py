@@ -185,10 +185,28 @@ def test_equations_and_relations(gold, answer, expected):
         ("\\tan^2(y)+1", "\\sec^2(y)", True),
         ("2+3i", "3i+2", True),
         ("2i", "(1+i)^2", True),  # i is the imaginary unit when the gold is complex
+        ("2^{100}", "1267650600228229401496703205376", True),
+        ("2^{100}", "1267650600228229401496703205377", False),  # big integers stay exact
     ],
 )
 def test_numbers_and_expressions(gold, answer, expected):
     assert verify(gold, boxed(answer)) is expected
+
+
+@pytest.mark.parametrize(
+    "gold, completion",
+    [
+        ("2\\pi", "The answer is 2π."),  # unicode math
+        ("[2,\\infty)", "The answer is [2, ∞)."),
+        ("\\frac{\\pi}{2}", "The answer is pi/2."),  # plain-text math (math-verify#69)
+        ("e^{16}", "The answer is exp(16)."),
+        ("18", "The answer is **18**."),  # markdown bold (math-verify#76)
+        ("18", "The answer is 18 (dollars)."),
+        ("18", boxed("\\text{18}")),
+    ],
+)
+def test_answers_written_outside_latex_habits(gold, completion):
+    assert verify(gold, completion) is True
 
 
 @pytest.mark.parametrize("gold", [None, "", "   ", "$$", ["5"], "x" * 2000, "\\frac{"])

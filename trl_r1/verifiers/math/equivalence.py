@@ -281,7 +281,7 @@ def _at_point(expr, k: int, symbols=None):
 
 def _close(a, b) -> bool:
     """Equal numbers: exact for rationals and infinities, else relative difference below 1e-20 at 40 digits."""
-    a, b = sympy.sympify(a), sympy.sympify(b)
+    a, b = sympy.sympify(a).doit(), sympy.sympify(b).doit()  # 2^{100} is parsed unevaluated: make it an Integer
     if any(x.has(sympy.zoo, sympy.nan) for x in (a, b)):  # undefined (12:00 parses as 12/0): never equal
         return False
     if a.is_Rational and b.is_Rational or not (a.is_finite and b.is_finite):

@@ -27,7 +27,13 @@ _DEGREES = re.compile(r"\^\s*\{?\s*\\circ\s*\}?|°|\\degree")
 _TRAILING_UNIT = re.compile(
     r"(?<=[\d}])\s*\\text\{[^{}]*\}(?:\^\{?[23]\}?)?$"  # 5\text{ cm}^2
     r"|(?<=\d)\s+[a-zA-Z]{2,}(?:\s+[a-zA-Z]{2,}){0,2}(?:\^\{?[23]\}?)?$"  # 12 square units, 4 cm^2
+    r"|(?<=\d)\s*\([a-zA-Z ]{2,}\)$"  # 18 (dollars)
 )
+_UNICODE = {"π": "\\pi ", "√": "\\sqrt", "∞": "\\infty ", "−": "-", "–": "-", "×": "\\times ", "·": "\\cdot ",
+            "⋅": "\\cdot ", "≤": "\\le ", "≥": "\\ge ", "≠": "\\ne "}
+_PLAIN_PI = re.compile(r"(?<![\\a-zA-Z])pi(?![a-zA-Z])")  # pi/2 written without LaTeX (math-verify#69)
+_PLAIN_EXP = re.compile(r"(?<![\\a-zA-Z])exp\(([^()]*)\)")  # exp(16)
+_TEXT_NUMBER = re.compile(r"\\text\{\s*([-\d.,]+)\s*\}")  # \text{18} is the number 18
 _LIST_WORD = re.compile(r",?\s*(?:\\text\{\s*(?:and|or)\s*\}|\b(?:and|or)\b)\s*,?")  # "1, 2, and 3" is a list
 _AS_WRITTEN = re.compile(r"^\d+_\{?\d+\}?$|^\d+:\d+$")  # 204_5 (base 5), 12:00 (a time): compared as written
 _ASSIGNMENT = re.compile(r"^(?:[a-zA-Z](?:_\{?\w+\}?)?|[a-zA-Z]\([a-zA-Z]\))=")
@@ -42,7 +48,8 @@ _FRACTION = re.compile(r"^(?P<sign>-?)(?:\\frac\{(?P<n1>-?\d+)\}\{(?P<d1>-?\d+)\
 
 
 def canonical(text: str) -> str:
-    """A whitespace-free normal form that keeps the meaning: no spacing commands, sizing, degree signs or units.
+    """A whitespace-free normal form that keeps the meaning: no spacing commands, sizing, degree signs or units;
+    unicode math (π, √, ≤) and plain ``pi`` / ``exp(x)`` as LaTeX.
 
     >>> canonical(r"\\left( 1, -2 \\right)")
     '(1,-2)'
@@ -54,12 +61,15 @@ def canonical(text: str) -> str:
     '2\\\\pi r^2'
     """
     text = text.strip()
+    for symbol, command in _UNICODE.items():
+        text = text.replace(symbol, command)
+    text = _PLAIN_EXP.sub(r"e^{\1}", _PLAIN_PI.sub(r"\\pi ", text))
     text = _SPACING.sub(" ", text)
     text = re.sub(r"\\[dtc]frac", r"\\frac", text)
     text = _TEXT_COMMANDS.sub(r"\\text{", text)
     text = _DEGREES.sub("", text).replace("\\%", "%").replace("\\$", "").replace("{,}", ",")
     text = re.sub(r"\\text\{\s*\}", "", text)
-    text = _LIST_WORD.sub(",", text)
+    text = _TEXT_NUMBER.sub(r"\1", _LIST_WORD.sub(",", text))
     unitless = _TRAILING_UNIT.sub("", text).strip()
     if unitless and re.search(r"[\w}]", unitless):
         text = unitless
