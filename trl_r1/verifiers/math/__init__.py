@@ -20,10 +20,12 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass
 
-from .extraction import Answer, final_answer, gold_answer
+from .extraction import final_answer, gold_answer
 from .pool import WorkerPool
 from .screening import canonical, quick_verdict, strip_assignment
 
@@ -51,7 +53,9 @@ def verify(gold: str, completion: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> 
     return check(gold, completion, timeout_s).equivalent
 
 
-def verify_batch(pairs, workers: int | None = None, timeout_s: float = DEFAULT_TIMEOUT_S) -> list[bool | None]:
+def verify_batch(
+    pairs: Iterable[tuple[str, str]], workers: int | None = None, timeout_s: float = DEFAULT_TIMEOUT_S
+) -> list[bool | None]:
     """`verify` for many (gold, completion) pairs, the sympy checks in parallel on `workers` processes."""
     return [v.equivalent for v in check_batch(pairs, workers, timeout_s)]
 
@@ -61,7 +65,9 @@ def check(gold: str, completion: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> V
     return check_batch([(gold, completion)], timeout_s=timeout_s)[0]
 
 
-def check_batch(pairs, workers: int | None = None, timeout_s: float = DEFAULT_TIMEOUT_S) -> list[Verdict]:
+def check_batch(
+    pairs: Iterable[tuple[str, str]], workers: int | None = None, timeout_s: float = DEFAULT_TIMEOUT_S
+) -> list[Verdict]:
     """Verdicts for many (gold, completion) pairs; identical sympy checks run once."""
     verdicts: list[Verdict | None] = []
     tasks: dict[tuple[str, str], list[int]] = {}
@@ -89,7 +95,7 @@ def _prepare(gold: str, completion: str) -> Verdict | tuple[str, str]:
     gold_part = gold_answer(gold)
     if gold_part.text is None:
         return Verdict(None, gold_part.reason)
-    answer: Answer = final_answer(completion, allow_or=" or " in f" {gold_part.text} ")
+    answer = final_answer(completion, allow_or=re.search(r"\bor\b", gold_part.text) is not None)
     if answer.text is None:
         return Verdict(False, answer.reason)
     if len(answer.text) > MAX_ANSWER_CHARS:
