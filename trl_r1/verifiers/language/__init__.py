@@ -11,8 +11,8 @@ conventions (see docs/rewards.md):
 * the script decides whenever it can: Han in a sentence with kana is Japanese, else Chinese; Hangul is
   Korean; a Latin word is never Russian;
 * within the target's own script, py3langid (offline) labels chunks of >= 4 words at clause boundaries,
-  among that script's languages only; a chunk is non-target only if another language beats the target by
-  more than `MARGIN` in probability (short spans are ambiguous; this keeps pure text at ~1.0);
+  among that script's languages only; a chunk is non-target only if another language is `ODDS` times
+  likelier than the target (short spans are ambiguous; this keeps pure text at ~1.0);
 * empty reasoning (no letters or digits) scores 0.0, so that saying nothing never pays; reasoning with no
   words (math or code only) scores 1.0.
 """
@@ -29,8 +29,8 @@ from .identify import chunk_classifier, identifier
 from .languages import UNITS_PER_CHAR, canonical_code, equivalents, language_scripts
 from .text import WORD_OR_BREAK, is_neutral, prose_text, script_runs, words
 
-MARGIN = 0.2  # a chunk is non-target when p(best other language) - p(target) exceeds this
-SHORT_MARGIN = 0.5  # the same for a sentence shorter than MIN_CHUNK_WORDS ("Okay.", "Donc voilà."), less reliable
+ODDS = 2.0  # a chunk is another language when that language is this many times likelier than the target
+SHORT_ODDS = 6.0  # the same for a sentence shorter than MIN_CHUNK_WORDS ("Okay.", "Donc voilà."): less reliable
 MIN_CHUNK_WORDS = 4  # a clause this long is labelled on its own; shorter ones follow their sentence
 MAX_CHUNK_WORDS = 12  # longer clauses are cut, so that a language switch without punctuation is still seen
 MAX_SENTENCE_WORDS = 64  # words of a sentence that decide its short clauses
@@ -65,7 +65,7 @@ class Consistency:
     def of(cls, target_words: float, words: float) -> "Consistency":
         if not words:
             return cls(1.0, 0.0, 0.0, None)
-        return cls(min(1.0, target_words / words), target_words, words)
+        return cls(round(min(1.0, target_words / words), 6), target_words, words)  # 1.0 despite float sums
 
 
 def consistency(completion: str, target_lang: str | None = None, prompt: str | None = None) -> float:
@@ -128,18 +128,18 @@ class _DetectionPlan:
 
     A clause of >= MIN_CHUNK_WORDS words is labelled on its own (cut into pieces of <= MAX_CHUNK_WORDS);
     shorter clauses ("Hmm,", "so,") follow the label of their whole sentence; a sentence shorter than
-    MIN_CHUNK_WORDS is labelled alone and needs the larger SHORT_MARGIN to count as another language.
+    MIN_CHUNK_WORDS is labelled alone and needs the larger SHORT_ODDS to count as another language.
     Every word is labelled from text it is part of, so prose split into short pieces cannot hide.
     """
 
     def __init__(self):
         self.texts: list[list[str]] = []
-        self.margins: list[float] = []
+        self.odds: list[float] = []  # how many times likelier another language must be than the target
         self.words: list[tuple[int, int]] = []  # (text index, words that follow its label)
 
-    def _add(self, words: list[str], margin: float) -> int:
+    def _add(self, words: list[str], odds: float) -> int:
         self.texts.append(words)
-        self.margins.append(margin)
+        self.odds.append(odds)
         return len(self.texts) - 1
 
     def add_sentence(self, clauses: list[list[str]]) -> None:
@@ -147,7 +147,7 @@ class _DetectionPlan:
         if not sentence:
             return
         if len(sentence) < MIN_CHUNK_WORDS:
-            self.words.append((self._add(sentence, SHORT_MARGIN), len(sentence)))
+            self.words.append((self._add(sentence, SHORT_ODDS), len(sentence)))
             return
         sentence_label = None
         for clause in clauses:
@@ -156,10 +156,10 @@ class _DetectionPlan:
                 size = -(-len(clause) // pieces)
                 for start in range(0, len(clause), size):
                     piece = clause[start:start + size]
-                    self.words.append((self._add(piece, MARGIN), len(piece)))
+                    self.words.append((self._add(piece, ODDS), len(piece)))
             else:
                 if sentence_label is None:
-                    sentence_label = self._add(sentence[:MAX_SENTENCE_WORDS], MARGIN)
+                    sentence_label = self._add(sentence[:MAX_SENTENCE_WORDS], ODDS)
                 self.words.append((sentence_label, len(clause)))
 
     def target_words(self, target: str, scripts: set[str]) -> float:
@@ -167,8 +167,8 @@ class _DetectionPlan:
         classifier = chunk_classifier(frozenset().union(*(_rivals(s, target) for s in scripts)))
         probabilities = classifier.probabilities(self.texts)
         is_target = [label in equivalents(target) for label in classifier.labels]
-        lead = probabilities[:, [not t for t in is_target]].max(axis=1) - probabilities[:, is_target].sum(axis=1)
-        keep = lead <= np.asarray(self.margins)
+        p_other = probabilities[:, [not t for t in is_target]].max(axis=1)
+        keep = p_other <= probabilities[:, is_target].sum(axis=1) * np.asarray(self.odds)
         return float(sum(n for text, n in self.words if keep[text]))
 
 
@@ -205,8 +205,8 @@ def detect_language(text: str) -> str | None:
     if len(candidates) <= 1:
         return next(iter(candidates), None)
     classifier = chunk_classifier(candidates)
-    probabilities = classifier.probabilities([tokens[script]])[0]
-    return classifier.labels[int(probabilities.argmax())]
+    label = classifier.labels[int(classifier.probabilities([tokens[script]])[0].argmax())]
+    return min(equivalents(label), key=len) if len(label) > 2 else label  # "arz" (Egyptian) -> "ar"
 
 
 def _word_weight(script: str, token: str) -> float:

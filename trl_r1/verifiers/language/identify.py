@@ -28,6 +28,13 @@ def identifier() -> LanguageIdentifier:
     return LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
 
 
+@functools.lru_cache(maxsize=1)
+def _feature_automaton() -> tuple:
+    """py3langid's byte DFA (next state table, row offsets, feature per state), as `visit_counts` takes it."""
+    model = identifier()
+    return model.tk_nextmove, [row << 8 for row in model.tk_row], model.tk_output
+
+
 class ChunkClassifier:
     """py3langid restricted to `languages`, scoring texts given as word lists.
 
@@ -44,9 +51,7 @@ class ChunkClassifier:
         self.labels = [model.nb_classes[i] for i in columns]  # a label may repeat (Serbian in two scripts)
         self._log_likelihood = np.ascontiguousarray(model.nb_ptc[:, columns], dtype=np.float32)
         self._prior = np.asarray(model.nb_pc[columns], dtype=np.float32)
-        self._next_state = list(model.tk_nextmove)  # plain lists: the fastest containers for the DFA walk
-        self._row_base = [row << 8 for row in model.tk_row]
-        self._feature = list(model.tk_output)
+        self._automaton = _feature_automaton()
         self._lock = threading.Lock()  # the word cache grows in place; async rewards may share the classifier
         self._reset_vocabulary()
 
@@ -67,7 +72,7 @@ class ChunkClassifier:
         for word in words:
             index = self._ids[word] = len(self._ids)
             data = f" {word} ".encode("utf8", errors="surrogatepass")
-            visits = visit_counts(self._next_state, self._row_base, self._feature, data)
+            visits = visit_counts(*self._automaton, data)
             self._vectors[index] = 0.0
             if visits:
                 weights = np.log1p(np.fromiter(visits.values(), np.float32, len(visits)))

@@ -122,6 +122,12 @@ UNITS = frozenset("mm cm dm km mg kg ms ml dl cl mph kmh kwh hz khz mhz ghz".spl
 _NEUTRAL_NAMES = MATH_NAMES | UNITS
 
 _CODE_PUNCTUATION = re.compile(r"[=(){}\[\];<>]|->|::|\+\+|&&|\|\|")
+# Lines of code that read like words ("for number in numbers:", "import math as m").
+_CODE_STATEMENT = re.compile(
+    r"\s*(?:for|if|elif|else|while|def|class|return|import|from|with|try|except|finally|raise|assert|yield|"
+    r"let|const|var|function|fn|pub|public|private|static|int|void|struct|enum|case|switch|using|package|func)\b"
+    r"|.*:\s*$"
+)
 _PROSE_WORD = re.compile(r"[^\W\d_]{2,}")
 _NON_ASCII_LETTERS = re.compile(r"[^\W\d_a-zA-Z]+")
 _CODE_TEXT = re.compile(
@@ -168,7 +174,7 @@ def code_prose(code: str, min_words: int = 4) -> str:
 
     rest = _CODE_TEXT.sub(keep, code)
     for line in rest.splitlines():
-        if looks_like_prose(line, min_words):
+        if looks_like_prose(line, min_words) and not _CODE_STATEMENT.match(line):
             pieces.append(line)
         else:
             pieces.extend(_NON_ASCII_LETTERS.findall(line))

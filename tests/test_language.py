@@ -1,0 +1,169 @@
+"""Language-consistency verifier and reward: one test per rule of R1's "share of target-language words in the CoT"."""
+
+import logging
+import pickle
+
+import pytest
+
+from trl_r1.rewards import get_reward_func
+from trl_r1.rewards.language import LanguageConsistencyReward, language_consistency_reward
+from trl_r1.verifiers.language import consistency, detect_language, measure, normalize_language
+
+EN = "We add the two numbers and then we divide the total by two."
+FR = "On additionne les deux nombres puis on divise le total par deux."
+DE = "Wir addieren die beiden Zahlen und teilen die Summe durch zwei."
+ZH = "我们先把两个数相加，然后把总和除以二。"
+JA = "まず二つの数を足して、それから合計を二で割ります。"
+
+
+def test_only_the_think_block_counts():
+    assert consistency(f"{FR}<think>{EN}</think>{FR}", "en") == 1.0
+    assert consistency(f"<think>{FR}</think><answer>{EN}</answer>", "en") == 0.0
+
+
+def test_answer_block_never_counts_even_without_think_tags():
+    assert consistency(f"{EN}<answer>{FR} {FR}</answer>", "en") == 1.0
+
+
+def test_without_tags_the_whole_text_counts():
+    assert consistency(f"{EN} {FR}", "en") == pytest.approx(12 / 24, abs=0.05)
+
+
+def test_prefilled_think_reads_the_text_before_the_closing_tag():
+    assert consistency(f"{FR}</think><answer>{EN}</answer>", "fr") == 1.0
+
+
+def test_empty_reasoning_scores_zero():
+    for text in ("<think></think><answer>5</answer>", "<think>  ...  </think>5", ""):
+        assert consistency(text, "en") == 0.0
+    assert measure("", "en").reason == "empty reasoning"
+
+
+def test_math_numbers_and_code_are_neutral():
+    math_heavy = (
+        "<think>Let $f(x) = x^2 - 4x + 3$, so $$f(x) = (x-2)^2 - 1$$ and \\[\\int_0^1 f = \\frac{4}{3}\\].\n"
+        "```python\ndef total(xs):\n    return sum(x * x for x in xs)\n```\n"
+        "Then 12 * 7 = 84, sin x < 1, and AB = 5 cm in triangle ABC.</think>"
+    )
+    assert consistency(math_heavy, "en") == 1.0
+    chinese = f"<think>{ZH} 设 $f(x)=x^2$，在 △ABC 中 AB = 5 cm，`sum(xs)` 的值是 12。</think>"
+    assert consistency(chinese, "zh") == 1.0
+    assert consistency("<think>$$2+3=5$$ `print(5)` 42</think>", "ja") == 1.0  # no words at all: nothing off-target
+
+
+@pytest.mark.parametrize("hidden", [
+    f"$$x = 5 \\quad \\text{{{FR}}}$$",
+    f"$x = \\mathrm{{bonjour}} + \\operatorname{{additionne}} + nombres$",
+    f"```python\nx = 5  # {FR}\n```",
+    f'```python\nprint("{FR}")\n```',
+    f"`{FR}`",
+    f"```\n{FR}\n```",
+], ids=["text-in-math", "mathrm-and-bare-words", "code-comment", "code-string", "inline-code", "untagged-fence"])
+def test_prose_hidden_in_math_or_code_still_counts(hidden):
+    score = consistency(f"<think>{EN}\n{hidden}\n{EN}</think>", "en")
+    assert score < 0.9
+
+
+def test_identifiers_and_keywords_in_code_do_not_count_against_the_target():
+    code = "```python\nimport math\nfor number in numbers:\n    result = math.sqrt(number)\n```"
+    assert consistency(f"<think>{ZH}\n{code}\n{ZH}</think>", "zh") == 1.0
+
+
+def test_mixed_languages_give_the_share_of_words():
+    assert consistency(f"<think>{EN} {FR}</think>", "en") == pytest.approx(0.5, abs=0.05)
+    assert consistency(f"<think>{EN} {EN} {EN} {DE}</think>", "de") == pytest.approx(0.25, abs=0.05)
+    assert consistency(f"<think>{ZH}{EN}</think>", "zh") == pytest.approx(17 * 0.6 / (17 * 0.6 + 13), abs=0.02)
+
+
+def test_same_script_languages_are_told_apart():
+    text = f"<think>{EN}\n{DE}\n{FR}</think>"
+    assert [consistency(text, lang) for lang in ("en", "de", "fr")] == pytest.approx([13 / 36, 11 / 36, 12 / 36], abs=0.03)
+    assert consistency(f"<think>{EN} Okay, right. {EN}</think>", "en") == 1.0
+    assert consistency(f"<think>{DE} Okay. {DE}</think>", "de") == 1.0  # a lone loanword is not a switch
+
+
+def test_han_is_japanese_in_sentences_with_kana_else_chinese():
+    assert consistency(f"<think>{JA}</think>", "ja") == 1.0
+    assert consistency(f"<think>{JA}</think>", "zh") == 0.0
+    assert consistency(f"<think>{ZH}</think>", "ja") == 0.0
+    assert consistency(f"<think>{ZH}{JA}</think>", "zh") == pytest.approx(0.4, abs=0.1)
+
+
+def test_cyrillic_languages_are_told_apart():
+    ru = "Сначала сложим два числа, а потом разделим сумму на два."
+    uk = "Спочатку додамо два числа, а потім поділимо суму на два."
+    assert consistency(f"<think>{ru}</think>", "ru") == 1.0
+    assert consistency(f"<think>{ru}</think>", "uk") == 0.0
+    assert consistency(f"<think>{ru} {EN}</think>", "ru") == pytest.approx(0.5, abs=0.1)
+
+
+def test_full_width_letters_are_normalised():
+    assert consistency("<think>Ｔｈｅ　ａｎｓｗｅｒ　ｉｓ　ｆｉｖｅ　ｂｅｃａｕｓｅ　ｔｗｏ　ｐｌｕｓ　ｔｈｒｅｅ．</think>", "en") == 1.0
+    assert consistency(f"<think>{ZH}ｔｈｅ　ｓｕｍ　ｉｓ　ｆｉｖｅ</think>", "zh") < 0.8
+
+
+def test_language_aliases():
+    assert [normalize_language(x) for x in ("en", "EN", "english", "en-US", "zh-CN", "zh-Hans", "zh_TW", "cmn",
+                                             "中文", "pt-BR", "Deutsch", "fa", "farsi")] == [
+        "en", "en", "en", "en", "zh", "zh", "zh", "zh", "zh", "pt", "de", "fa", "fa"]
+    assert normalize_language("klingon") is None and normalize_language(7) is None
+    assert consistency(f"<think>{ZH}</think>", "zh-Hans") == 1.0
+    with pytest.raises(ValueError, match="unsupported"):
+        consistency(f"<think>{EN}</think>", "tlh")
+
+
+def test_prompt_language_detection():
+    assert [detect_language(p) for p in (
+        "What is 2 + 3?", "Combien font $2 + 3$ ?", "Wie viel ist 2 + 3?", "2+3 等于多少？", "2+3は何ですか？",
+        "2 + 3은 무엇입니까?", "Сколько будет 2 + 3?", "ما هو ناتج 2 + 3؟", "2 + 3 कितना होता है?", "$2+3$", "",
+    )] == ["en", "fr", "de", "zh", "ja", "ko", "ru", "ar", "hi", None, None]
+
+
+def test_target_comes_from_the_column_then_the_option_then_the_prompt():
+    completion = f"<think>{FR}</think><answer>7</answer>"
+    kwargs = dict(prompts=["What is 3 + 4?"], completions=[completion])
+    assert LanguageConsistencyReward()(**kwargs) == [0.0]  # detected from the English prompt
+    assert LanguageConsistencyReward(target_lang="fr")(**kwargs) == [1.0]
+    assert LanguageConsistencyReward(target_lang="en")(**kwargs, language=["fr"]) == [1.0]
+    assert LanguageConsistencyReward(target_lang="fr")(**kwargs, lang=["en"]) == [0.0]
+    assert LanguageConsistencyReward(lang_column="locale")(**kwargs, locale=["fr-FR"]) == [1.0]
+    assert LanguageConsistencyReward(target_lang="fr")(**kwargs, language=[None]) == [1.0]  # empty column: option
+
+
+def test_unknown_or_undetectable_language_skips_with_a_reason(caplog):
+    reward = LanguageConsistencyReward()
+    logged = {}
+    with caplog.at_level(logging.INFO, logger="trl_r1.rewards"):
+        scores = reward(prompts=["2 + 3 = ?", "Q"], completions=[f"<think>{EN}</think>"] * 2,
+                        language=[None, "klingon"], log_extra=logged.__setitem__)
+    assert scores == [None, None]
+    reasons = logged["language_consistency_reward_reason"]
+    assert reasons[0].startswith("no target language") and reasons[1] == "unsupported language 'klingon'"
+    with pytest.raises(ValueError, match="unsupported target_lang"):
+        LanguageConsistencyReward(target_lang="klingon")
+
+
+def test_bad_input_never_raises():
+    reward = LanguageConsistencyReward(target_lang="en")
+    huge = "<think>" + (EN + " 12345 $x^2$ ") * 6_000 + "</think>"  # longer than MAX_CHARS
+    scores = reward(
+        prompts=[None, 5, [{"role": "user", "content": None}], "hi", "hi", "hi"],
+        completions=[None, 42, [{"role": "assistant", "content": None}], f"<think>{EN}", huge, "\x00\ud800<think>"],
+    )
+    assert scores[:3] == [None, None, 0.0] and scores[3] == 1.0 and scores[4] == 1.0 and scores[5] == 0.0
+    assert consistency(None, "en") == 0.0
+
+
+def test_conversational_completions_and_separate_reasoning_field():
+    completion = [{"role": "assistant", "reasoning_content": FR, "content": f"<answer>{EN}</answer>"}]
+    prompt = [{"role": "system", "content": "You are helpful."}, {"role": "user", "content": "Combien font 3 + 4 ?"}]
+    assert language_consistency_reward(prompts=[prompt], completions=[completion]) == [1.0]
+
+
+def test_reward_is_registered_picklable_and_named():
+    reward = pickle.loads(pickle.dumps(LanguageConsistencyReward(target_lang="zh-CN", lang_column="lang")))
+    assert (reward.target_lang, reward.lang_column) == ("zh-CN", "lang")
+    assert reward(completions=[f"<think>{ZH}</think>"]) == [1.0]
+    assert get_reward_func("language") is language_consistency_reward
+    assert get_reward_func("language_consistency", target_lang="de").target_lang == "de"
+    assert language_consistency_reward.__name__ == "language_consistency_reward"
