@@ -161,6 +161,7 @@ def bwrap_command(limits: SandboxLimits, seccomp_fd: int, inner: list[str]) -> l
         shutil.which("bwrap") or "bwrap",
         "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session", "--as-pid-1",
         "--clearenv", "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "LANG", "C.UTF-8",
+        "--setenv", "MALLOC_ARENA_MAX", "2",  # glibc's per-thread arenas would use up RLIMIT_AS with few threads
         "--hostname", "sandbox",
         "--ro-bind", "/usr", "/usr",
         "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64", "--symlink", "usr/bin", "/bin",

@@ -233,6 +233,10 @@ class Watch:
         self.timed_out = self.output_exceeded = self.ended_by_host = False
         self.started = time.monotonic()
         self.wall_s = 0.0
+        try:
+            self.exit_r = os.pidfd_open(pid)  # readable when the child exits: no polling
+        except (AttributeError, OSError):  # kernels before 5.3: poll waitpid instead
+            self.exit_r = None
 
     def wait(self):
         relaying = self.rpc_r is not None  # an assert test: the host's requests arrive on CONTROL_IN meanwhile
@@ -255,17 +259,17 @@ class Watch:
             readers = [fd for fd in (self.stdout_r, self.stderr_r, self.rpc_r) if fd is not None]
             if relaying:
                 readers.append(CONTROL_IN)
+            if self.status is None and self.exit_r is not None:
+                readers.append(self.exit_r)
             writers = [self.stdin_w] if self.stdin_w is not None else []
-            if not readers and not writers:
-                time.sleep(min(remaining, 0.001))
-                continue
-            ready_r, ready_w, _ = select.select(readers, writers, [], min(remaining, 0.05))
+            poll_s = remaining if self.exit_r is not None or self.status is not None else min(remaining, 0.01)
+            ready_r, ready_w, _ = select.select(readers, writers, [], poll_s)
             if ready_w:
                 self._feed()
             for fd in ready_r:
                 if fd == CONTROL_IN:
                     self._relay_request()
-                else:
+                elif fd != self.exit_r:  # an exit is picked up by _poll_exit at the top of the loop
                     self._drain(fd)
         self.wall_s = time.monotonic() - self.started
         if self.status is None:
@@ -274,7 +278,7 @@ class Watch:
                 _, self.status = os.waitpid(self.pid, 0)
             except (ProcessLookupError, ChildProcessError):
                 self.status = SIGKILL
-        for name in ("stdin_w", "stdout_r", "stderr_r", "rpc_w", "rpc_r"):
+        for name in ("stdin_w", "stdout_r", "stderr_r", "rpc_w", "rpc_r", "exit_r"):
             self._close(name)
 
     def _close(self, name):
