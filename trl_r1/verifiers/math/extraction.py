@@ -18,9 +18,7 @@ MAX_GOLD_CHARS = 1000  # a longer gold without a box or "####" marker is a solut
 
 _BOX = re.compile(r"\\(?:boxed|fbox)\s*\{")
 _BOX_SEPARATOR = re.compile(r"^(?:\s|\$|,|;|\\quad|\\qquad|\\text\{\s*(?:and|or)\s*\}|\band\b|\bor\b|\\,|\\;)*$")
-_STATEMENT = re.compile(
-    r"(?i)(?:final\s+answer|the\s+answer|answer)\s*(?:is|:|=)\s*:?|(?:^|\n)\s*answer\s*:|####"
-)
+_STATEMENT = re.compile(r"(?i)\banswer\s*(?:is|:|=)\s*:?|####")  # "the (final) answer is", "Answer:", GSM8K's ####
 _SENTENCE_END = re.compile(r"\.(?=\s|$)|\n")
 _MATH_SPAN = re.compile(r"\$\$(.+?)\$\$|(?<!\\)\$(.+?)(?<!\\)\$|\\\((.+?)\\\)|\\\[(.+?)\\\]", re.S)
 _HEDGE = re.compile(

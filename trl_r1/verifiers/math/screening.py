@@ -42,7 +42,7 @@ _CHOICE_PRED = re.compile(r"^\(?([A-E])(?:\)|\.|:|$)(.*)$", re.S)
 _TEXT_GOLD = re.compile(r"^[A-Za-z][A-Za-z\s'\-]*$")
 _NUMBER = re.compile(
     r"^(?P<sign>[-+]?)(?P<int>\d{1,3}(?:,\d{3})+|\d*)(?:\.(?P<frac>\d+))?"
-    r"(?:(?:e|E|\\times10\^|\\cdot10\^|\*10\^|×10\^)\{?(?P<exp>[-+]?\d{1,3})\}?)?(?P<pct>%?)$"
+    r"(?:(?:e|E|\\times10\^|\\cdot10\^|\*10\^)\{?(?P<exp>[-+]?\d{1,3})\}?)?(?P<pct>%?)$"
 )
 _FRACTION = re.compile(r"^(?P<sign>-?)(?:\\frac\{(?P<n1>-?\d+)\}\{(?P<d1>-?\d+)\}|(?P<n2>\d+)/(?P<d2>\d+))$")
 
@@ -228,10 +228,14 @@ def _log10_bound(text: str) -> float:
     return worst
 
 
+def _unwrap_text(text: str) -> str:
+    """``\\text{(B)}`` -> ``(B)``."""
+    return re.sub(r"\\text\{([^{}]*)\}", r"\1", text).strip()
+
+
 def text_key(text: str) -> str:
     """Letters and digits only, lower-cased: how short text answers are compared."""
-    text = re.sub(r"\\text\{([^{}]*)\}", r"\1", text)
-    return re.sub(r"[^a-z0-9]", "", text.lower())
+    return re.sub(r"[^a-z0-9]", "", _unwrap_text(text).lower())
 
 
 def is_text_answer(gold: str) -> bool:
@@ -239,8 +243,8 @@ def is_text_answer(gold: str) -> bool:
     inner = re.fullmatch(r"\\text\{([^{}]*)\}", gold)
     if inner:
         return not re.fullmatch(r"[\d\s.,\-+/%()]*", inner.group(1))
-    return bool(_TEXT_GOLD.match(gold)) and re.search(r"[A-Za-z]{3,}", gold) is not None and not re.search(
-        r"^(?:sin|cos|tan|log|ln|exp|sqrt|pi|infty|inf)$", gold
+    return bool(_TEXT_GOLD.match(gold)) and re.search(r"[A-Za-z]{3,}", gold) is not None and not re.fullmatch(
+        r"sin|cos|tan|log|ln|exp|sqrt|pi|infty|inf", gold
     )
 
 
@@ -258,9 +262,9 @@ def quick_verdict(gold: str, pred: str) -> tuple[bool | None, str | None]:
         return True, None
     if _AS_WRITTEN.match(gold) or _AS_WRITTEN.match(pred):
         return gold.replace("{", "").replace("}", "") == pred.replace("{", "").replace("}", ""), None
-    choice = _CHOICE.match(text_key_choice(gold))
+    choice = _CHOICE.match(_unwrap_text(gold))
     if choice:
-        answer = _CHOICE_PRED.match(text_key_choice(pred))
+        answer = _CHOICE_PRED.match(_unwrap_text(pred))
         single = answer is not None and not re.search(r"\b[A-E]\b", answer.group(2))
         return bool(single and answer.group(1) == choice.group(1)), None
     gold_number, pred_number = parse_number(gold), parse_number(pred)
@@ -273,8 +277,3 @@ def quick_verdict(gold: str, pred: str) -> tuple[bool | None, str | None]:
         if reason:
             return False, f"{side} compared as text: {reason}"
     return None, None
-
-
-def text_key_choice(text: str) -> str:
-    """A choice label with ``\\text{}`` and spacing removed: ``\\text{(B)}`` -> ``(B)``."""
-    return re.sub(r"\\text\{([^{}]*)\}", r"\1", text).strip()
