@@ -55,7 +55,7 @@ def distill(config: DistillationConfig, dataset: Any = None) -> RejectionSamplin
 def main(argv: list[str] | None = None) -> int:
     """`trl-r1 distill --config x.yaml [--flag value]`."""
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    config = parse_config(DistillationConfig, sys.argv[1:] if argv is None else argv)
+    config = parse_config(DistillationConfig, sys.argv[1:] if argv is None else argv, "trl-r1 distill")
     result = distill(config)
     print(json.dumps(result.stats, indent=2))
     return 0

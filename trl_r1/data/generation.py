@@ -53,7 +53,7 @@ class Completion:
     content: str  # the generated text (after a prefilled <think>, if the template wrote one)
     reasoning: str | None = None  # a separate reasoning field (OpenAI-compatible servers with a reasoning parser)
     finish_reason: str | None = None  # "stop" or "length" (truncated)
-    num_tokens: int | None = None  # generated tokens, when the backend reports them per sample
+    num_tokens: int | None = None  # generated tokens (a served model's usage is spread over a request's choices)
     think_prefilled: bool | None = None  # the rendered prompt ended with <think>; None when unknown (remote template)
 
 
@@ -258,9 +258,13 @@ class OpenAIGenerator:
             if not choices:
                 logger.warning("the endpoint returned no choices: %s", str(body)[:200])
                 return completions
-            completions += [_choice_to_completion(c, chat) for c in choices]
+            tokens = int((body.get("usage") or {}).get("completion_tokens") or 0)
+            for i, choice in enumerate(choices):  # usage is per request: spread it so a prompt's total is exact
+                completion = _choice_to_completion(choice, chat)
+                completion.num_tokens = tokens // len(choices) + (i < tokens % len(choices)) if tokens else None
+                completions.append(completion)
             with self._lock:
-                self.completion_tokens += int((body.get("usage") or {}).get("completion_tokens") or 0)
+                self.completion_tokens += tokens
         return completions[: params.num_samples]
 
     def _post(self, path: str, payload: dict[str, Any]) -> dict[str, Any]:

@@ -409,18 +409,18 @@ def _write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
     tmp.replace(path)
 
 
-def parse_config(config_class: type, argv: list[str] | None) -> Any:
+def parse_config(config_class: type, argv: list[str] | None, prog: str) -> Any:
     """`--config file.yaml` plus `--field value` overrides, TRL-style (TrlParser over the dataclass)."""
     from trl import TrlParser
 
-    (config,) = TrlParser((config_class,)).parse_args_and_config(args=argv)
+    (config,) = TrlParser((config_class,), prog=prog).parse_args_and_config(args=argv)
     return config
 
 
 def main(argv: list[str] | None = None) -> int:
     """`trl-r1 rejection-sample --config x.yaml [--flag value]`."""
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    config = parse_config(RejectionSamplingConfig, sys.argv[1:] if argv is None else argv)
+    config = parse_config(RejectionSamplingConfig, sys.argv[1:] if argv is None else argv, "trl-r1 rejection-sample")
     result = rejection_sample(config)
     print(json.dumps(result.stats, indent=2))
     return 0
