@@ -110,6 +110,8 @@ def test_language_aliases():
     assert consistency(f"<think>{ZH}</think>", "zh-Hans") == 1.0
     with pytest.raises(ValueError, match="unsupported"):
         consistency(f"<think>{EN}</think>", "tlh")
+    with pytest.raises(ValueError, match="normalize_language"):
+        measure(EN, "english")
 
 
 def test_prompt_language_detection():
@@ -117,6 +119,13 @@ def test_prompt_language_detection():
         "What is 2 + 3?", "Combien font $2 + 3$ ?", "Wie viel ist 2 + 3?", "2+3 等于多少？", "2+3は何ですか？",
         "2 + 3은 무엇입니까?", "Сколько будет 2 + 3?", "ما هو ناتج 2 + 3؟", "2 + 3 कितना होता है?", "$2+3$", "",
     )] == ["en", "fr", "de", "zh", "ja", "ko", "ru", "ar", "hi", None, None]
+
+
+def test_short_prompts_are_not_taken_for_rare_languages():
+    short = ["Solve for x.", "Compute the integral.", "Evaluate 3+5", "Factor $x^2-1$.", "Implement binary search",
+             "Let n be a positive integer. Find n."]
+    assert {detect_language(p) for p in short} == {"en"}
+    assert [detect_language(p) for p in ("Calcula la derivada.", "Oblicz całkę.", "Bereken de som.")] == ["es", "pl", "nl"]
 
 
 def test_target_comes_from_the_column_then_the_option_then_the_prompt():

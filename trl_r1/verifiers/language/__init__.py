@@ -26,7 +26,7 @@ import numpy as np
 
 from ..format import extract_reasoning
 from .identify import chunk_classifier, identifier
-from .languages import UNITS_PER_CHAR, canonical_code, equivalents, language_scripts
+from .languages import PROMPT_LANGUAGES, UNITS_PER_CHAR, canonical_code, equivalents, language_scripts
 from .text import WORD_OR_BREAK, is_neutral, prose_text, script_runs, words
 
 ODDS = 2.0  # a chunk is another language when that language is this many times likelier than the target
@@ -87,10 +87,13 @@ def consistency(completion: str, target_lang: str | None = None, prompt: str | N
 
 
 def measure(reasoning: str, target: str) -> Consistency:
-    """Count target-language words in `reasoning` (already extracted) for a canonical `target` code."""
+    """Count target-language words in `reasoning` (already extracted) for a canonical `target` code
+    (see `normalize_language`; ValueError otherwise)."""
+    target_scripts = supported_languages().get(target)
+    if target_scripts is None:
+        raise ValueError(f"unsupported target language {target!r}; normalize it with normalize_language()")
     if not isinstance(reasoning, str) or not any(ch.isalnum() for ch in reasoning):
         return Consistency(0.0, 0.0, 0.0, "empty reasoning")
-    target_scripts = supported_languages()[target]
     detect_scripts = {s for s in target_scripts if _rivals(s, target)}
     plan = _DetectionPlan()
     target_words = total_words = 0.0
@@ -182,10 +185,12 @@ def detect_language(text: str) -> str | None:
     """The language of a prompt (math, code and URLs ignored), or None when it has no words.
 
     The dominant script decides when it belongs to one language (kana -> ja, Han -> zh, Hangul -> ko);
-    otherwise py3langid picks among that script's languages.
+    otherwise py3langid picks among that script's common languages (`PROMPT_LANGUAGES`), and English, the
+    usual prompt language, wins unless another language is `ODDS` times likelier (short prompts such as
+    "Compute the integral." are ambiguous).
 
-    >>> [detect_language(t) for t in ("Combien font 2+3 ?", "2+3 等于多少？", "2+3は？", "Сколько будет 2+3?", "2+3")]
-    ['fr', 'zh', 'ja', 'ru', None]
+    >>> [detect_language(t) for t in ("Combien font 2+3 ?", "Solve for x.", "2+3 等于多少？", "2+3は？", "Сколько будет 2+3?", "2+3")]
+    ['fr', 'en', 'zh', 'ja', 'ru', None]
     """
     if not isinstance(text, str):
         return None
@@ -202,11 +207,16 @@ def detect_language(text: str) -> str | None:
         kana = sum(_word_weight("kana", token) for token in tokens.get("kana", ()))
         return "ja" if kana >= JAPANESE_KANA_SHARE * weights["cjk"] else "zh"
     candidates = frozenset(code for code, scripts in supported_languages().items() if script in scripts)
+    if len(candidates) > 1 and candidates & PROMPT_LANGUAGES:
+        candidates &= PROMPT_LANGUAGES
     if len(candidates) <= 1:
         return next(iter(candidates), None)
     classifier = chunk_classifier(candidates)
-    label = classifier.labels[int(classifier.probabilities([tokens[script]])[0].argmax())]
-    return min(equivalents(label), key=len) if len(label) > 2 else label  # "arz" (Egyptian) -> "ar"
+    probabilities = classifier.probabilities([tokens[script]])[0]
+    best = int(probabilities.argmax())
+    if "en" in candidates and probabilities[best] <= ODDS * probabilities[classifier.labels.index("en")]:
+        return "en"
+    return classifier.labels[best]
 
 
 def _word_weight(script: str, token: str) -> float:

@@ -29,6 +29,12 @@ _NON_LATIN = {
 # py3langid labels that are not targets: no linguistic content, and Chinese varieties we cannot tell from "zh".
 _NOT_TARGETS = {"zxx", "yue", "wuu"}
 
+# Languages a prompt is detected among (short prompts otherwise come out as Aragonese or Nigerian Pidgin).
+PROMPT_LANGUAGES = frozenset(
+    "en fr de es it pt nl pl tr vi id ms ro cs sk sv da no nn fi hu hr bs sr sl et lv lt ca tl sw af eu gl sq az "
+    "uz is ga cy mt ru uk bg mk be kk ar fa ur hi mr ne bn el he".split()
+)
+
 # Standard varieties the detector cannot separate on short spans; a span in one counts for the others.
 SAME_LANGUAGE = [{"ar", "ary", "arz"}, {"no", "nn"}, {"hr", "bs", "sr"}, {"id", "ms"}]
 
