@@ -267,6 +267,16 @@ def test_hard_limit_kills_c_level_work_from_a_non_main_thread():
         pool.close()
 
 
+def test_a_crashing_worker_costs_its_task_only():
+    pool = WorkerPool("os:_exit", workers=1)
+    try:
+        assert pool.run([(3,), (4,)], timeout_s=60) == [
+            ("error", "worker died (exit code 3)"), ("error", "worker died (exit code 4)")
+        ]
+    finally:
+        pool.close()
+
+
 def test_verify_from_a_non_main_thread():
     """math-verify raises in threads; TRL runs async rewards in one."""
     results = []

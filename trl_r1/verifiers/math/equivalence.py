@@ -77,7 +77,7 @@ def parse(text: str):
     try:
         value = latex2sympy(text, normalization_config=PARSE_CONFIG)
     except Exception as exc:  # the ANTLR parser raises many types; all mean "not readable"
-        raise Unparseable(f"{type(exc).__name__}: {exc}"[:120]) from None
+        raise Unparseable(f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"[:120]) from None
     if not isinstance(value, (sympy.Basic, sympy.MatrixBase)):
         raise Unparseable(f"parsed to a {type(value).__name__}")
     if isinstance(value, sympy.MatrixBase):

@@ -89,8 +89,8 @@ class WorkerPool:
     """Run ``module:function(*args)`` for many tasks on `workers` processes, each task under a hard `timeout_s`.
 
     `run` returns, per task, ("ok", result), ("timeout", reason) or ("error", reason), in task order. It is
-    thread-safe (calls are serialised) and starts the workers on first use. The pool object is picklable by
-    nobody: share it through a module-level accessor, as `trl_r1.verifiers.math` does.
+    thread-safe (calls are serialised) and starts the workers on first use. A pool owns processes and is not
+    picklable: reach it through a module-level accessor, as `trl_r1.verifiers.math` does.
 
     >>> pool = WorkerPool("operator:add", workers=1)
     >>> pool.run([(1, 2), ("a", 1)], timeout_s=60)
@@ -154,8 +154,8 @@ class WorkerPool:
                 if worker not in running:
                     raise RuntimeError(f"a math verifier worker failed to start: {self.target}") from None
                 index, _ = running.pop(worker)
-                results[index] = ("error", f"worker died (exit code {worker.process.poll()})")
-                self._replace(worker)
+                self._replace(worker)  # reaps it, so its exit code is known
+                results[index] = ("error", f"worker died (exit code {worker.process.returncode})")
                 continue
             if message == _READY:
                 worker.ready = True
