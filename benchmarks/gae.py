@@ -31,15 +31,15 @@ def textbook_gae(rewards, values, mask, gamma, lam):
     return advantages * mask, (advantages + values) * mask
 
 
-def timed(fn, repeats, device):
-    """Median wall time of ``fn()`` over ``repeats`` runs after one warm-up, and its last result."""
-    result = fn()
+def timed(fn, args, repeats, device):
+    """Median wall time of ``fn(*args)`` over ``repeats`` runs after one warm-up, and its last result."""
+    result = fn(*args)
     times = []
     for _ in range(repeats):
         if device.type == "cuda":
             torch.cuda.synchronize()
         start = time.perf_counter()
-        result = fn()
+        result = fn(*args)
         if device.type == "cuda":
             torch.cuda.synchronize()
         times.append(time.perf_counter() - start)
@@ -64,8 +64,8 @@ def main():
     for device in devices:
         r, v, m = rewards.to(device), values.to(device), mask.to(device)
         for lam in (1.0, 0.95):
-            loop_s, (loop_adv, loop_ret) = timed(lambda: textbook_gae(r, v, m, 1.0, lam), args.repeats, device)
-            ours_s, (adv, ret) = timed(lambda: gae(r, v, m, gamma=1.0, lam=lam), args.repeats, device)
+            loop_s, (loop_adv, loop_ret) = timed(textbook_gae, (r, v, m, 1.0, lam), args.repeats, device)
+            ours_s, (adv, ret) = timed(gae, (r, v, m, 1.0, lam), args.repeats, device)
             error = max(
                 ((adv - loop_adv).abs().max() / loop_adv.abs().max()).item(),
                 ((ret - loop_ret).abs().max() / loop_ret.abs().max()).item(),

@@ -49,7 +49,9 @@ def random_mask(batch, length, generator, holes):
     return mask
 
 
-@pytest.mark.parametrize("gamma, lam", [(1.0, 1.0), (1.0, 0.95), (0.99, 0.9), (0.5, 0.01), (1.0, 0.0), (1.0, 1e-6), (0.0, 1.0)])
+@pytest.mark.parametrize(
+    "gamma, lam", [(1.0, 1.0), (1.0, 0.95), (0.99, 0.9), (0.5, 0.01), (1.0, 0.0), (1.0, 1e-6), (0.0, 1.0)]
+)
 @pytest.mark.parametrize("holes", [False, True])
 @pytest.mark.parametrize("length", [1, 32, 33, 200])
 def test_gae_matches_the_textbook_loop(gamma, lam, holes, length):
@@ -84,9 +86,10 @@ def test_gae_per_sequence_lambda_equals_one_call_per_row():
     lam = torch.tensor([0.0, 0.5, 1.0])
     adv, ret = gae(rewards, values, mask, gamma=0.9, lam=lam)
     for row in range(3):
-        row_adv, row_ret = gae(rewards[row : row + 1], values[row : row + 1], mask[row : row + 1], gamma=0.9, lam=float(lam[row]))
-        torch.testing.assert_close(adv[row : row + 1], row_adv)
-        torch.testing.assert_close(ret[row : row + 1], row_ret)
+        rows = slice(row, row + 1)
+        row_adv, row_ret = gae(rewards[rows], values[rows], mask[rows], gamma=0.9, lam=float(lam[row]))
+        torch.testing.assert_close(adv[rows], row_adv)
+        torch.testing.assert_close(ret[rows], row_ret)
 
 
 def test_gae_hand_computed_with_a_hole_and_padding():
@@ -208,7 +211,8 @@ def test_reinforce_pp_baseline_centres_in_group_then_whitens_over_tokens():
 
 
 def test_registry():
-    assert set(ADVANTAGE_ESTIMATORS) == {"gae", "decoupled_gae", "grpo", "dr_grpo", "rloo", "reinforce_pp", "reinforce_pp_baseline"}
+    expected = {"gae", "decoupled_gae", "grpo", "dr_grpo", "rloo", "reinforce_pp", "reinforce_pp_baseline"}
+    assert set(ADVANTAGE_ESTIMATORS) == expected
     assert get_advantage_estimator("gae") is gae
     with pytest.raises(ValueError, match="valid: .*rloo"):
         get_advantage_estimator("ppo")

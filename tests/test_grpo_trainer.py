@@ -33,16 +33,25 @@ def digit_share(tiny_model_dir):
 
 @pytest.fixture(scope="module")
 def dataset():
-    return Dataset.from_list([{"prompt": [{"role": "user", "content": f"What is {a} + {b}?"}]} for a in range(4) for b in range(4)])
+    questions = [f"What is {a} + {b}?" for a in range(4) for b in range(4)]
+    return Dataset.from_list([{"prompt": [{"role": "user", "content": question}]} for question in questions])
 
 
 @pytest.fixture
 def make_trainer(tiny_model_dir, digit_share, dataset, tmp_path):
     def make(trainer_cls=R1GRPOTrainer, config_cls=R1GRPOConfig, reward=digit_share, **overrides):
         options = dict(
-            output_dir=str(tmp_path), use_cpu=True, bf16=False, report_to="none", save_strategy="no",
-            per_device_train_batch_size=8, num_generations=GROUP, max_completion_length=8, logging_steps=1,
-            seed=0, disable_tqdm=True,
+            output_dir=str(tmp_path),
+            use_cpu=True,
+            bf16=False,
+            report_to="none",
+            save_strategy="no",
+            per_device_train_batch_size=8,
+            num_generations=GROUP,
+            max_completion_length=8,
+            logging_steps=1,
+            seed=0,
+            disable_tqdm=True,
         )
         options.update(overrides)
         return trainer_cls(model=tiny_model_dir, reward_funcs=reward, args=config_cls(**options), train_dataset=dataset)
@@ -64,6 +73,13 @@ def _one_batch(trainer, dataset):
     loss.backward()
     grads = {name: param.grad.clone() for name, param in trainer.model.named_parameters()}
     return batch, loss.detach(), grads
+
+
+def _scores(reward, batch):
+    """The toy reward of each generated completion (its valid tokens), as TRL computes it."""
+    rows = zip(batch["completion_ids"], batch["completion_mask"], strict=True)
+    completions = [ids[m.bool()].tolist() for ids, m in rows]
+    return torch.tensor(reward(completion_ids=completions))
 
 
 def _assert_same_grads(grads, other, atol=1e-6):
@@ -101,8 +117,7 @@ class SometimesUnscored(DigitShare):
 def test_grpo_estimator_matches_trl_bit_for_bit(make_trainer, dataset, digit_share):
     trainer = make_trainer(GRPOTrainer, GRPOConfig, reward=SometimesUnscored(digit_share.digit_ids))
     batch, _, _ = _one_batch(trainer, dataset)
-    completions = [ids[m.bool()].tolist() for ids, m in zip(batch["completion_ids"], batch["completion_mask"])]
-    scores = torch.tensor(digit_share(completion_ids=completions))
+    scores = _scores(digit_share, batch)
     scores[::3] = float("nan")
     assert torch.equal(grpo_advantages(scores, GROUP), batch["advantages"])
 
@@ -117,8 +132,10 @@ def test_kl_metric_matches_trl(make_trainer, dataset):
 
 
 def test_straight_through_kl_keeps_the_value_and_takes_the_k2_gradient(make_trainer, dataset):
-    run = {est: _one_batch(make_trainer(beta=0.5, kl_estimator=est, use_bias_correction_kl=False), dataset)
-           for est in ("k3", "k3+", "k2")}
+    run = {
+        est: _one_batch(make_trainer(beta=0.5, kl_estimator=est, use_bias_correction_kl=False), dataset)
+        for est in ("k3", "k3+", "k2")
+    }
     torch.testing.assert_close(run["k3+"][1], run["k3"][1])
     _assert_same_grads(run["k3+"][2], run["k2"][2])
     assert any(not torch.allclose(run["k3"][2][n], run["k2"][2][n], atol=1e-6) for n in run["k3"][2])
@@ -139,11 +156,11 @@ def test_kl_in_reward_penalises_the_sequence_score_and_leaves_the_loss(make_trai
     trainer = make_trainer(beta=beta, advantage_estimator="rloo", kl_in_reward=True, kl_estimator="k1")
     batch, loss, _ = _one_batch(trainer, dataset)
     mask = batch["completion_mask"].float()
-    sequence_kl = ((_completion_logps(trainer.model, batch) - _completion_logps(trainer.ref_model, batch)) * mask).sum(1)
+    log_ratio = _completion_logps(trainer.model, batch) - _completion_logps(trainer.ref_model, batch)
+    sequence_kl = (log_ratio * mask).sum(1)  # k1
     assert sequence_kl.abs().max() > 0.01
-    completions = [ids[m.bool()].tolist() for ids, m in zip(batch["completion_ids"], mask)]
-    scores = torch.tensor(digit_share(completion_ids=completions))
-    torch.testing.assert_close(batch["advantages"], rloo_advantages(scores - beta * sequence_kl, GROUP), rtol=1e-4, atol=1e-5)
+    expected = rloo_advantages(_scores(digit_share, batch) - beta * sequence_kl, GROUP)
+    torch.testing.assert_close(batch["advantages"], expected, rtol=1e-4, atol=1e-5)
     # on-policy DAPO loss without a KL term: -sum(A * valid tokens) / valid tokens
     expected_loss = -(batch["advantages"][:, None] * mask).sum() / mask.sum()
     torch.testing.assert_close(loss, expected_loss, rtol=1e-5, atol=1e-6)

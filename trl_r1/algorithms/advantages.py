@@ -11,7 +11,7 @@ every estimator returns 0 there. Formulas and papers: ``docs/algorithms.md``.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 from torch import Tensor

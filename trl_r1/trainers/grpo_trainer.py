@@ -110,12 +110,13 @@ class R1GRPOTrainer(GRPOTrainer):
         """Per-token KL ``(B, T)`` of the sampling policy to the reference, for KL-in-reward; updates the controller."""
         logps = output.get("old_per_token_logps")
         if logps is None:  # TRL skips this forward when the batch is used on-policy
+            args = self.args
             logps, _, _ = self._get_per_token_logps_and_entropies(
                 self.model,
                 torch.cat([output["prompt_ids"], output["completion_ids"]], dim=1),
                 torch.cat([output["prompt_mask"], output["completion_mask"]], dim=1),
                 output["completion_ids"].size(1),
-                batch_size=self.args.per_device_train_batch_size if mode == "train" else self.args.per_device_eval_batch_size,
+                batch_size=args.per_device_train_batch_size if mode == "train" else args.per_device_eval_batch_size,
             )
         token_kl = kl_penalty(logps, output["ref_per_token_logps"], self.args.kl_estimator) * mask
         stats = self.accelerator.reduce(_kl_stats(token_kl, mask), reduction="sum").cpu()
@@ -146,7 +147,9 @@ class R1GRPOTrainer(GRPOTrainer):
             return loss
 
         logps = captured[0]
-        mask = inputs["completion_mask"] if "tool_mask" not in inputs else inputs["completion_mask"] * inputs["tool_mask"]
+        mask = inputs["completion_mask"]
+        if "tool_mask" in inputs:
+            mask = mask * inputs["tool_mask"]
         per_token_kl = kl_penalty(logps, inputs["ref_per_token_logps"], self.args.kl_estimator)
         if self.args.use_bias_correction_kl:  # TRL's default: the KL weighted by the (differentiable) IS ratio
             per_token_kl = per_token_kl * self._importance_ratio(logps, inputs, mask)
