@@ -106,10 +106,13 @@ class UidSlot:
         if os.geteuid() != 0:
             return
         UID_LOCK_DIR.mkdir(mode=0o700, exist_ok=True)
+        info = UID_LOCK_DIR.lstat()
+        if info.st_uid != 0 or info.st_mode & 0o077 or not UID_LOCK_DIR.is_dir() or UID_LOCK_DIR.is_symlink():
+            raise SandboxUnavailable(f"{UID_LOCK_DIR} must be a directory owned by root with mode 0700")
         start = os.getpid() % UID_COUNT  # processes start at different places, so they rarely collide
         for i in range(UID_COUNT):
             uid = UID_FIRST + (start + i) % UID_COUNT
-            fd = os.open(UID_LOCK_DIR / str(uid), os.O_CREAT | os.O_RDWR, 0o600)
+            fd = os.open(UID_LOCK_DIR / str(uid), os.O_CREAT | os.O_RDWR | os.O_NOFOLLOW, 0o600)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
