@@ -1,0 +1,150 @@
+"""The pipeline for real on the tiny model: all four stages, skipping, resuming, QLoRA adapter hand-off, report."""
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from safetensors.torch import load_file
+
+from trl_r1.pipeline import grpo_main, run_recipe
+from trl_r1.pipeline.stages import read_record, write_record
+
+ROOT = Path(__file__).resolve().parents[1]
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+ARITHMETIC = "trl_r1.testing.arithmetic:arithmetic_dataset"
+COLD_START = "trl_r1.testing.arithmetic:cold_start_dataset"
+
+
+def shortened_tiny_recipe(run_dir: Path) -> dict:
+    """recipes/tiny/pipeline.yaml with the default (smaller) tiny model and fewer steps, to fit CI."""
+    data = yaml.safe_load((ROOT / "recipes/tiny/pipeline.yaml").read_text())
+    data["run_dir"] = str(run_dir)
+    data["model"]["tiny"] = {}
+    data["cold_start"]["dataset_kwargs"] = {"num_rows": 256}
+    data["rl"].update(max_steps=4, save_steps=2)
+    data["final_sft"]["max_steps"] = 4
+    data["evaluation"].update(num_prompts=10, num_samples=2, stages=["cold_start", "rl", "final_sft"])
+    return data
+
+
+def test_tiny_pipeline_end_to_end_then_skips_and_redoes_from_stage(tmp_path):
+    lines: list[str] = []
+    report = run_recipe(shortened_tiny_recipe(tmp_path / "run"), echo=lines.append)
+    run = tmp_path / "run"
+    records = {name: read_record(run / name) for name in ("cold_start", "rl", "rejection_sampling", "final_sft")}
+    assert all(r.status == "done" for r in records.values())
+    # cold start teaches the format: held-out completions are well-formed
+    assert records["cold_start"].evaluation["format_reward"] >= 0.8
+    # rejection sampling kept verified samples, and the final SFT trained on exactly those
+    accepted = records["rejection_sampling"].outputs["num_accepted"]
+    assert accepted > 0
+    rows = (run / "rejection_sampling" / "sft.jsonl").read_text().splitlines()
+    assert len(rows) == accepted and "<answer>" in json.loads(rows[0])["messages"][-1]["content"]
+    assert records["final_sft"].metrics["global_step"] == 4
+    assert records["rl"].outputs["model_path"] == str(run / "rl")  # full fine-tuning hands the model itself on
+    # the report: a row per stage, curves as real PNGs, a summary in the terminal
+    assert [row["stage"] for row in report["stages"]] == ["cold_start", "rl", "rejection_sampling", "final_sft"]
+    assert set(report["curves"]) == {"rewards", "length", "loss", "evaluation"}
+    for name in report["curves"].values():
+        assert (run / name).read_bytes().startswith(PNG_MAGIC)
+    markdown = (run / "report.md").read_text()
+    assert "| rejection_sampling | done |" in markdown and "math_accuracy_reward" in markdown
+    assert any("trl-r1 run summary" in line for line in lines)
+
+    stamps = {name: (run / name / "stage.json").stat().st_mtime_ns for name in records}
+    lines.clear()
+    run_recipe(shortened_tiny_recipe(run), echo=lines.append)
+    assert all(f"[{name}] done earlier, skipped" in lines for name in records)
+    assert stamps == {name: (run / name / "stage.json").stat().st_mtime_ns for name in records}
+
+    lines.clear()
+    run_recipe(shortened_tiny_recipe(run), from_stage="final_sft", echo=lines.append)
+    assert "[rejection_sampling] done earlier, skipped" in lines and "[final_sft] running" in lines
+    assert (run / "final_sft.previous" / "stage.json").exists()
+
+
+def cold_start_only(run_dir: Path, **overrides) -> dict:
+    section = {"dataset_name": COLD_START, "dataset_kwargs": {"num_rows": 32}, "max_steps": 6, "save_steps": 3,
+               "per_device_train_batch_size": 4, "max_length": 64, **overrides}
+    return {"run_dir": str(run_dir), "model": {"tiny": {}, "load_in_4bit": False, "use_peft": False,
+                                                "dtype": "float32"},
+            "training": {"use_cpu": True, "report_to": "none", "disable_tqdm": True, "save_strategy": "steps"},
+            "cold_start": section}
+
+
+def test_interrupted_stage_resumes_from_its_last_checkpoint_and_edits_redo_it(tmp_path):
+    run_recipe(cold_start_only(tmp_path), echo=lambda _: None)
+    stage = tmp_path / "cold_start"
+    assert {p.name for p in stage.glob("checkpoint-*")} == {"checkpoint-3", "checkpoint-6"}
+    # make it look interrupted after the step-3 checkpoint: status running, later outputs gone
+    record = read_record(stage)
+    record.status = "running"
+    write_record(stage, record)
+    for path in (stage / "checkpoint-6").iterdir():
+        path.unlink()
+    (stage / "checkpoint-6").rmdir()
+    lines: list[str] = []
+    run_recipe(cold_start_only(tmp_path), echo=lines.append)
+    resumed = read_record(stage)
+    assert "[cold_start] resuming" in lines
+    assert resumed.status == "done" and resumed.metrics["resumed_from"].endswith("checkpoint-3")
+    assert resumed.metrics["global_step"] == 6
+
+    run_recipe(cold_start_only(tmp_path, learning_rate=1e-4), echo=lines.append)
+    assert read_record(stage).fingerprint != resumed.fingerprint
+    assert read_record(tmp_path / "cold_start.previous").fingerprint == resumed.fingerprint
+
+
+def qlora_recipe(run_dir: Path, handoff: str) -> dict:
+    """Cold start then GRPO on the tiny model with the QLoRA defaults (4-bit NF4 + LoRA + 8-bit paged AdamW).
+
+    GRPO's learning rate is 0, so its adapter must come out exactly as it went in: what it went in as shows
+    which model the stage started from.
+    """
+    training = {"use_cpu": True, "report_to": "none", "disable_tqdm": True, "save_strategy": "no", "max_steps": 2}
+    return {
+        "run_dir": str(run_dir), "model": {"tiny": {}, "dtype": "float32", "adapter_handoff": handoff},
+        "training": training,
+        "cold_start": {"dataset_name": COLD_START, "dataset_kwargs": {"num_rows": 8}, "max_length": 64,
+                       "per_device_train_batch_size": 4, "learning_rate": 1e-2},
+        "rl": {"dataset_name": ARITHMETIC, "per_device_train_batch_size": 4, "num_generations": 4,
+               "max_completion_length": 8, "learning_rate": 0.0},
+    }
+
+
+@pytest.mark.parametrize("handoff", ["merge", "continue"])
+def test_qlora_stages_hand_adapters_on(tmp_path, handoff):
+    run_recipe(qlora_recipe(tmp_path, handoff), echo=lambda _: None)
+    cold, rl = read_record(tmp_path / "cold_start"), read_record(tmp_path / "rl")
+    for record in (cold, rl):
+        assert record.metrics["loaded_in_4bit"] and 0 < record.metrics["trainable_params"] < 50_000
+    cold_adapter = load_file(tmp_path / "cold_start" / "adapter_model.safetensors")
+    rl_adapter = load_file(tmp_path / "rl" / "adapter_model.safetensors")
+    assert any(t.abs().sum() > 0 for k, t in cold_adapter.items() if "lora_B" in k)  # cold start trained it
+    if handoff == "merge":
+        # the adapter was merged into a fresh full-precision copy, and GRPO trained a new adapter on top of it
+        assert cold.outputs["model_path"] == str(tmp_path / "cold_start" / "merged")
+        assert rl.outputs["model_path"] == str(tmp_path / "rl" / "merged")
+        assert all(t.abs().sum() == 0 for k, t in rl_adapter.items() if "lora_B" in k)
+        merged_cold = load_file(tmp_path / "cold_start" / "merged" / "model.safetensors")
+        merged_rl = load_file(tmp_path / "rl" / "merged" / "model.safetensors")
+        assert all((merged_cold[k] == merged_rl[k]).all() for k in merged_cold)
+    else:
+        # GRPO continued the cold-start adapter on the same 4-bit base
+        assert rl.outputs == {"model_path": str(tmp_path / "base_model"), "adapter_path": str(tmp_path / "rl")}
+        assert rl_adapter.keys() == cold_adapter.keys()
+        assert all((rl_adapter[k] == cold_adapter[k]).all() for k in cold_adapter)
+
+
+def test_grpo_alone_from_a_flat_trl_style_yaml(tmp_path, tiny_model_dir):
+    flat = {"model_name_or_path": tiny_model_dir, "load_in_4bit": False, "use_peft": False, "dtype": "float32",
+            "output_dir": str(tmp_path / "grpo"), "dataset_name": ARITHMETIC, "rewards": ["format", "math"],
+            "max_steps": 2, "per_device_train_batch_size": 4, "num_generations": 4, "max_completion_length": 8,
+            "use_cpu": True, "report_to": "none", "save_strategy": "no", "disable_tqdm": True}
+    config = tmp_path / "grpo.yaml"
+    config.write_text(yaml.safe_dump(flat))
+    assert grpo_main(["--config", str(config), "--max_steps", "1"]) == 0
+    record = read_record(tmp_path / "grpo")
+    assert record.status == "done" and record.metrics["global_step"] == 1
+    assert (tmp_path / "grpo" / "model.safetensors").exists() and (tmp_path / "grpo" / "report.md").exists()

@@ -1,0 +1,166 @@
+"""Recipe validation: every problem is found before any work, and names its stage and key."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from trl_r1.pipeline import RecipeError, load_recipe, sft_main
+from trl_r1.pipeline.recipe import flat_to_recipe
+from trl_r1.pipeline.runner import Pipeline
+from trl_r1.pipeline.templates import adapt_rewards, inspect_chat_template
+
+ROOT = Path(__file__).resolve().parents[1]
+ARITHMETIC = "trl_r1.testing.arithmetic:arithmetic_dataset"
+COLD_START = "trl_r1.testing.arithmetic:cold_start_dataset"
+
+
+def recipe(tmp_path, **sections):
+    base = {"run_dir": str(tmp_path / "run"), "model": {"model_name_or_path": "some/model"},
+            "training": {"use_cpu": True, "report_to": "none"}}
+    base.update(sections)
+    return base
+
+
+def problems_of(data) -> list[str]:
+    with pytest.raises(RecipeError) as info:
+        load_recipe(data)
+    return info.value.problems
+
+
+def test_unknown_keys_name_stage_and_suggest(tmp_path):
+    problems = problems_of(recipe(tmp_path, evalution={}, rl={"dataset_name": ARITHMETIC, "learning_rat": 1e-6},
+                                  cold_start={"dataset_name": COLD_START, "num_train_epoch": 1}))
+    assert "unknown section 'evalution'; did you mean 'evaluation'?" in problems
+    # all problems of a recipe are reported together, not one per attempt
+    assert len(problems) == 1
+    problems = problems_of(recipe(tmp_path, rl={"dataset_name": ARITHMETIC, "learning_rat": 1e-6},
+                                  cold_start={"dataset_name": COLD_START, "num_train_epoch": 1}))
+    assert "rl: unknown key 'learning_rat'; did you mean 'learning_rate'?" in problems
+    assert "cold_start: unknown key 'num_train_epoch'; did you mean 'num_train_epochs'?" in problems
+
+
+def test_wrong_types_are_reported_and_numeric_strings_coerced(tmp_path):
+    problems = problems_of(recipe(tmp_path, cold_start={"dataset_name": COLD_START, "num_train_epochs": "three",
+                                                        "assistant_only_loss": "yes"}))
+    assert "cold_start: key 'num_train_epochs': expected float, got 'three' (str)" in problems
+    assert "cold_start: key 'assistant_only_loss': expected bool, got 'yes' (str)" in problems
+    # YAML reads 1e-5 (no dot) as a string; TRL's argparse would convert it, so must we
+    parsed = load_recipe(recipe(tmp_path, cold_start={"dataset_name": COLD_START, "learning_rate": "1e-5"}))
+    assert parsed.stage("cold_start").config.learning_rate == 1e-5
+
+
+def test_incompatible_options(tmp_path):
+    problems = problems_of(recipe(
+        tmp_path,
+        model={"model_name_or_path": "m", "use_peft": False},
+        rl={"dataset_name": ARITHMETIC, "rewards": [{"name": "math", "weight": 2.0}], "reward_weights": [1.0]},
+        final_sft={"init_from": "cold_start"},
+        cold_start={"dataset_name": COLD_START, "output_dir": "elsewhere"},
+    ))
+    assert any(p.startswith("model: load_in_4bit/load_in_8bit needs use_peft") for p in problems)
+    assert any(p.startswith("rl: set reward weights either in `rewards` entries or in `reward_weights`")
+               for p in problems)
+    assert any(p.startswith("cold_start: key 'output_dir' is set by the pipeline") for p in problems)
+    assert any(p.startswith("final_sft: key 'dataset_name' is required") for p in problems)
+
+
+def test_final_sft_needs_its_source_stage(tmp_path):
+    problems = problems_of(recipe(tmp_path, rl={"dataset_name": ARITHMETIC}, final_sft={"init_from": "cold_start"}))
+    assert any(p.startswith("final_sft: init_from 'cold_start' names a stage the recipe does not have")
+               for p in problems)
+
+
+def test_trl_config_errors_and_unknown_rewards_name_the_stage(tmp_path):
+    problems = problems_of(recipe(tmp_path, rl={"dataset_name": ARITHMETIC, "rewards": ["format", "maths"],
+                                                "per_device_train_batch_size": 3, "num_generations": 2}))
+    assert any(p.startswith("rl: key 'rewards': unknown reward 'maths'") for p in problems)
+    # GRPOConfig's own check (generation batch divisible by num_generations), prefixed with the stage
+    assert any(p.startswith("rl: ") and "num_generations" in p for p in problems)
+
+
+def test_qlora_defaults_and_reward_weights(tmp_path):
+    parsed = load_recipe(recipe(tmp_path, rl={"dataset_name": ARITHMETIC, "lora_r": 32,
+                                              "rewards": [{"name": "format", "weight": 0.5}, "math"]}))
+    model, rl = parsed.model, parsed.stage("rl")
+    assert (model.load_in_4bit, model.bnb_4bit_quant_type, model.use_bnb_nested_quant, model.dtype) == \
+        (True, "nf4", True, "bfloat16")
+    assert model.use_peft and model.lora_target_modules == "all-linear"
+    assert rl.model_args.lora_r == 32 and model.lora_r == 16  # a stage may override model keys
+    assert rl.config.gradient_checkpointing and rl.config.optim == "paged_adamw_8bit"
+    assert rl.config.reward_weights == [0.5, 1.0]
+    assert rl.output_dir == tmp_path / "run" / "rl"
+
+
+def test_fingerprints_chain_so_an_edit_invalidates_later_stages(tmp_path):
+    sections = {"cold_start": {"dataset_name": COLD_START}, "rl": {"dataset_name": ARITHMETIC}}
+    first = load_recipe(recipe(tmp_path, **sections))
+    sections["cold_start"] = {"dataset_name": COLD_START, "learning_rate": 1e-4}
+    second = load_recipe(recipe(tmp_path, **sections))
+    assert all(a.fingerprint != b.fingerprint for a, b in zip(first.stages, second.stages))
+
+
+def test_tiny_model_keys_are_checked(tmp_path):
+    problems = problems_of(recipe(tmp_path, model={"tiny": {"hidden_sise": 32}},
+                                  cold_start={"dataset_name": COLD_START}))
+    assert "model: tiny: unknown key 'hidden_sise'; did you mean 'hidden_size'?" in problems
+
+
+def test_missing_dataset_columns_for_rewards(tmp_path):
+    data = recipe(tmp_path, model={"tiny": {}, "load_in_4bit": False, "use_peft": False},
+                  rl={"dataset_name": COLD_START, "rewards": ["format", "math"]})
+    with pytest.raises(RecipeError) as info:
+        Pipeline(load_recipe(data)).preflight()
+    problems = info.value.problems
+    assert any(p.startswith("rl: the dataset has no 'prompt' column") for p in problems)
+    assert any(p.startswith("rl: reward 'math_accuracy_reward' needs a 'solution' column") for p in problems)
+
+
+def test_prefilled_think_template_is_detected_and_format_rewards_adapted(tiny_think_model_dir, tiny_model_dir):
+    from transformers import AutoTokenizer
+
+    report = inspect_chat_template(AutoTokenizer.from_pretrained(tiny_think_model_dir))
+    assert report.prefills_think and report.keeps_reasoning
+    assert not inspect_chat_template(AutoTokenizer.from_pretrained(tiny_model_dir)).prefills_think
+    from trl_r1.rewards import get_reward_funcs
+
+    plain, = get_reward_funcs(["format"])
+    adapted, = get_reward_funcs(adapt_rewards(["format"], report))
+    prompt = [{"role": "user", "content": "What is 2 + 3?"}]
+    completion = [[{"role": "assistant", "content": "2 + 3 is 5.</think> <answer>5</answer>"}]]
+    # what a model behind a <think>-prefilling template writes: scored 0 unadapted, 1 adapted
+    assert plain(prompts=[prompt], completions=completion) == [0.0]
+    assert adapted(prompts=[prompt], completions=completion) == [1.0]
+
+
+def test_shipped_recipes_validate():
+    paths = sorted(p for p in (ROOT / "recipes").rglob("*.yaml") if "accelerate_configs" not in p.parts)
+    assert len(paths) >= 19
+    for path in paths:
+        load_recipe(path)
+
+
+def test_flat_trl_style_yaml_runs_as_one_stage(tmp_path, capsys):
+    flat = {"model_name_or_path": "some/model", "lora_r": 8, "output_dir": str(tmp_path / "out"),
+            "dataset_name": COLD_START, "max_steps": 3, "use_cpu": True}
+    config = tmp_path / "sft.yaml"
+    config.write_text(yaml.safe_dump(flat))
+    assert sft_main(["--config", str(config), "--learning_rate", "3e-5", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "cold_start" in out and str(tmp_path / "out") in out
+    parsed = load_recipe(flat_to_recipe(flat, "cold_start"), single_stage=True)
+    assert parsed.stage("cold_start").output_dir == tmp_path / "out"  # a single stage writes into output_dir
+    assert sft_main(["--config", str(config), "--lora_rr", "3"]) == 2
+    assert "unknown key 'lora_rr'; did you mean 'lora_r'?" in capsys.readouterr().err
+
+
+def test_cli_reports_recipe_errors_before_any_work(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump(recipe(tmp_path, rl={"dataset_name": ARITHMETIC, "temprature": 0.7})))
+    proc = subprocess.run([sys.executable, "-m", "trl_r1.cli", "run", str(bad)], capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 2
+    assert "rl: unknown key 'temprature'; did you mean 'temperature'?" in proc.stderr
+    assert not (tmp_path / "run").exists()

@@ -1,0 +1,173 @@
+"""The run report: a per-stage metrics table, reward / length / loss curves as PNG, and a terminal summary.
+
+Everything is read back from the run directory (each stage's `stage.json` and TRL's `trainer_state.json`), so
+`write_report` works on a finished, interrupted or partly skipped run alike.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from .stages import StageRecord, read_record
+
+REPORT_MD, REPORT_JSON = "report.md", "report.json"
+CURVES = {"rewards": "curves_reward.png", "length": "curves_length.png", "loss": "curves_loss.png",
+          "evaluation": "evaluation.png"}
+
+
+def log_history(stage_dir: Path) -> list[dict[str, Any]]:
+    """The per-step logs TRL saved for a stage (empty if it has none)."""
+    try:
+        return json.loads((stage_dir / "trainer_state.json").read_text()).get("log_history", [])
+    except (OSError, ValueError):
+        return []
+
+
+def series(history: list[dict[str, Any]], key: str) -> list[tuple[int, float]]:
+    """(step, value) pairs of one logged metric.
+
+    >>> series([{"step": 1, "loss": 2.0}, {"step": 2}, {"step": 3, "loss": 1.5}], "loss")
+    [(1, 2.0), (3, 1.5)]
+    """
+    return [(int(e["step"]), float(e[key])) for e in history if isinstance(e.get(key), (int, float)) and "step" in e]
+
+
+def stage_summary(record: StageRecord, history: list[dict[str, Any]]) -> dict[str, Any]:
+    """One row of the metrics table: first and last values of the curves that matter for the stage kind."""
+    row: dict[str, Any] = {"stage": record.name, "status": record.status, "seconds": round(record.seconds, 1),
+                           "steps": record.metrics.get("global_step")}
+    for key, label in (("loss", "loss"), ("reward", "reward"), ("completions/mean_length", "length")):
+        points = series(history, key)
+        if points:
+            row[f"{label}_first"], row[f"{label}_last"] = points[0][1], points[-1][1]
+    for key in sorted({k for e in history for k in e if k.startswith("rewards/") and k.endswith("/mean")}):
+        points = series(history, key)
+        row[f"{key[len('rewards/'):-len('/mean')]}_first"], row[f"{key[len('rewards/'):-len('/mean')]}_last"] = \
+            points[0][1], points[-1][1]
+    rs = record.metrics.get("rejection_sampling")
+    if rs:
+        row["accepted"] = record.outputs.get("num_accepted")
+        row["generated"] = rs.get("generated", rs.get("num_generated"))
+    if record.evaluation:
+        row["evaluation"] = record.evaluation
+    return row
+
+
+def write_report(run_dir: str | Path, stage_names: list[str], base_evaluation: dict[str, float] | None = None) -> dict:
+    """Write report.md, report.json and the PNG curves into `run_dir`; return the report as a dict."""
+    run_dir = Path(run_dir)
+    rows, histories = [], {}
+    for name in stage_names:
+        record = read_record(run_dir / name)
+        if record is None:
+            continue
+        histories[name] = log_history(run_dir / name)
+        rows.append(stage_summary(record, histories[name]))
+    evaluations = {"base": base_evaluation} if base_evaluation else {}
+    evaluations.update({r["stage"]: r["evaluation"] for r in rows if r.get("evaluation")})
+    report = {"stages": rows, "evaluation": evaluations, "curves": _plot(run_dir, histories, evaluations)}
+    (run_dir / REPORT_JSON).write_text(json.dumps(report, indent=2, default=str))
+    (run_dir / REPORT_MD).write_text(markdown(report))
+    return report
+
+
+def markdown(report: dict[str, Any]) -> str:
+    """The report as Markdown: the stage table, the held-out evaluation table, and the curve images."""
+    lines = ["# Run report", "", "| stage | status | time (s) | steps | loss | reward | length | accepted |",
+             "|---|---|---|---|---|---|---|---|"]
+    for row in report["stages"]:
+        lines.append(f"| {row['stage']} | {row['status']} | {row['seconds']} | {_cell(row.get('steps'))} | "
+                     f"{_trend(row, 'loss')} | {_trend(row, 'reward')} | {_trend(row, 'length')} | "
+                     f"{_cell(row.get('accepted'))} |")
+    evaluations = report["evaluation"]
+    if evaluations:
+        metrics = sorted({k for e in evaluations.values() for k in e if k != "num_completions"})
+        lines += ["", "## Held-out evaluation", "", "| after | " + " | ".join(metrics) + " |",
+                  "|---|" + "---|" * len(metrics)]
+        for stage, values in evaluations.items():
+            lines.append(f"| {stage} | " + " | ".join(_cell(values.get(m)) for m in metrics) + " |")
+    if report["curves"]:
+        lines += ["", "## Curves", ""] + [f"![{name}]({path})" for name, path in report["curves"].items()]
+    return "\n".join(lines) + "\n"
+
+
+def terminal_summary(report: dict[str, Any]) -> str:
+    """A few lines for the end of `trl-r1 run`: what each stage did and how held-out metrics moved."""
+    lines = ["", "=" * 72, "trl-r1 run summary", "=" * 72]
+    for row in report["stages"]:
+        parts = [f"{row['stage']:<19}{row['status']:<6}{row['seconds']:>8.1f}s"]
+        for label in ("loss", "reward", "length"):
+            if f"{label}_last" in row:
+                parts.append(f"{label} {_trend(row, label)}")
+        if row.get("accepted") is not None:
+            parts.append(f"accepted {row['accepted']}")
+        lines.append("  ".join(parts))
+    evaluations = report["evaluation"]
+    if evaluations:
+        lines.append("-" * 72)
+        metrics = [m for m in sorted({k for e in evaluations.values() for k in e}) if m.endswith("reward")]
+        for metric in metrics:
+            values = "  ".join(f"{stage}={_cell(e.get(metric))}" for stage, e in evaluations.items())
+            lines.append(f"held-out {metric}: {values}")
+    lines.append("=" * 72)
+    return "\n".join(lines)
+
+
+def _trend(row: dict[str, Any], label: str) -> str:
+    if f"{label}_first" not in row:
+        return ""
+    return f"{_cell(row[f'{label}_first'])} -> {_cell(row[f'{label}_last'])}"
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    return f"{value:.3g}" if isinstance(value, float) else str(value)
+
+
+def _plot(run_dir: Path, histories: dict[str, list[dict[str, Any]]], evaluations: dict[str, dict]) -> dict[str, str]:
+    """Draw the curves that have data; returns {curve: file name}."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    drawn = {}
+    reward_keys = sorted({k for h in histories.values() for e in h for k in e
+                          if k == "reward" or (k.startswith("rewards/") and k.endswith("/mean"))})
+    plots = {
+        "rewards": (reward_keys, "reward (training batches)"),
+        "length": (["completions/mean_length"], "mean completion length (tokens)"),
+        "loss": (["loss"], "training loss"),
+    }
+    for curve, (keys, ylabel) in plots.items():
+        fig, ax = plt.subplots(figsize=(7, 4))
+        has_data = False
+        for stage, history in histories.items():
+            if curve == "loss" and any("reward" in e for e in history):
+                continue  # RL losses are not comparable to SFT cross-entropy
+            for key in keys:
+                points = series(history, key)
+                if points:
+                    has_data = True
+                    ax.plot(*zip(*points), marker=".", label=f"{stage}: {key}")
+        if has_data:
+            ax.set_xlabel("step"), ax.set_ylabel(ylabel), ax.grid(alpha=0.3), ax.legend(fontsize=7)
+            fig.tight_layout()
+            fig.savefig(run_dir / CURVES[curve], dpi=100)
+            drawn[curve] = CURVES[curve]
+        plt.close(fig)
+    metrics = sorted({k for e in evaluations.values() for k in e if k.endswith("reward")})
+    if metrics:
+        fig, ax = plt.subplots(figsize=(7, 4))
+        stages = list(evaluations)
+        for metric in metrics:
+            ax.plot(stages, [evaluations[s].get(metric, float("nan")) for s in stages], marker="o", label=metric)
+        ax.set_ylabel("held-out mean reward"), ax.set_ylim(-0.05, 1.05), ax.grid(alpha=0.3), ax.legend(fontsize=7)
+        fig.tight_layout()
+        fig.savefig(run_dir / CURVES["evaluation"], dpi=100)
+        drawn["evaluation"] = CURVES["evaluation"]
+        plt.close(fig)
+    return drawn
