@@ -57,8 +57,11 @@ def test_math_numbers_and_code_are_neutral():
     f"```python\nx = 5  # {FR}\n```",
     f'```python\nprint("{FR}")\n```',
     f"`{FR}`",
+    f"`f({FR}) + g(x)`",
     f"```\n{FR}\n```",
-], ids=["text-in-math", "mathrm-and-bare-words", "code-comment", "code-string", "inline-code", "untagged-fence"])
+    f"```python\n{FR}\n```",
+], ids=["text-in-math", "mathrm-and-bare-words", "code-comment", "code-string", "inline-code", "inline-call",
+        "untagged-fence", "prose-in-python-fence"])
 def test_prose_hidden_in_math_or_code_still_counts(hidden):
     score = consistency(f"<think>{EN}\n{hidden}\n{EN}</think>", "en")
     assert score < 0.9
@@ -67,6 +70,7 @@ def test_prose_hidden_in_math_or_code_still_counts(hidden):
 def test_identifiers_and_keywords_in_code_do_not_count_against_the_target():
     code = "```python\nimport math\nfor number in numbers:\n    result = math.sqrt(number)\n```"
     assert consistency(f"<think>{ZH}\n{code}\n{ZH}</think>", "zh") == 1.0
+    assert consistency(f"<think>{ZH} 用 `import numpy as np` 和 `for i in range(n)` 计算。</think>", "zh") == 1.0
 
 
 def test_mixed_languages_give_the_share_of_words():

@@ -129,6 +129,7 @@ _CODE_STATEMENT = re.compile(
     r"|.*:\s*$"
 )
 _PROSE_WORD = re.compile(r"[^\W\d_]{2,}")
+_PROSE_RUN = re.compile(r"[^\W\d_]{2,}(?:[ ]+[^\W\d_]{2,})+")  # words separated by spaces only
 _NON_ASCII_LETTERS = re.compile(r"[^\W\d_a-zA-Z]+")
 _CODE_TEXT = re.compile(
     r'(?P<string>"""[\s\S]*?"""|\'\'\'[\s\S]*?\'\'\'|"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\')'
@@ -153,16 +154,20 @@ MAX_CHARS = 400_000  # longer reasoning is measured on its first MAX_CHARS chara
 
 
 def looks_like_prose(text: str, min_words: int) -> bool:
-    """Words rather than code: at least `min_words` words and no code punctuation (``= ( ) ; { }`` ...)."""
-    return not _CODE_PUNCTUATION.search(text) and len(_PROSE_WORD.findall(text)) >= min_words
+    """Words rather than code: at least `min_words` words, no code punctuation (``= ( ) ; { }`` ...), and not
+    a statement ("import numpy as np", "for x in xs:")."""
+    return not (_CODE_PUNCTUATION.search(text) or _CODE_STATEMENT.match(text)) and len(_PROSE_WORD.findall(text)) >= min_words
 
 
 def code_prose(code: str, min_words: int = 4) -> str:
     """The prose in a piece of code: comments, string literals with spaces or non-ASCII letters, prose-like
-    lines, and non-ASCII letters anywhere (identifiers and keywords stay neutral).
+    lines, runs of `min_words` plain words outside statements, and non-ASCII letters anywhere (identifiers,
+    keywords and short expressions stay neutral).
 
     >>> code_prose('x = f("bonjour tout le monde")  # somme des carrés\\nreturn x')
     'bonjour tout le monde\\n somme des carrés'
+    >>> code_prose("f(la somme des nombres) + g(x)")
+    'la somme des nombres'
     """
     pieces: list[str] = []
 
@@ -174,10 +179,11 @@ def code_prose(code: str, min_words: int = 4) -> str:
 
     rest = _CODE_TEXT.sub(keep, code)
     for line in rest.splitlines():
-        if looks_like_prose(line, min_words) and not _CODE_STATEMENT.match(line):
+        if looks_like_prose(line, min_words):
             pieces.append(line)
         else:
-            pieces.extend(_NON_ASCII_LETTERS.findall(line))
+            runs = [] if _CODE_STATEMENT.match(line) else _PROSE_RUN.findall(line)
+            pieces.extend([run for run in runs if len(run.split()) >= min_words] or _NON_ASCII_LETTERS.findall(line))
     return "\n".join(pieces)
 
 
