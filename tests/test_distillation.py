@@ -56,6 +56,6 @@ def test_distill_without_gold_keeps_well_formed_traces(toy_reasoner, tmp_path):
     stats = json.loads((tmp_path / "out" / "stats.json").read_text())
     assert stats["generated"] == 12 and stats["accepted"] == stats["passed"] == 12 - stats["rejections"]["malformed"]
     assert list(stats["rejections"]) == ["malformed", "long_paragraph", "code_in_reasoning"]
-    rows = [json.loads(line) for line in open(tmp_path / "out" / "sft.jsonl")]
+    rows = [json.loads(line) for line in (tmp_path / "out" / "sft.jsonl").read_text().splitlines()]
     assert len(rows) == stats["accepted"] and all(set(r) == {"messages"} for r in rows)
     assert json.loads((tmp_path / "out" / "run.json").read_text())["generation"]["temperature"] == 1.0

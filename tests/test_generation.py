@@ -35,7 +35,7 @@ def test_transformers_generates_all_samples_of_a_batch_in_one_call(think_generat
 
 def test_transformers_sampling_is_seeded(think_generator):
     params = SamplingParams(num_samples=3, max_new_tokens=10)
-    texts = lambda seed: [c.content for c in think_generator.generate([CHAT], params, seed=seed)[0]]  # noqa: E731
+    texts = lambda seed: [c.content for c in think_generator.generate([CHAT], params, seed=seed)[0]]
     assert texts(1) == texts(1)
     assert texts(1) != texts(2)
     greedy = SamplingParams(num_samples=2, max_new_tokens=10, temperature=0.0)
@@ -104,7 +104,7 @@ def test_openai_bad_request_skips_the_prompt_only(tiny_model_dir):
 
 
 class _Silent(BaseHTTPRequestHandler):
-    def do_POST(self):  # noqa: N802
+    def do_POST(self):
         time.sleep(2)
 
     def log_message(self, *args):

@@ -8,8 +8,14 @@ import pytest
 import yaml
 from datasets import Dataset, load_dataset
 
-from trl_r1.data import HubPublishError, RejectionSamplingConfig, build_dataset_card, export_for_hub, push_to_hub
-from trl_r1.data import rejection_sample
+from trl_r1.data import (
+    HubPublishError,
+    RejectionSamplingConfig,
+    build_dataset_card,
+    export_for_hub,
+    push_to_hub,
+    rejection_sample,
+)
 from trl_r1.testing.toy_reasoner import build_toy_reasoner, toy_prompts
 
 

@@ -57,7 +57,7 @@ def test_rejection_sampling_keeps_only_verified_readable_samples(toy_reasoner, t
     assert sum(result.prompt_stats["num_passed"]) == stats["passed"]
     assert result.prompt_stats["answer"] == [p["answer"] for p in toy_prompts()]
     # the files on disk are the same data
-    on_disk = [json.loads(line) for line in open(tmp_path / "rs" / "sft.jsonl")]
+    on_disk = [json.loads(line) for line in (tmp_path / "rs" / "sft.jsonl").read_text().splitlines()]
     assert on_disk == result.dataset.to_list()
     # and TRL's SFTTrainer takes the output as it is
     from trl import SFTConfig, SFTTrainer
@@ -161,9 +161,9 @@ def test_killed_run_resumes_without_loss_or_duplicates(toy_reasoner, tmp_path):
     prompts = toy_prompts()  # one prompt per batch: plenty of points to be killed at
     (tmp_path / "prompts.jsonl").write_text("".join(json.dumps(p) + "\n" for p in prompts))
     killed = tmp_path / "killed"
-    settings = dict(model_name_or_path=toy_reasoner, dataset_name=str(tmp_path / "prompts.jsonl"),
-                    rewards=["math", "format"], num_samples=3, max_new_tokens=24, batch_size=1,
-                    min_language_consistency=None, dedup_threshold=None)
+    settings = {"model_name_or_path": toy_reasoner, "dataset_name": str(tmp_path / "prompts.jsonl"),
+                "rewards": ["math", "format"], "num_samples": 3, "max_new_tokens": 24, "batch_size": 1,
+                "min_language_consistency": None, "dedup_threshold": None}
     (tmp_path / "run.yaml").write_text(yaml.safe_dump({**settings, "output_dir": str(killed)}))
     command = ["rejection-sample", "--config", str(tmp_path / "run.yaml")]
     records = killed / "records.jsonl"

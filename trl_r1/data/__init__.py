@@ -8,7 +8,14 @@
 
 from .distillation import DistillationConfig, distill
 from .filters import R1Filters, Trace, parse_trace
-from .generation import Completion, OpenAIGenerator, SamplingParams, TransformersGenerator, VLLMGenerator, load_generator
+from .generation import (
+    Completion,
+    OpenAIGenerator,
+    SamplingParams,
+    TransformersGenerator,
+    VLLMGenerator,
+    load_generator,
+)
 from .hub import HubPublishError, build_dataset_card, export_for_hub, push_to_hub
 from .rejection_sampling import RejectionSamplingConfig, RejectionSamplingResult, load_prompt_dataset, rejection_sample
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+
 from ..verifiers.format import THINK_CLOSE, THINK_OPEN
 
 # rejection names, in the order the builders apply the filters

@@ -19,9 +19,10 @@ import logging
 import os
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from ..rewards.base import prompt_to_text
 from . import filters as F
@@ -404,8 +405,7 @@ def summarize(config: RejectionSamplingConfig, records: list[dict[str, Any]]) ->
 def _write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
     tmp = path.with_suffix(".tmp")
     with open(tmp, "w", encoding="utf-8") as f:
-        for row in rows:
-            f.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
+        f.writelines(json.dumps(row, ensure_ascii=False, default=str) + "\n" for row in rows)
     tmp.replace(path)
 
 

@@ -53,7 +53,7 @@ class OpenAICompatibleServer:
         self._thread.start()
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.httpd.shutdown()
         self.httpd.server_close()
 
@@ -109,13 +109,13 @@ def _handler(server: OpenAICompatibleServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
-        def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+        def do_GET(self) -> None:
             if self.path.rstrip("/") == "/v1/models":
                 self._send(200, {"object": "list", "data": [{"id": server.model_name, "object": "model"}]})
             else:
                 self._send(404, {"error": {"message": f"no route {self.path}"}})
 
-        def do_POST(self) -> None:  # noqa: N802
+        def do_POST(self) -> None:
             routes = {"/v1/chat/completions": True, "/v1/completions": False}
             length = int(self.headers.get("Content-Length") or 0)
             try:
