@@ -123,10 +123,13 @@ def test_humaneval_style_check_function_with_helpers_and_exceptions():
     assert run_tests(program, [test]).pass_fraction == 1.0
 
 
-def test_assert_proxies_classes_and_methods():
-    program = "class Solution:\n    base = 10\n    def add(self, x):\n        return self.base + x\n"
-    tests = [check("s = Solution()\nassert s.add(5) == 15 and s.base == 10"), check("assert Solution().add(1) == 12")]
-    assert outcomes(run_tests(program, tests)) == ["passed", "wrong_answer"]
+def test_assert_proxies_classes_methods_and_iterables():
+    program = ("class Solution:\n    base = 10\n    def add(self, x):\n        return self.base + x\n"
+               "def evens(n):\n    return (i for i in range(n) if i % 2 == 0)\n")
+    tests = [check("s = Solution()\nassert s.add(5) == 15 and s.base == 10"), check("assert Solution().add(1) == 12"),
+             check("assert list(evens(5)) == [0, 2, 4] and 2 in evens(3) and sorted(evens(4), reverse=True) == [2, 0]"),
+             check("assert evens(5) == [0, 2, 4]")]  # a generator is not a list, here as in Python
+    assert outcomes(run_tests(program, tests)) == ["passed", "wrong_answer", "passed", "wrong_answer"]
 
 
 def test_exits_during_an_assert_test_fail_it():

@@ -8,8 +8,8 @@ next test. Expected outputs never enter the sandbox:
 * assert: the host itself runs the (trusted) test snippet with its own builtins. The program's top-level
   functions and objects are bound as proxies: calling one runs it in the sandbox, arguments go in and
   only plain data (None, bool, int, float, complex, str, bytes, list, tuple, dict, set, frozenset) comes
-  back, decoded by a strict tag parser; anything else comes back as an opaque handle that supports calls
-  and attribute access but refuses ``==``, ``bool()``, arithmetic and iteration. Objects with a rigged
+  back, decoded by a strict tag parser; anything else comes back as an opaque handle that supports calls,
+  attribute access and iteration (materialised as plain data) but refuses ``==``, ``bool()`` and arithmetic. Objects with a rigged
   ``__eq__``, patched builtins or a patched test harness therefore cannot make a failing program pass.
 """
 
@@ -178,10 +178,11 @@ class RemoteError(Exception):
 
 
 class RemoteObject:
-    """An object that lives in the sandbox: it can be called and its attributes read, nothing else.
+    """An object that lives in the sandbox: it can be called, its attributes read and it can be iterated.
 
-    Comparisons, truth tests, hashing by value, arithmetic and iteration are refused, so an object whose
-    ``__eq__`` always holds cannot satisfy an assertion.
+    Iterating materialises its items in the sandbox and brings them back like any returned value (so
+    ``list(gen())`` and ``sorted(map_object)`` work). Comparisons, truth tests, hashing by value, ``len``,
+    indexing and arithmetic are refused, so an object whose ``__eq__`` always holds cannot satisfy an assertion.
     """
 
     __slots__ = ("_session", "_handle")
@@ -199,13 +200,16 @@ class RemoteObject:
             raise AttributeError(name)
         return self._session.request({"op": "getattr", "target": self._handle, "name": name})
 
+    def __iter__(self):
+        return iter(self._session.request({"op": "iterate", "target": self._handle}))
+
     def __setattr__(self, name, value):
         raise TypeError("objects in the sandbox are read-only from the test")
 
     def _refuse(self, *args):
         raise TypeError("an object from the sandbox cannot be compared, tested for truth or used as a value")
 
-    __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = __bool__ = __len__ = __iter__ = __contains__ = _refuse
+    __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = __bool__ = __len__ = _refuse
     __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = __rtruediv__ = _refuse
     __index__ = __int__ = __float__ = __abs__ = __neg__ = __getitem__ = _refuse
     __hash__ = object.__hash__

@@ -183,7 +183,8 @@ class Sandbox:
     Frames are a 4-byte big-endian length, then the payload: ``marshal`` from us (trusted data), JSON from
     the sandbox after one byte that says who wrote it, ``S`` (the supervisor) or ``C`` (relayed from an
     assert test's child, so untrusted). Every read and write has a deadline, so a stopped or flooding
-    sandbox costs its own test only.
+    sandbox costs its own test only. Use a sandbox from the thread that created it: bwrap's
+    ``--die-with-parent`` kills it when that thread ends.
     """
 
     def __init__(self, limits: SandboxLimits = SandboxLimits(), *, unsafe: bool = False, python: str | None = None):
