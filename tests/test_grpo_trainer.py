@@ -191,6 +191,20 @@ def test_adaptive_kl_coefficient_follows_ziegler(make_trainer):
     assert trainer.kl_controller.value != beta
 
 
+def test_adaptive_kl_coefficient_resumes_from_a_checkpoint(make_trainer, tmp_path):
+    options = dict(beta=0.1, kl_target=1e-3, kl_horizon=16, learning_rate=1e-2, save_strategy="steps", save_steps=2)
+    first = make_trainer(max_steps=2, **options)
+    first.train()
+    saved = first.kl_controller.value
+    assert saved != 0.1
+    resumed = make_trainer(max_steps=3, **options)
+    resumed.train(resume_from_checkpoint=str(tmp_path / "checkpoint-2"))
+    last = [entry for entry in resumed.state.log_history if "kl_coef" in entry][-1]
+    assert last["step"] == 3
+    expected = saved * (1 + min(max(last["kl"] / 1e-3 - 1, -0.2), 0.2) * 8 / 16)
+    assert resumed.kl_controller.value == pytest.approx(expected, rel=1e-4)
+
+
 @pytest.mark.parametrize(
     "options, message",
     [

@@ -9,7 +9,11 @@ adaptive KL coefficient. The maths lives in `trl_r1.algorithms`; this file only 
 
 from __future__ import annotations
 
+import json
+import os
+
 import torch
+from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 from trl import GRPOTrainer
 
 from ..algorithms import (
@@ -23,6 +27,8 @@ from ..algorithms import (
     sequence_to_token_rewards,
 )
 from .grpo_config import R1GRPOConfig
+
+KL_CONTROLLER_STATE = "kl_controller_state.json"  # the adaptive KL coefficient, saved with each checkpoint
 
 
 class R1GRPOTrainer(GRPOTrainer):
@@ -187,6 +193,22 @@ class R1GRPOTrainer(GRPOTrainer):
         if mode == "train":
             normalizer = normalizer * self.current_gradient_accumulation_steps / self.args.steps_per_generation
         return (per_token * mask).sum() / normalizer
+
+    # ----- checkpoints: the adaptive coefficient resumes where it was (TRL's pattern for its entropy controller) --
+
+    def _save_checkpoint(self, model, trial):
+        super()._save_checkpoint(model, trial)
+        if self.args.kl_target is not None and self.args.should_save:
+            folder = f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}"
+            with open(os.path.join(self._get_output_dir(trial=trial), folder, KL_CONTROLLER_STATE), "w") as f:
+                json.dump({"kl_coef": self.kl_controller.value}, f)
+
+    def _load_optimizer_and_scheduler(self, checkpoint):
+        super()._load_optimizer_and_scheduler(checkpoint)
+        path = os.path.join(checkpoint, KL_CONTROLLER_STATE) if checkpoint is not None else None
+        if self.args.kl_target is not None and path is not None and os.path.exists(path):
+            with open(path) as f:
+                self.kl_controller.value = json.load(f)["kl_coef"]
 
     def _record_kl(self, stats: torch.Tensor, mode: str, update: bool) -> None:
         """Log the mean per-token KL of ``stats = [KL sum, tokens, completions]`` and adapt the coefficient."""
