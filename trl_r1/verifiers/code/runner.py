@@ -207,11 +207,11 @@ class RemoteObject:
         raise TypeError("objects in the sandbox are read-only from the test")
 
     def _refuse(self, *args):
-        raise TypeError("an object from the sandbox cannot be compared, tested for truth or used as a value")
+        raise TypeError("an object from the sandbox cannot be compared or tested for truth")
 
-    __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = __bool__ = __len__ = _refuse
-    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = __rtruediv__ = _refuse
-    __index__ = __int__ = __float__ = __abs__ = __neg__ = __getitem__ = _refuse
+    # objects are truthy and compare by identity by default: refuse instead (arithmetic, len() and
+    # indexing already raise TypeError, as this class does not define them)
+    __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = __bool__ = _refuse
     __hash__ = object.__hash__
 
     def __repr__(self) -> str:
@@ -260,6 +260,7 @@ class _AssertSession:
         return frame
 
     def encode(self, value: Any, depth: int = 0) -> list:
+        """An argument as the child's tagged tree: plain data (exact types) or a handle the child gave us."""
         if depth > 200:
             raise ValueError("argument nested too deeply")
         kind = type(value)
@@ -279,7 +280,7 @@ class _AssertSession:
             return ["str", value]
         if kind is bytes:
             return ["bytes", value.decode("latin-1")]
-        if kind.__name__ in _PLAIN_COLLECTIONS and kind is _PLAIN_COLLECTIONS[kind.__name__]:
+        if kind in (list, tuple, set, frozenset):
             return [kind.__name__] + [self.encode(v, depth + 1) for v in value]
         if kind is dict:
             return ["dict"] + [[self.encode(k, depth + 1), self.encode(v, depth + 1)] for k, v in value.items()]
