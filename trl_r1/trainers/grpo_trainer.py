@@ -46,6 +46,8 @@ class R1GRPOTrainer(GRPOTrainer):
         elif not isinstance(args, R1GRPOConfig):
             raise TypeError(f"R1GRPOTrainer needs an R1GRPOConfig, got {type(args).__name__}.")
         super().__init__(model, reward_funcs, args, *more_args, **kwargs)
+        if args.kl_in_reward and self._is_vlm:
+            raise ValueError("kl_in_reward=True supports text-only models (its sampling log-probs skip image inputs).")
         if args.kl_target is not None:
             self.kl_controller = AdaptiveKLController(args.beta, args.kl_target, args.kl_horizon)
         else:
