@@ -180,3 +180,17 @@ def test_reward_is_registered_picklable_and_named():
     assert get_reward_func("language") is language_consistency_reward
     assert get_reward_func("language_consistency", target_lang="de").target_lang == "de"
     assert language_consistency_reward.__name__ == "language_consistency_reward"
+
+
+def test_word_features_match_py3langid_exactly():
+    from collections import Counter
+
+    from py3langid.langid import visit_counts
+
+    from trl_r1.verifiers.language.identify import _feature_automaton, chunk_classifier
+
+    words = ["hello", "Straße", "сумма", "संख्या", "x" * 100, "l'équation", "a"]
+    encoded = [f" {w} ".encode() for w in words]
+    rows, features = chunk_classifier(frozenset({"en", "de"}))._visits(encoded)
+    for i, data in enumerate(encoded):
+        assert Counter(features[rows == i].tolist()) == visit_counts(*_feature_automaton(), data)
