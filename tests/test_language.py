@@ -194,3 +194,13 @@ def test_word_features_match_py3langid_exactly():
     rows, features = chunk_classifier(frozenset({"en", "de"}))._visits(encoded)
     for i, data in enumerate(encoded):
         assert Counter(features[rows == i].tolist()) == visit_counts(*_feature_automaton(), data)
+
+
+def test_a_full_word_cache_is_cleared_without_changing_scores(monkeypatch):
+    from trl_r1.verifiers.language import identify
+
+    text = f"<think>{EN} {FR} {DE} {EN}</think>"
+    expected = consistency(text, "en")
+    monkeypatch.setattr(identify, "MAX_CACHED_WORDS", 8)
+    assert consistency(text, "en") == expected
+    assert consistency(f"<think>{FR} {EN}</think>", "en") == pytest.approx(0.5, abs=0.05)
