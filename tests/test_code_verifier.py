@@ -59,9 +59,10 @@ def test_each_test_sees_a_fresh_program_and_failures_stay_local():
     program = textwrap.dedent("""
         import os, time
         x = input()
-        if os.path.exists("state"):
+        if os.path.exists("state") or os.path.exists("/tmp/state") or os.path.exists("/dev/shm/state"):
             print("stale")
-        open("state", "w").write(x)
+        for path in ("state", "/tmp/state", "/dev/shm/state"):
+            open(path, "w").write(x)
         if x == "loop":
             while True:
                 pass
@@ -185,6 +186,9 @@ def test_cpp_is_compiled_once_and_run_per_test():
     broken = run_tests("int main() { return }", [stdio("", ""), stdio("", "")], language="c++")
     assert outcomes(broken) == ["compile_error", "compile_error"] and "error" in broken.results[0].stderr
     assert outcomes(run_tests("int main(){}", [check("assert True")], language="cpp")) == ["error"]
+    tamper = ('#include <cstdio>\nint main(){ if (fopen("/tmp/state", "r")) { puts("stale"); return 0; }\n'
+              '  fclose(fopen("/tmp/state", "w")); remove("main"); puts("fresh"); }')  # deletes its own binary
+    assert run_tests(tamper, [stdio("", "fresh")] * 3, language="cpp").pass_fraction == 1.0
 
 
 # ------------------------------------------------------------------------------------------------ pool

@@ -124,16 +124,18 @@ class Supervisor:
             return {"ok": True}
         build_dir = os.path.join(self.scratch, ".build")
         os.makedirs(build_dir, exist_ok=True)
-        source_path = os.path.join(build_dir, "main.cpp")
+        source_path, binary_path = os.path.join(build_dir, "main.cpp"), os.path.join(build_dir, "main")
         with open(source_path, "w") as f:
             f.write(self.source)
-        self.binary = os.path.join(build_dir, "main")
-        pid, stderr_r = self._fork_compiler(request["compile"] + [source_path, "-o", self.binary], request["compile_timeout_s"])
+        pid, stderr_r = self._fork_compiler(request["compile"] + [source_path, "-o", binary_path], request["compile_timeout_s"])
         watch = Watch(pid, None, None, stderr_r, None, None, time.monotonic() + request["compile_timeout_s"], 0)
         watch.wait()
-        self._cleanup(pid)
         report = watch.report()
-        report["ok"] = report["returncode"] == 0 and not report["timed_out"] and os.path.exists(self.binary)
+        report["ok"] = report["returncode"] == 0 and not report["timed_out"] and os.path.exists(binary_path)
+        if report["ok"]:  # kept in memory and written afresh for each test, which can then change only its copy
+            with open(binary_path, "rb") as f:
+                self.binary = f.read()
+        self._cleanup(pid)
         return report
 
     def run(self, request):
@@ -152,6 +154,11 @@ class Supervisor:
         self.tests_run += 1  # a fresh directory per test, even if a test made its last one undeletable
         self.work_dir = os.path.join(self.scratch, "test-%d" % self.tests_run)
         os.makedirs(self.work_dir)
+        if self.binary is not None:
+            binary_path = os.path.join(self.work_dir, "main")
+            fd = os.open(binary_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o755)
+            write_all(fd, self.binary)
+            os.close(fd)
         stderr_r, stderr_w = os.pipe()
         if mode == "assert":
             (request_r, request_w), (reply_r, reply_w) = os.pipe(), os.pipe()
@@ -173,7 +180,7 @@ class Supervisor:
                             (resource.RLIMIT_NOFILE, self.limits["nofile"])])
                 if self.language == "python":
                     run_python_program(self.source, mode)
-                os.execv(self.binary, [self.binary])
+                os.execv(binary_path, [binary_path])
             finally:
                 os._exit(127)
         for fd in child_fds:
@@ -217,8 +224,7 @@ class Supervisor:
         reap_all()
         for directory in [self.scratch] + (["/dev/shm"] if self.isolated else []):
             for name in os.listdir(directory):  # all a test wrote, so nothing carries over to the next
-                if name != ".build":
-                    remove_tree(os.path.join(directory, name))
+                remove_tree(os.path.join(directory, name))
 
 
 class Watch:
