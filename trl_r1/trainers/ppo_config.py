@@ -1,0 +1,169 @@
+"""Configuration of `PPOTrainer`: TRL's `GRPOConfig` plus the critic, GAE and KL-in-reward knobs of PPO."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from trl import GRPOConfig
+
+from ..algorithms.kl import KL_ESTIMATORS
+
+CRITIC_MODES = ("shared_trunk", "lora")
+
+
+@dataclass
+class PPOConfig(GRPOConfig):
+    r"""
+    Configuration class for [`PPOTrainer`]: actor-critic PPO (Schulman et al. 2017) with a value head and GAE.
+
+    It subclasses TRL's `GRPOConfig`, so generation (including vLLM), reward functions, logging, PEFT/QLoRA and
+    every other GRPO option work unchanged. `epsilon`/`epsilon_high` clip the policy ratio, `num_iterations` is the
+    number of PPO epochs per generated batch and `steps_per_generation` the number of minibatches. GRPO's group
+    advantages are replaced by token-level GAE advantages, so `scale_rewards` and `multi_objective_aggregation` only
+    affect the logged GRPO columns. The KL penalty goes into the per-token reward (`kl_coef`), not the loss, so
+    `beta` must stay 0.
+
+    Example:
+        >>> cfg = PPOConfig(output_dir="out", use_cpu=True, report_to="none", critic="lora", lam_critic=1.0)
+        >>> cfg.num_generations, cfg.lam, cfg.lam_critic, cfg.kl_estimator
+        (2, 0.95, 1.0, 'k1')
+        >>> PPOConfig(output_dir="out", use_cpu=True, report_to="none", beta=0.04)
+        Traceback (most recent call last):
+        ...
+        ValueError: PPOConfig puts the KL penalty in the reward: set `kl_coef` (and optionally `kl_target`), not `beta` (got beta=0.04).
+    """
+
+    num_generations: int | None = field(
+        default=2,
+        metadata={
+            "help": "Completions sampled per prompt. PPO's critic baseline needs no groups; TRL requires at least 2, "
+            "which is the PPOConfig default (GRPO's default is 8)."
+        },
+    )
+    num_iterations: int = field(
+        default=2,
+        metadata={
+            "help": "PPO epochs: optimisation passes over each generated batch (GRPO's μ). Several passes are what "
+            "makes the ratio and value clipping matter (Schulman et al. 2017; old TRL PPO used 4). Default 2."
+        },
+    )
+    gamma: float = field(
+        default=1.0,
+        metadata={
+            "help": "Discount factor of GAE (Schulman et al. 2016). 1.0 (default, as in TRL's former PPOTrainer and "
+            "verl): completions are short episodes with a terminal reward."
+        },
+    )
+    lam: float = field(
+        default=0.95,
+        metadata={"help": "GAE lambda (Schulman et al. 2016) of the policy's advantages. Default 0.95 (old TRL PPO)."},
+    )
+    lam_critic: float | None = field(
+        default=None,
+        metadata={
+            "help": "Separate GAE lambda for the critic's return targets (decoupled GAE, VC-PPO, Yuan et al. 2025, "
+            "which uses 1.0 for unbiased Monte-Carlo value targets). None (default): the same as `lam`."
+        },
+    )
+    length_adaptive_alpha: float | None = field(
+        default=None,
+        metadata={
+            "help": "VAPO's length-adaptive policy lambda (Yue et al. 2025): lam = 1 - 1/(alpha * completion length) "
+            "per sequence, replacing `lam` for the advantages. The paper uses 0.05. None (default): off."
+        },
+    )
+    vf_coef: float = field(
+        default=0.1,
+        metadata={"help": "Weight of the value loss in the total loss. Default 0.1 (old TRL PPO)."},
+    )
+    cliprange_value: float = field(
+        default=0.2,
+        metadata={
+            "help": "Value clipping: new values may move at most this far from the rollout's values before the "
+            "squared error stops improving (PPO2, Dhariwal et al. 2017). Default 0.2 (old TRL PPO)."
+        },
+    )
+    value_lr: float | None = field(
+        default=None,
+        metadata={
+            "help": "Learning rate of the value head (and of the critic adapter with `critic='lora'`); follows the "
+            "same schedule. None (default): `learning_rate`."
+        },
+    )
+    critic_warmup_steps: int = field(
+        default=0,
+        metadata={
+            "help": "Optimizer steps at the start during which only the critic trains and the policy stays frozen "
+            "(value pretraining, VAPO; OpenRLHF `critic.freezing_steps`). Default 0."
+        },
+    )
+    critic: str = field(
+        default="shared_trunk",
+        metadata={
+            "help": "Where the critic lives. 'shared_trunk' (default): a scalar head on the policy's last hidden "
+            "state, so the value loss also trains the policy trunk. 'lora': a second LoRA adapter ('critic') on the "
+            "same (4-bit) base plus a scalar head; needs `peft_config`. Either way no extra model copy is loaded.",
+            "choices": list(CRITIC_MODES),
+        },
+    )
+    kl_coef: float = field(
+        default=0.05,
+        metadata={
+            "help": "Coefficient of the per-token KL penalty subtracted from the reward, KL(policy || reference) "
+            "(Ziegler et al. 2019). Default 0.05 (old TRL PPO). 0 disables it and skips the reference forward. "
+            "With PEFT the reference is the base with adapters disabled, so no copy is loaded."
+        },
+    )
+    kl_estimator: str = field(
+        default="k1",
+        metadata={
+            "help": "Per-token KL estimator in the reward (Schulman 2020, 'Approximating KL divergence'). 'k1' "
+            "(default, log-ratio) as in classic PPO-RLHF; see `trl_r1.algorithms.kl` for the others.",
+            "choices": list(KL_ESTIMATORS),
+        },
+    )
+    kl_target: float | None = field(
+        default=None,
+        metadata={
+            "help": "Target mean per-token KL of the adaptive KL controller (Ziegler et al. 2019; verl default "
+            "0.1). None (default): a fixed `kl_coef`."
+        },
+    )
+    kl_horizon: int = field(
+        default=10000,
+        metadata={
+            "help": "Horizon of the adaptive KL controller, in sequences: the coefficient moves at most 20% per "
+            "horizon (Ziegler et al. 2019). Default 10000 (verl)."
+        },
+    )
+    whiten_advantages: bool = field(
+        default=True,
+        metadata={"help": "Whiten the GAE advantages over the valid tokens of the batch. Default True (old TRL PPO)."},
+    )
+
+    def __post_init__(self):
+        if self.beta != 0.0:
+            raise ValueError(
+                "PPOConfig puts the KL penalty in the reward: set `kl_coef` (and optionally `kl_target`), not `beta` "
+                f"(got beta={self.beta})."
+            )
+        if self.critic not in CRITIC_MODES:
+            raise ValueError(f"critic must be one of {list(CRITIC_MODES)}, got {self.critic!r}.")
+        if self.kl_estimator not in KL_ESTIMATORS:
+            raise ValueError(f"kl_estimator must be one of {list(KL_ESTIMATORS)}, got {self.kl_estimator!r}.")
+        for name in ("lam", "lam_critic"):
+            value = getattr(self, name)
+            if value is not None and not 0.0 <= value <= 1.0:
+                raise ValueError(f"{name} must be in [0, 1], got {value}.")
+        if not 0.0 < self.gamma <= 1.0:
+            raise ValueError(f"gamma must be in (0, 1], got {self.gamma}.")
+        for name in ("cliprange_value", "kl_horizon", "length_adaptive_alpha", "value_lr", "kl_target"):
+            value = getattr(self, name)
+            if value is not None and value <= 0:
+                raise ValueError(f"{name} must be > 0, got {value}.")
+        for name in ("vf_coef", "kl_coef", "critic_warmup_steps"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}.")
+        if self.kl_target is not None and self.kl_coef == 0:
+            raise ValueError("kl_target adapts kl_coef multiplicatively, so kl_coef must start above 0.")
+        super().__post_init__()

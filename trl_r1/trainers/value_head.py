@@ -1,0 +1,113 @@
+"""The critic pieces of `PPOTrainer`: a scalar value head, its clipped loss, and the hooks that let it share a base.
+
+The critic reads a causal LM's last hidden state, so it shares the (possibly 4-bit) base with the policy instead of
+being a second model. TRL's fused LM head returns only log-probs, so the policy forward's hidden states are taken
+with a forward hook on the backbone. Switching PEFT adapters (the critic's own LoRA, or none for the reference)
+re-freezes every inactive adapter, so the trainable flags are put back afterwards.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Iterator
+
+import torch
+from torch import Tensor, nn
+
+from ..algorithms.advantages import masked_mean
+
+
+class ValueHead(nn.Module):
+    """A linear map from a hidden state to a scalar value, computed in float32 whatever the trunk's dtype.
+
+    It starts at V = 0 everywhere (zero init), a neutral baseline that adds no noise to the first advantages.
+
+    Example:
+        >>> head = ValueHead(hidden_size=4)
+        >>> head(torch.randn(2, 5, 4), num_completion_tokens=3)  # states before each of the last 3 tokens
+        tensor([[0., 0., 0.],
+                [0., 0., 0.]], grad_fn=<SqueezeBackward1>)
+    """
+
+    def __init__(self, hidden_size: int):
+        super().__init__()
+        self.linear = nn.Linear(hidden_size, 1)
+        nn.init.zeros_(self.linear.weight)
+        nn.init.zeros_(self.linear.bias)
+
+    def forward(self, hidden_states: Tensor, num_completion_tokens: int) -> Tensor:
+        """Values ``(B, T)`` of the states in which each of the last ``T`` tokens was sampled.
+
+        Token ``t`` of the completion is sampled after position ``P - 1 + t`` of prompt + completion, so its state
+        is the hidden state one position earlier: ``hidden_states[:, -T - 1:-1]``.
+        """
+        states = hidden_states[:, -num_completion_tokens - 1 : -1]
+        with torch.autocast(states.device.type, enabled=False):
+            return self.linear(states.float()).squeeze(-1)
+
+
+def clipped_value_loss(
+    values: Tensor, old_values: Tensor, returns: Tensor, mask: Tensor, clip_range: float
+) -> tuple[Tensor, Tensor]:
+    """PPO's clipped value loss and the fraction of tokens where clipping bound, both token means over ``mask``.
+
+    ``0.5 * max((V - R)^2, (V_old + clip(V - V_old, -c, c) - R)^2)``: the critic gets no credit for moving further
+    than ``c`` from the rollout's values in one batch (PPO2, Dhariwal et al. 2017; TRL's former PPOTrainer).
+
+    Example:
+        >>> old, returns, mask = torch.zeros(1, 2), torch.ones(1, 2), torch.ones(1, 2)
+        >>> loss, clipfrac = clipped_value_loss(torch.tensor([[0.1, 0.5]]), old, returns, mask, clip_range=0.2)
+        >>> loss, clipfrac  # 0.5 is clipped to 0.2 (error 0.8); 0.1 is not (error 0.9)
+        (tensor(0.3625), tensor(0.5000))
+    """
+    clipped = old_values + (values - old_values).clamp(-clip_range, clip_range)
+    unclipped_error = (values - returns).square()
+    clipped_error = (clipped - returns).square()
+    loss = 0.5 * masked_mean(torch.maximum(unclipped_error, clipped_error), mask)
+    clipfrac = masked_mean((clipped_error > unclipped_error).float(), mask)
+    return loss, clipfrac
+
+
+def explained_variance(values: Tensor, returns: Tensor, mask: Tensor) -> Tensor:
+    """``1 - Var(R - V) / Var(R)`` over the valid tokens: 1 for a perfect critic, 0 for a constant one, < 0 worse.
+
+    Returns NaN when the returns do not vary (nothing to explain).
+
+    Example:
+        >>> returns, mask = torch.tensor([[1.0, 3.0], [5.0, 7.0]]), torch.ones(2, 2)
+        >>> explained_variance(returns, returns, mask), explained_variance(torch.full((2, 2), 4.0), returns, mask)
+        (tensor(1.), tensor(0.))
+    """
+    residual = returns - values
+    residual_var = masked_mean((residual - masked_mean(residual, mask)).square(), mask)
+    returns_var = masked_mean((returns - masked_mean(returns, mask)).square(), mask)
+    return (1.0 - residual_var / returns_var).where(returns_var > 0, float("nan"))
+
+
+@contextmanager
+def capture_hidden_states(backbone: nn.Module) -> Iterator[list[Tensor]]:
+    """Collect the last hidden state of every ``backbone`` forward run inside the block (one per call)."""
+    captured: list[Tensor] = []
+
+    def hook(module, args, output):
+        captured.append(output.last_hidden_state if hasattr(output, "last_hidden_state") else output[0])
+
+    handle = backbone.register_forward_hook(hook)
+    try:
+        yield captured
+    finally:
+        handle.remove()
+
+
+@contextmanager
+def keep_trainable(parameters: list[nn.Parameter]) -> Iterator[None]:
+    """Restore ``requires_grad=True`` on ``parameters`` after the block.
+
+    PEFT's ``set_adapter`` and ``disable_adapter`` mark every adapter but the active one as frozen; the policy and
+    critic adapters must both stay trainable for the optimizer and later forwards.
+    """
+    try:
+        yield
+    finally:
+        for parameter in parameters:
+            parameter.requires_grad_(True)
