@@ -209,6 +209,17 @@ def test_refuses_without_isolation_unless_unsafe_is_allowed(monkeypatch):
     assert unsafe.pass_fraction == 1.0  # ran as this very user: no sandbox
 
 
+def test_a_broken_sandbox_is_reported_with_bwraps_own_words(monkeypatch):
+    from trl_r1.verifiers.code import sandbox
+
+    def broken(limits, seccomp_fd, inner):
+        return ["bwrap", "--no-such-option", "--", *inner]
+
+    monkeypatch.setattr(sandbox, "bwrap_command", broken)
+    problem = sandbox.isolation_problem.__wrapped__()  # uncached probe
+    assert problem.startswith("bubblewrap could not start a sandbox") and "Unknown option --no-such-option" in problem
+
+
 @pytest.mark.skipif(os.geteuid() != 0 or shutil.which("setpriv") is None, reason="needs root to switch to nobody")
 def test_works_for_an_ordinary_user():
     """The non-root path: the verifier (copied where nobody can read it) runs as uid 65534, without uid slots."""

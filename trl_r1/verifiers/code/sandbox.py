@@ -344,6 +344,28 @@ def _kill(pid: int) -> None:
         pass
 
 
+def _bwrap_error() -> str:
+    """What bwrap itself says when it cannot build the sandbox (our sandboxes discard its stderr)."""
+    read_fd, write_fd = os.pipe()
+    try:
+        os.write(write_fd, seccomp_program())
+        os.close(write_fd)
+        slot = UidSlot()
+        user = {"user": slot.uid, "group": slot.uid, "extra_groups": []} if slot.uid is not None else {}
+        try:
+            done = subprocess.run(bwrap_command(SandboxLimits(), read_fd, ["/usr/bin/true"]), capture_output=True,
+                                  text=True, env={}, timeout=10, pass_fds=(read_fd,), **user)
+        finally:
+            slot.release()
+    except (OSError, subprocess.SubprocessError, SandboxUnavailable) as exc:
+        return f"{type(exc).__name__}: {exc}"
+    finally:
+        os.close(read_fd)
+    message = done.stderr.strip() or f"exit status {done.returncode}"
+    hint = " (user namespaces disabled? In Docker, allow them in the seccomp profile)" if "namespace" in message else ""
+    return message + hint
+
+
 @functools.lru_cache(maxsize=1)
 def isolation_problem() -> str | None:
     """Why OS isolation does not work here (None when it does); probed once per process."""
@@ -367,7 +389,7 @@ def isolation_problem() -> str | None:
             sandbox.request({"op": "load", "language": "python", "source": "print(6 * 7)"}, deadline)
             reply = sandbox.request({"op": "run", "mode": "stdio", "timeout_s": 5.0, "stdin": ""}, deadline)
     except (SandboxLost, SandboxUnavailable, OSError) as exc:
-        return f"bubblewrap could not start a sandbox ({exc}); user namespaces may be disabled"
+        return f"bubblewrap could not start a sandbox ({exc}): {_bwrap_error()}"
     if reply.get("stdout", "").strip() != "42":
         return f"the sandbox probe failed: {reply}"
     return None
