@@ -26,9 +26,9 @@ from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-from trl_r1.verifiers.format import extract_reasoning  # noqa: E402
-from trl_r1.verifiers.language import consistency, normalize_language  # noqa: E402
-from trl_r1.verifiers.language.identify import clear_word_caches, identifier  # noqa: E402
+from trl_r1.verifiers.format import extract_reasoning
+from trl_r1.verifiers.language import consistency, normalize_language
+from trl_r1.verifiers.language.identify import clear_word_caches, identifier
 
 CASES = Path(__file__).parent / "data" / "language_cases.jsonl"
 LONG_BYTES = 8000  # ~2k tokens

@@ -6,8 +6,16 @@ import pickle
 import pytest
 
 from trl_r1.rewards import get_reward_func
-from trl_r1.rewards.language import LanguageConsistencyReward, language_consistency_reward
-from trl_r1.verifiers.language import consistency, detect_language, measure, normalize_language
+from trl_r1.rewards.language import (
+    LanguageConsistencyReward,
+    language_consistency_reward,
+)
+from trl_r1.verifiers.language import (
+    consistency,
+    detect_language,
+    measure,
+    normalize_language,
+)
 
 EN = "We add the two numbers and then we divide the total by two."
 FR = "On additionne les deux nombres puis on divise le total par deux."
@@ -53,7 +61,7 @@ def test_math_numbers_and_code_are_neutral():
 
 @pytest.mark.parametrize("hidden", [
     f"$$x = 5 \\quad \\text{{{FR}}}$$",
-    f"$x = \\mathrm{{bonjour}} + \\operatorname{{additionne}} + nombres$",
+    "$x = \\mathrm{bonjour} + \\operatorname{additionne} + nombres$",
     f"```python\nx = 5  # {FR}\n```",
     f'```python\nprint("{FR}")\n```',
     f"`{FR}`",
@@ -98,6 +106,8 @@ def test_cyrillic_languages_are_told_apart():
     uk = "Спочатку додамо два числа, а потім поділимо суму на два."
     assert consistency(f"<think>{ru}</think>", "ru") == 1.0
     assert consistency(f"<think>{ru}</think>", "uk") == 0.0
+    assert consistency(f"<think>{uk}</think>", "uk") == 1.0
+    assert consistency(f"<think>{uk}</think>", "ru") == 0.0
     assert consistency(f"<think>{ru} {EN}</think>", "ru") == pytest.approx(0.5, abs=0.1)
 
 

@@ -26,7 +26,13 @@ import numpy as np
 
 from ..format import extract_reasoning
 from .identify import chunk_classifier, identifier
-from .languages import PROMPT_LANGUAGES, UNITS_PER_CHAR, canonical_code, equivalents, language_scripts
+from .languages import (
+    PROMPT_LANGUAGES,
+    UNITS_PER_CHAR,
+    canonical_code,
+    equivalents,
+    language_scripts,
+)
 from .text import WORD_OR_BREAK, is_neutral, prose_text, script_runs, words
 
 ODDS = 2.0  # a chunk is another language when that language is this many times likelier than the target
@@ -62,7 +68,7 @@ class Consistency:
     reason: str | None = None  # why a rule rather than a ratio decided the value
 
     @classmethod
-    def of(cls, target_words: float, words: float) -> "Consistency":
+    def of(cls, target_words: float, words: float) -> Consistency:
         if not words:
             return cls(1.0, 0.0, 0.0, None)
         return cls(round(min(1.0, target_words / words), 6), target_words, words)  # 1.0 despite float sums

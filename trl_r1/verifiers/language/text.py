@@ -110,7 +110,6 @@ def words(text: str) -> list[tuple[str, str]]:
     return [run for word, _, _ in WORD_OR_BREAK.findall(text) if word for run in script_runs(word) if not is_neutral(*run)]
 
 
-KANA = re.compile("[\u3040-\u30ff\u31f0-\u31ff]")
 
 # Function and operator names that are math, not prose, wherever they appear.
 MATH_NAMES = frozenset(
