@@ -24,6 +24,7 @@ def boxed(answer):
         ("We add them up.\nFinal answer: $5$", "5"),
         ("So 2+3 = 5.\n#### 5", "5"),
         ("**Final Answer**\n\\boxed{5}", "5"),
+        ("Final Answer: The largest $n$ is 5. I hope it is correct.", "5"),  # the value after the last "is"
         ("The answer is \\boxed{3} and \\boxed{5}.", "3, 5"),  # a multi-valued answer stays multi-valued
     ],
 )
@@ -138,6 +139,8 @@ def test_percent(gold, answer, expected):
         ("(-\\infty,1)\\cup(2,\\infty)", "(2,\\infty)\\cup(-\\infty,1)", True),
         ("(-\\infty,1)\\cup(2,\\infty)", "(-\\infty,1]\\cup(2,\\infty)", False),
         ("(2,3)", "x=2, y=3", True),  # an open interval's text is also a pair
+        ("(1,3)", "{1,3}", True),  # a TeX group is not a set
+        ("(3,1)", "{1,3}", False),
         ("\\begin{pmatrix} 0 & 3 \\\\ 0 & -1 \\end{pmatrix}", "\\begin{bmatrix}0&3\\\\0&-1\\end{bmatrix}", True),
         ("\\begin{pmatrix} 0 & 3 \\\\ 0 & -1 \\end{pmatrix}", "\\begin{pmatrix}3&0\\\\-1&0\\end{pmatrix}", False),
         ("-2,1", "1 \\text{ and } -2", True),

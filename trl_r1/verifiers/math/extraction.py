@@ -77,7 +77,10 @@ def _last_boxed(text: str, allow_or: bool = False) -> Answer | None:
 
 
 def _statement(text: str) -> str | None:
-    """The value in the last "the answer is X" / "Answer: X" / "#### X" statement, up to the sentence's end."""
+    """The value in the last "the answer is X" / "Answer: X" / "#### X" statement, up to the sentence's end.
+
+    In "Answer: the largest $n$ is 34" the value is what follows the last "is".
+    """
     matches = list(_STATEMENT.finditer(text))
     if not matches:
         return None
@@ -86,7 +89,9 @@ def _statement(text: str) -> str | None:
     if math:
         return next(g for g in math.groups() if g is not None).strip()
     end = _SENTENCE_END.search(rest)
-    return (rest[: end.start()] if end else rest).strip()
+    sentence = (rest[: end.start()] if end else rest).strip()
+    copula = list(re.finditer(r"\bis\b", sentence))  # "Answer: The largest $n$ is 34" -> "34"
+    return sentence[copula[-1].end():].strip() if copula and sentence[copula[-1].end():].strip() else sentence
 
 
 def final_answer(completion: str, allow_or: bool = False) -> Answer:

@@ -73,6 +73,8 @@ def canonical(text: str) -> str:
     unitless = _TRAILING_UNIT.sub("", text).strip()
     if unitless and re.search(r"[\w}]", unitless):
         text = unitless
+    while text.startswith("{") and _group(text, 0)[1] == len(text):  # {1,3}: a TeX group, not a set
+        text = text[1:-1].strip()
     text = re.sub(r"(\\[a-zA-Z]+)\s+(?=[a-zA-Z])", "\\1\0", text)  # keep "\\pi r" from becoming "\\pir"
     return re.sub(r"\s+", "", text).replace("\0", " ")
 
