@@ -116,17 +116,23 @@ def test_cannot_write_host_files(monkeypatch, token):
     assert not any(Path(p).exists() for p in (target, f"/usr/{token}", f"/etc/{token}", f"/{token}"))
 
 
-def test_scratch_space_and_file_size_are_bounded():
+def test_writable_space_is_bounded():
+    """tmpfs pages are host memory: /tmp and /dev/shm are size-limited, /dev is read-only."""
     program = textwrap.dedent("""
-        import os, sys
-        try:
-            for i in range(100):
-                with open(f"chunk{i}", "wb") as f:
-                    f.write(b"0" * (8 << 20))  # 800 MB in total, far beyond the 64 MB scratch tmpfs
-        except OSError as exc:
-            print(exc.errno)
+        out = []
+        for directory in ("/dev", "/dev/shm", "/tmp"):
+            written = 0
+            try:
+                for i in range(100):  # 800 MB per directory if nothing stopped it
+                    with open(f"{directory}/chunk{i}", "wb") as f:
+                        f.write(b"0" * (8 << 20))
+                    written += 8
+            except OSError as exc:
+                out.append(f"{directory}:{exc.errno}:{written <= 64}")
+        print(*out)
     """)
-    assert run_tests(program, [stdio("", "28")]).pass_fraction == 1.0  # ENOSPC, inside the sandbox only
+    report = run_tests(program, [stdio("", "/dev:30:True /dev/shm:28:True /tmp:28:True")], timeout_s=20)
+    assert report.pass_fraction == 1.0, report.results[0].detail  # EROFS, then ENOSPC at 64 MiB
 
 
 # ------------------------------------------------------------------------------------------------ secrets

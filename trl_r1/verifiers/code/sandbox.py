@@ -54,7 +54,7 @@ class SandboxLimits:
     nproc: int = 16  # processes and threads of the sandbox (RLIMIT_NPROC on its own uid)
     file_size_mb: int = 16  # RLIMIT_FSIZE: largest file a test may write
     nofile: int = 256  # RLIMIT_NOFILE
-    scratch_mb: int = 64  # size of the tmpfs that is the sandbox's only writable place
+    scratch_mb: int = 64  # size of each of the two writable tmpfs, /tmp and /dev/shm (host memory)
     compile_memory_mb: int = 2048  # RLIMIT_AS of the C++ compiler
 
 
@@ -170,6 +170,8 @@ def bwrap_command(limits: SandboxLimits, seccomp_fd: int, inner: list[str]) -> l
         "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64", "--symlink", "usr/bin", "/bin",
         "--ro-bind-try", "/etc/ld.so.cache", "/etc/ld.so.cache",
         "--dev", "/dev",  # no /proc: nothing to learn about the sandbox's processes, their fds or memory
+        "--size", str(limits.scratch_mb << 20), "--tmpfs", "/dev/shm",  # bounded: tmpfs pages are host memory
+        "--remount-ro", "/dev",
         "--size", str(limits.scratch_mb << 20), "--tmpfs", "/tmp",
         "--chdir", "/tmp",
         "--seccomp", str(seccomp_fd),
