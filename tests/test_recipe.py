@@ -139,7 +139,7 @@ def test_shipped_recipes_validate():
     paths = sorted(p for p in (ROOT / "recipes").rglob("*.yaml") if "accelerate_configs" not in p.parts)
     assert len(paths) >= 19
     for path in paths:
-        load_recipe(path)
+        load_recipe(path, check_hardware=False)  # GPU recipes validate on this CPU-only machine too
 
 
 def test_flat_trl_style_yaml_runs_as_one_stage(tmp_path, capsys):

@@ -52,7 +52,8 @@ def main(argv: list[str] | None = None) -> int:
             _apply_override(data, item)
         if args.run_dir:
             data["run_dir"] = args.run_dir
-        run_recipe(load_recipe(data), from_stage=args.from_stage, dry_run=args.dry_run)
+        run_recipe(load_recipe(data, check_hardware=not args.dry_run), from_stage=args.from_stage,
+                   dry_run=args.dry_run)
     except RecipeError as exc:
         print(f"trl-r1 run: {exc}", file=sys.stderr)
         return 2
@@ -94,7 +95,7 @@ def _single_stage(command: str, stage: str, argv: list[str] | None) -> int:
             if algorithm != command:
                 raise RecipeError([f"{command}: algorithm {algorithm!r} contradicts the command; use trl-r1 "
                                    f"{algorithm}"])
-        recipe = load_recipe(flat_to_recipe(flat, stage), single_stage=True)
+        recipe = load_recipe(flat_to_recipe(flat, stage), single_stage=True, check_hardware=not args.dry_run)
         run_recipe(recipe, dry_run=args.dry_run)
     except RecipeError as exc:
         print(f"trl-r1 {command}: {exc}", file=sys.stderr)

@@ -88,6 +88,11 @@ class DataArguments:
     dataset_kwargs: dict[str, Any] = field(default_factory=dict, metadata={
         "help": "Keyword arguments for a 'module:function' builder, or extra datasets.load_dataset arguments."})
     max_samples: int | None = field(default=None, metadata={"help": "Keep only the first N rows (None: all)."})
+    prompt_column: str = field(default="prompt", metadata={
+        "help": "Column holding the prompt; a text column other than 'prompt' becomes a one-turn conversational "
+        "'prompt' (e.g. 'problem' for MATH-500)."})
+    solution_column: str = field(default="solution", metadata={
+        "help": "Column holding the gold answer, renamed to 'solution' (what the math reward reads)."})
 
 
 @dataclass
@@ -127,7 +132,7 @@ class FinalSFTArguments(DataArguments):
         "choices": ["base", "cold_start", "rl"]})
     mix_datasets: list[dict[str, Any]] = field(default_factory=list, metadata={
         "help": "Extra SFT datasets mixed with the accepted samples: trl DatasetConfig entries "
-        "(path, name, data_dir, data_files, split, columns) with an optional `max_samples`."})
+        "(path, name, data_dir, data_files, split, columns, fraction); each needs a 'messages' column."})
 
 
 @dataclass
@@ -139,6 +144,8 @@ class EvaluationConfig:
     dataset_config: str | None = field(default=None, metadata={"help": "Dataset configuration name."})
     dataset_split: str = field(default="test", metadata={"help": "Split to evaluate on (default 'test')."})
     dataset_kwargs: dict[str, Any] = field(default_factory=dict, metadata={"help": "Builder keyword arguments."})
+    prompt_column: str = field(default="prompt", metadata={"help": "As in DataArguments."})
+    solution_column: str = field(default="solution", metadata={"help": "As in DataArguments."})
     num_prompts: int | None = field(default=200, metadata={"help": "Evaluate the first N prompts (default 200)."})
     num_samples: int = field(default=4, metadata={
         "help": "Samples per prompt; the reward means over them estimate pass@1 (R1 §3.1 uses k samples)."})
@@ -198,10 +205,13 @@ def read_yaml(path: str | Path) -> dict[str, Any]:
     return data
 
 
-def load_recipe(source: str | Path | dict[str, Any], *, single_stage: bool = False) -> Recipe:
+def load_recipe(source: str | Path | dict[str, Any], *, single_stage: bool = False,
+                check_hardware: bool = True) -> Recipe:
     """Parse and validate a pipeline recipe (a YAML path or a mapping); raises RecipeError listing all problems.
 
-    With `single_stage` (`trl-r1 sft|grpo|ppo`), the one stage writes into `run_dir` itself.
+    With `single_stage` (`trl-r1 sft|grpo|ppo`), the one stage writes into `run_dir` itself. With
+    `check_hardware=False` (`--dry-run`), a GPU recipe validates on a CPU-only machine: TRL's configs refuse
+    bf16 without a GPU, so they are built as if `use_cpu` were set (the flag is restored afterwards).
 
     >>> recipe = load_recipe({"run_dir": "/tmp/r", "model": {"model_name_or_path": "m"}, "cold_start": {
     ...     "dataset_name": "d", "learning_rate": "2e-5", "use_cpu": True}})
@@ -243,7 +253,7 @@ def load_recipe(source: str | Path | dict[str, Any], *, single_stage: bool = Fal
     for name in STAGES:
         if name in data:
             output_dir = run_root if single_stage else run_root / name
-            plan = _plan_stage(name, data[name], training, model_section, output_dir, problems)
+            plan = _plan_stage(name, data[name], training, model_section, output_dir, problems, check_hardware)
             if plan is not None:
                 stages.append(plan)
     evaluation = None
@@ -291,7 +301,7 @@ def stage_dataclasses(name: str, section: dict[str, Any]) -> list[type]:
 
 
 def _plan_stage(name: str, section: dict[str, Any], training: dict[str, Any], model_section: dict[str, Any],
-                output_dir: Path, problems: list[str]) -> StagePlan | None:
+                output_dir: Path, problems: list[str], check_hardware: bool = True) -> StagePlan | None:
     classes = stage_dataclasses(name, section)
     count = len(problems)
     _check_keys(name, section, classes, problems)
@@ -305,6 +315,8 @@ def _plan_stage(name: str, section: dict[str, Any], training: dict[str, Any], mo
         values = {k: v for k, v in section.items() if k not in _fields(args_cls)}
         values["output_dir"] = str(output_dir)
         values["model_name_or_path"] = "<rl checkpoint>"  # the pipeline sets the real path when the stage runs
+        if "rewards" in values:
+            _reward_weights(values["rewards"], name, problems)
         config = _build(name, config_cls, values, problems)
         return StagePlan(name, "rejection_sampling", args, config, None, output_dir, section=section)
     model_values = {**model_section, **_pick(section, R1ModelConfig, exclude=_fields(config_cls))}
@@ -325,7 +337,7 @@ def _plan_stage(name: str, section: dict[str, Any], training: dict[str, Any], mo
                                 "not both")
             else:
                 trainer_values["reward_weights"] = weights
-    config = _build(name, config_cls, trainer_values, problems)
+    config = _build(name, config_cls, trainer_values, problems, check_hardware=check_hardware)
     kind = "sft" if name in ("cold_start", "final_sft") else args.algorithm if args is not None else "grpo"
     return StagePlan(name, kind, args, config, model_args, output_dir, section=section)
 
@@ -397,7 +409,7 @@ def _check_mix_entry(entry: Any, index: int, problems: list[str]) -> None:
     if not isinstance(entry, dict) or "path" not in entry:
         problems.append(f"{where}: must be a mapping with at least 'path'")
         return
-    allowed = [*_fields(DatasetConfig), "max_samples"]
+    allowed = _fields(DatasetConfig)
     for key in entry:
         if key not in allowed:
             problems.append(f"{where}: unknown key {key!r}{_suggest(key, allowed)}")
@@ -438,19 +450,27 @@ def _suggest(key: str, candidates: Any) -> str:
     return f"; did you mean {close[0]!r}?" if close else ""
 
 
-def _build(where: str, cls: type, values: dict[str, Any], problems: list[str]) -> Any:
-    """Type-check `values` against `cls`'s annotations, then construct it (its own checks name the stage)."""
+def _build(where: str, cls: type, values: dict[str, Any], problems: list[str], check_hardware: bool = True) -> Any:
+    """Type-check `values` against `cls`'s annotations, then construct it (its own checks name the stage).
+
+    Reward lists are checked by resolving them (`_reward_weights`), not by their annotation.
+    """
     hints = _type_hints(cls)
     coerced, ok = {}, True
     for key, value in values.items():
         try:
-            coerced[key] = coerce(value, hints.get(key, Any))
+            coerced[key] = value if key == "rewards" else coerce(value, hints.get(key, Any))
         except TypeError as exc:
             problems.append(f"{where}: key {key!r}: {exc}")
             ok = False
     if not ok:
         return None
+    hardware_free = not check_hardware and "use_cpu" in _fields(cls)
     try:
+        if hardware_free:
+            built = cls(**{**coerced, "use_cpu": True})
+            built.use_cpu = coerced.get("use_cpu", False)
+            return built
         return cls(**coerced)
     except (ValueError, TypeError) as exc:
         problems.append(f"{where}: {exc}")

@@ -132,9 +132,7 @@ class Pipeline:
 
         if key not in self._datasets:
             if key == "evaluation":
-                ev = self.recipe.evaluation
-                self._datasets[key] = load_dataset_spec(ev.dataset_name, split=ev.dataset_split,
-                                                        config=ev.dataset_config, kwargs=ev.dataset_kwargs)
+                self._datasets[key] = load_stage_dataset(self.recipe.evaluation, split_attribute="dataset_split")
             elif key == "rejection_sampling":
                 cfg, args = owner.config, owner.args
                 if cfg.dataset_name is None:
