@@ -5,7 +5,6 @@ import json
 
 import pytest
 import yaml
-from datasets import Dataset
 
 from trl_r1.data import DistillationConfig, distill
 from trl_r1.data.distillation import main
@@ -26,7 +25,7 @@ def test_distill_from_a_served_teacher_with_gold_verification(toy_reasoner, tmp_
         config = DistillationConfig(model_name_or_path="toy-teacher", base_url=server.base_url,
                                     output_dir=str(tmp_path), rewards=["math"], num_samples=4, max_new_tokens=32,
                                     target_lang="en")
-        result = distill(config, Dataset.from_list(toy_prompts()))
+        result = distill(config, toy_prompts())
         assert server.requests_served == 12  # one request per prompt, n=4 each
     stats = result.stats
     assert stats["generated"] == 48 and 0 < stats["accepted"] < 48
@@ -35,7 +34,7 @@ def test_distill_from_a_served_teacher_with_gold_verification(toy_reasoner, tmp_
         content = row["messages"][-1]["content"]
         # normalised: reasoning in one think block, then the answer, whichever way the server sent it
         assert content.startswith("<think>") and content.count("</think>") == 1
-        assert check_strict(content).ok and verify(row["answer"], content)
+        assert check_strict(content).ok and verify(row["solution"], content)
         assert extract_reasoning(content).strip()
     run = json.loads((tmp_path / "run.json").read_text())
     assert run["kind"] == "distillation" and run["model"]["backend"] == "openai"
@@ -45,7 +44,7 @@ def test_distill_from_a_served_teacher_with_gold_verification(toy_reasoner, tmp_
 def test_distill_without_gold_keeps_well_formed_traces(toy_reasoner, tmp_path):
     """The CLI with a YAML config and no reward: every well-formed, readable trace is kept, right or wrong."""
     (tmp_path / "prompts.jsonl").write_text("".join(json.dumps({"prompt": p["prompt"]}) + "\n"
-                                                    for p in toy_prompts()[:6]))
+                                                    for p in toy_prompts().select(range(6))))
     with OpenAICompatibleServer(toy_reasoner, reasoning_parser=True, model_name="toy-teacher") as server:
         (tmp_path / "distill.yaml").write_text(yaml.safe_dump({
             "model_name_or_path": "toy-teacher", "base_url": server.base_url,

@@ -11,7 +11,6 @@ from collections import Counter
 
 import pytest
 import yaml
-from datasets import Dataset
 
 from trl_r1.cli import main as cli_main
 from trl_r1.data import R1Filters, RejectionSamplingConfig, Trace, parse_trace, rejection_sample
@@ -34,7 +33,7 @@ def test_rejection_sampling_keeps_only_verified_readable_samples(toy_reasoner, t
         model_name_or_path=toy_reasoner, output_dir=str(tmp_path / "rs"), rewards=["math", "format"],
         num_samples=6, max_new_tokens=32, batch_size=6, max_per_prompt=2, target_lang="en",
     )
-    result = rejection_sample(config, Dataset.from_list(toy_prompts()))
+    result = rejection_sample(config, toy_prompts())
     stats = result.stats
     assert stats["num_prompts"] == 12 and stats["generated"] == 72
     assert stats["accepted"] == len(result.dataset) > 0
@@ -45,7 +44,7 @@ def test_rejection_sampling_keeps_only_verified_readable_samples(toy_reasoner, t
         user, assistant = row["messages"]
         assert user["role"] == "user" and assistant["role"] == "assistant"
         assert check_strict(assistant["content"]).ok
-        assert verify(row["answer"], assistant["content"])
+        assert verify(row["solution"], assistant["content"])
     per_prompt = Counter(row["messages"][0]["content"] for row in result.dataset)
     assert max(per_prompt.values()) <= 2
     for prompt in per_prompt:
@@ -55,7 +54,7 @@ def test_rejection_sampling_keeps_only_verified_readable_samples(toy_reasoner, t
     rates = result.prompt_stats["pass_rate"]
     assert len(rates) == 12 and all(0 <= r <= 1 for r in rates)
     assert sum(result.prompt_stats["num_passed"]) == stats["passed"]
-    assert result.prompt_stats["answer"] == [p["answer"] for p in toy_prompts()]
+    assert list(result.prompt_stats["solution"]) == list(toy_prompts()["solution"])
     # the files on disk are the same data
     on_disk = [json.loads(line) for line in (tmp_path / "rs" / "sft.jsonl").read_text().splitlines()]
     assert on_disk == result.dataset.to_list()
@@ -71,7 +70,7 @@ def test_rejection_sampling_keeps_only_verified_readable_samples(toy_reasoner, t
 def test_finished_run_is_not_redone_and_settings_are_checked(toy_reasoner, tmp_path):
     config = RejectionSamplingConfig(model_name_or_path=toy_reasoner, output_dir=str(tmp_path), rewards=["format"],
                                      num_samples=2, max_new_tokens=24, min_language_consistency=None)
-    dataset = Dataset.from_list(toy_prompts()[:3])
+    dataset = toy_prompts().select(range(3))
     first = rejection_sample(config, dataset)
     records = (tmp_path / "records.jsonl").read_text()
     again = rejection_sample(RejectionSamplingConfig(**{**config.__dict__, "backend": "openai"}), dataset)
