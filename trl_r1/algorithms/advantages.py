@@ -132,14 +132,14 @@ def gae(
     (tensor([[0.5000, 0.5000, 0.5000]]), tensor([[1., 1., 1.]]))
     """
     order = _valid_first_order(mask)
-    invalid = ~mask.bool()
+    valid = mask.bool()
     if order is not None:
-        rewards, values, invalid = rewards.gather(1, order), values.gather(1, order), invalid.gather(1, order)
-    values = values.clone().masked_fill_(invalid, 0.0)  # clone + in-place fill: 5x faster than masked_fill on CPU
-    deltas = rewards.clone().masked_fill_(invalid, 0.0).sub_(values)
+        rewards, values, valid = rewards.gather(1, order), values.gather(1, order), valid.gather(1, order)
+    values = torch.where(valid, values, 0.0)  # also drops NaN/inf at masked positions
+    deltas = torch.where(valid, rewards, 0.0).sub_(values)
     deltas[:, :-1].add_(values[:, 1:], alpha=gamma)
     discount = gamma * lam.to(deltas) if isinstance(lam, Tensor) else gamma * lam
-    advantages = discounted_reverse_cumsum(deltas, discount).masked_fill_(invalid, 0.0)
+    advantages = torch.where(valid, discounted_reverse_cumsum(deltas, discount), 0.0)
     returns = values.add_(advantages)
     if order is not None:
         advantages = torch.empty_like(advantages).scatter_(1, order, advantages)
