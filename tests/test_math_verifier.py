@@ -71,6 +71,7 @@ def test_or_is_a_list_when_the_gold_lists_alternatives():
         ("\\frac{\\pi}{4}", "\\dfrac{\\pi}{4}"),
         ("1,234", "1234"),  # thousands separators
         ("1234", "1,234"),
+        ("32349", "32,\\! 349"),
         ("\\$32,\\!348", "32348"),
         ("12.5", "12.50"),  # decimals
         ("0.4", ".4"),
@@ -96,6 +97,7 @@ def test_gold_styles(gold, answer):
     [
         ("3\\sqrt{13}", "3"),
         ("1,234", "1,243"),
+        ("32349", "32, 349"),  # a comma and a space make a list
         ("12.5", "12.4"),
         ("5\\text{ cm}", "6 \\text{ cm}"),
         ("\\text{(C)}", "D"),

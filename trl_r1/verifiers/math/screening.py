@@ -21,7 +21,7 @@ MAX_LOG10 = 20_000  # powers estimated above 10**MAX_LOG10 are compared as text 
 MAX_FACTORIAL = 2_000  # n! for larger literal n is compared as text
 MIN_ROUNDED_DIGITS = 4  # a decimal matches an exact value by rounding only with this many significant digits
 
-_SPACING = re.compile(r"(?<!\\)\\[,;:! ]|\\quad|\\qquad|~|\\displaystyle|\\limits|\\m?left(?=[^a-zA-Z])|\\m?right(?=[^a-zA-Z])|\\middle")
+_SPACING = re.compile(r"(?<!\\)\\[,;: ]|\\quad|\\qquad|~|\\displaystyle|\\limits|\\m?left(?=[^a-zA-Z])|\\m?right(?=[^a-zA-Z])|\\middle")
 _TEXT_COMMANDS = re.compile(r"\\(?:mathrm|textbf|textit|textrm|textnormal|mathbf|mathit|mbox|operatorname)\s*\{")
 _DEGREES = re.compile(r"\^\s*\{?\s*\\circ\s*\}?|°|\\degree")
 _TRAILING_UNIT = re.compile(
@@ -59,12 +59,14 @@ def canonical(text: str) -> str:
     '1,234'
     >>> canonical(r"2 \\pi r^2")
     '2\\\\pi r^2'
+    >>> canonical("32, 349"), canonical("32,349")
+    ('32, 349', '32,349')
     """
     text = text.strip()
     for symbol, command in _UNICODE.items():
         text = text.replace(symbol, command)
     text = _PLAIN_EXP.sub(r"e^{\1}", _PLAIN_PI.sub(r"\\pi ", text))
-    text = _SPACING.sub(" ", text)
+    text = _SPACING.sub(" ", re.sub(r"(?<!\\)\\!\s*", "", text))  # "\!" is a negative space: 32,\! 349
     text = re.sub(r"\\[dtc]frac", r"\\frac", text)
     text = _TEXT_COMMANDS.sub(r"\\text{", text)
     text = _DEGREES.sub("", text).replace("\\%", "%").replace("\\$", "").replace("{,}", ",")
@@ -76,6 +78,7 @@ def canonical(text: str) -> str:
     while text.startswith("{") and _group(text, 0)[1] == len(text):  # {1,3}: a TeX group, not a set
         text = text[1:-1].strip()
     text = re.sub(r"(\\[a-zA-Z]+)\s+(?=[a-zA-Z])", "\\1\0", text)  # keep "\\pi r" from becoming "\\pir"
+    text = re.sub(r"(?<=\d),\s+(?=\d)", ",\0", text)  # "32, 349" is a list; "32,349" is a number
     return re.sub(r"\s+", "", text).replace("\0", " ")
 
 
