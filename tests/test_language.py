@@ -99,6 +99,9 @@ def test_han_is_japanese_in_sentences_with_kana_else_chinese():
     assert consistency(f"<think>{JA}</think>", "zh") == 0.0
     assert consistency(f"<think>{ZH}</think>", "ja") == 0.0
     assert consistency(f"<think>{ZH}{JA}</think>", "zh") == pytest.approx(0.4, abs=0.1)
+    # a full-width "？" ends the sentence even without a space: the Chinese question stays Chinese
+    assert consistency("<think>这是什么？我们来算一下吧。これは何ですか？答えは五です。</think>", "zh") == pytest.approx(
+        11 * 0.6 / (11 * 0.6 + 3 * 0.6 + 10 * 0.55), abs=0.01)
 
 
 def test_cyrillic_languages_are_told_apart():

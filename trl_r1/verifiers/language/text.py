@@ -74,7 +74,7 @@ _LETTER = _bmp_class(_SCRIPT_TABLE)
 # Persian zero-width non-joiner stay inside words), sentence ends and clause ends, in order.
 WORD_OR_BREAK = re.compile(
     rf"(\d?{_LETTER}+(?:['’\u200c]{_LETTER}+)*|[\U{_ASTRAL_HAN[0]:08x}-\U{_ASTRAL_HAN[1]:08x}]+)"
-    r"|([.!?؟।۔](?=\s)|[。\n])"
+    r"|([.!?؟।۔](?=\s|[^\x00-\x7f])|[。\n])"  # "?" of "什么？我们" (NFKC made it ASCII) ends a sentence too
     r"|([,;:،؛，、；：])"
 )
 _SCRIPT_RUN = re.compile(r"(.)\1*")
