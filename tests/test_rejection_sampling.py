@@ -11,6 +11,7 @@ from collections import Counter
 
 import pytest
 import yaml
+from datasets import Dataset
 
 from trl_r1.cli import main as cli_main
 from trl_r1.data import R1Filters, RejectionSamplingConfig, Trace, parse_trace, rejection_sample
@@ -120,6 +121,26 @@ def test_disabled_filters_and_unverifiable_samples():
     (record,) = judge_batch(config, [{"prompt": "2+3?", "answer": ""}], [[Completion("<think>a</think> 5")]],
                             get_reward_funcs(["math"]))
     assert record["rejections"] == {"unverified:math_accuracy_reward": 1} and record["rows"] == []
+
+
+def test_code_tasks_may_reason_with_code():
+    """Rows the code reward scores are code tasks: a code block in their reasoning is not rejected."""
+    config = RejectionSamplingConfig(model_name_or_path="m", output_dir="unused", rewards=["code", "format"],
+                                     target_lang="en")
+    row = {"prompt": "Read two integers and print their sum.", "tests": [{"type": "stdio", "input": "1 2", "output": "3"}]}
+    completion = ("<think>A first try:\n```python\nprint(1)\n```\nNo, add them.</think>\n"
+                  "<answer>```python\nprint(sum(map(int, input().split())))\n```</answer>")
+    (record,) = judge_batch(config, [row], [[Completion(completion)]], get_reward_funcs(config.rewards))
+    assert record["num_accepted"] == 1 and record["rows"][0]["tests"] == row["tests"]
+
+
+def test_malformed_prompts_are_skipped_not_fatal(toy_reasoner, tmp_path):
+    dataset = Dataset.from_list([{"prompt": "What is 2 + 3?", "solution": "5"}, {"prompt": "  ", "solution": "1"}])
+    config = RejectionSamplingConfig(model_name_or_path=toy_reasoner, output_dir=str(tmp_path), num_samples=2,
+                                     max_new_tokens=16, min_language_consistency=None)
+    result = rejection_sample(config, dataset)
+    assert result.stats["num_prompts"] == 2 and result.stats["prompts_without_samples"] == 1
+    assert list(result.prompt_stats["num_generated"]) == [2, 0]
 
 
 @pytest.mark.parametrize("content, reasoning, prefilled, expected", [

@@ -73,6 +73,17 @@ def is_vllm_available() -> bool:
     return importlib.util.find_spec("vllm") is not None
 
 
+def is_prompt(prompt: Any) -> bool:
+    """True for a non-empty text prompt or a non-empty list of chat messages (dicts with a role).
+
+    >>> is_prompt("2+3?"), is_prompt([{"role": "user", "content": "2+3?"}]), is_prompt(None), is_prompt([])
+    (True, True, False, False)
+    """
+    if isinstance(prompt, str):
+        return bool(prompt.strip())
+    return isinstance(prompt, list) and bool(prompt) and all(isinstance(m, dict) and "role" in m for m in prompt)
+
+
 def render_prompt(prompt: Any, tokenizer: Any) -> str:
     """The prompt as the model sees it, rendered the way TRL's trainers do.
 
@@ -173,7 +184,9 @@ class VLLMGenerator:
         from vllm import LLM
 
         self.model_name_or_path, self.adapter_path, self.load_in_4bit = model_name_or_path, adapter_path, load_in_4bit
-        kwargs: dict[str, Any] = {"seed": seed, "enable_lora": adapter_path is not None}
+        kwargs: dict[str, Any] = {"seed": seed}
+        if adapter_path:
+            kwargs.update(enable_lora=True, max_lora_rank=_vllm_lora_rank(adapter_path))
         if load_in_4bit:
             kwargs["quantization"] = "bitsandbytes"
         self.llm = LLM(model=model_name_or_path, **kwargs)
@@ -330,6 +343,15 @@ def load_generator(backend: str, model_name_or_path: str, *, adapter_path: str |
     if backend == "vllm":
         return VLLMGenerator(model_name_or_path, adapter_path, load_in_4bit, seed=seed)
     return TransformersGenerator(model_name_or_path, adapter_path, load_in_4bit)
+
+
+def _vllm_lora_rank(adapter_path: str) -> int:
+    """The smallest `max_lora_rank` vLLM accepts that fits the adapter's rank."""
+    import json
+
+    with open(os.path.join(adapter_path, "adapter_config.json")) as f:
+        rank = int(json.load(f)["r"])
+    return next((r for r in (8, 16, 32, 64, 128, 256, 320, 512) if r >= rank), rank)
 
 
 def _has_tokenizer(path: str) -> bool:

@@ -27,7 +27,7 @@ from typing import Any
 from ..rewards.base import prompt_to_text
 from . import filters as F
 from .filters import R1Filters, Trace, parse_trace
-from .generation import BACKENDS, Completion, Generator, SamplingParams, load_generator, resolve_backend
+from .generation import BACKENDS, Completion, Generator, SamplingParams, is_prompt, load_generator, resolve_backend
 
 logger = logging.getLogger("trl_r1.data")
 
@@ -178,7 +178,17 @@ def _sample_and_record(config: RejectionSamplingConfig, prompts: Any, todo: list
     for b in range(0, len(todo), config.batch_size):
         indices = todo[b:b + config.batch_size]
         rows = [prompts[i] for i in indices]
-        completions = generator.generate([r[config.prompt_column] for r in rows], params, seed=config.seed + indices[0])
+        # a malformed prompt gets no samples (and says so in its record) instead of stopping the run
+        usable = [j for j, r in enumerate(rows) if is_prompt(r[config.prompt_column])]
+        if len(usable) < len(rows):
+            logger.warning("prompts %s are not text or chat messages: skipped",
+                           [indices[j] for j in range(len(rows)) if j not in usable])
+        completions: list[list[Completion]] = [[] for _ in rows]
+        if usable:
+            groups = generator.generate([rows[j][config.prompt_column] for j in usable], params,
+                                        seed=config.seed + indices[0])
+            for j, group in zip(usable, groups):
+                completions[j] = group
         records = judge_batch(config, rows, completions, rewards)
         for index, record in zip(indices, records):
             record["index"] = index
@@ -194,12 +204,15 @@ def _sample_and_record(config: RejectionSamplingConfig, prompts: Any, todo: list
 def judge_batch(config: RejectionSamplingConfig, rows: list[dict[str, Any]], completions: list[list[Completion]],
                 rewards: list[Callable[..., list[float | None]]]) -> list[dict[str, Any]]:
     """Score and filter one batch; returns one record per prompt (statistics + accepted SFT rows)."""
+    from ..rewards.code import CodeReward
+
     filters = config.filters
     # 1. split reasoning from answer (a truncated or tag-less completion cannot become a <think> SFT target)
     traces: list[list[Trace | None]] = []
     verdicts: list[list[str | None]] = []
     for group in completions:
-        traces.append([]), verdicts.append([])
+        traces.append([])
+        verdicts.append([])
         for c in group:
             try:
                 think_prefilled = config.think_prefilled if config.think_prefilled is not None else c.think_prefilled
@@ -220,8 +233,8 @@ def judge_batch(config: RejectionSamplingConfig, rows: list[dict[str, Any]], com
         for reward in rewards:
             name = getattr(reward, "__name__", type(reward).__name__)
             for key, score in zip(flat, reward(**kwargs)):
-                if name.startswith("code") and score is not None:
-                    code_task[key] = True
+                if isinstance(reward, CodeReward) and score is not None:
+                    code_task[key] = True  # a row the code reward scores is a code task: code may be reasoning
                 p, s = key
                 if verdicts[p][s] is None and (score is None or score < config.min_reward):
                     verdicts[p][s] = f"{F.INCORRECT if score is not None else 'unverified'}:{name}"
@@ -396,6 +409,7 @@ def summarize(config: RejectionSamplingConfig, records: list[dict[str, Any]]) ->
         "truncated": sum(r["num_truncated"] for r in records),
         "generated_tokens": sum(r["num_tokens"] for r in records),
         "prompts_with_accepted": sum(r["num_accepted"] > 0 for r in records),
+        "prompts_without_samples": sum(r["num_generated"] == 0 for r in records),
         "prompts_all_passed": sum(p == 1.0 for p in pass_rates),
         "prompts_none_passed": sum(p == 0.0 for p in pass_rates),
         "rejections": {name: counts.get(name, 0) for name in order},
