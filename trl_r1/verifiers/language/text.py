@@ -233,8 +233,8 @@ def _fenced(language: str, body: str) -> str:
 
 def is_neutral(script: str, word: str) -> bool:
     """Tokens that are math or names rather than words: single Latin/Greek letters (variables), short
-    all-caps tokens (points, acronyms: ABC, GCD), function names and units. (Words glued to a number, "5kg",
-    "3x", are dropped by the tokenizer.)
+    all-caps tokens (points, acronyms: ABC, GCD), function names and units. (Latin/Greek letters glued to a
+    number, "5kg", "3x", are dropped by `script_runs`.)
 
     >>> [w for w in ("x", "ABC", "sin", "cm", "Ab", "le") if is_neutral("latin", w)]
     ['x', 'ABC', 'sin', 'cm']
