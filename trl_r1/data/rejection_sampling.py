@@ -232,12 +232,15 @@ def judge_batch(config: RejectionSamplingConfig, rows: list[dict[str, Any]], com
                       completion_ids=None, **columns)
         for reward in rewards:
             name = getattr(reward, "__name__", type(reward).__name__)
-            for key, score in zip(flat, reward(**kwargs)):
+            scores = reward(**kwargs)
+            if len(scores) != len(flat):
+                raise ValueError(f"reward {name} returned {len(scores)} scores for {len(flat)} completions")
+            for key, score in zip(flat, scores):
                 if isinstance(reward, CodeReward) and score is not None:
                     code_task[key] = True  # a row the code reward scores is a code task: code may be reasoning
                 p, s = key
                 if verdicts[p][s] is None and (score is None or score < config.min_reward):
-                    verdicts[p][s] = f"{F.INCORRECT if score is not None else 'unverified'}:{name}"
+                    verdicts[p][s] = f"{F.INCORRECT if score is not None else F.UNVERIFIED}:{name}"
     records = []
     for p, row in enumerate(rows):
         group, verdict = traces[p], verdicts[p]
