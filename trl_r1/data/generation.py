@@ -201,8 +201,8 @@ class VLLMGenerator:
         from vllm import SamplingParams as VLLMSamplingParams
 
         texts = [render_prompt(p, self.tokenizer) for p in prompts]
-        sampling = VLLMSamplingParams(n=params.num_samples, temperature=params.temperature, top_p=params.top_p,
-                                      max_tokens=params.max_new_tokens, seed=seed)
+        sampling = [VLLMSamplingParams(n=params.num_samples, temperature=params.temperature, top_p=params.top_p,
+                                       max_tokens=params.max_new_tokens, seed=seed + i) for i in range(len(texts))]
         outputs = self.llm.generate(texts, sampling, lora_request=self.lora_request, use_tqdm=False)
         return [
             [Completion(content=o.text, finish_reason=o.finish_reason, num_tokens=len(o.token_ids),
