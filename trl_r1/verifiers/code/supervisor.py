@@ -101,7 +101,6 @@ class Supervisor:
         self.limits = config["limits"]
         self.language = self.source = self.binary = None
         self.tests_run = 0
-        self.work_dir = None
 
     def serve(self):
         while True:
@@ -152,10 +151,10 @@ class Supervisor:
     def _fork_test(self, mode, timeout_s):
         """Fork the test's child; return (pid, stdin_w, stdout_r, stderr_r, rpc_w, rpc_r), unused ends None."""
         self.tests_run += 1  # a fresh directory per test, even if a test made its last one undeletable
-        self.work_dir = os.path.join(self.scratch, "test-%d" % self.tests_run)
-        os.makedirs(self.work_dir)
+        work_dir = os.path.join(self.scratch, "test-%d" % self.tests_run)
+        os.makedirs(work_dir)
         if self.binary is not None:
-            binary_path = os.path.join(self.work_dir, "main")
+            binary_path = os.path.join(work_dir, "main")
             fd = os.open(binary_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o755)
             write_all(fd, self.binary)
             os.close(fd)
@@ -170,7 +169,7 @@ class Supervisor:
         if pid == 0:
             try:
                 os.setpgid(0, 0)
-                os.chdir(self.work_dir)
+                os.chdir(work_dir)
                 null = os.open(os.devnull, os.O_RDWR)
                 install_fds([null if fd is None else fd for fd in child_fds])
                 mem = self.limits["memory_mb"] << 20
@@ -206,7 +205,7 @@ class Supervisor:
         return pid, stderr_r
 
     def _cleanup(self, pid):
-        """Kill whatever the test left running, reap it, and remove its directory."""
+        """Kill whatever the test left running, reap it, and remove every file tests wrote."""
         if self.isolated:
             deadline = time.monotonic() + 2.0
             while time.monotonic() < deadline:
