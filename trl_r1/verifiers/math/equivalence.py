@@ -23,8 +23,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import sympy
+from antlr4.atn.PredictionMode import PredictionMode
 from latex2sympy2_extended import latex2sympy
-from latex2sympy2_extended.math_normalization import NormalizationConfig
+from latex2sympy2_extended.latex2sympy2 import _Latex2Sympy
+from latex2sympy2_extended.math_normalization import NormalizationConfig, normalize_latex
 
 from .screening import parse_number, rounds_to
 
@@ -75,7 +77,7 @@ def parse(text: str):
     if len(items) > 1:
         return BareList(tuple(parse(item) for item in items))
     try:
-        value = latex2sympy(text, normalization_config=PARSE_CONFIG)
+        value = _latex_to_sympy(text)
     except Exception as exc:  # the ANTLR parser raises many types; all mean "not readable"
         raise Unparseable(f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"[:120]) from None
     if not isinstance(value, (sympy.Basic, sympy.MatrixBase)):
@@ -85,6 +87,27 @@ def parse(text: str):
     exact = {u: u.args[0] for u in value.atoms(sympy.UnevaluatedExpr)}  # 25\% is 25 * Unevaluated(1/100)
     exact.update({f: sympy.Rational(str(f)) for f in value.atoms(sympy.Float)})  # decimals as written
     return value.xreplace(exact) if exact else value
+
+
+class _SLLParser(_Latex2Sympy):
+    """latex2sympy with ANTLR's fast SLL prediction (10-20x faster on brackets and intervals than the default LL).
+
+    ANTLR guarantees that SLL either returns the tree LL would return or reports a syntax error, so the usual
+    two-stage strategy (`_latex_to_sympy`) gives latex2sympy's exact results.
+    """
+
+    def create_parser(self, latex_str):
+        parser = super().create_parser(latex_str)
+        parser._interp.predictionMode = PredictionMode.SLL
+        return parser
+
+
+def _latex_to_sympy(text: str):
+    """Parse with SLL prediction first; only on a syntax error pay for the full LL parse."""
+    try:
+        return _SLLParser().parse(normalize_latex(text, PARSE_CONFIG))
+    except Exception:  # SLL reports a syntax error: LL decides (and raises if the text is really invalid)
+        return latex2sympy(text, normalization_config=PARSE_CONFIG)
 
 
 def split_top_level(text: str) -> list[str]:
