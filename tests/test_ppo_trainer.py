@@ -290,6 +290,8 @@ def test_clipped_value_loss_matches_ppo2_and_stops_gradients_past_the_clip():
         ({"vf_coef": -1.0}, "vf_coef"),
         ({"critic_warmup_steps": -1}, "critic_warmup_steps"),
         ({"kl_coef": 0.0, "kl_target": 0.1}, "kl_coef"),
+        ({"scale_rewards": "batch"}, "scale_rewards"),
+        ({"multi_objective_aggregation": "normalize_then_sum"}, "multi_objective_aggregation"),
     ],
 )
 def test_config_rejects_invalid_settings(overrides, message, tmp_path):

@@ -19,9 +19,9 @@ class PPOConfig(GRPOConfig):
     It subclasses TRL's `GRPOConfig`, so generation (including vLLM), reward functions, logging, PEFT/QLoRA and
     every other GRPO option work unchanged. `epsilon`/`epsilon_high` clip the policy ratio, `num_iterations` is the
     number of PPO epochs per generated batch and `steps_per_generation` the number of minibatches. GRPO's group
-    advantages are replaced by token-level GAE advantages, so `scale_rewards` and `multi_objective_aggregation` only
-    affect the logged GRPO columns. The KL penalty goes into the per-token reward (`kl_coef`), not the loss, so
-    `beta` must stay 0.
+    advantages are replaced by token-level GAE advantages on the weighted sum of the rewards, so the group
+    normalisation options (`scale_rewards`, `multi_objective_aggregation`) must keep their defaults. The KL penalty
+    goes into the per-token reward (`kl_coef`), not the loss, so `beta` must stay 0.
 
     Example:
         >>> cfg = PPOConfig(output_dir="out", use_cpu=True, report_to="none", critic="lora", lam_critic=1.0)
@@ -146,6 +146,11 @@ class PPOConfig(GRPOConfig):
             raise ValueError(
                 "PPOConfig puts the KL penalty in the reward: set `kl_coef` (and optionally `kl_target`), not `beta` "
                 f"(got beta={self.beta})."
+            )
+        if self.scale_rewards not in ("group", True) or self.multi_objective_aggregation != "sum_then_normalize":
+            raise ValueError(
+                "PPOConfig computes GAE advantages from the weighted sum of the rewards; GRPO's group normalisation "
+                "options `scale_rewards` and `multi_objective_aggregation` would be ignored, so keep their defaults."
             )
         if self.critic not in CRITIC_MODES:
             raise ValueError(f"critic must be one of {list(CRITIC_MODES)}, got {self.critic!r}.")

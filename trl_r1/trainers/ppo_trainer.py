@@ -51,7 +51,8 @@ class PPOTrainer(GRPOTrainer):
     metrics: `value_loss`, `value_clipfrac`, `explained_variance`, `approx_kl` and `policy_clipfrac` (policy drift
     within a batch), `kl` (to the reference) and `kl_coef`.
 
-    Single process only: the value head lives outside the model that DDP/DeepSpeed/FSDP wrap.
+    Single process, text-only models: the value head lives outside the model that DDP/DeepSpeed/FSDP wrap, and the
+    critic's forward passes no image inputs.
     """
 
     _tag_names = ["trl", "trl-r1", "ppo"]
@@ -86,6 +87,8 @@ class PPOTrainer(GRPOTrainer):
         self.beta = 0.0
         if self.accelerator.num_processes > 1:
             raise NotImplementedError("PPOTrainer runs in a single process (its value head is not synchronised).")
+        if self._is_vlm:
+            raise NotImplementedError("PPOTrainer's critic reads text only; vision-language models are not supported.")
 
         policy = self.accelerator.unwrap_model(self.model)
         if args.critic == "lora":
