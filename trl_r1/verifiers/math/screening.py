@@ -17,7 +17,7 @@ from fractions import Fraction
 MAX_MATH_CHARS = 400  # longer answers are compared as text: no real final answer is that long
 MAX_NESTING = 12  # deeper bracket nesting is compared as text (deep recursion in the parser)
 MAX_LITERAL_DIGITS = 400  # longer integer literals are compared digit for digit (exact, no sympy)
-MAX_LOG10 = 20_000  # powers estimated above 10**MAX_LOG10 are compared as text (power towers)
+MAX_LOG10 = 20_000  # powers estimated above 10**MAX_LOG10 are compared as text (towers; any "^" counts, so also a \\sum bound)
 MAX_FACTORIAL = 2_000  # n! for larger literal n is compared as text
 MIN_ROUNDED_DIGITS = 4  # a decimal matches an exact value by rounding only with this many significant digits
 
@@ -179,7 +179,7 @@ def pathology(text: str) -> str | None:
     of another factorial, or over `MAX_MATH_CHARS` characters. Such answers are compared as text.
 
     >>> pathology(r"5^{(5^{(5^{(5^5)})}-4)}")
-    'power tower'
+    'huge power'
     >>> pathology(r"2^{2^{2^{2}}}") is None
     True
     """
@@ -192,7 +192,7 @@ def pathology(text: str) -> str | None:
     if any(len(m) > MAX_LITERAL_DIGITS for m in re.findall(r"\d+", text)):
         return "giant integer"
     if _log10_bound(text) > MAX_LOG10:
-        return "power tower"
+        return "huge power"
     if any(int(n) > MAX_FACTORIAL for n in re.findall(r"(\d+)\s*!", text)) or re.search(r"!\s*[)}]\s*!", text):
         return "giant factorial"
     if len(text) > MAX_MATH_CHARS:
