@@ -17,7 +17,7 @@ from fractions import Fraction
 MAX_MATH_CHARS = 400  # longer answers are compared as text: no real final answer is that long
 MAX_NESTING = 12  # deeper bracket nesting is compared as text (deep recursion in the parser)
 MAX_LITERAL_DIGITS = 400  # longer integer literals are compared digit for digit (exact, no sympy)
-MAX_LOG10 = 20_000  # powers estimated above 10**MAX_LOG10 are compared as text (towers; any "^" counts, so also a \\sum bound)
+MAX_LOG10 = 20_000  # powers estimated above 10**MAX_LOG10 are compared as text (towers; also a sum bound ^{10^6})
 MAX_FACTORIAL = 2_000  # n! for larger literal n is compared as text
 MIN_ROUNDED_DIGITS = 4  # a decimal matches an exact value by rounding only with this many significant digits
 
