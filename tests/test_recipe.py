@@ -115,7 +115,8 @@ def test_missing_dataset_columns_for_rewards(tmp_path):
         Pipeline(load_recipe(data)).preflight()
     problems = info.value.problems
     assert any(p.startswith("rl: the dataset has no 'prompt' column") for p in problems)
-    assert any(p.startswith("rl: reward 'math_accuracy_reward' needs a 'solution' column") for p in problems)
+    assert any(p.startswith("rl: reward 'math_accuracy_reward' reads its reference from one of the columns "
+                            "['solution', 'answer']") for p in problems)
 
 
 def test_prefilled_think_template_is_detected_and_format_rewards_adapted(tiny_think_model_dir, tiny_model_dir):
