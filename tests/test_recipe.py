@@ -161,7 +161,7 @@ def test_cli_reports_recipe_errors_before_any_work(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text(yaml.safe_dump(recipe(tmp_path, rl={"dataset_name": ARITHMETIC, "temprature": 0.7})))
     proc = subprocess.run([sys.executable, "-m", "trl_r1.cli", "run", str(bad)], capture_output=True, text=True,
-                          timeout=300)
+                          timeout=300, check=False)
     assert proc.returncode == 2
     assert "rl: unknown key 'temprature'; did you mean 'temperature'?" in proc.stderr
     assert not (tmp_path / "run").exists()

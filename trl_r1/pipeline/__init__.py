@@ -15,8 +15,18 @@ import yaml
 from .recipe import STAGES, Recipe, RecipeError, flat_to_recipe, load_recipe, read_yaml
 from .stages import StageError
 
-__all__ = ["main", "sft_main", "grpo_main", "ppo_main", "run_recipe", "load_recipe", "Recipe", "RecipeError", "StageError",
-           "STAGES"]
+__all__ = [
+    "STAGES",
+    "Recipe",
+    "RecipeError",
+    "StageError",
+    "grpo_main",
+    "load_recipe",
+    "main",
+    "ppo_main",
+    "run_recipe",
+    "sft_main",
+]
 
 
 def run_recipe(recipe: Recipe | str | dict, *, from_stage: str | None = None, dry_run: bool = False,
@@ -93,8 +103,8 @@ def _single_stage(command: str, stage: str, argv: list[str] | None) -> int:
         if stage == "rl":
             algorithm = flat.setdefault("algorithm", command)
             if algorithm != command:
-                raise RecipeError([f"{command}: algorithm {algorithm!r} contradicts the command; use trl-r1 "
-                                   f"{algorithm}"])
+                message = f"{command}: algorithm {algorithm!r} contradicts the command; use `trl-r1 {algorithm}`"
+                raise RecipeError([message])
         recipe = load_recipe(flat_to_recipe(flat, stage), single_stage=True, check_hardware=not args.dry_run)
         run_recipe(recipe, dry_run=args.dry_run)
     except RecipeError as exc:

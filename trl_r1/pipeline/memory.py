@@ -157,12 +157,15 @@ def longest_fitting_completion(shape: ModelShape, card_gb: int,
 
 def markdown_table(settings: GRPOSettings = GRPOSettings()) -> str:
     """The per-model, per-card table: the longest completion that fits and its estimated peak."""
-    lines = [
+    intro = (
         f"Estimated peak GPU memory of one QLoRA GRPO step (`trl_r1.pipeline.memory`; prompt "
         f"{settings.max_prompt_length} tokens, {settings.per_device_train_batch_size} completions per micro-batch, "
         f"{settings.per_device_train_batch_size * settings.gradient_accumulation_steps} generated at once, LoRA r="
         f"{settings.lora_r} on all linear layers, 8-bit paged AdamW, gradient checkpointing). Each card column "
-        "gives the longest `max_completion_length` that fits in 90% of the card, and the estimated peak.",
+        "gives the longest `max_completion_length` that fits in 90% of the card, and the estimated peak."
+    )
+    lines = [
+        intro,
         "",
         "| model | params | 4-bit weights | peak @ 1024 | " + " | ".join(f"{c} GB card" for c in CARDS_GB) + " |",
         "|---|---|---|---|" + "---|" * len(CARDS_GB),

@@ -480,7 +480,7 @@ def _build(where: str, cls: type, values: dict[str, Any], problems: list[str], c
 def _type_hints(cls: type) -> dict[str, Any]:
     try:
         return typing.get_type_hints(cls)
-    except Exception:  # an unresolvable forward reference: fall back to no type checks for that class
+    except (NameError, TypeError, AttributeError):  # an unresolvable forward reference: no type checks
         return {}
 
 

@@ -7,13 +7,20 @@ from __future__ import annotations
 
 import json
 import logging
-from pathlib import Path
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from .recipe import STAGES, Recipe, RecipeError, StagePlan, _digest
 from .stages import (
-    ModelHandle, StageRecord, final_sft_dataset, prepare_stage_dir, read_record, run_rejection_sampling_stage,
-    run_training_stage, stage_status, write_record,
+    ModelHandle,
+    StageRecord,
+    final_sft_dataset,
+    prepare_stage_dir,
+    read_record,
+    run_rejection_sampling_stage,
+    run_training_stage,
+    stage_status,
+    write_record,
 )
 from .templates import TemplateReport, adapt_rewards, inspect_chat_template, template_problems
 
@@ -48,9 +55,9 @@ class Pipeline:
         """The resolved plan: each stage, what will happen to it, where it writes, and its main settings."""
         model = self.recipe.model
         mode = ("QLoRA 4-bit NF4" if model.load_in_4bit else "LoRA" if model.use_peft else "full fine-tuning")
+        built = " (tiny, built locally)" if model.tiny is not None else ""
         lines = [f"run_dir: {self.recipe.run_dir}",
-                 f"model:   {self.base_model_path}{' (tiny, built locally)' if model.tiny is not None else ''}"
-                 f"  [{mode}, adapter_handoff={model.adapter_handoff}]"]
+                 f"model:   {self.base_model_path}{built}  [{mode}, adapter_handoff={model.adapter_handoff}]"]
         for i, plan in enumerate(self.recipe.stages, 1):
             action = {"done": "skip (done)", "resume": "resume", "stale": "redo", "new": "run"}[self.status[plan.name]]
             lines.append(f"{i}. {plan.name:<19}{plan.kind:<19}{action:<12}-> {plan.output_dir}")
@@ -96,8 +103,8 @@ class Pipeline:
                 return []
             columns = self._columns(plan.name, plan)
             if columns is not None and not any(set(c) <= set(columns) for c in SFT_COLUMNS):
-                return [f"{plan.name}: dataset {plan.args.dataset_name!r} has columns {columns}; SFT needs "
-                        "'messages', 'text', or 'prompt' + 'completion'"]
+                needs = "'messages', 'text', or 'prompt' + 'completion'"
+                return [f"{plan.name}: dataset {plan.args.dataset_name!r} has columns {columns}; SFT needs {needs}"]
             return []
         if plan.kind == "rejection_sampling":
             if plan.config.dataset_name is None:
@@ -265,4 +272,4 @@ def _settings(plan: StagePlan) -> str:
     return text if len(text) <= 150 else text[:147] + "..."
 
 
-__all__ = ["Pipeline", "STAGES"]
+__all__ = ["STAGES", "Pipeline"]

@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from .recipe import R1ModelConfig, Recipe, StagePlan
+from .recipe import R1ModelConfig, StagePlan
 
 logger = logging.getLogger("trl_r1.pipeline")
 
