@@ -44,21 +44,21 @@ def dataset():
 @pytest.fixture
 def make_trainer(tiny_model_dir, dataset, tmp_path):
     def make(reward_funcs=(starts_with_digit,), peft_config=None, **overrides):
-        options = dict(
-            output_dir=str(tmp_path),
-            use_cpu=True,
-            bf16=False,
-            report_to="none",
-            save_strategy="no",
-            per_device_train_batch_size=8,
-            max_completion_length=4,
-            learning_rate=1e-2,
-            logging_steps=1,
-            seed=0,
-            shuffle_dataset=False,
-            disable_tqdm=True,
-            log_level="error",
-        )
+        options = {
+            "output_dir": str(tmp_path),
+            "use_cpu": True,
+            "bf16": False,
+            "report_to": "none",
+            "save_strategy": "no",
+            "per_device_train_batch_size": 8,
+            "max_completion_length": 4,
+            "learning_rate": 1e-2,
+            "logging_steps": 1,
+            "seed": 0,
+            "shuffle_dataset": False,
+            "disable_tqdm": True,
+            "log_level": "error",
+        }
         options.update(overrides)
         return PPOTrainer(
             model=tiny_model_dir,
@@ -221,10 +221,15 @@ def test_critic_warmup_trains_only_the_critic(make_trainer):
 
 
 def test_value_head_critic_adapter_and_kl_coef_survive_checkpoint_resume(make_trainer, tmp_path):
-    options = dict(
-        critic="lora", peft_config=lora_config(), max_steps=2, save_strategy="steps", save_steps=2,
-        kl_target=0.01, kl_horizon=8,
-    )
+    options = {
+        "critic": "lora",
+        "peft_config": lora_config(),
+        "max_steps": 2,
+        "save_strategy": "steps",
+        "save_steps": 2,
+        "kl_target": 0.01,
+        "kl_horizon": 8,
+    }
     trainer = make_trainer(**options)
     trainer.train()
     checkpoint = tmp_path / "checkpoint-2"

@@ -30,7 +30,7 @@ class PPOConfig(GRPOConfig):
         >>> PPOConfig(output_dir="out", use_cpu=True, report_to="none", beta=0.04)
         Traceback (most recent call last):
         ...
-        ValueError: PPOConfig puts the KL penalty in the reward: set `kl_coef` (and optionally `kl_target`), not `beta` (got beta=0.04).
+        ValueError: PPOConfig puts the KL penalty in the reward: set `kl_coef` ... not `beta` (got beta=0.04).
     """
 
     num_generations: int | None = field(

@@ -22,6 +22,7 @@ import logging
 import os
 import textwrap
 from contextlib import contextmanager, nullcontext
+from typing import ClassVar
 
 import torch
 from accelerate.utils import is_peft_model
@@ -31,10 +32,21 @@ from trl import GRPOTrainer
 from trl.models.utils import disable_gradient_checkpointing
 from trl.trainer.utils import use_adapter
 
-from ..algorithms.advantages import decoupled_gae, length_adaptive_lambda, masked_mean, sequence_to_token_rewards
+from ..algorithms.advantages import (
+    decoupled_gae,
+    length_adaptive_lambda,
+    masked_mean,
+    sequence_to_token_rewards,
+)
 from ..algorithms.kl import AdaptiveKLController, FixedKLController, kl_penalty
 from .ppo_config import PPOConfig
-from .value_head import ValueHead, capture_hidden_states, clipped_value_loss, explained_variance, keep_trainable
+from .value_head import (
+    ValueHead,
+    capture_hidden_states,
+    clipped_value_loss,
+    explained_variance,
+    keep_trainable,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -55,9 +67,9 @@ class PPOTrainer(GRPOTrainer):
     critic's forward passes no image inputs.
     """
 
-    _tag_names = ["trl", "trl-r1", "ppo"]
+    _tag_names: ClassVar[list[str]] = ["trl", "trl-r1", "ppo"]
     _name = "PPO"
-    _paper = {
+    _paper: ClassVar[dict[str, str]] = {
         "title": "Proximal Policy Optimization Algorithms",
         "id": "1707.06347",
         "citation": textwrap.dedent("""\
@@ -112,7 +124,8 @@ class PPOTrainer(GRPOTrainer):
     @contextmanager
     def _active_adapter(self, adapter_name: str | None):
         """Run with one PEFT adapter active (None: all disabled), leaving every trainable adapter trainable."""
-        with keep_trainable(self._trainable_parameters), use_adapter(self.accelerator.unwrap_model(self.model), adapter_name):
+        policy = self.accelerator.unwrap_model(self.model)
+        with keep_trainable(self._trainable_parameters), use_adapter(policy, adapter_name):
             yield
 
     def _critic_values(self, input_ids, attention_mask, logits_to_keep, batch_size=None, train_trunk=False):
@@ -295,8 +308,8 @@ class PPOTrainer(GRPOTrainer):
     def _save_checkpoint(self, model, trial):
         super()._save_checkpoint(model, trial)
         if self.args.should_save:
-            checkpoint = os.path.join(self._get_output_dir(trial=trial), f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}")
-            with open(os.path.join(checkpoint, PPO_STATE_NAME), "w") as f:
+            checkpoint = f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}"
+            with open(os.path.join(self._get_output_dir(trial=trial), checkpoint, PPO_STATE_NAME), "w") as f:
                 json.dump({"kl_coef": self.kl_controller.value}, f)
 
     def _load_from_checkpoint(self, resume_from_checkpoint, model=None):
