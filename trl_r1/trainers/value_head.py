@@ -8,8 +8,8 @@ re-freezes every inactive adapter, so the trainable flags are put back afterward
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 import torch
 from torch import Tensor, nn
