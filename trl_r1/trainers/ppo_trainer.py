@@ -192,7 +192,7 @@ class PPOTrainer(GRPOTrainer):
         # Tool outputs are not actions, and unscorable completions carry no signal: both leave GAE and the critic.
         mask = out["completion_mask"] * out.get("tool_mask", 1) * ~torch.isnan(scores)[:, None]
         rewards = sequence_to_token_rewards(scores.nan_to_num(0.0), mask)
-        with torch.no_grad():
+        with torch.no_grad(), disable_gradient_checkpointing(self.model, self.args.gradient_checkpointing_kwargs):
             values = self._critic_values(input_ids, attention_mask, logits_to_keep, batch_size)
             if self.kl_controller.value > 0:
                 policy_logps = out.get("old_per_token_logps")
