@@ -7,7 +7,7 @@ import pytest
 import yaml
 from safetensors.torch import load_file
 
-from trl_r1.pipeline import grpo_main, run_recipe
+from trl_r1.pipeline import grpo_main, ppo_main, run_recipe
 from trl_r1.pipeline.stages import read_record, write_record
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -137,14 +137,15 @@ def test_qlora_stages_hand_adapters_on(tmp_path, handoff):
         assert all((rl_adapter[k] == cold_adapter[k]).all() for k in cold_adapter)
 
 
-def test_grpo_alone_from_a_flat_trl_style_yaml(tmp_path, tiny_model_dir):
+@pytest.mark.parametrize("command", [grpo_main, ppo_main], ids=["grpo", "ppo"])
+def test_rl_stage_alone_from_a_flat_trl_style_yaml(tmp_path, tiny_model_dir, command):
     flat = {"model_name_or_path": tiny_model_dir, "load_in_4bit": False, "use_peft": False, "dtype": "float32",
             "output_dir": str(tmp_path / "grpo"), "dataset_name": ARITHMETIC, "rewards": ["format", "math"],
             "max_steps": 2, "per_device_train_batch_size": 4, "num_generations": 4, "max_completion_length": 8,
             "use_cpu": True, "report_to": "none", "save_strategy": "no", "disable_tqdm": True}
     config = tmp_path / "grpo.yaml"
     config.write_text(yaml.safe_dump(flat))
-    assert grpo_main(["--config", str(config), "--max_steps", "1"]) == 0
+    assert command(["--config", str(config), "--max_steps", "1"]) == 0
     record = read_record(tmp_path / "grpo")
     assert record.status == "done" and record.metrics["global_step"] == 1
     assert (tmp_path / "grpo" / "model.safetensors").exists() and (tmp_path / "grpo" / "report.md").exists()
