@@ -120,7 +120,26 @@ def test_disabled_filters_and_unverifiable_samples():
     config = RejectionSamplingConfig(model_name_or_path="m", output_dir="unused", rewards=["math"])
     (record,) = judge_batch(config, [{"prompt": "2+3?", "answer": ""}], [[Completion("<think>a</think> 5")]],
                             get_reward_funcs(["math"]))
-    assert record["rejections"] == {"unverified:math_accuracy_reward": 1} and record["rows"] == []
+    assert record["rejections"] == {"unverified": 1} and record["rows"] == []
+
+
+def test_mixed_math_and_code_rows_are_each_verified_by_the_reward_that_applies():
+    """None means 'does not apply': math rows are judged by math, code rows by code, in one build."""
+    config = RejectionSamplingConfig(model_name_or_path="m", output_dir="unused", rewards=["math", "code", "format"],
+                                     target_lang="en", reject_code_in_reasoning=False)
+    rows = [{"prompt": "What is 2+3?", "solution": "5", "tests": None},
+            {"prompt": "Print the sum of two integers.", "solution": None,
+             "tests": [{"type": "stdio", "input": "1 2", "output": "3"}]}]
+    right_code = "<think>Read both numbers and add them.</think>\n<answer>```python\nprint(sum(map(int, input().split())))\n```</answer>"
+    wrong_code = "<think>Read both numbers and add them.</think>\n<answer>```python\nprint(0)\n```</answer>"
+    math_record, code_record = judge_batch(
+        config, rows,
+        [[Completion("<think>Two plus three is five.</think><answer>5</answer>"),
+          Completion("<think>Two plus three is six.</think><answer>6</answer>")],
+         [Completion(right_code), Completion(wrong_code)]],
+        get_reward_funcs(config.rewards))
+    assert math_record["num_accepted"] == 1 and math_record["rejections"] == {"incorrect:math_accuracy_reward": 1}
+    assert code_record["num_accepted"] == 1 and code_record["rejections"] == {"incorrect:code_reward": 1}
 
 
 def test_code_tasks_may_reason_with_code():

@@ -15,7 +15,7 @@ from ..verifiers.format import THINK_CLOSE, THINK_OPEN
 # rejection names, in the order the builders apply the filters
 MALFORMED = "malformed"  # no reasoning block, or no final answer after it
 INCORRECT = "incorrect"  # a reward below its threshold (recorded as "incorrect:<reward name>")
-UNVERIFIED = "unverified"  # a reward that could not score the sample, e.g. no gold ("unverified:<reward name>")
+UNVERIFIED = "unverified"  # no correctness reward could score the sample (e.g. no gold answer, no tests)
 MIXED_LANGUAGE = "mixed_language"
 LONG_PARAGRAPH = "long_paragraph"
 CODE_IN_REASONING = "code_in_reasoning"

@@ -67,7 +67,9 @@ class RejectionSamplingConfig:
                 "backend, the number of concurrent requests. Results are saved after each batch."})
     rewards: list[str] = field(default_factory=lambda: ["math", "format"], metadata={
         "help": "Rewards that must all pass (score >= min_reward), by trl_r1.rewards registry name, dotted path or "
-                "{name: ..., options} mapping. A reward that returns None (cannot verify) rejects the sample."})
+                "{name: ..., options} mapping. None from a reward means it does not apply to the sample (e.g. the code "
+                "reward on a math row), so mixed datasets work; a sample that no correctness reward (any but format and "
+                "language) could score is rejected as unverified."})
     min_reward: float = field(default=1.0, metadata={
         "help": "Per-reward acceptance threshold: 1.0 keeps only fully correct samples (R1 keeps 'only the correct "
                 "ones'); lower it for partial-credit rewards such as the code pass fraction."})
@@ -205,6 +207,8 @@ def judge_batch(config: RejectionSamplingConfig, rows: list[dict[str, Any]], com
                 rewards: list[Callable[..., list[float | None]]]) -> list[dict[str, Any]]:
     """Score and filter one batch; returns one record per prompt (statistics + accepted SFT rows)."""
     from ..rewards.code import CodeReward
+    from ..rewards.format import FormatReward
+    from ..rewards.language import LanguageConsistencyReward
 
     filters = config.filters
     # 1. split reasoning from answer (a truncated or tag-less completion cannot become a <think> SFT target)
@@ -224,13 +228,15 @@ def judge_batch(config: RejectionSamplingConfig, rows: list[dict[str, Any]], com
     # 2. rewards, called like TRL calls them, on every well-formed sample of the batch at once
     flat = [(p, s) for p, group in enumerate(traces) for s, t in enumerate(group) if t is not None]
     code_task = {key: False for key in flat}
+    verified = {key: False for key in flat}  # scored by at least one correctness reward
+    checks_correctness = [not isinstance(r, (FormatReward, LanguageConsistencyReward)) for r in rewards]
     if flat:
         columns = {c: [rows[p][c] for p, _ in flat] for c in rows[0] if c != config.prompt_column}
         kwargs = dict(prompts=[rows[p][config.prompt_column] for p, _ in flat],
                       completions=[[{"role": "assistant", "reasoning_content": traces[p][s].reasoning,
                                      "content": traces[p][s].answer}] for p, s in flat],
                       completion_ids=None, **columns)
-        for reward in rewards:
+        for reward, correctness in zip(rewards, checks_correctness):
             name = getattr(reward, "__name__", type(reward).__name__)
             scores = reward(**kwargs)
             if len(scores) != len(flat):
@@ -238,9 +244,16 @@ def judge_batch(config: RejectionSamplingConfig, rows: list[dict[str, Any]], com
             for key, score in zip(flat, scores):
                 if isinstance(reward, CodeReward) and score is not None:
                     code_task[key] = True  # a row the code reward scores is a code task: code may be reasoning
+                if score is None:  # this reward does not apply to this sample
+                    continue
+                verified[key] |= correctness
                 p, s = key
-                if verdicts[p][s] is None and (score is None or score < config.min_reward):
-                    verdicts[p][s] = f"{F.INCORRECT if score is not None else F.UNVERIFIED}:{name}"
+                if verdicts[p][s] is None and score < config.min_reward:
+                    verdicts[p][s] = f"{F.INCORRECT}:{name}"
+        if any(checks_correctness):
+            for p, s in flat:
+                if verdicts[p][s] is None and not verified[(p, s)]:
+                    verdicts[p][s] = F.UNVERIFIED
     records = []
     for p, row in enumerate(rows):
         group, verdict = traces[p], verdicts[p]
