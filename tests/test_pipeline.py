@@ -17,14 +17,17 @@ COLD_START = "trl_r1.testing.arithmetic:cold_start_dataset"
 
 
 def shortened_tiny_recipe(run_dir: Path) -> dict:
-    """recipes/tiny/pipeline.yaml with the default (smaller) tiny model and fewer steps, to fit CI."""
+    """recipes/tiny/pipeline.yaml shortened to fit CI: the default (smaller) tiny model, two-term problems
+    (learnt faster), fewer steps and prompts."""
     data = yaml.safe_load((ROOT / "recipes/tiny/pipeline.yaml").read_text())
     data["run_dir"] = str(run_dir)
     data["model"]["tiny"] = {}
-    data["cold_start"]["dataset_kwargs"] = {"num_rows": 256}
-    data["rl"].update(max_steps=4, save_steps=2)
+    data["cold_start"].update(dataset_kwargs={"num_rows": 256}, num_train_epochs=3)
+    data["rl"].update(max_steps=4, save_steps=2, per_device_train_batch_size=16, dataset_kwargs={"num_rows": 64})
+    data["rejection_sampling"].update(dataset_kwargs={}, max_prompts=None)
     data["final_sft"]["max_steps"] = 4
-    data["evaluation"].update(num_prompts=10, num_samples=2, stages=["cold_start", "rl", "final_sft"])
+    data["evaluation"].update(dataset_kwargs={}, num_prompts=10, num_samples=2,
+                              stages=["cold_start", "rl", "final_sft"])
     return data
 
 

@@ -56,7 +56,7 @@ def standardize_columns(dataset, *, prompt_column: str = "prompt", solution_colu
     >>> ds = standardize_columns(Dataset.from_list([{"problem": "1+1?", "answer": "2", "solution": "long"}]),
     ...                          prompt_column="problem", solution_column="answer")
     >>> ds[0]["prompt"], ds[0]["solution"], sorted(ds.column_names)
-    ([{'content': '1+1?', 'role': 'user'}], '2', ['prompt', 'solution'])
+    ([{'role': 'user', 'content': '1+1?'}], '2', ['prompt', 'solution'])
     """
     if solution_column != "solution" and solution_column in dataset.column_names:
         if "solution" in dataset.column_names:

@@ -1,15 +1,19 @@
-"""A toy verifiable task shipped with the package: small-integer arithmetic with gold answers.
+"""A toy verifiable task shipped with the package: chained small-integer arithmetic with gold answers.
 
 It is what `recipes/tiny/` trains on: small enough that the tiny offline model learns it on CPU in minutes,
 and checked by the same rewards as real math (the `solution` column holds the gold answer, which the `math`
-reward compares with the completion's ``<answer>`` block). Problems are split by operand pair, so the
-``test`` split holds problems never seen in training (held-out accuracy is a real generalisation measure).
+reward compares with the completion's ``<answer>`` block). The chain of thought works left to right, one
+operation per step ("3 + 4 is 7. 7 + 5 is 12."), so every problem is built from the same small table of
+one-step facts. Problems are split by operand tuple: the ``test`` split holds problems never seen in
+training, which a model can only solve by having learnt the steps, not the problems.
 """
 
 from __future__ import annotations
 
+import itertools
 import random
 from dataclasses import dataclass
+from functools import reduce
 from typing import Literal
 
 OPERATORS = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b}
@@ -18,60 +22,69 @@ Split = Literal["train", "test", "all"]
 
 @dataclass(frozen=True)
 class Problem:
-    """One arithmetic problem ``a op b`` and its gold answer."""
+    """One problem ``a op b op c ...`` (evaluated left to right) and its gold answer."""
 
-    a: int
-    op: str
-    b: int
+    operands: tuple[int, ...]
+    op: str = "+"
 
     @property
     def answer(self) -> int:
-        return OPERATORS[self.op](self.a, self.b)
+        return reduce(OPERATORS[self.op], self.operands)
 
     @property
     def question(self) -> str:
-        return f"What is {self.a} {self.op} {self.b}?"
+        return f"What is {f' {self.op} '.join(map(str, self.operands))}?"
 
     def reasoning(self) -> str:
-        """A short worked step, the chain of thought the cold-start set teaches."""
-        return f"{self.a} {self.op} {self.b} is {self.answer}."
+        """The worked steps the cold-start set teaches, one operation each.
+
+        >>> Problem((3, 4, 5)).reasoning()
+        '3 + 4 is 7. 7 + 5 is 12.'
+        """
+        steps, total = [], self.operands[0]
+        for operand in self.operands[1:]:
+            result = OPERATORS[self.op](total, operand)
+            steps.append(f"{total} {self.op} {operand} is {result}.")
+            total = result
+        return " ".join(steps)
 
     def completion(self) -> str:
         """The R1-format target: reasoning in ``<think>``, the bare number in ``<answer>``."""
         return f"<think>{self.reasoning()}</think> <answer>{self.answer}</answer>"
 
 
-def problems(split: Split = "train", *, max_operand: int = 9, operators: str = "+", test_fraction: float = 0.2,
-             seed: int = 0) -> list[Problem]:
-    """Every problem with operands in ``0..max_operand``, split by operand pair into train and held-out test.
+def problems(split: Split = "train", *, max_operand: int = 9, num_terms: int = 2, operators: str = "+",
+             test_fraction: float = 0.2, seed: int = 0) -> list[Problem]:
+    """Every problem with `num_terms` operands in ``0..max_operand``, split into train and held-out test.
 
-    The split depends only on `seed` and `test_fraction`, so every stage of a run sees the same partition.
+    The split depends only on the arguments, so every stage of a run sees the same partition.
 
-    >>> len(problems("all")), len(problems("train")), len(problems("test"))
-    (100, 80, 20)
+    >>> len(problems("all")), len(problems("train")), len(problems("test")), len(problems("test", num_terms=3))
+    (100, 80, 20, 200)
     >>> set(problems("train")).isdisjoint(problems("test"))
     True
     >>> problems("all", max_operand=2, operators="*")[5]
-    Problem(a=1, op='*', b=2)
+    Problem(operands=(1, 2), op='*')
     """
     unknown = set(operators) - set(OPERATORS)
     if unknown:
         raise ValueError(f"unknown operators {sorted(unknown)}; known: {sorted(OPERATORS)}")
     if not 0.0 <= test_fraction < 1.0:
         raise ValueError(f"test_fraction must be in [0, 1), got {test_fraction}")
-    every = [Problem(a, op, b) for op in operators for a in range(max_operand + 1) for b in range(max_operand + 1)]
+    if split not in ("train", "test", "all"):
+        raise ValueError(f"split must be 'train', 'test' or 'all', got {split!r}")
+    every = [Problem(operands, op) for op in operators
+             for operands in itertools.product(range(max_operand + 1), repeat=num_terms)]
     if split == "all":
         return every
     shuffled = every[:]
     random.Random(seed).shuffle(shuffled)
     test = set(shuffled[: round(test_fraction * len(every))])
-    if split not in ("train", "test"):
-        raise ValueError(f"split must be 'train', 'test' or 'all', got {split!r}")
-    return [p for p in every if (p in test) == (split == "test")]
+    return [p for p in shuffled if (p in test) == (split == "test")]
 
 
 def arithmetic_dataset(split: Split = "train", *, num_rows: int | None = None, max_operand: int = 9,
-                       operators: str = "+", test_fraction: float = 0.2, seed: int = 0):
+                       num_terms: int = 2, operators: str = "+", test_fraction: float = 0.2, seed: int = 0):
     """RL / evaluation prompts: a conversational ``prompt`` and the gold ``solution`` (a string).
 
     `num_rows` repeats or truncates the problems in a seeded shuffled order (None: each problem once).
@@ -82,16 +95,20 @@ def arithmetic_dataset(split: Split = "train", *, num_rows: int | None = None, m
     """
     from datasets import Dataset
 
-    rows = _rows(problems(split, max_operand=max_operand, operators=operators, test_fraction=test_fraction,
-                          seed=seed), num_rows, seed)
+    pool = problems(split, max_operand=max_operand, num_terms=num_terms, operators=operators,
+                    test_fraction=test_fraction, seed=seed)
     return Dataset.from_list([
-        {"prompt": [{"role": "user", "content": p.question}], "solution": str(p.answer)} for p in rows
+        {"prompt": [{"role": "user", "content": p.question}], "solution": str(p.answer)}
+        for p in _rows(pool, num_rows, seed)
     ])
 
 
-def cold_start_dataset(num_rows: int = 64, *, max_operand: int = 9, operators: str = "+", test_fraction: float = 0.2,
-                       seed: int = 0):
-    """A tiny cold-start chain-of-thought set: ``messages`` conversations drawn from the train split only.
+def cold_start_dataset(num_rows: int = 64, *, num_problems: int | None = None, max_operand: int = 9,
+                       num_terms: int = 2, operators: str = "+", test_fraction: float = 0.2, seed: int = 0):
+    """A small cold-start chain-of-thought set: ``messages`` conversations from the train split only.
+
+    `num_problems` limits it to that many distinct problems (R1's cold start is small next to its RL prompts),
+    repeated up to `num_rows`.
 
     >>> ds = cold_start_dataset(4)
     >>> ds[0]["messages"][1]["content"].startswith("<think>")
@@ -99,14 +116,16 @@ def cold_start_dataset(num_rows: int = 64, *, max_operand: int = 9, operators: s
     >>> test = {p.question for p in problems("test")}
     >>> any(row["messages"][0]["content"] in test for row in cold_start_dataset(500))
     False
+    >>> len({row["messages"][0]["content"] for row in cold_start_dataset(100, num_problems=10)})
+    10
     """
     from datasets import Dataset
 
-    rows = _rows(problems("train", max_operand=max_operand, operators=operators, test_fraction=test_fraction,
-                          seed=seed), num_rows, seed + 1)
+    pool = problems("train", max_operand=max_operand, num_terms=num_terms, operators=operators,
+                    test_fraction=test_fraction, seed=seed)[:num_problems]
     return Dataset.from_list([
         {"messages": [{"role": "user", "content": p.question}, {"role": "assistant", "content": p.completion()}]}
-        for p in rows
+        for p in _rows(pool, num_rows, seed + 1)
     ])
 
 
