@@ -74,6 +74,10 @@ def template_problems(report: TemplateReport, *, sft_stages: list[str]) -> list[
         logger.warning("The chat template prefills %r (generation prompt ends %r): completions start inside the "
                        "reasoning, so format rewards are told think_prefilled=True.", THINK_OPEN,
                        report.generation_prompt)
+        if sft_stages:
+            logger.warning("SFT stages %s train on assistant turns that start with %r while generation prompts "
+                           "already end with it: check that the model does not learn to write it twice (see "
+                           "docs/troubleshooting.md).", sft_stages, THINK_OPEN)
     if not report.keeps_reasoning:
         for stage in sft_stages:
             problems.append(f"{stage}: the chat template drops the <think> reasoning of assistant turns, so SFT "
