@@ -120,3 +120,18 @@ def test_rewards_are_picklable_and_named_for_trl():
 def test_unknown_reward_name_is_a_clear_error():
     with pytest.raises(ValueError, match="unknown reward 'formt'"):
         get_reward_funcs(["formt"])
+
+
+def test_log_levels_separate_failures_skips_and_routine_scores(caplog):
+    class Mixed(RewardFunction):
+        __name__ = "mixed"
+
+        def score(self, sample):
+            if sample.text == "boom":
+                raise ValueError("bad")
+            return Score(None, "no gold") if sample.text == "skip" else Score(0.0, "malformed")
+
+    with caplog.at_level("DEBUG", logger="trl_r1.rewards"):
+        Mixed()(completions=["boom", "skip", "zero"])
+    levels = {record.levelname: record.getMessage() for record in caplog.records}
+    assert "error x1" in levels["WARNING"] and "no gold x1" in levels["INFO"] and "malformed x1" in levels["DEBUG"]

@@ -162,14 +162,23 @@ class RewardFunction:
         return [s.value for s in scores]
 
     def _report(self, scores: list[Score], log_metric, log_extra) -> None:
-        reasons = Counter(s.reason.split(":")[0] for s in scores if s.reason)
-        skipped = sum(s.value is None for s in scores)
-        if reasons:
-            logger.info("%s: %s", self.__name__, ", ".join(f"{k} x{v}" for k, v in reasons.most_common()))
+        # Failures and skips change what the trainer learns from, so they are logged; rule-based scores
+        # (a malformed completion scored 0.0) are routine and go to the debug log and the completions table.
+        for level, kind in ((logging.WARNING, "error"), (logging.INFO, "skip"), (logging.DEBUG, "scored")):
+            counts = Counter(s.reason.split(":")[0] for s in scores if s.reason and _reason_kind(s) == kind)
+            if counts:
+                logger.log(level, "%s: %s", self.__name__, ", ".join(f"{k} x{v}" for k, v in counts.most_common()))
         if log_metric is not None and scores:
-            log_metric(f"{self.__name__}/skipped", skipped / len(scores))
-        if log_extra is not None and reasons:
+            log_metric(f"{self.__name__}/skipped", sum(s.value is None for s in scores) / len(scores))
+        if log_extra is not None and any(s.reason for s in scores):
             log_extra(f"{self.__name__}_reason", [s.reason or "" for s in scores])
+
+
+def _reason_kind(score: Score) -> str:
+    """How a reason is logged: a scoring failure ("error"), a skip ("skip"), or a rule-based score ("scored")."""
+    if score.reason and score.reason.startswith("error"):
+        return "error"
+    return "skip" if score.value is None else "scored"
 
 
 def _item(values: Any, i: int) -> Any:
