@@ -10,13 +10,15 @@ with the same resumable output (`sft.jsonl`, `prompt_stats.jsonl`, `stats.json`)
 
 from __future__ import annotations
 
-import json
-import logging
-import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-from .rejection_sampling import RejectionSamplingConfig, RejectionSamplingResult, build_sft_dataset, parse_config
+from .rejection_sampling import (
+    RejectionSamplingConfig,
+    RejectionSamplingResult,
+    build_sft_dataset,
+    run_cli,
+)
 
 
 @dataclass
@@ -54,8 +56,4 @@ def distill(config: DistillationConfig, dataset: Any = None) -> RejectionSamplin
 
 def main(argv: list[str] | None = None) -> int:
     """`trl-r1 distill --config x.yaml [--flag value]`."""
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    config = parse_config(DistillationConfig, sys.argv[1:] if argv is None else argv, "trl-r1 distill")
-    result = distill(config)
-    print(json.dumps(result.stats, indent=2))
-    return 0
+    return run_cli(DistillationConfig, argv, "trl-r1 distill")

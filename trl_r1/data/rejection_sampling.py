@@ -27,7 +27,15 @@ from typing import Any
 from ..rewards.base import prompt_to_text
 from . import filters as F
 from .filters import R1Filters, Trace, parse_trace
-from .generation import BACKENDS, Completion, Generator, SamplingParams, is_prompt, load_generator, resolve_backend
+from .generation import (
+    BACKENDS,
+    Completion,
+    Generator,
+    SamplingParams,
+    is_prompt,
+    load_generator,
+    resolve_backend,
+)
 
 logger = logging.getLogger("trl_r1.data")
 
@@ -447,10 +455,14 @@ def parse_config(config_class: type, argv: list[str] | None, prog: str) -> Any:
     return config
 
 
+def run_cli(config_class: type, argv: list[str] | None, prog: str) -> int:
+    """Parse a builder's config from `--config x.yaml [--flag value]`, build the dataset, print its statistics."""
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    config = parse_config(config_class, sys.argv[1:] if argv is None else argv, prog)
+    print(json.dumps(build_sft_dataset(config).stats, indent=2))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """`trl-r1 rejection-sample --config x.yaml [--flag value]`."""
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    config = parse_config(RejectionSamplingConfig, sys.argv[1:] if argv is None else argv, "trl-r1 rejection-sample")
-    result = rejection_sample(config)
-    print(json.dumps(result.stats, indent=2))
-    return 0
+    return run_cli(RejectionSamplingConfig, argv, "trl-r1 rejection-sample")
