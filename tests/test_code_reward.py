@@ -30,7 +30,7 @@ def answer(code, tag="python"):
 
 
 def test_program_is_the_last_python_block_of_the_answer_with_a_fallback():
-    text = f"<think>```python\nprint('draft')\n```</think><answer>```python\nprint(1)\n```\n```python\nprint(2)\n```</answer>"
+    text = "<think>```python\nprint('draft')\n```</think><answer>```python\nprint(1)\n```\n```python\nprint(2)\n```</answer>"
     assert extract_program(text) == "print(2)\n"
     assert extract_program("<think>x</think> Sure:\n```\nprint(3)\n```") == "print(3)\n"  # untagged block after </think>
     assert extract_program("```python\nprint(4)\n```<think>x</think><answer>no code</answer>") == "print(4)\n"  # fallback

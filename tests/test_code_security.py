@@ -16,8 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from trl_r1.verifiers.code import isolation_problem, run_tests, run_tests_batch
-from trl_r1.verifiers.code import runner
+from trl_r1.verifiers.code import isolation_problem, run_tests, run_tests_batch, runner
 from trl_r1.verifiers.code.sandbox import UID_COUNT, UID_FIRST
 
 pytestmark = pytest.mark.skipif(isolation_problem() is not None, reason=f"no sandbox: {isolation_problem()}")

@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from trl_r1.verifiers.code import Outcome, SandboxLimits, isolation_problem, run_tests, run_tests_batch
-from trl_r1.verifiers.code import runner
+from trl_r1.verifiers.code import isolation_problem, run_tests, run_tests_batch, runner
 
 pytestmark = pytest.mark.skipif(isolation_problem() is not None, reason=f"no sandbox: {isolation_problem()}")
 

@@ -4,7 +4,16 @@ See ``docs/code_reward.md`` for the test formats, the security model and the lim
 """
 
 from .languages import Language, resolve_language
-from .runner import Outcome, TestCase, TestReport, TestResult, normalize_tests, outputs_match, run_tests, run_tests_batch
+from .runner import (
+    Outcome,
+    TestCase,
+    TestReport,
+    TestResult,
+    normalize_tests,
+    outputs_match,
+    run_tests,
+    run_tests_batch,
+)
 from .sandbox import SandboxLimits, SandboxUnavailable, isolation_problem
 
 __all__ = [
