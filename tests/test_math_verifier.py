@@ -300,3 +300,17 @@ def test_verify_batch_matches_verify_and_parallel_workers():
     assert verify_batch(pairs, workers=2) == expected
     assert [verify(g, c) for g, c in pairs[:6]] == expected[:6]
     assert [v.equivalent for v in check_batch(pairs)] == expected
+
+
+@pytest.mark.parametrize(
+    "gold, answer, expected",
+    [
+        ("\\frac{1}{3}", "0.\\overline{3}", True),  # repeating decimals are exact values
+        ("0.\\overline{3}", "\\frac{1}{3}", True),
+        ("\\frac{1}{6}", "0.1\\overline{6}", True),
+        ("-\\frac{4}{33}", "-0.\\overline{12}", True),
+        ("\\frac{1}{3}", "0.\\overline{6}", False),
+    ],
+)
+def test_red_team_regressions(gold, answer, expected):
+    assert verify(gold, boxed(answer)) is expected

@@ -33,6 +33,7 @@ _UNICODE = {"π": "\\pi ", "√": "\\sqrt", "∞": "\\infty ", "−": "-", "–"
             "⋅": "\\cdot ", "≤": "\\le ", "≥": "\\ge ", "≠": "\\ne "}
 _PLAIN_PI = re.compile(r"(?<![\\a-zA-Z])pi(?![a-zA-Z])")  # pi/2 written without LaTeX (math-verify#69)
 _PLAIN_EXP = re.compile(r"(?<![\\a-zA-Z])exp\(([^()]*)\)")  # exp(16)
+_REPEATING = re.compile(r"(?<![\d.])(\d*)\.(\d*)\\overline\{(\d+)\}")  # 0.1\overline{6}
 _TEXT_NUMBER = re.compile(r"\\text\{\s*([-\d.,]+)\s*\}")  # \text{18} is the number 18
 _LIST_WORD = re.compile(r",?\s*(?:\\text\{\s*(?:and|or)\s*\}|\b(?:and|or)\b)\s*,?")  # "1, 2, and 3" is a list
 _AS_WRITTEN = re.compile(r"^\d+_\{?\d+\}?$|^\d+:\d+$")  # 204_5 (base 5), 12:00 (a time): compared as written
@@ -68,6 +69,7 @@ def canonical(text: str) -> str:
     text = _PLAIN_EXP.sub(r"e^{\1}", _PLAIN_PI.sub(r"\\pi ", text))
     text = _SPACING.sub(" ", re.sub(r"(?<!\\)\\!\s*", "", text))  # "\!" is a negative space: 32,\! 349
     text = re.sub(r"\\[dtc]frac", r"\\frac", text)
+    text = _REPEATING.sub(_repeating_fraction, text)
     text = _TEXT_COMMANDS.sub(r"\\text{", text)
     text = _DEGREES.sub("", text).replace("\\%", "%").replace("\\$", "").replace("{,}", ",")
     text = re.sub(r"\\text\{\s*\}", "", text)
@@ -80,6 +82,14 @@ def canonical(text: str) -> str:
     text = re.sub(r"(\\[a-zA-Z]+)\s+(?=[a-zA-Z])", "\\1\0", text)  # keep "\\pi r" from becoming "\\pir"
     text = re.sub(r"(?<=\d),\s+(?=\d)", ",\0", text)  # "32, 349" is a list; "32,349" is a number
     return re.sub(r"\s+", "", text).replace("\0", " ")
+
+
+def _repeating_fraction(match: re.Match) -> str:
+    """``0.1\\overline{6}`` as the exact fraction it denotes (``\\frac{1}{6}``)."""
+    whole, fixed, period = match.groups()
+    value = int(whole or "0") + Fraction(int(fixed or "0"), 10 ** len(fixed))
+    value += Fraction(int(period), (10 ** len(period) - 1) * 10 ** len(fixed))
+    return rf"\frac{{{value.numerator}}}{{{value.denominator}}}"
 
 
 def strip_assignment(gold: str, pred: str) -> tuple[str, str]:
