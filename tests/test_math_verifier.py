@@ -310,6 +310,10 @@ def test_verify_batch_matches_verify_and_parallel_workers():
         ("\\frac{1}{6}", "0.1\\overline{6}", True),
         ("-\\frac{4}{33}", "-0.\\overline{12}", True),
         ("\\frac{1}{3}", "0.\\overline{6}", False),
+        ("\\sin 30^\\circ", "\\frac{1}{2}", True),  # degrees inside a trig function are degrees, not radians
+        ("\\cos(60^{\\circ})", "0.5", True),
+        ("2\\cos 30^\\circ", "\\sqrt{3}", True),
+        ("\\sin 30^\\circ", "\\frac{\\sqrt{3}}{2}", False),
     ],
 )
 def test_red_team_regressions(gold, answer, expected):

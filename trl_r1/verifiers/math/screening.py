@@ -24,6 +24,9 @@ MIN_ROUNDED_DIGITS = 4  # a decimal matches an exact value by rounding only with
 _SPACING = re.compile(r"(?<!\\)\\[,;: ]|\\quad|\\qquad|~|\\displaystyle|\\limits|\\m?left(?=[^a-zA-Z])|\\m?right(?=[^a-zA-Z])|\\middle")
 _TEXT_COMMANDS = re.compile(r"\\(?:mathrm|textbf|textit|textrm|textnormal|mathbf|mathit|mbox|operatorname)\s*\{")
 _DEGREES = re.compile(r"\^\s*\{?\s*\\circ\s*\}?|°|\\degree")
+_TRIG_DEGREES = re.compile(  # \sin 30^\circ: an angle in degrees inside a trig function is x*pi/180
+    r"(\\(?:sin|cos|tan|cot|sec|csc))\s*(\(?)\s*(-?\d+(?:\.\d+)?)\s*(?:\^\s*\{?\s*\\circ\s*\}?|°|\\degree)"
+)
 _TRAILING_UNIT = re.compile(
     r"(?<=[\d}])\s*\\text\{[^{}]*\}(?:\^\{?[23]\}?)?$"  # 5\text{ cm}^2
     r"|(?<=\d)\s+[a-zA-Z]{2,}(?:\s+[a-zA-Z]{2,}){0,2}(?:\^\{?[23]\}?)?$"  # 12 square units, 4 cm^2
@@ -71,6 +74,7 @@ def canonical(text: str) -> str:
     text = re.sub(r"\\[dtc]frac", r"\\frac", text)
     text = _REPEATING.sub(_repeating_fraction, text)
     text = _TEXT_COMMANDS.sub(r"\\text{", text)
+    text = _TRIG_DEGREES.sub(r"\1\2(\\frac{\3\\pi}{180})", text)
     text = _DEGREES.sub("", text).replace("\\%", "%").replace("\\$", "").replace("{,}", ",")
     text = re.sub(r"\\text\{\s*\}", "", text)
     text = _TEXT_NUMBER.sub(r"\1", _LIST_WORD.sub(",", text))
