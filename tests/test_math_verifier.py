@@ -314,6 +314,11 @@ def test_verify_batch_matches_verify_and_parallel_workers():
         ("\\cos(60^{\\circ})", "0.5", True),
         ("2\\cos 30^\\circ", "\\sqrt{3}", True),
         ("\\sin 30^\\circ", "\\frac{\\sqrt{3}}{2}", False),
+        ("(2, 3)", "(x, y) = (2, 3)", True),  # a tuple assigned to named coordinates
+        ("(2, 3)", "(x, y) = (3, 2)", False),
+        ("f^{-1}(x) = \\frac{x-1}{2}", "\\frac{x-1}{2}", True),  # inverse and derivative notation on the left
+        ("f^{-1}(x) = \\frac{x-1}{2}", "\\frac{x+1}{2}", False),
+        ("f'(x) = 2x", "2x", True),
     ],
 )
 def test_red_team_regressions(gold, answer, expected):

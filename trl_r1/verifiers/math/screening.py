@@ -40,7 +40,8 @@ _REPEATING = re.compile(r"(?<![\d.])(\d*)\.(\d*)\\overline\{(\d+)\}")  # 0.1\ove
 _TEXT_NUMBER = re.compile(r"\\text\{\s*([-\d.,]+)\s*\}")  # \text{18} is the number 18
 _LIST_WORD = re.compile(r",?\s*(?:\\text\{\s*(?:and|or)\s*\}|\b(?:and|or)\b)\s*,?")  # "1, 2, and 3" is a list
 _AS_WRITTEN = re.compile(r"^\d+_\{?\d+\}?$|^\d+:\d+$")  # 204_5 (base 5), 12:00 (a time): compared as written
-_ASSIGNMENT = re.compile(r"^(?:[a-zA-Z](?:_\{?\w+\}?)?|[a-zA-Z]\([a-zA-Z]\))=")
+_ASSIGNMENT = re.compile(r"^(?:[a-zA-Z](?:_\{?\w+\}?)?|[a-zA-Z](?:\^\{-1\}|')?\([a-zA-Z]\))=")
+_TUPLE_ASSIGNMENT = re.compile(r"^\((?:[a-zA-Z],)+[a-zA-Z]\)=[^=]+$")  # (x,y)=(2,3)
 _CHOICE = re.compile(r"^\(?([A-E])\)?$")
 _CHOICE_PRED = re.compile(r"^\(?([A-E])(?:\)|\.|:|$)(.*)$", re.S)
 _TEXT_GOLD = re.compile(r"^[A-Za-z][A-Za-z\s'\-]*$")
@@ -104,8 +105,8 @@ def strip_assignment(gold: str, pred: str) -> tuple[str, str]:
     >>> strip_assignment("y=2x+3", "y=3+2x")
     ('y=2x+3', 'y=3+2x')
     """
-    gold_is = bool(_ASSIGNMENT.match(gold)) and "," not in gold
-    pred_is = bool(_ASSIGNMENT.match(pred)) and "," not in pred
+    gold_is = bool(_ASSIGNMENT.match(gold)) and "," not in gold or bool(_TUPLE_ASSIGNMENT.match(gold))
+    pred_is = bool(_ASSIGNMENT.match(pred)) and "," not in pred or bool(_TUPLE_ASSIGNMENT.match(pred))
     if gold_is and "=" not in pred:
         gold = gold.rsplit("=", 1)[1]
     elif pred_is and "=" not in gold:
