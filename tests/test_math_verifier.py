@@ -319,6 +319,11 @@ def test_verify_batch_matches_verify_and_parallel_workers():
         ("f^{-1}(x) = \\frac{x-1}{2}", "\\frac{x-1}{2}", True),  # inverse and derivative notation on the left
         ("f^{-1}(x) = \\frac{x-1}{2}", "\\frac{x+1}{2}", False),
         ("f'(x) = 2x", "2x", True),
+        ("\\frac{-1 \\pm \\sqrt{5}}{2}", "\\frac{-1+\\sqrt{5}}{2}, \\frac{-1-\\sqrt{5}}{2}", True),  # \\pm inside
+        ("\\frac{-1 \\pm \\sqrt{5}}{2}", "-\\frac{1}{2} \\pm \\frac{\\sqrt{5}}{2}", True),
+        ("\\frac{-1 \\pm \\sqrt{5}}{2}", "\\frac{-1+\\sqrt{5}}{2}", False),
+        ("3 \\pm 2i", "3+2i, 3-2i", True),
+        ("3 \\pm 2i", "3+2i", False),
     ],
 )
 def test_red_team_regressions(gold, answer, expected):
