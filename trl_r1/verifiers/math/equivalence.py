@@ -158,7 +158,8 @@ def equal(gold, pred, pred_text: str = "") -> bool:
             _expressions_equal(g, p) for g, p in ((gold.start, pred.start), (gold.end, pred.end))
         )
     if isinstance(gold, (sympy.FiniteSet, sympy.Union)) and isinstance(pred, (sympy.FiniteSet, sympy.Union)):
-        return type(gold) is type(pred) and _unordered_equal(gold.args, pred.args)
+        same_kind = isinstance(gold, sympy.Union) == isinstance(pred, sympy.Union)  # latex2sympy subclasses FiniteSet
+        return same_kind and _unordered_equal(gold.args, pred.args)
     if isinstance(gold, sympy.Expr) and isinstance(pred, sympy.Expr):
         return _expressions_equal(gold, pred, pred_text)
     return False
