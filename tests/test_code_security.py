@@ -349,6 +349,8 @@ CHEATS = {
                            "def f(x):\n    return E()",
     "int subclass": "class I(int):\n    def __eq__(self, other): return True\n    def __sub__(self, other): return I(0)\n"
                     "    def __abs__(self): return 0\n    __hash__ = int.__hash__\ndef f(x):\n    return I(0)",
+    "list subclass": "class L(list):\n    def __eq__(self, other): return True\n    __ne__ = __lt__ = __eq__\n"
+                     "def f(x):\n    return L()",
     "exit before the tests": "import sys\ndef f(x):\n    return 0\nsys.exit(0)",
     "exit inside the call": "import os\ndef f(x):\n    os._exit(0)",
     "exit at interpreter end": "import atexit, os\natexit.register(lambda: os._exit(0))\ndef f(x):\n    raise SystemExit(0)",

@@ -132,6 +132,42 @@ def test_assert_proxies_classes_methods_and_iterables():
     assert outcomes(run_tests(program, tests)) == ["passed", "wrong_answer", "passed", "wrong_answer"]
 
 
+def test_assert_subclasses_of_plain_types_compare_by_their_plain_value():
+    program = textwrap.dedent("""
+        import enum
+        from collections import Counter, OrderedDict, defaultdict, namedtuple
+        Point = namedtuple("Point", "x y")
+        class Color(enum.IntEnum):
+            RED = 1
+        def count(s):
+            return Counter(s)
+        def groups(words):
+            d = defaultdict(list)
+            for w in words:
+                d[len(w)].append(w)
+            return d
+        def point():
+            return Point(1, 2)
+        def ordered():
+            return OrderedDict([(2, "b"), (1, "a")])
+        def red():
+            return Color.RED
+    """)
+    tests = [check("assert count('aab') == {'a': 2, 'b': 1} and count('aab').most_common(1) == [('a', 2)]"),
+             check("assert groups(['a', 'bb', 'c']) == {1: ['a', 'c'], 2: ['bb']}"),
+             check("p = point()\nassert p == (1, 2) and p.x == 1 and p._asdict() == {'x': 1, 'y': 2}"),
+             check("import copy, pickle\nassert pickle.loads(pickle.dumps(point())) == (1, 2) == copy.deepcopy(point())"),
+             check("assert list(ordered()) == [2, 1] and red() == Color.RED == 1"),
+             check("assert count('ab') == {'a': 2}")]
+    assert outcomes(run_tests(program, tests)) == ["passed"] * 5 + ["wrong_answer"]
+
+
+def test_assert_tests_receive_large_return_values():
+    report = run_tests("def squares(n):\n    return [i * i for i in range(n)]",  # several MiB as a reply
+                       [check("assert squares(200_000) == [i * i for i in range(200_000)]")], timeout_s=10)
+    assert outcomes(report) == ["passed"], report.results[0].detail
+
+
 def test_exits_during_an_assert_test_fail_it():
     cases = {
         "import sys\nsys.exit(0)\ndef f():\n    return 1": "crash",  # exits before the test runs

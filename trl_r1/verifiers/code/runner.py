@@ -36,6 +36,7 @@ logger = logging.getLogger("trl_r1.verifiers.code")
 GRACE_S = 1.0  # how long past a test's limit the host waits for the supervisor before killing the sandbox
 START_TIMEOUT_S = 10.0  # starting a sandbox (bwrap + interpreter); compiling adds `compile_timeout_s`
 DEFAULT_MAX_OUTPUT = 1 << 20
+MAX_REPLY_BYTES = 16 << 20  # one value returned to an assert test (a list of 10^6 ints is about 15 MiB encoded)
 _DETAIL_CHARS = 200
 
 
@@ -221,6 +222,29 @@ class RemoteObject:
 _PLAIN_COLLECTIONS = {"list": list, "tuple": tuple, "set": set, "frozenset": frozenset}
 
 
+def _plain_view(base: type) -> type:
+    """A host-side subclass of `base` for a sandbox object of a subclass of it (Counter, namedtuple, IntEnum).
+
+    Its value is the plain data the sandbox read with the base type's own code, so ``==``, ``len`` and
+    hashing are the host's; attributes the base type lacks (a namedtuple's fields, ``most_common``) are
+    read from the sandbox object, and copies or pickles are plain `base` values.
+    """
+
+    def __getattr__(self, name):
+        if name.startswith("__") or name == "_remote":
+            raise AttributeError(name)
+        return getattr(object.__getattribute__(self, "_remote"), name)
+
+    def __reduce__(self):
+        return base, (base(self),)
+
+    return type(f"sandboxed_{base.__name__}", (base,), {"__getattr__": __getattr__, "__reduce__": __reduce__,
+                                                         "__setattr__": RemoteObject.__setattr__})
+
+
+_PLAIN_VIEWS = {base: _plain_view(base) for base in (int, float, str, bytes, list, tuple, dict, set, frozenset)}
+
+
 class _AssertSession:
     """The host side of one assert test: relays calls into the child and decodes replies strictly."""
 
@@ -315,6 +339,11 @@ class _AssertSession:
             return rest[0].encode("latin-1")
         if tag == "handle" and len(rest) == 1 and type(rest[0]) is int:
             return RemoteObject(self, rest[0])
+        if tag == "sub" and len(rest) == 2 and type(rest[0]) is int:
+            value = self._decode(rest[1], depth + 1)
+            view = _PLAIN_VIEWS[type(value)](value)  # KeyError for None or bool: a protocol error
+            object.__setattr__(view, "_remote", RemoteObject(self, rest[0]))
+            return view
         if tag == "dict":
             if not all(isinstance(pair, list) and len(pair) == 2 for pair in rest):
                 raise ValueError("bad dict node")
@@ -466,7 +495,8 @@ class _Job:
 
     def _run_assert(self, case: TestCase, deadline: float) -> TestResult:
         session = _AssertSession(self.sandbox, deadline)
-        self.sandbox.send({"op": "run", "mode": "assert", "timeout_s": self.timeout_s, "max_output": self.max_output}, deadline)
+        self.sandbox.send({"op": "run", "mode": "assert", "timeout_s": self.timeout_s,
+                           "max_output": max(self.max_output, MAX_REPLY_BYTES)}, deadline)
         verdict: TestResult | None = None
         try:
             ready = session.receive()

@@ -502,7 +502,18 @@ def encode(value, handles, depth=0, plain_only=False):
     if plain_only:
         return None
     handles.append(value)
+    for base, plain in _PLAIN_BASES:  # Counter, namedtuple, IntEnum...: their plain value, read by the base type
+        if isinstance(value, base):
+            return ["sub", len(handles) - 1, encode(plain(value), handles, depth + 1)]
     return ["handle", len(handles) - 1]
+
+
+# How to read a subclass's value with the base type's own code (a subclass cannot override these calls).
+_PLAIN_BASES = (
+    (int, int.__int__), (float, float.__float__), (str, str.__str__), (bytes, lambda v: bytes(memoryview(v))),
+    (list, list.copy), (tuple, lambda v: tuple(tuple.__iter__(v))), (dict, dict.copy),
+    (set, lambda v: set(set.__iter__(v))), (frozenset, lambda v: frozenset(frozenset.__iter__(v))),
+)
 
 
 def decode(tree, handles):
