@@ -324,6 +324,11 @@ def test_verify_batch_matches_verify_and_parallel_workers():
         ("\\frac{-1 \\pm \\sqrt{5}}{2}", "\\frac{-1+\\sqrt{5}}{2}", False),
         ("3 \\pm 2i", "3+2i, 3-2i", True),
         ("3 \\pm 2i", "3+2i", False),
+        ("(-\\infty,-2)\\cup(3,\\infty)", "x<-2 \\text{ or } x>3", True),  # "or" between relations is a union
+        ("(-\\infty,-2)\\cup(3,\\infty)", "x < -2 or x \\ge 3", False),
+        ("x<-2 \\text{ or } x>3", "(3,\\infty)\\cup(-\\infty,-2)", True),
+        ("1, 3", "x=1 \\text{ or } x=3", True),
+        ("1", "x=1 \\text{ or } x=3", False),
     ],
 )
 def test_red_team_regressions(gold, answer, expected):

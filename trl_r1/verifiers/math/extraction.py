@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass
 
 from ..format import ANSWER_OPEN, extract_answer
+from .screening import or_joins_relations
 
 MAX_CHAINED_BOXES = 20  # boxes listed one after another that still form one answer
 MAX_GOLD_CHARS = 1000  # a longer gold without a box or "####" marker is a solution we cannot read an answer from
@@ -126,6 +127,7 @@ def final_answer(completion: str, allow_or: bool = False) -> Answer:
     if not text:
         return Answer(None, "empty answer")
     words = _HEDGE.finditer(re.sub(r"\\text\{\s*(or)\s*\}", r" \1 ", text))
+    allow_or = allow_or or or_joins_relations(text)
     hedge = next((w.group().lower() for w in words if not (allow_or and w.group().lower() == "or")), None)
     if hedge:
         return Answer(None, f"hedged: {hedge}")

@@ -39,6 +39,9 @@ _PLAIN_EXP = re.compile(r"(?<![\\a-zA-Z])exp\(([^()]*)\)")  # exp(16)
 _REPEATING = re.compile(r"(?<![\d.])(\d*)\.(\d*)\\overline\{(\d+)\}")  # 0.1\overline{6}
 _TEXT_NUMBER = re.compile(r"\\text\{\s*([-\d.,]+)\s*\}")  # \text{18} is the number 18
 _LIST_WORD = re.compile(r",?\s*(?:\\text\{\s*(?:and|or)\s*\}|\b(?:and|or)\b)\s*,?")  # "1, 2, and 3" is a list
+_OR_WORD = re.compile(r"\\text\{\s*or\s*\}|\bor\b")
+_RELATION = re.compile(r"[<>=]|\\[lg]eq?(?![a-zA-Z])|\\[lg]t(?![a-zA-Z])")
+_INEQUALITY = re.compile(r"[<>]|\\[lg]eq?(?![a-zA-Z])|\\[lg]t(?![a-zA-Z])")
 _AS_WRITTEN = re.compile(r"^\d+_\{?\d+\}?$|^\d+:\d+$")  # 204_5 (base 5), 12:00 (a time): compared as written
 _ASSIGNMENT = re.compile(r"^(?:[a-zA-Z](?:_\{?\w+\}?)?|[a-zA-Z](?:\^\{-1\}|')?\([a-zA-Z]\))=")
 _TUPLE_ASSIGNMENT = re.compile(r"^\((?:[a-zA-Z],)+[a-zA-Z]\)=[^=]+$")  # (x,y)=(2,3)
@@ -78,6 +81,8 @@ def canonical(text: str) -> str:
     text = _TRIG_DEGREES.sub(r"\1\2(\\frac{\3\\pi}{180})", text)
     text = _DEGREES.sub("", text).replace("\\%", "%").replace("\\$", "").replace("{,}", ",")
     text = re.sub(r"\\text\{\s*\}", "", text)
+    if or_joins_relations(text, _INEQUALITY):  # x<-2 or x>3: a union, kept for the parser as \lor
+        text = " \\lor ".join(part.strip() for part in _OR_WORD.split(text))
     text = _TEXT_NUMBER.sub(r"\1", _LIST_WORD.sub(",", text))
     unitless = _TRAILING_UNIT.sub("", text).strip()
     if unitless and re.search(r"[\w}]", unitless):
@@ -95,6 +100,12 @@ def _repeating_fraction(match: re.Match) -> str:
     value = int(whole or "0") + Fraction(int(fixed or "0"), 10 ** len(fixed))
     value += Fraction(int(period), (10 ** len(period) - 1) * 10 ** len(fixed))
     return rf"\frac{{{value.numerator}}}{{{value.denominator}}}"
+
+
+def or_joins_relations(text: str, relation: re.Pattern = _RELATION) -> bool:
+    """Whether "or" joins relations (``x<-2`` or ``x>3``, ``x=1`` or ``x=3``): a solution set, not a hedge."""
+    parts = _OR_WORD.split(text)
+    return len(parts) > 1 and all(relation.search(part) for part in parts)
 
 
 def strip_assignment(gold: str, pred: str) -> tuple[str, str]:
