@@ -217,3 +217,14 @@ def test_a_full_word_cache_is_cleared_without_changing_scores(monkeypatch):
     monkeypatch.setattr(identify, "MAX_CACHED_WORDS", 8)
     assert consistency(text, "en") == expected
     assert consistency(f"<think>{FR} {EN}</think>", "en") == pytest.approx(0.5, abs=0.05)
+
+
+def test_identifiers_in_prose_are_neutral():
+    """Code names outside backticks (calls, indexing, snake_case, attributes, assignments) are code, not English."""
+    assert consistency("<think>定义 dp[i] 表示前 i 个元素的最大和，调用 is_prime(n) 和 stack.append(x)，"
+                       "结果存到 result_list，令 left = 0，right = n - 1。</think>", "zh") == 1.0
+    assert consistency("<think>Заведём массив prefix_sum и вызовем solve() для каждого запроса.</think>", "ru") == 1.0
+    # prose still counts: in parentheses, in long snake_case, and in calls with spaced arguments
+    assert consistency("<think>我们先求和（the sum of all terms）。</think>", "zh") < 0.7
+    assert consistency("<think>我们先求和。the_sum_of_all_terms_here</think>", "zh") < 0.8
+    assert consistency("<think>我们先求和，f(add all the numbers together)。</think>", "zh") < 0.7

@@ -145,6 +145,16 @@ _MATH = re.compile(
     r"|\\begin\{(equation|align|gather|multline|eqnarray|math|displaymath|array|cases)(\*?)\}[\s\S]*?\\end\{\1\2\}"
     r"|\$(?=[^\s$])(?:[^$\n]|\n(?!\s*\n))*?(?<=[^\s\\$])\$(?!\d)"
 )
+# Identifiers written in prose ("定义 dp[i]", "调用 is_prime(n)", "stack.append(c)", "nums.length", "令 left = 0"):
+# a name before a call (short arguments) or an index, snake_case of up to three parts, dotted attributes, a name
+# touching "=", "+" or a comparison. ASCII only, so prose in other scripts never hides here; each rule hides one
+# name at a time, and longer snake_case ("the_sum_of_all_terms") still counts.
+_IDENTIFIER = re.compile(  # each alternative starts with a letter or an operator, so that the scan stays fast
+    r"([=+<]) ?[A-Za-z_]\w*(?![\w.])"
+    r"|[A-Za-z_](?<![\w.][A-Za-z_])(?:\w*(?:\.[A-Za-z_]\w*)*(?:\([\w.,+*/%-]{0,12}\)(?![\w.])|(?=[(\[]))"
+    r"|[A-Za-z]*[0-9]*(?:_[A-Za-z0-9]+){1,2}(?![\w.])|\w*(?:\.[a-z_]\w*)+(?![\w.])|\w*(?= ?(?:[=<>+]|!=)))",
+    re.ASCII,
+)
 _TEXT_COMMAND = re.compile(r"\\(?:text\w*|mbox|hbox|emph|intertext)\s*\{([^{}]*)\}")
 _COMMAND = re.compile(r"\\[A-Za-z]+")
 _MATH_WORD = re.compile(r"[^\W\d_]+")
@@ -217,6 +227,7 @@ def prose_text(text: str) -> str:
     if "$" in text or "\\" in text:
         text = _MATH.sub(lambda m: _apart(math_prose(m.group())), text)
         text = _COMMAND.sub(" ", text)
+    text = _IDENTIFIER.sub(r"\1 ", text)  # an operand goes, its operator stays
     return text
 
 
