@@ -329,6 +329,12 @@ def test_verify_batch_matches_verify_and_parallel_workers():
         ("x<-2 \\text{ or } x>3", "(3,\\infty)\\cup(-\\infty,-2)", True),
         ("1, 3", "x=1 \\text{ or } x=3", True),
         ("1", "x=1 \\text{ or } x=3", False),
+        ("1011_2", "1011", True),  # a base subscript may be left off, not changed
+        ("11", "11_{10}", True),
+        ("1011_2", "1011_3", False),
+        ("1011_2", "11", False),
+        ("4\\pi", "4\\pi \\text{ cm}^2", True),  # a unit after a symbolic value
+        ("4\\pi", "2\\pi \\text{ cm}^2", False),
     ],
 )
 def test_red_team_regressions(gold, answer, expected):

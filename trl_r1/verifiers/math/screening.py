@@ -28,7 +28,7 @@ _TRIG_DEGREES = re.compile(  # \sin 30^\circ: an angle in degrees inside a trig 
     r"(\\(?:sin|cos|tan|cot|sec|csc))\s*(\(?)\s*(-?\d+(?:\.\d+)?)\s*(?:\^\s*\{?\s*\\circ\s*\}?|°|\\degree)"
 )
 _TRAILING_UNIT = re.compile(
-    r"(?<=[\d}])\s*\\text\{[^{}]*\}(?:\^\{?[23]\}?)?$"  # 5\text{ cm}^2
+    r"(?:(?<=[\d})])|(?<=\\pi))\s*\\text\{[^{}]*\}(?:\^\{?[23]\}?)?$"  # 5\text{ cm}^2, 4\pi\text{ cm}^2
     r"|(?<=\d)\s+[a-zA-Z]{2,}(?:\s+[a-zA-Z]{2,}){0,2}(?:\^\{?[23]\}?)?$"  # 12 square units, 4 cm^2
     r"|(?<=\d)\s*\([a-zA-Z ]{2,}\)$"  # 18 (dollars)
 )
@@ -264,6 +264,12 @@ def _unwrap_text(text: str) -> str:
     return re.sub(r"\\text\{([^{}]*)\}", r"\1", text).strip()
 
 
+def _numeral(text: str) -> tuple[str, str | None]:
+    """``1011_{2}`` -> (``1011``, ``2``): the digits as written and the base subscript (None without one)."""
+    digits, _, base = text.replace("{", "").replace("}", "").partition("_")
+    return digits, base or None
+
+
 def text_key(text: str) -> str:
     """Letters and digits only, lower-cased: how short text answers are compared."""
     return re.sub(r"[^a-z0-9]", "", _unwrap_text(text).lower())
@@ -291,8 +297,9 @@ def quick_verdict(gold: str, pred: str) -> tuple[bool | None, str | None]:
     """
     if gold == pred:
         return True, None
-    if _AS_WRITTEN.match(gold) or _AS_WRITTEN.match(pred):
-        return gold.replace("{", "").replace("}", "") == pred.replace("{", "").replace("}", ""), None
+    if _AS_WRITTEN.match(gold) or _AS_WRITTEN.match(pred):  # a base subscript may be left off: 1011_2 is 1011
+        (gold_digits, gold_base), (pred_digits, pred_base) = _numeral(gold), _numeral(pred)
+        return gold_digits == pred_digits and (gold_base == pred_base or None in (gold_base, pred_base)), None
     choice = _CHOICE.match(_unwrap_text(gold))
     if choice:
         answer = _CHOICE_PRED.match(_unwrap_text(pred))
