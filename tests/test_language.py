@@ -228,3 +228,15 @@ def test_identifiers_in_prose_are_neutral():
     assert consistency("<think>我们先求和（the sum of all terms）。</think>", "zh") < 0.7
     assert consistency("<think>我们先求和。the_sum_of_all_terms_here</think>", "zh") < 0.8
     assert consistency("<think>我们先求和，f(add all the numbers together)。</think>", "zh") < 0.7
+
+
+def test_short_han_only_lines_follow_the_next_cjk_sentence():
+    """Headings and noun lines ("**計算**", "三桁") have no kana but belong to the Japanese around them."""
+    ja = "<think>**問題整理**\n三角形の面積を求めます。\n**方針**\n底辺と高さを使います。\n**結論**\n答えは十二です。</think>"
+    assert consistency(ja, "ja") == 1.0
+    assert consistency(ja, "zh") == 0.0
+    assert consistency("<think>**分析**\n我们先求出两个数的和。</think>", "zh") == 1.0
+    assert consistency("<think>答えは十二です。\n結論</think>", "ja") == 1.0  # none follows: the last one
+    assert consistency("<think>**分析**\nThe sum.\n我们先求出两个数的和。</think>", "zh") == pytest.approx(7.2 / 9.2, abs=0.01)
+    # a sentence with a full stop is a sentence, however short: Chinese, whatever follows
+    assert consistency("<think>所以。これは正しい答えです。答案是五。</think>", "zh") == pytest.approx(3.6 / 9.2, abs=0.01)

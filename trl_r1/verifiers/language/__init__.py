@@ -8,8 +8,9 @@ conventions (see docs/rewards.md):
 * a word is a token of letters of one script; Han, kana and Thai-like scripts, written without spaces,
   count ~0.6 / 0.55 / 0.2 words per character; single Latin/Greek letters, short all-caps names and
   function names (sin, gcd) are neutral;
-* the script decides whenever it can: Han in a sentence with kana is Japanese, else Chinese; Hangul is
-  Korean; a Latin word is never Russian;
+* the script decides whenever it can: Han in a sentence with kana is Japanese, else Chinese (a short Han-only
+  line without a full stop, a heading or a list item, follows the next CJK sentence); Hangul is Korean; a
+  Latin word is never Russian;
 * within the target's own script, py3langid (offline) labels chunks of >= 4 words at clause boundaries,
   among that script's languages only; a chunk is non-target only if another language is `ODDS` times
   likelier than the target (short spans are ambiguous; this keeps pure text at ~1.0);
@@ -105,6 +106,7 @@ def measure(reasoning: str, target: str) -> Consistency:
     target_words = total_words = 0.0
     han = 0.0  # Han words of the current sentence: Japanese if the sentence has kana, else Chinese
     has_kana = False
+    short_han, last_cjk = 0.0, "zh"  # short Han-only lines ("**計算**", "- 三桁") follow the next CJK sentence
     clauses: list[list[str]] = [[]]  # the current sentence's words in the target's shared script(s)
     for word, sentence_end, _ in WORD_OR_BREAK.findall(prose_text(reasoning) + "\n"):
         if word:
@@ -121,12 +123,18 @@ def measure(reasoning: str, target: str) -> Consistency:
                     has_kana = has_kana or script == "kana"
                     target_words += weight * (script in target_scripts)
         elif sentence_end:
-            target_words += han * (target == ("ja" if has_kana else "zh"))
+            if has_kana or (han and (han >= MIN_CHUNK_WORDS or sentence_end != "\n")):
+                last_cjk = "ja" if has_kana else "zh"
+                target_words += (han + short_han) * (target == last_cjk)
+                short_han = 0.0
+            else:
+                short_han += han
             han, has_kana = 0.0, False
             plan.add_sentence([clause for clause in clauses if clause])
             clauses = [[]]
         elif clauses[-1]:
             clauses.append([])
+    target_words += short_han * (target == last_cjk)  # or the last one when none follows
     if plan.texts:
         target_words += plan.target_words(target, detect_scripts)
     return Consistency.of(target_words, total_words)
