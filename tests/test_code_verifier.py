@@ -162,6 +162,16 @@ def test_assert_subclasses_of_plain_types_compare_by_their_plain_value():
     assert outcomes(run_tests(program, tests)) == ["passed"] * 5 + ["wrong_answer"]
 
 
+def test_assert_generators_step_with_next_and_endless_ones_can_be_sliced():
+    program = ("def naturals():\n    i = 0\n    while True:\n        yield i\n        i += 1\n"
+               "def upto(n):\n    yield from range(n)\n")
+    tests = [check("import itertools\nassert list(itertools.islice(naturals(), 5)) == [0, 1, 2, 3, 4]"),
+             check("it = naturals()\nfor x in it:\n    if x == 3:\n        break\nassert next(it) == 4"),  # no item lost
+             check("it = upto(2)\nassert next(it) == 0 and list(it) == [1] and next(it, None) is None"),
+             check("assert next(upto(2)) == 1")]
+    assert outcomes(run_tests(program, tests)) == ["passed"] * 3 + ["wrong_answer"]
+
+
 def test_assert_tests_receive_large_return_values():
     report = run_tests("def squares(n):\n    return [i * i for i in range(n)]",  # several MiB as a reply
                        [check("assert squares(200_000) == [i * i for i in range(200_000)]")], timeout_s=10)

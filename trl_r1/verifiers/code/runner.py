@@ -9,7 +9,7 @@ next test. Expected outputs never enter the sandbox:
   functions and objects are bound as proxies: calling one runs it in the sandbox, arguments go in and
   only plain data (None, bool, int, float, complex, str, bytes, list, tuple, dict, set, frozenset) comes
   back, decoded by a strict tag parser; anything else comes back as an opaque handle that supports calls,
-  attribute access and iteration (materialised as plain data) but refuses ``==``, ``bool()`` and arithmetic. Objects with a rigged
+  attribute access and iteration (items come back as plain data) but refuses ``==``, ``bool()`` and arithmetic. Objects with a rigged
   ``__eq__``, patched builtins or a patched test harness therefore cannot make a failing program pass.
 """
 
@@ -23,7 +23,7 @@ import logging
 import os
 import sys
 import time
-from collections import Counter
+from collections import Counter, deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -181,8 +181,9 @@ class RemoteError(Exception):
 class RemoteObject:
     """An object that lives in the sandbox: it can be called, its attributes read and it can be iterated.
 
-    Iterating materialises its items in the sandbox and brings them back like any returned value (so
-    ``list(gen())`` and ``sorted(map_object)`` work). Comparisons, truth tests, hashing by value, ``len``,
+    Iterating brings its items back like any returned value (so ``list(gen())``, ``next(gen)`` and
+    ``sorted(map_object)`` work): a container's all at once, an iterator's in growing chunks, so that
+    ``islice`` over an endless generator ends. Comparisons, truth tests, hashing by value, ``len``,
     indexing and arithmetic are refused, so an object whose ``__eq__`` always holds cannot satisfy an assertion.
     """
 
@@ -202,7 +203,12 @@ class RemoteObject:
         return self._session.request({"op": "getattr", "target": self._handle, "name": name})
 
     def __iter__(self):
-        return iter(self._session.request({"op": "iterate", "target": self._handle}))
+        return self._session.iterate(self._handle)
+
+    def __next__(self):
+        for item in self._session.iterate(self._handle, single=True):
+            return item
+        raise StopIteration
 
     def __setattr__(self, name, value):
         raise TypeError("objects in the sandbox are read-only from the test")
@@ -253,8 +259,34 @@ class _AssertSession:
         self.deadline = deadline
         self.done: dict | None = None  # the supervisor's report, once the test's process ended
         self.lost: SandboxLost | None = None  # the supervisor stopped answering
+        self.fetched: dict[int, deque] = {}  # items taken from a sandbox iterator in a chunk, not yet used
+
+    def iterate(self, handle: int, single: bool = False):
+        """The items of a sandbox object; an iterator's are fetched 1, 2, 4, ... at a time and kept per handle."""
+        fetched = self.fetched.setdefault(handle, deque())
+        count = 1
+        while True:
+            while fetched:
+                yield fetched.popleft()
+            reply = self.exchange({"op": "iterate", "target": handle, "count": count})
+            items = self.decode(reply["value"])
+            if type(items) is not list:
+                raise RemoteError("malformed reply from the sandbox")
+            if reply.get("container") is True:  # not an iterator: each iteration starts afresh
+                if single:
+                    raise TypeError("an object from the sandbox that is not an iterator")
+                yield from items
+                return
+            if not items:
+                return
+            fetched.extend(items)
+            count = min(2 * count, 4096)
 
     def request(self, message: dict) -> Any:
+        return self.decode(self.exchange(message)["value"])
+
+    def exchange(self, message: dict) -> dict:
+        """The child's reply to one request, with a ``value``; an exception raised there is raised here."""
         if self.done is not None or self.lost is not None:
             raise SandboxEnded(self.done)
         try:
@@ -267,7 +299,7 @@ class _AssertSession:
             raise _remote_exception(reply.get("error"), reply.get("message"))
         if "value" not in reply:
             raise RemoteError("malformed reply from the sandbox")
-        return self.decode(reply["value"])
+        return reply
 
     def receive(self) -> dict:
         """The child's next frame; the supervisor's ``done`` (the child ended) or silence raises SandboxEnded."""

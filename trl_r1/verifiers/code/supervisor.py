@@ -568,8 +568,17 @@ def serve_calls(namespace):
                 value = namespace[request["name"]]
             elif op == "getattr":
                 value = getattr(handles[request["target"]], request["name"])
-            elif op == "iterate":
-                value = list(handles[request["target"]])
+            elif op == "iterate":  # a container's items, or the next `count` items of an iterator
+                target = handles[request["target"]]
+                iterator = iter(target)
+                container = iterator is not target
+                value = []
+                for item in iterator:
+                    value.append(item)
+                    if not container and len(value) >= request["count"]:
+                        break
+                write_all(RPC_CHILD_OUT, json_frame({"value": encode(value, handles), "container": container}))
+                continue
             else:
                 args = [decode(a, handles) for a in request["args"]]
                 kwargs = {k: decode(v, handles) for k, v in request["kwargs"]}
