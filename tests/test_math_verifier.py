@@ -335,6 +335,12 @@ def test_verify_batch_matches_verify_and_parallel_workers():
         ("1011_2", "11", False),
         ("4\\pi", "4\\pi \\text{ cm}^2", True),  # a unit after a symbolic value
         ("4\\pi", "2\\pi \\text{ cm}^2", False),
+        ("1, 2", "x \\in \\{1, 2\\}", True),  # membership in a set is an assignment of its elements
+        ("1, 2", "x \\in \\{1, 3\\}", False),
+        ("\\begin{pmatrix} 1 \\\\ 2 \\end{pmatrix}", "(1, 2)", True),  # a vector written as a tuple
+        ("(1, 2)", "\\begin{pmatrix} 1 \\\\ 2 \\end{pmatrix}", True),
+        ("\\begin{pmatrix} 1 \\\\ 2 \\end{pmatrix}", "(2, 1)", False),
+        ("\\begin{pmatrix} 1 & 2 \\\\ 3 & 4 \\end{pmatrix}", "(1, 2, 3, 4)", False),
     ],
 )
 def test_red_team_regressions(gold, answer, expected):

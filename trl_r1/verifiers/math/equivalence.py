@@ -141,6 +141,11 @@ def split_top_level(text: str) -> list[str]:
 
 def equal(gold, pred, pred_text: str = "") -> bool:
     """Whether a parsed prediction equals a parsed gold (see the module docstring for the rules)."""
+    if _is_assignment(pred) and not isinstance(gold, sympy.Eq):  # x \in \{1,2\} against 1, 2
+        pred = pred.rhs
+    elif _is_assignment(gold) and not isinstance(pred, sympy.Eq):
+        gold = gold.rhs
+    gold, pred = _vector_as_tuple(gold, pred), _vector_as_tuple(pred, gold)
     if isinstance(gold, BareList) or isinstance(pred, BareList):
         return _lists_equal(gold, pred)
     if isinstance(gold, sympy.MatrixBase) or isinstance(pred, sympy.MatrixBase):
@@ -167,6 +172,13 @@ def equal(gold, pred, pred_text: str = "") -> bool:
     if isinstance(gold, sympy.Expr) and isinstance(pred, sympy.Expr):
         return _expressions_equal(gold, pred, pred_text)
     return False
+
+
+def _vector_as_tuple(value, other):
+    """A one-row or one-column matrix as a tuple when the other side is a tuple or list (a vector as (1, 2))."""
+    if isinstance(value, sympy.MatrixBase) and 1 in value.shape and (isinstance(other, BareList) or _tuple_items(other)):
+        return sympy.Tuple(*value)
+    return value
 
 
 def _lists_equal(gold, pred) -> bool:
