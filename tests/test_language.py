@@ -240,3 +240,7 @@ def test_short_han_only_lines_follow_the_next_cjk_sentence():
     assert consistency("<think>**分析**\nThe sum.\n我们先求出两个数的和。</think>", "zh") == pytest.approx(7.2 / 9.2, abs=0.01)
     # a sentence with a full stop is a sentence, however short: Chinese, whatever follows
     assert consistency("<think>所以。これは正しい答えです。答案是五。</think>", "zh") == pytest.approx(3.6 / 9.2, abs=0.01)
+
+
+def test_plain_portuguese_is_not_taken_for_galician():
+    assert consistency("<think>Primeiro vamos calcular o volume do cubo.</think>", "pt") == 1.0

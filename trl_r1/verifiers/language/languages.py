@@ -36,7 +36,8 @@ PROMPT_LANGUAGES = frozenset(
 )
 
 # Standard varieties the detector cannot separate on short spans; a span in one counts for the others.
-SAME_LANGUAGE = [{"ar", "ary", "arz"}, {"no", "nn"}, {"hr", "bs", "sr"}, {"id", "ms"}]
+# Galician is written like Portuguese (py3langid takes plain Portuguese clauses for it 3:1).
+SAME_LANGUAGE = [{"ar", "ary", "arz"}, {"no", "nn"}, {"hr", "bs", "sr"}, {"id", "ms"}, {"pt", "gl"}]
 
 _ALIASES_BY_CODE = {
     "en": "english eng", "zh": "chinese mandarin zho chi cmn 中文 汉语 漢語 普通话", "ja": "japanese jpn 日本語",
