@@ -341,6 +341,11 @@ def test_verify_batch_matches_verify_and_parallel_workers():
         ("(1, 2)", "\\begin{pmatrix} 1 \\\\ 2 \\end{pmatrix}", True),
         ("\\begin{pmatrix} 1 \\\\ 2 \\end{pmatrix}", "(2, 1)", False),
         ("\\begin{pmatrix} 1 & 2 \\\\ 3 & 4 \\end{pmatrix}", "(1, 2, 3, 4)", False),
+        ("23", "m + n = 16 + 7 = 23", True),  # a computed quantity equal to the number
+        ("23", "m + n = 24", False),
+        ("(1, 2, 3)", "\\langle 1, 2, 3 \\rangle", True),
+        ("(1, 2, 3)", "\\langle 1, 3, 2 \\rangle", False),
+        ("\\emptyset", "\\varnothing", True),
     ],
 )
 def test_red_team_regressions(gold, answer, expected):

@@ -76,6 +76,8 @@ def canonical(text: str) -> str:
     text = _PLAIN_EXP.sub(r"e^{\1}", _PLAIN_PI.sub(r"\\pi ", text))
     text = _SPACING.sub(" ", re.sub(r"(?<!\\)\\!\s*", "", text))  # "\!" is a negative space: 32,\! 349
     text = re.sub(r"\\[dtc]frac", r"\\frac", text)
+    text = re.sub(r"\\langle(?![a-zA-Z])", "(", re.sub(r"\\rangle(?![a-zA-Z])", ")", text))  # a vector <1, 2>
+    text = re.sub(r"\\varnothing(?![a-zA-Z])|\\empty(?![a-zA-Z])", r"\\emptyset ", text)
     text = _REPEATING.sub(_repeating_fraction, text)
     text = _TEXT_COMMANDS.sub(r"\\text{", text)
     text = _TRIG_DEGREES.sub(r"\1\2(\\frac{\3\\pi}{180})", text)
@@ -120,9 +122,14 @@ def strip_assignment(gold: str, pred: str) -> tuple[str, str]:
     pred_is = bool(_ASSIGNMENT.match(pred)) and "," not in pred or bool(_TUPLE_ASSIGNMENT.match(pred))
     if gold_is and "=" not in pred:
         gold = gold.rsplit("=", 1)[1]
-    elif pred_is and "=" not in gold:
-        pred = pred.rsplit("=", 1)[1]
+    elif (pred_is or _plain_value(pred) and parse_number(gold) is not None) and "=" not in gold:
+        pred = pred.rsplit("=", 1)[1]  # also m+n=16+7=23 against 23: the computed value
     return gold, pred
+
+
+def _plain_value(text: str) -> bool:
+    """Whether an equation ends in a plain number (``m+n=23``)."""
+    return "=" in text and parse_number(text.rsplit("=", 1)[1]) is not None
 
 
 @dataclass(frozen=True)
