@@ -244,3 +244,13 @@ def test_short_han_only_lines_follow_the_next_cjk_sentence():
 
 def test_plain_portuguese_is_not_taken_for_galician():
     assert consistency("<think>Primeiro vamos calcular o volume do cubo.</think>", "pt") == 1.0
+
+
+def test_one_letter_words_between_words_count():
+    """Articles, conjunctions and prepositions ("a", "e", "é", "y", "w", "I") are words; variables are not."""
+    mixed = ("<think>Primeiro vamos calcular o volume do cubo. The edge is three, so the volume is twenty seven. "
+             "Então a resposta é vinte e sete.</think>")
+    assert consistency(mixed, "pt") == pytest.approx(14 / 24, abs=0.01)
+    assert consistency("<think>Liczby podzielne przez trzy w przedziale od jednego do stu. "
+                       "So I think there are thirty three.</think>", "pl") == pytest.approx(10 / 17, abs=0.01)
+    assert consistency("<think>设 a 和 b 是正整数，且 x 是整数。</think>", "zh") == 1.0

@@ -6,8 +6,8 @@ conventions (see docs/rewards.md):
 * the CoT is the think block (`extract_reasoning`), the whole text when there are no tags; the answer never counts;
 * math, numbers, code and URLs are neutral, but prose hidden in them still counts (`text.prose_text`);
 * a word is a token of letters of one script; Han, kana and Thai-like scripts, written without spaces,
-  count ~0.6 / 0.55 / 0.2 words per character; single Latin/Greek letters, short all-caps names and
-  function names (sin, gcd) are neutral;
+  count ~0.6 / 0.55 / 0.2 words per character; single Latin/Greek letters (unless between Latin words:
+  "então a resposta", "So I think"), short all-caps names and function names (sin, gcd) are neutral;
 * the script decides whenever it can: Han in a sentence with kana is Japanese, else Chinese (a short Han-only
   line without a full stop, a heading or a list item, follows the next CJK sentence); Hangul is Korean; a
   Latin word is never Russian;
@@ -108,10 +108,11 @@ def measure(reasoning: str, target: str) -> Consistency:
     has_kana = False
     short_han, last_cjk = 0.0, "zh"  # short Han-only lines ("**計算**", "- 三桁") follow the next CJK sentence
     clauses: list[list[str]] = [[]]  # the current sentence's words in the target's shared script(s)
-    for word, sentence_end, _ in WORD_OR_BREAK.findall(prose_text(reasoning) + "\n"):
+    items = WORD_OR_BREAK.findall(prose_text(reasoning) + "\n")
+    for i, (word, sentence_end, _) in enumerate(items):
         if word:
             for script, part in script_runs(word):
-                if is_neutral(script, part):
+                if is_neutral(script, part) and not (len(part) == 1 and _letter_in_prose(items, i)):
                     continue
                 weight = _word_weight(script, part)
                 total_words += weight
@@ -187,6 +188,17 @@ class _DetectionPlan:
         p_other = probabilities[:, [not t for t in is_target]].max(axis=1)
         keep = p_other <= probabilities[:, is_target].sum(axis=1) * np.asarray(self.odds)
         return float(sum(n for text, n in self.words if keep[text]))
+
+
+def _letter_in_prose(items: list[tuple[str, str, str]], i: int) -> bool:
+    """A one-letter Latin word between words ("então a resposta", "w przedziale", "So I think") is a word, not a
+    variable; `items` are `WORD_OR_BREAK` matches and the last one is a break."""
+    before, after = items[i - 1][0] if i else "", items[i + 1][0]
+    return items[i][0].isalpha() and _is_latin_word(after) and (not before or _is_latin_word(before))
+
+
+def _is_latin_word(token: str) -> bool:
+    return len(token) > 1 and token.isalpha() and script_runs(token) == [("latin", token)]
 
 
 def _rivals(script: str, target: str) -> frozenset[str]:
