@@ -172,6 +172,31 @@ def test_assert_generators_step_with_next_and_endless_ones_can_be_sliced():
     assert outcomes(run_tests(program, tests)) == ["passed"] * 3 + ["wrong_answer"]
 
 
+def test_assert_truth_len_and_indexing_of_sandbox_objects_are_their_own():
+    program = textwrap.dedent("""
+        class ListNode:
+            def __init__(self, val=0, next=None):
+                self.val, self.next = val, next
+        def build(xs):
+            head = None
+            for x in reversed(xs):
+                head = ListNode(x, head)
+            return head
+        class Grid:
+            def __init__(self):
+                self.rows = [[1, 2], [3, 4]]
+            def __getitem__(self, i):
+                return self.rows[i]
+            def __len__(self):
+                return len(self.rows)
+    """)
+    walk = "def to_list(node):\n    out = []\n    while node:\n        out.append(node.val)\n        node = node.next\n    return out\n"
+    tests = [check(walk + "assert to_list(build([1, 2, 3])) == [1, 2, 3] and not build([])"),
+             check("g = Grid()\nassert len(g) == 2 and g[1][0] == 3 and list(g) == [[1, 2], [3, 4]]"),
+             check("assert len(Grid()) == 3")]
+    assert outcomes(run_tests(program, tests)) == ["passed", "passed", "wrong_answer"]
+
+
 def test_assert_tests_receive_large_return_values():
     report = run_tests("def squares(n):\n    return [i * i for i in range(n)]",  # several MiB as a reply
                        [check("assert squares(200_000) == [i * i for i in range(200_000)]")], timeout_s=10)

@@ -9,7 +9,7 @@ next test. Expected outputs never enter the sandbox:
   functions and objects are bound as proxies: calling one runs it in the sandbox, arguments go in and
   only plain data (None, bool, int, float, complex, str, bytes, list, tuple, dict, set, frozenset) comes
   back, decoded by a strict tag parser; anything else comes back as an opaque handle that supports calls,
-  attribute access and iteration (items come back as plain data) but refuses ``==``, ``bool()`` and arithmetic. Objects with a rigged
+  attribute access, iteration, ``bool()``, ``len`` and indexing (plain results) but refuses ``==`` and arithmetic. Objects with a rigged
   ``__eq__``, patched builtins or a patched test harness therefore cannot make a failing program pass.
 """
 
@@ -183,8 +183,10 @@ class RemoteObject:
 
     Iterating brings its items back like any returned value (so ``list(gen())``, ``next(gen)`` and
     ``sorted(map_object)`` work): a container's all at once, an iterator's in growing chunks, so that
-    ``islice`` over an endless generator ends. Comparisons, truth tests, hashing by value, ``len``,
-    indexing and arithmetic are refused, so an object whose ``__eq__`` always holds cannot satisfy an assertion.
+    ``islice`` over an endless generator ends. Truth tests, ``len`` and indexing are the object's own,
+    computed in the sandbox (``while node:`` over a linked list), and their plain result is what the test
+    sees, like a method's. Comparisons, hashing by value and arithmetic are refused: they would hand the
+    test's expected value to the object, and an object whose ``__eq__`` always holds must not satisfy an assertion.
     """
 
     __slots__ = ("_session", "_handle")
@@ -210,15 +212,24 @@ class RemoteObject:
             return item
         raise StopIteration
 
+    def __bool__(self):
+        return self._session.request({"op": "bool", "target": self._handle})
+
+    def __len__(self):
+        return self._session.request({"op": "len", "target": self._handle})
+
+    def __getitem__(self, key):
+        return self._session.request({"op": "getitem", "target": self._handle, "key": self._session.encode(key)})
+
     def __setattr__(self, name, value):
         raise TypeError("objects in the sandbox are read-only from the test")
 
     def _refuse(self, *args):
-        raise TypeError("an object from the sandbox cannot be compared or tested for truth")
+        raise TypeError("an object from the sandbox cannot be compared")
 
-    # objects are truthy and compare by identity by default: refuse instead (arithmetic, len() and
-    # indexing already raise TypeError, as this class does not define them)
-    __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = __bool__ = _refuse
+    # objects compare by identity by default: refuse instead (arithmetic already raises TypeError, as this
+    # class does not define it)
+    __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = _refuse
     __hash__ = object.__hash__
 
     def __repr__(self) -> str:
