@@ -346,6 +346,10 @@ def test_verify_batch_matches_verify_and_parallel_workers():
         ("(1, 2, 3)", "\\langle 1, 2, 3 \\rangle", True),
         ("(1, 2, 3)", "\\langle 1, 3, 2 \\rangle", False),
         ("\\emptyset", "\\varnothing", True),
+        ("\\textbf{(A) }5", "\\textbf{(A)}", True),  # a labelled option: its letter or its value
+        ("\\textbf{(A) }5", "5", True),
+        ("\\textbf{(A) }5", "(B) 5", False),
+        ("\\textbf{(A) }5", "6", False),
     ],
 )
 def test_red_team_regressions(gold, answer, expected):

@@ -46,6 +46,7 @@ _AS_WRITTEN = re.compile(r"^\d+_\{?\d+\}?$|^\d+:\d+$")  # 204_5 (base 5), 12:00 
 _ASSIGNMENT = re.compile(r"^(?:[a-zA-Z](?:_\{?\w+\}?)?|[a-zA-Z](?:\^\{-1\}|')?\([a-zA-Z]\))=")
 _TUPLE_ASSIGNMENT = re.compile(r"^\((?:[a-zA-Z],)+[a-zA-Z]\)=[^=]+$")  # (x,y)=(2,3)
 _CHOICE = re.compile(r"^\(?([A-E])\)?$")
+_LABELLED_CHOICE = re.compile(r"^\(([A-E])\)(.+)$", re.S)
 _CHOICE_PRED = re.compile(r"^\(?([A-E])(?:\)|\.|:|$)(.*)$", re.S)
 _TEXT_GOLD = re.compile(r"^[A-Za-z][A-Za-z\s'\-]*$")
 _NUMBER = re.compile(
@@ -312,6 +313,10 @@ def quick_verdict(gold: str, pred: str) -> tuple[bool | None, str | None]:
         answer = _CHOICE_PRED.match(_unwrap_text(pred))
         single = answer is not None and not re.search(r"\b[A-E]\b", answer.group(2))
         return bool(single and answer.group(1) == choice.group(1)), None
+    labelled = _LABELLED_CHOICE.match(_unwrap_text(gold))  # "(A) 5": the letter, or the option's value
+    if labelled:
+        value = quick_verdict(labelled.group(2), pred)[0]
+        return bool(value) or quick_verdict(f"({labelled.group(1)})", pred)[0], None
     gold_number, pred_number = parse_number(gold), parse_number(pred)
     if gold_number is not None and pred_number is not None:
         return numbers_equal(gold_number, pred_number), None
