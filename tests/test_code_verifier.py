@@ -158,8 +158,10 @@ def test_assert_subclasses_of_plain_types_compare_by_their_plain_value():
              check("p = point()\nassert p == (1, 2) and p.x == 1 and p._asdict() == {'x': 1, 'y': 2}"),
              check("import copy, pickle\nassert pickle.loads(pickle.dumps(point())) == (1, 2) == copy.deepcopy(point())"),
              check("assert list(ordered()) == [2, 1] and red() == Color.RED == 1"),
+             check("p = point()\nassert type(dist(p)) is float and dist(p) == 5 ** 0.5"),  # goes back in as itself
              check("assert count('ab') == {'a': 2}")]
-    assert outcomes(run_tests(program, tests)) == ["passed"] * 5 + ["wrong_answer"]
+    program += "def dist(p):\n    return (p.x ** 2 + p.y ** 2) ** 0.5\n"
+    assert outcomes(run_tests(program, tests)) == ["passed"] * 6 + ["wrong_answer"]
 
 
 def test_assert_generators_step_with_next_and_endless_ones_can_be_sliced():

@@ -260,6 +260,7 @@ def _plain_view(base: type) -> type:
 
 
 _PLAIN_VIEWS = {base: _plain_view(base) for base in (int, float, str, bytes, list, tuple, dict, set, frozenset)}
+_VIEW_TYPES = frozenset(_PLAIN_VIEWS.values())
 
 
 class _AssertSession:
@@ -335,6 +336,8 @@ class _AssertSession:
             return ["none"]
         if isinstance(value, RemoteObject):
             return ["handle", object.__getattribute__(value, "_handle")]
+        if kind in _VIEW_TYPES:  # a Counter or namedtuple that came out of the sandbox goes back as itself
+            return ["handle", object.__getattribute__(object.__getattribute__(value, "_remote"), "_handle")]
         if kind is bool:
             return ["bool", value]
         if kind is int:
