@@ -350,7 +350,23 @@ def test_verify_batch_matches_verify_and_parallel_workers():
         ("\\textbf{(A) }5", "5", True),
         ("\\textbf{(A) }5", "(B) 5", False),
         ("\\textbf{(A) }5", "6", False),
+        ("1.2 \\times 10^{3}", "1.2\\mathrm{E}3", True),  # E notation inside text commands
+        ("1.2 \\times 10^{3}", "1.2\\text{e}4", False),
+        ("\\{2\\}", "2", True),  # a one-element set and its element
+        ("\\{2, 3\\}", "2", False),
     ],
 )
 def test_red_team_regressions(gold, answer, expected):
     assert verify(gold, boxed(answer)) is expected
+
+
+@pytest.mark.parametrize(
+    "completion, expected",
+    [
+        ("The final answer is 42 (since 6 times 7 is 42).", "42"),  # a closing remark is not the answer
+        ("<answer>The total is 42 marbles.</answer>", "42 marbles"),  # the value an answer sentence states
+        ("<answer>x = 5 is the solution</answer>", "x = 5 is the solution"),
+    ],
+)
+def test_red_team_extraction_regressions(completion, expected):
+    assert final_answer(completion).text == expected

@@ -146,6 +146,7 @@ def equal(gold, pred, pred_text: str = "") -> bool:
     elif _is_assignment(gold) and not isinstance(pred, sympy.Eq):
         gold = gold.rhs
     gold, pred = _vector_as_tuple(gold, pred), _vector_as_tuple(pred, gold)
+    gold, pred = _singleton_as_element(gold, pred), _singleton_as_element(pred, gold)
     if isinstance(gold, BareList) or isinstance(pred, BareList):
         return _lists_equal(gold, pred)
     if isinstance(gold, sympy.MatrixBase) or isinstance(pred, sympy.MatrixBase):
@@ -178,6 +179,13 @@ def _vector_as_tuple(value, other):
     """A one-row or one-column matrix as a tuple when the other side is a tuple or list (a vector as (1, 2))."""
     if isinstance(value, sympy.MatrixBase) and 1 in value.shape and (isinstance(other, BareList) or _tuple_items(other)):
         return sympy.Tuple(*value)
+    return value
+
+
+def _singleton_as_element(value, other):
+    """A one-element set as its element when the other side is a plain expression (``\\{2\\}`` and ``2``)."""
+    if isinstance(value, sympy.FiniteSet) and len(value.args) == 1 and isinstance(other, sympy.Expr):
+        return value.args[0]
     return value
 
 

@@ -22,6 +22,7 @@ _BOX_SEPARATOR = re.compile(r"^(?:\s|\$|,|;|\\quad|\\qquad|\\text\{\s*(?:and|or)
 _STATEMENT = re.compile(r"(?i)\banswer\s*(?:is|:|=)\s*:?|####")  # "the (final) answer is", "Answer:", GSM8K's ####
 _SENTENCE_END = re.compile(r"\.(?=\s|$)|\n")
 _MATH_SPAN = re.compile(r"\$\$(.+?)\$\$|(?<!\\)\$(.+?)(?<!\\)\$|\\\((.+?)\\\)|\\\[(.+?)\\\]", re.S)
+_REMARK = re.compile(r"\s+\([^()$\\]*\b[a-zA-Z]{3,}\b[^()$\\]*\)$")  # "42 (since 6 times 7 is 42)"
 _HEDGE = re.compile(
     r"(?i)\b(?:or|maybe|perhaps|possibly|probably|either|guess|not\s+sure|unsure|uncertain|unclear|"
     r"might\s+be|could\s+be|cannot\s+be\s+determined|undetermined)\b|\?"
@@ -90,8 +91,14 @@ def _statement(text: str) -> str | None:
     if math:
         return next(g for g in math.groups() if g is not None).strip()
     end = _SENTENCE_END.search(rest)
-    sentence = (rest[: end.start()] if end else rest).strip()
-    copula = list(re.finditer(r"\bis\b", sentence))  # "Answer: The largest $n$ is 34" -> "34"
+    return _copula_value(rest[: end.start()] if end else rest)
+
+
+def _copula_value(sentence: str) -> str:
+    """The value a sentence states: what follows its last "is" ("The largest $n$ is 34" -> "34"), without a
+    closing remark in parentheses ("42 (since 6 times 7 is 42)" -> "42")."""
+    sentence = _REMARK.sub("", sentence.strip())
+    copula = list(re.finditer(r"\bis\b", sentence))
     return sentence[copula[-1].end():].strip() if copula and sentence[copula[-1].end():].strip() else sentence
 
 
@@ -117,8 +124,9 @@ def final_answer(completion: str, allow_or: bool = False) -> Answer:
         statement = _statement(region)
         if statement is not None:
             answer = Answer(statement)
-        elif ANSWER_OPEN in completion:
-            answer = Answer(region)
+        elif ANSWER_OPEN in completion:  # the block, or the value its one sentence states ("The total is 42.")
+            sentence = not _SENTENCE_END.search(region.rstrip(". ")) and re.match(r"[A-Z][a-z]*\s[^\d=]*\bis\b", region)
+            answer = Answer(_copula_value(region) if sentence else region)
         else:
             return Answer(None, "no final answer")
     if answer.text is None:

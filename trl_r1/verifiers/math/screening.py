@@ -51,7 +51,7 @@ _CHOICE_PRED = re.compile(r"^\(?([A-E])(?:\)|\.|:|$)(.*)$", re.S)
 _TEXT_GOLD = re.compile(r"^[A-Za-z][A-Za-z\s'\-]*$")
 _NUMBER = re.compile(
     r"^(?P<sign>[-+]?)(?P<int>\d{1,3}(?:,\d{3})+|\d*)(?:\.(?P<frac>\d+))?"
-    r"(?:(?:e|E|\\times10\^|\\cdot10\^|\*10\^)\{?(?P<exp>[-+]?\d{1,3})\}?)?(?P<pct>%?)$"
+    r"(?:(?:e|E|\\text\{[eE]\}|\\times10\^|\\cdot10\^|\*10\^)\{?(?P<exp>[-+]?\d{1,3})\}?)?(?P<pct>%?)$"
 )
 _FRACTION = re.compile(r"^(?P<sign>-?)(?:\\frac\{(?P<n1>-?\d+)\}\{(?P<d1>-?\d+)\}|(?P<n2>\d+)/(?P<d2>\d+))$")
 
