@@ -199,6 +199,29 @@ def test_assert_truth_len_and_indexing_of_sandbox_objects_are_their_own():
     assert outcomes(run_tests(program, tests)) == ["passed", "passed", "wrong_answer"]
 
 
+def test_assert_tests_see_in_place_changes_to_their_arguments():
+    program = textwrap.dedent("""
+        def rotate(nums, k):
+            k %= len(nums)
+            nums[:] = nums[-k:] + nums[:-k]
+        def transpose(m):
+            for i in range(len(m)):
+                for j in range(i):
+                    m[i][j], m[j][i] = m[j][i], m[i][j]
+        class Solution:
+            def tag(self, d, s):
+                d["seen"] = True
+                s.add(1)
+        def append_nine(nums):
+            nums.append(9)
+    """)
+    tests = [check("n = [1, 2, 3]\nrotate(n, 1)\nassert n == [3, 1, 2]"),
+             check("m = [[1, 2], [3, 4]]\nrow = m[0]\ntranspose(m)\nassert m == [[1, 3], [2, 4]] and row is m[0]"),
+             check("d, s = {}, set()\nSolution().tag(d, s=s)\nassert d == {'seen': True} and s == {1}"),
+             check("n = [1]\nappend_nine(n)\nassert n == [1]")]
+    assert outcomes(run_tests(program, tests)) == ["passed"] * 3 + ["wrong_answer"]
+
+
 def test_assert_tests_receive_large_return_values():
     report = run_tests("def squares(n):\n    return [i * i for i in range(n)]",  # several MiB as a reply
                        [check("assert squares(200_000) == [i * i for i in range(200_000)]")], timeout_s=10)

@@ -196,8 +196,18 @@ class RemoteObject:
         object.__setattr__(self, "_handle", handle)
 
     def __call__(self, *args, **kwargs):
-        return self._session.request({"op": "call", "target": self._handle, "args": [self._session.encode(a) for a in args],
-                                      "kwargs": [[k, self._session.encode(v)] for k, v in kwargs.items()]})
+        session = self._session
+        reply = session.exchange({"op": "call", "target": self._handle, "args": [session.encode(a) for a in args],
+                                  "kwargs": [[k, session.encode(v)] for k, v in kwargs.items()]})
+        value = session.decode(reply["value"])
+        mutated = reply.get("mutated")
+        passed = [*args, *kwargs.values()]
+        if not isinstance(mutated, list) or len(mutated) != len(passed):
+            raise RemoteError("malformed reply from the sandbox")
+        for target, tree in zip(passed, mutated):  # in-place changes (nums.sort()) show in the test's objects
+            if tree is not None:
+                _update_in_place(target, session.decode(tree))
+        return value
 
     def __getattr__(self, name: str):
         if name.startswith("__"):
@@ -234,6 +244,24 @@ class RemoteObject:
 
     def __repr__(self) -> str:
         return f"<sandboxed object #{self._handle}>"
+
+
+def _update_in_place(target: Any, value: Any) -> None:
+    """Make the test's list, dict or set equal the sandbox's copy after a call; nested lists keep their identity."""
+    if type(target) is not type(value) or type(target) not in (list, dict, set):
+        raise RemoteError("malformed reply from the sandbox")
+    if type(target) is list and len(target) == len(value):
+        for i, (old, new) in enumerate(zip(target, value)):
+            if type(old) is list and type(new) is list:
+                _update_in_place(old, new)
+            else:
+                target[i] = new
+        return
+    target.clear()
+    if type(target) is list:
+        target.extend(value)
+    else:
+        target.update(value)
 
 
 _PLAIN_COLLECTIONS = {"list": list, "tuple": tuple, "set": set, "frozenset": frozenset}

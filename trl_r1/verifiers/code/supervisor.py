@@ -541,6 +541,14 @@ def decode(tree, handles):
     return {"list": list, "tuple": tuple, "set": set, "frozenset": frozenset}[tag](items)
 
 
+def changed(tree, arg, handles):
+    """The argument's new tree if the call mutated a list, dict or set the host passed in, else None."""
+    if tree[0] not in ("list", "dict", "set"):
+        return None
+    after = encode(arg, handles)
+    return None if after == tree else after
+
+
 def serve_calls(namespace):
     """Announce the program's top-level names, then answer the host's requests until it ends the test.
 
@@ -589,6 +597,11 @@ def serve_calls(namespace):
                 args = [decode(a, handles) for a in request["args"]]
                 kwargs = {k: decode(v, handles) for k, v in request["kwargs"]}
                 value = handles[request["target"]](*args, **kwargs)
+                sent = request["args"] + [v for _, v in request["kwargs"]]
+                reply = {"value": encode(value, handles),  # and the lists, dicts and sets the call changed
+                         "mutated": [changed(tree, arg, handles) for tree, arg in zip(sent, args + list(kwargs.values()))]}
+                write_all(RPC_CHILD_OUT, json_frame(reply))
+                continue
             reply = {"value": encode(value, handles)}
         except Exception as exc:
             reply = {"error": type(exc).__name__, "message": str(exc)[:500]}
