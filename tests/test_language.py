@@ -254,3 +254,10 @@ def test_one_letter_words_between_words_count():
     assert consistency("<think>Liczby podzielne przez trzy w przedziale od jednego do stu. "
                        "So I think there are thirty three.</think>", "pl") == pytest.approx(10 / 17, abs=0.01)
     assert consistency("<think>设 a 和 b 是正整数，且 x 是整数。</think>", "zh") == 1.0
+
+
+def test_ambiguous_clauses_follow_their_sentence():
+    """Short clauses are weak evidence between close languages: a Russian sentence in a Ukrainian CoT is Russian."""
+    uk = "Знайдемо корені квадратного рівняння за теоремою Вієта."
+    ru = "Сумма корней равна пяти, а произведение равно шести, значит корни два и три."
+    assert consistency(f"<think>{uk} {ru}</think>", "uk") == pytest.approx(7 / 20, abs=0.01)

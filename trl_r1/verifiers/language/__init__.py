@@ -146,14 +146,16 @@ class _DetectionPlan:
 
     A clause of >= MIN_CHUNK_WORDS words is labelled on its own (cut into pieces of <= MAX_CHUNK_WORDS);
     shorter clauses ("Hmm,", "so,") follow the label of their whole sentence; a sentence shorter than
-    MIN_CHUNK_WORDS is labelled alone and needs the larger SHORT_ODDS to count as another language.
+    MIN_CHUNK_WORDS is labelled alone and needs the larger SHORT_ODDS to count as another language. A clause
+    kept as the target without being sure of it (the target not `ODDS` times likelier than any other language)
+    follows its sentence when the sentence is another language.
     Every word is labelled from text it is part of, so prose split into short pieces cannot hide.
     """
 
     def __init__(self):
         self.texts: list[list[str]] = []
         self.odds: list[float] = []  # how many times likelier another language must be than the target
-        self.words: list[tuple[int, int]] = []  # (text index, words that follow its label)
+        self.words: list[tuple[int, int, int]] = []  # (text index, words that follow its label, sentence or -1)
 
     def _add(self, words: list[str], odds: float) -> int:
         self.texts.append(words)
@@ -165,20 +167,24 @@ class _DetectionPlan:
         if not sentence:
             return
         if len(sentence) < MIN_CHUNK_WORDS:
-            self.words.append((self._add(sentence, SHORT_ODDS), len(sentence)))
+            self.words.append((self._add(sentence, SHORT_ODDS), len(sentence), -1))
             return
-        sentence_label = None
+        sentence_label = -1
+        for clause in clauses:
+            if len(clause) >= MIN_CHUNK_WORDS and len(clause) < len(sentence):
+                sentence_label = self._add(sentence[:MAX_SENTENCE_WORDS], ODDS)
+                break
         for clause in clauses:
             if len(clause) >= MIN_CHUNK_WORDS:
                 pieces = -(-len(clause) // MAX_CHUNK_WORDS)
                 size = -(-len(clause) // pieces)
                 for start in range(0, len(clause), size):
                     piece = clause[start:start + size]
-                    self.words.append((self._add(piece, ODDS), len(piece)))
+                    self.words.append((self._add(piece, ODDS), len(piece), sentence_label))
             else:
-                if sentence_label is None:
+                if sentence_label < 0:
                     sentence_label = self._add(sentence[:MAX_SENTENCE_WORDS], ODDS)
-                self.words.append((sentence_label, len(clause)))
+                self.words.append((sentence_label, len(clause), -1))
 
     def target_words(self, target: str, scripts: set[str]) -> float:
         """Words whose text the detector does not attribute to another language of the same script."""
@@ -186,8 +192,11 @@ class _DetectionPlan:
         probabilities = classifier.probabilities(self.texts)
         is_target = [label in equivalents(target) for label in classifier.labels]
         p_other = probabilities[:, [not t for t in is_target]].max(axis=1)
-        keep = p_other <= probabilities[:, is_target].sum(axis=1) * np.asarray(self.odds)
-        return float(sum(n for text, n in self.words if keep[text]))
+        p_target = probabilities[:, is_target].sum(axis=1)
+        keep = p_other <= p_target * np.asarray(self.odds)
+        sure = p_target >= p_other * ODDS  # else a clause the target barely wins follows its sentence
+        return float(sum(n for text, n, sentence in self.words
+                         if keep[text] and (sure[text] or sentence < 0 or keep[sentence])))
 
 
 def _letter_in_prose(items: list[tuple[str, str, str]], i: int) -> bool:
