@@ -53,6 +53,14 @@ def test_scores_pass_fractions_skips_samples_without_tests_and_logs_failure_kind
     assert metrics["code_reward/skipped"] == pytest.approx(0.2)
 
 
+def test_timeout_of_verification_info_given_as_json_text_is_used():
+    extra = {}
+    info = json.dumps({"language": "python", "test_cases": ADD_TESTS["test_cases"][:1], "timeout_s": 0.5})
+    slow = answer("import time\ntime.sleep(2)\nprint(3)")
+    assert CodeReward()(completions=[slow], verification_info=[info], log_extra=extra.__setitem__) == [0.0]
+    assert extra["code_reward_reason"][0].startswith("timeout")
+
+
 def test_binary_option_and_the_tests_column_with_asserts_and_conversational_completions():
     tests = [{"type": "assert", "code": "assert add(1, 2) == 3"}, {"type": "assert", "code": "assert add(-1, 1) == 0"}]
     half = [{"role": "assistant", "content": answer("def add(a, b):\n    return abs(a) + b")}]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
 
@@ -98,6 +99,8 @@ class CodeReward(RewardFunction):
         if raw is None:
             return Score(None, "no tests")
         try:
+            if isinstance(raw, (str, bytes)):  # JSON text: parsed here too, for its `timeout_s`
+                raw = json.loads(raw)
             declared, cases = normalize_tests(raw)
             language = resolve_language(declared or self.language).name
         except (ValueError, TypeError) as exc:
