@@ -354,6 +354,12 @@ def test_verify_batch_matches_verify_and_parallel_workers():
         ("1.2 \\times 10^{3}", "1.2\\text{e}4", False),
         ("\\{2\\}", "2", True),  # a one-element set and its element
         ("\\{2, 3\\}", "2", False),
+        ("(x, y) = (1, 2)", "y = 2, x = 1", True),  # a tuple assignment against per-variable assignments
+        ("(x, y) = (1, 2)", "x = 2, y = 1", False),
+        ("x = 1, y = 2", "(x, y) = (1, 2)", True),
+        ("(x, y) = (1, 2)", "(x, y) = (2, 1)", False),
+        ("\\angle A = 60^\\circ", "60", True),
+        ("\\angle A = 60^\\circ", "30^\\circ", False),
     ],
 )
 def test_red_team_regressions(gold, answer, expected):

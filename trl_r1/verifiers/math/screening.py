@@ -43,7 +43,7 @@ _OR_WORD = re.compile(r"\\text\{\s*or\s*\}|\bor\b")
 _RELATION = re.compile(r"[<>=]|\\[lg]eq?(?![a-zA-Z])|\\[lg]t(?![a-zA-Z])")
 _INEQUALITY = re.compile(r"[<>]|\\[lg]eq?(?![a-zA-Z])|\\[lg]t(?![a-zA-Z])")
 _AS_WRITTEN = re.compile(r"^\d+_\{?\d+\}?$|^\d+:\d+$")  # 204_5 (base 5), 12:00 (a time): compared as written
-_ASSIGNMENT = re.compile(r"^(?:[a-zA-Z](?:_\{?\w+\}?)?|[a-zA-Z](?:\^\{-1\}|')?\([a-zA-Z]\))=")
+_ASSIGNMENT = re.compile(r"^(?:[a-zA-Z](?:_\{?\w+\}?)?|[a-zA-Z](?:\^\{-1\}|')?\([a-zA-Z]\)|m?\\angle ?[A-Z]{1,3})=")
 _TUPLE_ASSIGNMENT = re.compile(r"^\((?:[a-zA-Z],)+[a-zA-Z]\)=[^=]+$")  # (x,y)=(2,3)
 _CHOICE = re.compile(r"^\(?([A-E])\)?$")
 _LABELLED_CHOICE = re.compile(r"^\(([A-E])\)(.+)$", re.S)
@@ -121,11 +121,22 @@ def strip_assignment(gold: str, pred: str) -> tuple[str, str]:
     """
     gold_is = bool(_ASSIGNMENT.match(gold)) and "," not in gold or bool(_TUPLE_ASSIGNMENT.match(gold))
     pred_is = bool(_ASSIGNMENT.match(pred)) and "," not in pred or bool(_TUPLE_ASSIGNMENT.match(pred))
+    if _TUPLE_ASSIGNMENT.match(gold) and "=" in pred and not _TUPLE_ASSIGNMENT.match(pred):  # against x=1, y=2
+        gold = _assignments(gold)
+    elif _TUPLE_ASSIGNMENT.match(pred) and "=" in gold and not _TUPLE_ASSIGNMENT.match(gold):
+        pred = _assignments(pred)
     if gold_is and "=" not in pred:
         gold = gold.rsplit("=", 1)[1]
     elif (pred_is or _plain_value(pred) and parse_number(gold) is not None) and "=" not in gold:
         pred = pred.rsplit("=", 1)[1]  # also m+n=16+7=23 against 23: the computed value
     return gold, pred
+
+
+def _assignments(text: str) -> str:
+    """``(x,y)=(1,2)`` as ``x=1,y=2`` (unchanged when the sides do not pair up)."""
+    names, _, values = text.partition("=")
+    names, values = names[1:-1].split(","), values[1:-1].split(",") if values[:1] in "([" else []
+    return ",".join(f"{n}={v}" for n, v in zip(names, values)) if len(names) == len(values) else text
 
 
 def _plain_value(text: str) -> bool:
