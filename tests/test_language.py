@@ -228,6 +228,8 @@ def test_identifiers_in_prose_are_neutral():
     assert consistency("<think>我们先求和（the sum of all terms）。</think>", "zh") < 0.7
     assert consistency("<think>我们先求和。the_sum_of_all_terms_here</think>", "zh") < 0.8
     assert consistency("<think>我们先求和，f(add all the numbers together)。</think>", "zh") < 0.7
+    for hidden in ("so.the.answer.is.five.now", "the_answer_is_five_now(x)", "the_answer_is_five_now = 5"):
+        assert consistency(f"<think>我们先求和。{hidden}</think>", "zh") < 0.6, hidden
 
 
 def test_short_han_only_lines_follow_the_next_cjk_sentence():

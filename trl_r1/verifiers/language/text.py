@@ -146,13 +146,16 @@ _MATH = re.compile(
     r"|\$(?=[^\s$])(?:[^$\n]|\n(?!\s*\n))*?(?<=[^\s\\$])\$(?!\d)"
 )
 # Identifiers written in prose ("定义 dp[i]", "调用 is_prime(n)", "stack.append(c)", "nums.length", "令 left = 0"):
-# a name before a call (short arguments) or an index, snake_case of up to three parts, dotted attributes, a name
-# touching "=", "+" or a comparison. ASCII only, so prose in other scripts never hides here; each rule hides one
-# name at a time, and longer snake_case ("the_sum_of_all_terms") still counts.
+# a name before a call (short arguments) or an index, a snake_case name, a dotted attribute, a name touching "=",
+# "+" or a comparison. ASCII only, so prose in other scripts never hides here, and a name has at most three
+# snake_case parts and three dotted parts, so "the_sum_of_all_terms" or "so.the.answer.is.five" still counts.
+_NAME_REST = r"[A-Za-z0-9]*(?:_[A-Za-z0-9]+){0,2}"
+_NAME = rf"[A-Za-z_]{_NAME_REST}"
 _IDENTIFIER = re.compile(  # each alternative starts with a letter or an operator, so that the scan stays fast
-    r"([=+<]) ?[A-Za-z_]\w*(?![\w.])"
-    r"|[A-Za-z_](?<![\w.][A-Za-z_])(?:\w*(?:\.[A-Za-z_]\w*)*(?:\([\w.,+*/%-]{0,12}\)(?![\w.])|(?=[(\[]))"
-    r"|[A-Za-z]*[0-9]*(?:_[A-Za-z0-9]+){1,2}(?![\w.])|\w*(?:\.[a-z_]\w*)+(?![\w.])|\w*(?= ?(?:[=<>+]|!=)))",
+    rf"([=+<]) ?{_NAME}(?![\w.])"
+    rf"|[A-Za-z_](?<![\w.][A-Za-z_])(?:{_NAME_REST}(?:\.{_NAME}){{0,2}}(?:\([\w.,+*/%-]{{0,12}}\)(?![\w.])|(?=[(\[]))"
+    rf"|[A-Za-z0-9]*(?:_[A-Za-z0-9]+){{1,2}}(?![\w.])|{_NAME_REST}(?:\.[a-z_]{_NAME_REST}){{1,2}}(?![\w.])"
+    rf"|{_NAME_REST}(?= ?(?:[=<>+]|!=)))",
     re.ASCII,
 )
 _CODE_SIGN = re.compile(r"[_(\[=+<>]|\.[a-z_]")  # every `_IDENTIFIER` match is on a line with one of these
