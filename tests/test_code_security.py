@@ -264,6 +264,15 @@ def test_output_floods_are_capped():
     assert report.results[0].wall_s < 1.0 and len(report.results[1].stderr) <= 4096
 
 
+def test_an_endless_generator_cannot_fill_the_hosts_memory():
+    program = "def flood():\n    while True:\n        yield 'x' * 4096\ndef f():\n    return 1\n"
+    tests = [check("assert list(flood()) == []"),
+             check("try:\n    list(flood())\nexcept BaseException:\n    pass\nassert f() == 1")]  # cannot be caught
+    report = run_tests(program, tests, timeout_s=30.0)
+    assert [r.outcome.value for r in report.results] == ["limit_exceeded"] * 2
+    assert all(r.wall_s < 15 for r in report.results)
+
+
 def test_cannot_signal_or_stop_the_host_or_the_other_tests():
     bystander = subprocess.Popen(["sleep", "30"])  # a host process whose pid we leak to the program
     try:

@@ -37,6 +37,7 @@ GRACE_S = 1.0  # how long past a test's limit the host waits for the supervisor 
 START_TIMEOUT_S = 10.0  # starting a sandbox (bwrap + interpreter); compiling adds `compile_timeout_s`
 DEFAULT_MAX_OUTPUT = 1 << 20
 MAX_REPLY_BYTES = 16 << 20  # one value returned to an assert test (a list of 10^6 ints is about 15 MiB encoded)
+MAX_ITERATED_BYTES = 4 * MAX_REPLY_BYTES  # items one assert test takes from sandbox iterators (list(endless()))
 _DETAIL_CHARS = 200
 
 
@@ -300,6 +301,8 @@ class _AssertSession:
         self.done: dict | None = None  # the supervisor's report, once the test's process ended
         self.lost: SandboxLost | None = None  # the supervisor stopped answering
         self.fetched: dict[int, deque] = {}  # items taken from a sandbox iterator in a chunk, not yet used
+        self.iterated_bytes = 0
+        self.over_budget = False  # iterating took over MAX_ITERATED_BYTES: the host's memory is at stake
 
     def iterate(self, handle: int, single: bool = False):
         """The items of a sandbox object; an iterator's are fetched 1, 2, 4, ... at a time and kept per handle."""
@@ -308,7 +311,12 @@ class _AssertSession:
         while True:
             while fetched:
                 yield fetched.popleft()
+            received = self.sandbox.received_bytes
             reply = self.exchange({"op": "iterate", "target": handle, "count": count})
+            self.iterated_bytes += self.sandbox.received_bytes - received
+            if self.iterated_bytes > MAX_ITERATED_BYTES:
+                self.over_budget = True
+                raise SandboxEnded(None)
             items = self.decode(reply["value"])
             if type(items) is not list:
                 raise RemoteError("malformed reply from the sandbox")
@@ -327,7 +335,7 @@ class _AssertSession:
 
     def exchange(self, message: dict) -> dict:
         """The child's reply to one request, with a ``value``; an exception raised there is raised here."""
-        if self.done is not None or self.lost is not None:
+        if self.done is not None or self.lost is not None or self.over_budget:
             raise SandboxEnded(self.done)
         try:
             self.sandbox.send(message, self.deadline)
@@ -597,6 +605,9 @@ class _Job:
         if session.lost is not None:
             raise session.lost
         done = session.done
+        if session.over_budget and done.get("ended_by_host"):
+            return TestResult(Outcome.LIMIT_EXCEEDED, f"iterating took over {MAX_ITERATED_BYTES >> 20} MiB from the sandbox",
+                              str(done.get("stderr", "")), _wall(done))
         if not done.get("ended_by_host"):  # the program's process ended (or was killed) before the test did
             return _failure(done) or TestResult(Outcome.CRASH, "the program exited during the test",
                                                 str(done.get("stderr", "")), _wall(done))

@@ -195,6 +195,7 @@ class Sandbox:
         self._slot: UidSlot | None = None
         self._scratch: str | None = None
         self._buffer = bytearray()
+        self.received_bytes = 0  # all frames so far: the host bounds what iterating in one test may take
         config = {"limits": asdict(limits)}
         if unsafe:
             self._scratch = tempfile.mkdtemp(prefix="trl-r1-unsafe-")
@@ -262,6 +263,7 @@ class Sandbox:
                     if len(self._buffer) >= HEADER_SIZE + size:
                         frame = bytes(self._buffer[HEADER_SIZE: HEADER_SIZE + size])
                         del self._buffer[: HEADER_SIZE + size]
+                        self.received_bytes += size
                         try:
                             return chr(frame[0]), json.loads(frame[1:])
                         except (ValueError, RecursionError):
