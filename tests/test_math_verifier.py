@@ -360,6 +360,12 @@ def test_verify_batch_matches_verify_and_parallel_workers():
         ("(x, y) = (1, 2)", "(x, y) = (2, 1)", False),
         ("\\angle A = 60^\\circ", "60", True),
         ("\\angle A = 60^\\circ", "30^\\circ", False),
+        ("4", "x^2 = 4", False),  # an equation in one unknown is not its right-hand side
+        ("10", "2x = 10", False),
+        ("12", "AB = 12", True),
+        ("(-3, 3)", "x > -3 \\text{ and } x < 3", True),  # "and" between inequalities is an intersection
+        ("(-\\infty,-3)\\cup(3,\\infty)", "x < -3 \\text{ and } x > 3", False),
+        ("1", "\\sin^2 30^\\circ + \\cos^2 30^\\circ", True),
     ],
 )
 def test_red_team_regressions(gold, answer, expected):
@@ -372,7 +378,13 @@ def test_red_team_regressions(gold, answer, expected):
         ("The final answer is 42 (since 6 times 7 is 42).", "42"),  # a closing remark is not the answer
         ("<answer>The total is 42 marbles.</answer>", "42 marbles"),  # the value an answer sentence states
         ("<answer>x = 5 is the solution</answer>", "x = 5 is the solution"),
+        ("The answer is 6 (since $2 \\cdot 3 = 6$).", "6"),
+        ("So, the final answer is $8$ (option C).", "8"),
     ],
 )
 def test_red_team_extraction_regressions(completion, expected):
     assert final_answer(completion).text == expected
+
+
+def test_a_remark_in_parentheses_does_not_hide_a_hedge():
+    assert check("6", "The answer is 6 (or 7).").reason == "hedged: or"

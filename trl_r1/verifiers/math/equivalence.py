@@ -76,10 +76,11 @@ def parse(text: str):
     items = split_top_level(text)
     if len(items) > 1:
         return BareList(tuple(parse(item) for item in items))
-    if "\\lor" in text:  # inequalities joined by "or" (see `screening.canonical`)
-        conditions = [parse(part) for part in text.split("\\lor")]
-        if all(isinstance(c, sympy.core.relational.Relational) for c in conditions):
-            return sympy.Or(*conditions)
+    for word, join in (("\\lor", sympy.Or), ("\\land", sympy.And)):  # inequalities joined by "or" / "and"
+        if word in text:  # (see `screening.canonical`)
+            conditions = [parse(part) for part in text.split(word)]
+            if all(isinstance(c, sympy.core.relational.Relational) for c in conditions):
+                return join(*conditions)
     if text.count("\\pm") == 1 and "\\mp" not in text:  # \frac{-1\pm\sqrt{5}}{2}: the set of both signs
         both = parse(text.replace("\\pm", "+")), parse(text.replace("\\pm", "-"))
         if all(isinstance(value, sympy.Expr) for value in both):

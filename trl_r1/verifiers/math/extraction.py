@@ -22,7 +22,9 @@ _BOX_SEPARATOR = re.compile(r"^(?:\s|\$|,|;|\\quad|\\qquad|\\text\{\s*(?:and|or)
 _STATEMENT = re.compile(r"(?i)\banswer\s*(?:is|:|=)\s*:?|####")  # "the (final) answer is", "Answer:", GSM8K's ####
 _SENTENCE_END = re.compile(r"\.(?=\s|$)|\n")
 _MATH_SPAN = re.compile(r"\$\$(.+?)\$\$|(?<!\\)\$(.+?)(?<!\\)\$|\\\((.+?)\\\)|\\\[(.+?)\\\]", re.S)
-_REMARK = re.compile(r"\s+\([^()$\\]*\b[a-zA-Z]{3,}\b[^()$\\]*\)$")  # "42 (since 6 times 7 is 42)"
+_REMARK = re.compile(  # "42 (since 6 times 7 is 42)", "6 (not 7)", "8 (option C)"; "6 (or 7)" stays a hedge
+    r"\s+\((?!or\b|maybe\b|perhaps\b|possibly\b|probably\b)[a-z]{2,}\b[^()]*\)$"
+)
 _HEDGE = re.compile(
     r"(?i)\b(?:or|maybe|perhaps|possibly|probably|either|guess|not\s+sure|unsure|uncertain|unclear|"
     r"might\s+be|could\s+be|cannot\s+be\s+determined|undetermined)\b|\?"

@@ -25,7 +25,7 @@ _SPACING = re.compile(r"(?<!\\)\\[,;: ]|\\quad|\\qquad|~|\\displaystyle|\\limits
 _TEXT_COMMANDS = re.compile(r"\\(?:mathrm|textbf|textit|textrm|textnormal|mathbf|mathit|mbox|operatorname)\s*\{")
 _DEGREES = re.compile(r"\^\s*\{?\s*\\circ\s*\}?|°|\\degree")
 _TRIG_DEGREES = re.compile(  # \sin 30^\circ: an angle in degrees inside a trig function is x*pi/180
-    r"(\\(?:sin|cos|tan|cot|sec|csc))\s*(\(?)\s*(-?\d+(?:\.\d+)?)\s*(?:\^\s*\{?\s*\\circ\s*\}?|°|\\degree)"
+    r"(\\(?:sin|cos|tan|cot|sec|csc)(?:\^\{?\d\}?)?)\s*(\(?)\s*(-?\d+(?:\.\d+)?)\s*(?:\^\s*\{?\s*\\circ\s*\}?|°|\\degree)"
 )
 _TRAILING_UNIT = re.compile(
     r"(?:(?<=[\d})])|(?<=\\pi))\s*\\text\{[^{}]*\}(?:\^\{?[23]\}?)?$"  # 5\text{ cm}^2, 4\pi\text{ cm}^2
@@ -40,6 +40,7 @@ _REPEATING = re.compile(r"(?<![\d.])(\d*)\.(\d*)\\overline\{(\d+)\}")  # 0.1\ove
 _TEXT_NUMBER = re.compile(r"\\text\{\s*([-\d.,]+)\s*\}")  # \text{18} is the number 18
 _LIST_WORD = re.compile(r",?\s*(?:\\text\{\s*(?:and|or)\s*\}|\b(?:and|or)\b)\s*,?")  # "1, 2, and 3" is a list
 _OR_WORD = re.compile(r"\\text\{\s*or\s*\}|\bor\b")
+_AND_WORD = re.compile(r"\\text\{\s*and\s*\}|\band\b")
 _RELATION = re.compile(r"[<>=]|\\[lg]eq?(?![a-zA-Z])|\\[lg]t(?![a-zA-Z])")
 _INEQUALITY = re.compile(r"[<>]|\\[lg]eq?(?![a-zA-Z])|\\[lg]t(?![a-zA-Z])")
 _AS_WRITTEN = re.compile(r"^\d+_\{?\d+\}?$|^\d+:\d+$")  # 204_5 (base 5), 12:00 (a time): compared as written
@@ -86,6 +87,8 @@ def canonical(text: str) -> str:
     text = re.sub(r"\\text\{\s*\}", "", text)
     if or_joins_relations(text, _INEQUALITY):  # x<-2 or x>3: a union, kept for the parser as \lor
         text = " \\lor ".join(part.strip() for part in _OR_WORD.split(text))
+    elif or_joins_relations(text, _INEQUALITY, _AND_WORD):  # x>-3 and x<3: an intersection
+        text = " \\land ".join(part.strip() for part in _AND_WORD.split(text))
     text = _TEXT_NUMBER.sub(r"\1", _LIST_WORD.sub(",", text))
     unitless = _TRAILING_UNIT.sub("", text).strip()
     if unitless and re.search(r"[\w}]", unitless):
@@ -105,9 +108,10 @@ def _repeating_fraction(match: re.Match) -> str:
     return rf"\frac{{{value.numerator}}}{{{value.denominator}}}"
 
 
-def or_joins_relations(text: str, relation: re.Pattern = _RELATION) -> bool:
-    """Whether "or" joins relations (``x<-2`` or ``x>3``, ``x=1`` or ``x=3``): a solution set, not a hedge."""
-    parts = _OR_WORD.split(text)
+def or_joins_relations(text: str, relation: re.Pattern = _RELATION, word: re.Pattern = _OR_WORD) -> bool:
+    """Whether "or" (or `word`) joins relations (``x<-2`` or ``x>3``, ``x=1`` or ``x=3``): a solution set, not a
+    hedge."""
+    parts = word.split(text)
     return len(parts) > 1 and all(relation.search(part) for part in parts)
 
 
@@ -140,8 +144,12 @@ def _assignments(text: str) -> str:
 
 
 def _plain_value(text: str) -> bool:
-    """Whether an equation ends in a plain number (``m+n=23``)."""
-    return "=" in text and parse_number(text.rsplit("=", 1)[1]) is not None
+    """Whether an equation states a quantity's value (``m+n=23``, ``AB=12``), not an equation in one unknown
+    (``x^2=4``, ``2x=10``)."""
+    if "=" not in text or parse_number(text.rsplit("=", 1)[1]) is None:
+        return False
+    lhs = text.split("=", 1)[0]
+    return len(set(re.findall(r"[a-zA-Z]", re.sub(r"\\[a-zA-Z]+", "", lhs)))) != 1 or "(" in lhs
 
 
 @dataclass(frozen=True)
