@@ -363,6 +363,7 @@ def test_verify_batch_matches_verify_and_parallel_workers():
         ("4", "x^2 = 4", False),  # an equation in one unknown is not its right-hand side
         ("10", "2x = 10", False),
         ("12", "AB = 12", True),
+        ("5", "|z| = 5", True),
         ("(-3, 3)", "x > -3 \\text{ and } x < 3", True),  # "and" between inequalities is an intersection
         ("(-\\infty,-3)\\cup(3,\\infty)", "x < -3 \\text{ and } x > 3", False),
         ("1", "\\sin^2 30^\\circ + \\cos^2 30^\\circ", True),

@@ -144,12 +144,12 @@ def _assignments(text: str) -> str:
 
 
 def _plain_value(text: str) -> bool:
-    """Whether an equation states a quantity's value (``m+n=23``, ``AB=12``), not an equation in one unknown
+    """Whether an equation states a quantity's value (``m+n=23``, ``AB=12``, ``|z|=5``), not an equation in one unknown
     (``x^2=4``, ``2x=10``)."""
     if "=" not in text or parse_number(text.rsplit("=", 1)[1]) is None:
         return False
     lhs = text.split("=", 1)[0]
-    return len(set(re.findall(r"[a-zA-Z]", re.sub(r"\\[a-zA-Z]+", "", lhs)))) != 1 or "(" in lhs
+    return len(set(re.findall(r"[a-zA-Z]", re.sub(r"\\[a-zA-Z]+", "", lhs)))) != 1 or "(" in lhs or "|" in lhs
 
 
 @dataclass(frozen=True)
