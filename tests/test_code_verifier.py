@@ -174,7 +174,7 @@ def test_assert_generators_step_with_next_and_endless_ones_can_be_sliced():
     assert outcomes(run_tests(program, tests)) == ["passed"] * 3 + ["wrong_answer"]
 
 
-def test_assert_truth_len_and_indexing_of_sandbox_objects_are_their_own():
+def test_assert_truth_len_indexing_and_isinstance_of_sandbox_objects_are_their_own():
     program = textwrap.dedent("""
         class ListNode:
             def __init__(self, val=0, next=None):
@@ -195,8 +195,10 @@ def test_assert_truth_len_and_indexing_of_sandbox_objects_are_their_own():
     walk = "def to_list(node):\n    out = []\n    while node:\n        out.append(node.val)\n        node = node.next\n    return out\n"
     tests = [check(walk + "assert to_list(build([1, 2, 3])) == [1, 2, 3] and not build([])"),
              check("g = Grid()\nassert len(g) == 2 and g[1][0] == 3 and list(g) == [[1, 2], [3, 4]]"),
-             check("assert len(Grid()) == 3")]
-    assert outcomes(run_tests(program, tests)) == ["passed", "passed", "wrong_answer"]
+             check("assert isinstance(build([1]), ListNode) and not isinstance(build([1]), (Grid, int))"),
+             check("assert not isinstance(1, ListNode) and not isinstance(lambda: 1, ListNode)"),
+             check("assert len(Grid()) == 3"), check("assert isinstance(Grid(), ListNode)")]
+    assert outcomes(run_tests(program, tests)) == ["passed"] * 4 + ["wrong_answer"] * 2
 
 
 def test_assert_tests_see_in_place_changes_to_their_arguments():

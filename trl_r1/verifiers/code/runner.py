@@ -232,6 +232,13 @@ class RemoteObject:
     def __getitem__(self, key):
         return self._session.request({"op": "getitem", "target": self._handle, "key": self._session.encode(key)})
 
+    def __instancecheck__(self, instance):  # isinstance(node, Node) with the program's class
+        try:
+            value = self._session.encode(instance)
+        except TypeError:  # a host object (a lambda, a module) is no instance of the program's classes
+            return False
+        return self._session.request({"op": "isinstance", "target": self._handle, "value": value})
+
     def __setattr__(self, name, value):
         raise TypeError("objects in the sandbox are read-only from the test")
 

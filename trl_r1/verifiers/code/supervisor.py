@@ -8,7 +8,7 @@ JSON, which the host parses strictly):
 * ``load``: receive the program; C++ is compiled here once (under limits), Python per test.
 * ``run``: fork a fresh child per test, so every test sees a fresh copy of the program. stdio tests feed
   stdin and capture stdout under a byte cap; assert tests run the program's top-level code in the child,
-  which then answers ``call`` / ``getattr`` / ``iterate`` / ``bool`` / ``len`` / ``getitem`` / ``getglobal`` requests that the host relays while evaluating
+  which then answers ``call`` / ``getattr`` / ``iterate`` / ``bool`` / ``len`` / ``getitem`` / ``isinstance`` / ``getglobal`` requests that the host relays while evaluating
   the test itself (expected values never enter the sandbox). At the deadline, on an output overflow, or
   when the test ends, every other process in the sandbox is killed and the test's directory removed.
 
@@ -580,6 +580,8 @@ def serve_calls(namespace):
                 value = bool(handles[request["target"]])
             elif op == "len":
                 value = len(handles[request["target"]])
+            elif op == "isinstance":
+                value = isinstance(decode(request["value"], handles), handles[request["target"]])
             elif op == "getitem":
                 value = handles[request["target"]][decode(request["key"], handles)]
             elif op == "iterate":  # a container's items, or the next `count` items of an iterator
