@@ -123,6 +123,15 @@ def test_humaneval_style_check_function_with_helpers_and_exceptions():
     assert run_tests(program, [test]).pass_fraction == 1.0
 
 
+def test_a_programs_own_exception_is_caught_as_its_built_in_base():
+    program = "class Invalid(ValueError):\n    pass\nclass Odd(Exception):\n    pass\n" \
+              "def f(x):\n    raise Invalid('bad') if x < 0 else Odd('odd')\n"
+    catch = "try:\n    f({})\nexcept {}:\n    pass\nelse:\n    raise AssertionError('no error')"
+    tests = [check(catch.format(-1, "ValueError")), check(catch.format(-1, "Exception")), check(catch.format(1, "Exception")),
+             check(catch.format(1, "ValueError"))]
+    assert outcomes(run_tests(program, tests)) == ["passed"] * 3 + ["wrong_answer"]
+
+
 def test_assert_proxies_classes_methods_and_iterables():
     program = ("class Solution:\n    base = 10\n    def add(self, x):\n        return self.base + x\n"
                "def evens(n):\n    return (i for i in range(n) if i % 2 == 0)\n")

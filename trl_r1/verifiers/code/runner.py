@@ -351,7 +351,7 @@ class _AssertSession:
             raise SandboxEnded(None) from None
         reply = self.receive()
         if "error" in reply:
-            raise _remote_exception(reply.get("error"), reply.get("message"))
+            raise _remote_exception(reply.get("error"), reply.get("message"), reply.get("bases"))
         if "value" not in reply:
             raise RemoteError("malformed reply from the sandbox")
         return reply
@@ -442,15 +442,18 @@ class _AssertSession:
         raise ValueError("bad node")
 
 
-def _remote_exception(name: Any, message: Any) -> Exception:
-    """A host exception for one raised in the sandbox: the built-in type of that name, else RemoteError."""
-    kind = getattr(builtins, name, None) if isinstance(name, str) else None
+def _remote_exception(name: Any, message: Any, bases: Any = None) -> Exception:
+    """A host exception for one raised in the sandbox: the built-in type of that name or of its nearest
+    built-in base class (a program's ``class Invalid(ValueError)`` is caught by ``except ValueError``),
+    else RemoteError."""
     text = _short(message) if isinstance(message, str) else ""
-    if isinstance(kind, type) and issubclass(kind, Exception):
-        try:
-            return kind(text)
-        except Exception:
-            pass
+    for candidate in [name, *(bases if isinstance(bases, list) else [])]:
+        kind = getattr(builtins, candidate, None) if isinstance(candidate, str) else None
+        if isinstance(kind, type) and issubclass(kind, Exception):
+            try:
+                return kind(text)
+            except Exception:
+                continue
     return RemoteError(f"{name}: {text}")
 
 

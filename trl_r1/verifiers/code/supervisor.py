@@ -606,7 +606,8 @@ def serve_calls(namespace):
                 continue
             reply = {"value": encode(value, handles)}
         except Exception as exc:
-            reply = {"error": type(exc).__name__, "message": str(exc)[:500]}
+            reply = {"error": type(exc).__name__, "message": str(exc)[:500],
+                     "bases": [base.__name__ for base in type(exc).__mro__[1:]]}  # class Invalid(ValueError)
         write_all(RPC_CHILD_OUT, json_frame(reply))
 
 
