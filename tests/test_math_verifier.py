@@ -364,6 +364,10 @@ def test_verify_batch_matches_verify_and_parallel_workers():
         ("10", "2x = 10", False),
         ("12", "AB = 12", True),
         ("5", "|z| = 5", True),
+        ("(-\\infty, \\infty)", "\\text{all real numbers}", True),  # worded answers with a symbol
+        ("(0, \\infty)", "\\text{all real numbers}", False),
+        ("\\infty", "\\text{infinity}", True),
+        ("\\text{DNE}", "\\text{does not exist}", True),
         ("(-3, 3)", "x > -3 \\text{ and } x < 3", True),  # "and" between inequalities is an intersection
         ("(-\\infty,-3)\\cup(3,\\infty)", "x < -3 \\text{ and } x > 3", False),
         ("1", "\\sin^2 30^\\circ + \\cos^2 30^\\circ", True),

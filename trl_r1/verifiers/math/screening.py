@@ -36,6 +36,11 @@ _UNICODE = {"π": "\\pi ", "√": "\\sqrt", "∞": "\\infty ", "−": "-", "–"
             "⋅": "\\cdot ", "≤": "\\le ", "≥": "\\ge ", "≠": "\\ne "}
 _PLAIN_PI = re.compile(r"(?<![\\a-zA-Z])pi(?![a-zA-Z])")  # pi/2 written without LaTeX (math-verify#69)
 _PLAIN_EXP = re.compile(r"(?<![\\a-zA-Z])exp\(([^()]*)\)")  # exp(16)
+_WORDED = (  # answers written in words that have a symbol: \text{all real numbers} is \mathbb{R}
+    (re.compile(r"(?i)^(?:\\text\{)?\s*(?:the\s+set\s+of\s+)?all\s+real\s+numbers\s*\}?$"), r"\\mathbb{R}"),
+    (re.compile(r"(?i)^(?:\\text\{)?\s*(?:positive\s+)?infinity\s*\}?$"), r"\\infty"),
+    (re.compile(r"(?i)^(?:\\text\{)?\s*(?:does\s+not\s+exist|DNE)\s*\}?$"), r"\\text{DNE}"),
+)
 _REPEATING = re.compile(r"(?<![\d.])(\d*)\.(\d*)\\overline\{(\d+)\}")  # 0.1\overline{6}
 _TEXT_NUMBER = re.compile(r"\\text\{\s*([-\d.,]+)\s*\}")  # \text{18} is the number 18
 _LIST_WORD = re.compile(r",?\s*(?:\\text\{\s*(?:and|or)\s*\}|\b(?:and|or)\b)\s*,?")  # "1, 2, and 3" is a list
@@ -82,6 +87,8 @@ def canonical(text: str) -> str:
     text = re.sub(r"\\varnothing(?![a-zA-Z])|\\empty(?![a-zA-Z])", r"\\emptyset ", text)
     text = _REPEATING.sub(_repeating_fraction, text)
     text = _TEXT_COMMANDS.sub(r"\\text{", text)
+    for worded, symbol in _WORDED:
+        text = worded.sub(symbol, text)
     text = _TRIG_DEGREES.sub(r"\1\2(\\frac{\3\\pi}{180})", text)
     text = _DEGREES.sub("", text).replace("\\%", "%").replace("\\$", "").replace("{,}", ",")
     text = re.sub(r"\\text\{\s*\}", "", text)
