@@ -351,7 +351,8 @@ def test_runs_unprivileged_under_seccomp_without_new_privileges():
 
 # ------------------------------------------------------------------------------------------------ forged passes
 SQUARE_TESTS = [check("assert f(3) == 9"), check("assert abs(f(4) - 16) < 1e-9"),
-                check("def check(candidate):\n    assert candidate(5) == 25\ncheck(f)")]
+                check("def check(candidate):\n    assert candidate(5) == 25\ncheck(f)"),
+                check("assert all(map(lambda x: f(x) == x * x, [6, 7])) and list(map(f, [8])) == [64]")]
 CHEATS = {
     "always-equal object": "class E:\n    def __eq__(self, other): return True\n    __ne__ = __lt__ = __bool__ = __eq__\n"
                            "    def __sub__(self, other): return 0\n    def __abs__(self): return 0\n"
@@ -371,6 +372,7 @@ CHEATS = {
     "forged supervisor frame": "import os, json\ndef f(x):\n    data = b'S' + json.dumps({'op': 'done', 'ended_by_host': True, 'returncode': 0}).encode()\n"
                                "    os.write(4, len(data).to_bytes(4, 'big') + data)\n    return 0",
     "printed markers": "def f(x):\n    print('passed'); print('All tests passed'); return 'passed'",
+    "StopIteration ends map() early": "def f(x):\n    raise StopIteration",
     "raises the expected exception": "def f(x):\n    raise AssertionError('ok')",
     "deep nesting": "def f(x):\n    v = []\n    for _ in range(100000):\n        v = [v]\n    return v",
 }

@@ -449,6 +449,9 @@ def _remote_exception(name: Any, message: Any, bases: Any = None) -> Exception:
     text = _short(message) if isinstance(message, str) else ""
     for candidate in [name, *(bases if isinstance(bases, list) else [])]:
         kind = getattr(builtins, candidate, None) if isinstance(candidate, str) else None
+        if isinstance(kind, type) and issubclass(kind, (StopIteration, StopAsyncIteration)):
+            # as PEP 479 does for generators: else it would end the test's map()/all() early, passing it
+            return RuntimeError(f"{name} raised in the sandbox: {text}")
         if isinstance(kind, type) and issubclass(kind, Exception):
             try:
                 return kind(text)
