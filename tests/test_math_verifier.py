@@ -368,6 +368,9 @@ def test_verify_batch_matches_verify_and_parallel_workers():
         ("(0, \\infty)", "\\text{all real numbers}", False),
         ("\\infty", "\\text{infinity}", True),
         ("\\text{DNE}", "\\text{does not exist}", True),
+        ("1.7321", "\\sqrt{3}", True),  # a decimal gold accepts the exact value it is rounded from
+        ("1.7320", "\\sqrt{3}", False),
+        ("1.73", "\\sqrt{3}", False),
         ("(-3, 3)", "x > -3 \\text{ and } x < 3", True),  # "and" between inequalities is an intersection
         ("(-\\infty,-3)\\cup(3,\\infty)", "x < -3 \\text{ and } x > 3", False),
         ("1", "\\sin^2 30^\\circ + \\cos^2 30^\\circ", True),

@@ -67,6 +67,9 @@ def verdict(gold: str, pred: str) -> tuple[bool | None, str | None]:
     complex_gold = _IMAGINARY in _free_symbols(gold_value)
     if complex_gold:
         gold_value, pred_value = _as_complex(gold_value), _as_complex(pred_value)
+    gold_number = parse_number(gold)
+    if gold_number is not None and gold_number.decimals is not None and isinstance(pred_value, sympy.Expr):
+        return bool(equal(pred_value, gold_value, gold)), None  # a decimal gold: is the exact answer rounded to it?
     return bool(equal(gold_value, pred_value, pred)), None
 
 
