@@ -161,16 +161,25 @@ def test_assert_subclasses_of_plain_types_compare_by_their_plain_value():
             return OrderedDict([(2, "b"), (1, "a")])
         def red():
             return Color.RED
+        def queue():
+            from collections import deque
+            return deque([1, 2], maxlen=3)
+        def third():
+            from fractions import Fraction
+            return Fraction(2, 6)
     """)
     tests = [check("assert count('aab') == {'a': 2, 'b': 1} and count('aab').most_common(1) == [('a', 2)]"),
              check("assert groups(['a', 'bb', 'c']) == {1: ['a', 'c'], 2: ['bb']}"),
              check("p = point()\nassert p == (1, 2) and p.x == 1 and p._asdict() == {'x': 1, 'y': 2}"),
              check("import copy, pickle\nassert pickle.loads(pickle.dumps(point())) == (1, 2) == copy.deepcopy(point())"),
              check("assert list(ordered()) == [2, 1] and red() == Color.RED == 1"),
+             check("from collections import OrderedDict, deque\nfrom fractions import Fraction\n"
+                   "assert ordered() != OrderedDict([(1, 'a'), (2, 'b')]) and queue() == deque([1, 2])\n"
+                   "assert third() == Fraction(1, 3) and isinstance(ordered(), OrderedDict)"),
              check("p = point()\nassert type(dist(p)) is float and dist(p) == 5 ** 0.5"),  # goes back in as itself
              check("assert count('ab') == {'a': 2}")]
     program += "def dist(p):\n    return (p.x ** 2 + p.y ** 2) ** 0.5\n"
-    assert outcomes(run_tests(program, tests)) == ["passed"] * 6 + ["wrong_answer"]
+    assert outcomes(run_tests(program, tests)) == ["passed"] * 7 + ["wrong_answer"]
 
 
 def test_assert_generators_step_with_next_and_endless_ones_can_be_sliced():

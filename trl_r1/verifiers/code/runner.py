@@ -16,7 +16,10 @@ next test. Expected outputs never enter the sandbox:
 from __future__ import annotations
 
 import builtins
+import collections
+import decimal
 import enum
+import fractions
 import importlib
 import json
 import logging
@@ -272,6 +275,26 @@ def _update_in_place(target: Any, value: Any) -> None:
         target.update(value)
 
 
+_STDLIB_TYPES = frozenset({"OrderedDict", "Counter", "deque", "Fraction", "Decimal"})
+
+
+def _rebuild_stdlib(name: str, value: Any) -> Any:
+    """The host's own instance of a standard-library type the sandbox sent as plain data (a wrong shape is
+    a ValueError): it compares as that type does (an OrderedDict's order counts, a Counter's zeros do not)."""
+    if name in ("OrderedDict", "Counter") and type(value) is dict:
+        return collections.OrderedDict(value) if name == "OrderedDict" else collections.Counter(value)
+    if name == "deque" and type(value) is list:
+        return collections.deque(value)
+    if name == "Fraction" and type(value) is list and len(value) == 2 and all(type(x) is int for x in value) and value[1]:
+        return fractions.Fraction(*value)
+    if name == "Decimal" and type(value) is str:
+        try:
+            return decimal.Decimal(value)
+        except decimal.InvalidOperation:
+            pass
+    raise ValueError(f"bad {name}")
+
+
 _PLAIN_COLLECTIONS = {"list": list, "tuple": tuple, "set": set, "frozenset": frozenset}
 
 
@@ -428,6 +451,8 @@ class _AssertSession:
             return rest[0].encode("latin-1")
         if tag == "handle" and len(rest) == 1 and type(rest[0]) is int:
             return RemoteObject(self, rest[0])
+        if tag == "stdlib" and len(rest) == 2 and rest[0] in _STDLIB_TYPES:
+            return _rebuild_stdlib(rest[0], self._decode(rest[1], depth + 1))
         if tag == "sub" and len(rest) == 2 and type(rest[0]) is int:
             value = self._decode(rest[1], depth + 1)
             view = _PLAIN_VIEWS[type(value)](value)  # KeyError for None or bool: a protocol error

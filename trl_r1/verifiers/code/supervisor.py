@@ -499,6 +499,9 @@ def encode(value, handles, depth=0, plain_only=False):
         pairs = [[encode(k, handles, depth + 1, plain_only), encode(v, handles, depth + 1, plain_only)]
                  for k, v in list(value.items())]
         return None if any(None in pair for pair in pairs) else ["dict"] + pairs
+    stdlib = stdlib_value(value, kind)
+    if stdlib is not None:
+        return ["stdlib", kind.__name__, encode(stdlib, handles, depth + 1)]
     if plain_only:
         return None
     handles.append(value)
@@ -506,6 +509,23 @@ def encode(value, handles, depth=0, plain_only=False):
         if isinstance(value, base):
             return ["sub", len(handles) - 1, encode(plain(value), handles, depth + 1)]
     return ["handle", len(handles) - 1]
+
+
+def stdlib_value(value, kind):
+    """The plain value of a Counter, OrderedDict, deque, Fraction or Decimal (the host rebuilds the same type),
+    read with the type's own code; None for any other type. Modules the program did not import are not."""
+    collections, fractions, decimal = [sys.modules.get(name) for name in ("collections", "fractions", "decimal")]
+    if collections is not None and kind is collections.OrderedDict:
+        return dict(collections.OrderedDict.items(value))  # in the OrderedDict's order
+    if collections is not None and kind is collections.Counter:
+        return dict.copy(value)
+    if collections is not None and kind is collections.deque:
+        return list(collections.deque.__iter__(value))
+    if fractions is not None and kind is fractions.Fraction:
+        return [value.numerator, value.denominator]
+    if decimal is not None and kind is decimal.Decimal:
+        return decimal.Decimal.__str__(value)
+    return None
 
 
 # How to read a subclass's value with the base type's own code (a subclass cannot override these calls).
