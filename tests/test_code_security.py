@@ -373,6 +373,9 @@ CHEATS = {
                                "    os.write(4, len(data).to_bytes(4, 'big') + data)\n    return 0",
     "printed markers": "def f(x):\n    print('passed'); print('All tests passed'); return 'passed'",
     "StopIteration ends map() early": "def f(x):\n    raise StopIteration",
+    "huge Fraction": "from fractions import Fraction\ndef f(x):\n    v = Fraction(x * x)\n"
+                     "    v._numerator, v._denominator = 3 ** 2_000_000, 7 ** 1_500_000  # the host must not gcd them\n"
+                     "    return v",
     "raises the expected exception": "def f(x):\n    raise AssertionError('ok')",
     "deep nesting": "def f(x):\n    v = []\n    for _ in range(100000):\n        v = [v]\n    return v",
 }

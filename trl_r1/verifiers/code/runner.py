@@ -285,7 +285,8 @@ def _rebuild_stdlib(name: str, value: Any) -> Any:
         return collections.OrderedDict(value) if name == "OrderedDict" else collections.Counter(value)
     if name == "deque" and type(value) is list:
         return collections.deque(value)
-    if name == "Fraction" and type(value) is list and len(value) == 2 and all(type(x) is int for x in value) and value[1]:
+    if (name == "Fraction" and type(value) is list and len(value) == 2 and value[1]
+            and all(type(x) is int and x.bit_length() <= 1 << 16 for x in value)):  # gcd of huge ints: host CPU
         return fractions.Fraction(*value)
     if name == "Decimal" and type(value) is str:
         try:
