@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-from typing import Any
+from typing import Any, Callable
 
 import yaml
 
@@ -56,7 +56,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="override one recipe key, e.g. --set rl.learning_rate=1e-6 (value parsed as YAML)")
     args = parser.parse_args(argv)
     _setup_logging()
-    try:
+
+    def work() -> None:
         data = read_yaml(args.recipe)
         for item in args.set:
             _apply_override(data, item)
@@ -64,11 +65,19 @@ def main(argv: list[str] | None = None) -> int:
             data["run_dir"] = args.run_dir
         run_recipe(load_recipe(data, check_hardware=not args.dry_run), from_stage=args.from_stage,
                    dry_run=args.dry_run)
+
+    return _exit_code("trl-r1 run", work)
+
+
+def _exit_code(prog: str, work: Callable[[], None]) -> int:
+    """Run a command's work; a bad recipe exits 2 and a failed stage 1, each with one clear line on stderr."""
+    try:
+        work()
     except RecipeError as exc:
-        print(f"trl-r1 run: {exc}", file=sys.stderr)
+        print(f"{prog}: {exc}", file=sys.stderr)
         return 2
     except StageError as exc:
-        print(f"trl-r1 run: {exc}", file=sys.stderr)
+        print(f"{prog}: {exc}", file=sys.stderr)
         return 1
     return 0
 
@@ -97,7 +106,8 @@ def _single_stage(command: str, stage: str, argv: list[str] | None) -> int:
     parser.add_argument("--dry-run", action="store_true", help="validate and print the plan, run nothing")
     args, rest = parser.parse_known_args(argv)
     _setup_logging()
-    try:
+
+    def work() -> None:
         flat = read_yaml(args.config) if args.config else {}
         flat.update(_flag_overrides(rest))
         if stage == "rl":
@@ -107,13 +117,8 @@ def _single_stage(command: str, stage: str, argv: list[str] | None) -> int:
                 raise RecipeError([message])
         recipe = load_recipe(flat_to_recipe(flat, stage), single_stage=True, check_hardware=not args.dry_run)
         run_recipe(recipe, dry_run=args.dry_run)
-    except RecipeError as exc:
-        print(f"trl-r1 {command}: {exc}", file=sys.stderr)
-        return 2
-    except StageError as exc:
-        print(f"trl-r1 {command}: {exc}", file=sys.stderr)
-        return 1
-    return 0
+
+    return _exit_code(f"trl-r1 {command}", work)
 
 
 def _flag_overrides(tokens: list[str]) -> dict[str, Any]:
