@@ -42,11 +42,15 @@ def logged_reward_names(logs):
     return {key.split("/")[1] for log in logs for key in log if key.startswith("rewards/") and key.endswith("/mean")}
 
 
-@pytest.mark.parametrize("conversational", [True, False], ids=["conversational", "plain_text"])
-def test_grpo_trainer_runs_all_rewards_and_logs_them(tiny_model_dir, tmp_path, conversational):
+@pytest.mark.parametrize(
+    "trainer_class, config_class, conversational",
+    [(GRPOTrainer, GRPOConfig, True), (GRPOTrainer, GRPOConfig, False), (RLOOTrainer, RLOOConfig, True)],
+    ids=["grpo-conversational", "grpo-plain_text", "rloo-conversational"],
+)
+def test_trainer_runs_all_rewards_and_logs_them(tiny_model_dir, tmp_path, trainer_class, config_class, conversational):
     recorder = LogRecorder()
-    trainer = GRPOTrainer(
-        model=tiny_model_dir, reward_funcs=REWARDS, args=GRPOConfig(**common_args(tmp_path)),
+    trainer = trainer_class(
+        model=tiny_model_dir, reward_funcs=REWARDS, args=config_class(**common_args(tmp_path)),
         train_dataset=arithmetic_rows(conversational), callbacks=[recorder],
     )
     trainer.train()
@@ -56,16 +60,6 @@ def test_grpo_trainer_runs_all_rewards_and_logs_them(tiny_model_dir, tmp_path, c
             if f"rewards/{name}/mean" in log:
                 value = log[f"rewards/{name}/mean"]
                 assert value != value or 0.0 <= value <= 1.0  # NaN only when every sample was skipped
-
-
-def test_rloo_trainer_runs_all_rewards(tiny_model_dir, tmp_path):
-    recorder = LogRecorder()
-    trainer = RLOOTrainer(
-        model=tiny_model_dir, reward_funcs=REWARDS, args=RLOOConfig(**common_args(tmp_path)),
-        train_dataset=arithmetic_rows(True), callbacks=[recorder],
-    )
-    trainer.train()
-    assert logged_reward_names(recorder.logs) >= set(NAMES)
 
 
 def test_rewards_score_known_completions_like_trl_passes_them():
