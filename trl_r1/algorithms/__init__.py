@@ -1,10 +1,13 @@
-"""Pure-torch RL algorithms (no TRL import): advantage estimators and KL penalties. See ``docs/algorithms.md``."""
+"""Pure-torch RL algorithms (no TRL import): advantage estimators and KL penalties, each kind in one registry.
+See ``docs/algorithms.md``."""
 
 from .advantages import (
     ADVANTAGE_ESTIMATORS,
+    AdvantageInputs,
     decoupled_gae,
     discounted_reverse_cumsum,
     dr_grpo_advantages,
+    estimate_advantages,
     gae,
     get_advantage_estimator,
     grpo_advantages,
@@ -16,19 +19,30 @@ from .advantages import (
     rloo_advantages,
     sequence_to_token_rewards,
 )
-from .kl import KL_ESTIMATORS, AdaptiveKLController, FixedKLController, kl_penalty
+from .kl import (
+    KL_ESTIMATORS,
+    AdaptiveKLController,
+    FixedKLController,
+    kl_controller,
+    kl_loss_term,
+    kl_penalty,
+)
 
 __all__ = [
     "ADVANTAGE_ESTIMATORS",
     "KL_ESTIMATORS",
     "AdaptiveKLController",
+    "AdvantageInputs",
     "FixedKLController",
     "decoupled_gae",
     "discounted_reverse_cumsum",
     "dr_grpo_advantages",
+    "estimate_advantages",
     "gae",
     "get_advantage_estimator",
     "grpo_advantages",
+    "kl_controller",
+    "kl_loss_term",
     "kl_penalty",
     "length_adaptive_lambda",
     "masked_mean",

@@ -1,4 +1,4 @@
-"""Advantage estimators for RL on language models, as pure torch functions.
+"""Advantage estimators for RL on language models, as pure torch functions, and their registry.
 
 Shapes: ``B`` sequences, ``T`` completion tokens. ``mask`` is ``(B, T)``, 1 on valid tokens, 0 on padding.
 Sequence scores are ``(B,)``; the group estimators read them in TRL's layout, ``group_size`` consecutive
@@ -7,14 +7,28 @@ is left out of the group statistics, exactly like ``trl.GRPOTrainer``.
 
 Masked positions (padding, or holes such as tool output) never leak into the result: they are skipped, and
 every estimator returns 0 there. Formulas and papers: ``docs/algorithms.md``.
+
+``ADVANTAGE_ESTIMATORS`` holds every estimator with one calling convention: keyword arguments named after the
+fields of `AdvantageInputs` (each estimator takes the ones it names), returning advantages at the declared
+``level`` (``"sequence"``: ``(B,)``, ``"token"``: ``(B, T)``). Entries with ``critic=True`` also take the
+critic's ``values`` and return ``(advantages, returns)``. See `estimate_advantages`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import inspect
+from dataclasses import dataclass, fields
 
 import torch
 from torch import Tensor
+
+from ..registry import Registry
+from ._lookup import lookup
+
+ADVANTAGE_ESTIMATORS: Registry = Registry(
+    "advantage estimator",
+    signature="estimator(**AdvantageInputs fields it names) -> advantages (B,) or (B, T), as its `level` declares",
+)
 
 # Block length of the blocked scan in `discounted_reverse_cumsum`: a (L, L) matmul per block, then a scan over
 # T / L block carries. 32 balances matmul work (B*T*L) against the number of block carries.
@@ -109,8 +123,9 @@ def _valid_first_order(mask: Tensor) -> Tensor | None:
     return torch.argsort((~valid).to(torch.int8), dim=1, stable=True)
 
 
+@ADVANTAGE_ESTIMATORS.register("gae", level="token", critic=True)
 def gae(
-    rewards: Tensor,
+    token_rewards: Tensor,
     values: Tensor,
     mask: Tensor,
     gamma: float = 1.0,
@@ -125,7 +140,7 @@ def gae(
 
     Masked positions are skipped as if they were cut out of the sequence (carry-forward, as in the textbook
     loop of verl/TRL): a token before a hole bootstraps from the value of the next *valid* token, the hole's
-    rewards are ignored, and ``gamma * lam`` counts valid steps. Outputs are 0 at masked positions.
+    token_rewards are ignored, and ``gamma * lam`` counts valid steps. Outputs are 0 at masked positions.
 
     >>> adv, ret = gae(torch.tensor([[0.0, 0.0, 1.0]]), torch.tensor([[0.5, 0.5, 0.5]]), torch.ones(1, 3))
     >>> adv, ret
@@ -134,9 +149,10 @@ def gae(
     order = _valid_first_order(mask)
     valid = mask.bool()
     if order is not None:
-        rewards, values, valid = rewards.gather(1, order), values.gather(1, order), valid.gather(1, order)
+        token_rewards, values = token_rewards.gather(1, order), values.gather(1, order)
+        valid = valid.gather(1, order)
     values = torch.where(valid, values, 0.0)  # also drops NaN/inf at masked positions
-    deltas = torch.where(valid, rewards, 0.0).sub_(values)
+    deltas = torch.where(valid, token_rewards, 0.0).sub_(values)
     deltas[:, :-1].add_(values[:, 1:], alpha=gamma)
     discount = gamma * lam.to(deltas) if isinstance(lam, Tensor) else gamma * lam
     advantages = torch.where(valid, discounted_reverse_cumsum(deltas, discount), 0.0)
@@ -149,8 +165,9 @@ def gae(
     return advantages, returns
 
 
+@ADVANTAGE_ESTIMATORS.register("decoupled_gae", level="token", critic=True)
 def decoupled_gae(
-    rewards: Tensor,
+    token_rewards: Tensor,
     values: Tensor,
     mask: Tensor,
     gamma: float = 1.0,
@@ -163,13 +180,13 @@ def decoupled_gae(
     ``lam_critic = 1`` gives the critic unbiased Monte-Carlo targets for long sparse-reward completions, while
     ``lam_actor < 1`` keeps the policy gradient's variance low. ``lam_actor`` may be per-sequence (VAPO).
 
-    >>> rewards, values, mask = torch.tensor([[0.0, 1.0]]), torch.tensor([[0.2, 0.4]]), torch.ones(1, 2)
-    >>> adv, ret = decoupled_gae(rewards, values, mask, lam_actor=0.0, lam_critic=1.0)
+    >>> token_rewards, values, mask = torch.tensor([[0.0, 1.0]]), torch.tensor([[0.2, 0.4]]), torch.ones(1, 2)
+    >>> adv, ret = decoupled_gae(token_rewards, values, mask, lam_actor=0.0, lam_critic=1.0)
     >>> adv, ret
     (tensor([[0.2000, 0.6000]]), tensor([[1., 1.]]))
     """
-    advantages, _ = gae(rewards, values, mask, gamma=gamma, lam=lam_actor, whiten=whiten)
-    _, returns = gae(rewards, values, mask, gamma=gamma, lam=lam_critic)
+    advantages, _ = gae(token_rewards, values, mask, gamma=gamma, lam=lam_actor, whiten=whiten)
+    _, returns = gae(token_rewards, values, mask, gamma=gamma, lam=lam_critic)
     return advantages, returns
 
 
@@ -204,6 +221,7 @@ def _group_nanstd(grouped: Tensor) -> Tensor:
     return torch.sqrt(variance * correction)
 
 
+@ADVANTAGE_ESTIMATORS.register("grpo", level="sequence", trl_builtin=True)
 def grpo_advantages(scores: Tensor, group_size: int, eps: float = 1e-4) -> Tensor:
     """GRPO (Shao et al. 2024): ``A_i = (r_i - mean_g) / (std_g + eps)``, std with Bessel's correction, ``(B,)``.
 
@@ -219,6 +237,7 @@ def grpo_advantages(scores: Tensor, group_size: int, eps: float = 1e-4) -> Tenso
     return torch.nan_to_num((grouped - mean) / (std + eps), nan=0.0).view(-1)
 
 
+@ADVANTAGE_ESTIMATORS.register("dr_grpo", level="sequence")
 def dr_grpo_advantages(scores: Tensor, group_size: int) -> Tensor:
     """Dr. GRPO (Liu et al. 2025): ``A_i = r_i - mean_g``; no std division, which biases towards easy/hard prompts.
 
@@ -229,6 +248,7 @@ def dr_grpo_advantages(scores: Tensor, group_size: int) -> Tensor:
     return torch.nan_to_num(grouped - torch.nanmean(grouped, dim=1, keepdim=True), nan=0.0).view(-1)
 
 
+@ADVANTAGE_ESTIMATORS.register("rloo", level="sequence")
 def rloo_advantages(scores: Tensor, group_size: int) -> Tensor:
     """RLOO (Ahmadian et al. 2024): ``A_i = r_i - mean_{j != i} r_j`` within the group, ``(B,)``.
 
@@ -247,6 +267,7 @@ def rloo_advantages(scores: Tensor, group_size: int) -> Tensor:
     return advantages.view(-1)
 
 
+@ADVANTAGE_ESTIMATORS.register("reinforce_pp", level="token")
 def reinforce_pp_advantages(token_rewards: Tensor, mask: Tensor, gamma: float = 1.0) -> Tensor:
     """REINFORCE++ (Hu 2025): token returns ``G_t = r_t + gamma * G_{t+1}``, whitened over all valid tokens, ``(B, T)``.
 
@@ -261,6 +282,7 @@ def reinforce_pp_advantages(token_rewards: Tensor, mask: Tensor, gamma: float = 
     return masked_whiten(returns, mask)
 
 
+@ADVANTAGE_ESTIMATORS.register("reinforce_pp_baseline", level="token")
 def reinforce_pp_baseline_advantages(scores: Tensor, group_size: int, mask: Tensor) -> Tensor:
     """REINFORCE++-baseline (Hu 2025): ``r_i - mean_g`` on every valid token, whitened over the batch, ``(B, T)``.
 
@@ -278,24 +300,44 @@ def reinforce_pp_baseline_advantages(scores: Tensor, group_size: int, mask: Tens
     return masked_whiten(centered[:, None].expand(mask.shape).to(scores.dtype), valid)
 
 
-ADVANTAGE_ESTIMATORS: dict[str, Callable[..., Tensor | tuple[Tensor, Tensor]]] = {
-    "gae": gae,
-    "decoupled_gae": decoupled_gae,
-    "grpo": grpo_advantages,
-    "dr_grpo": dr_grpo_advantages,
-    "rloo": rloo_advantages,
-    "reinforce_pp": reinforce_pp_advantages,
-    "reinforce_pp_baseline": reinforce_pp_baseline_advantages,
-}
+@dataclass
+class AdvantageInputs:
+    """The one keyword set every advantage estimator draws from (an estimator names the fields it reads).
+
+    Attributes:
+        scores: ``(B,)`` sequence rewards (KL penalty included when it is in the reward); NaN = unscored.
+        mask: ``(B, T)`` valid completion tokens, unscored completions excluded.
+        token_rewards: ``(B, T)`` the score on the last valid token, minus any per-token KL penalty.
+        group_size: completions per prompt, consecutive in the batch.
+        gamma: discount of token returns.
+        values: ``(B, T)`` critic values (critic estimators only).
+    """
+
+    scores: Tensor
+    mask: Tensor
+    token_rewards: Tensor
+    group_size: int = 1
+    gamma: float = 1.0
+    values: Tensor | None = None
 
 
-def get_advantage_estimator(name: str) -> Callable[..., Tensor | tuple[Tensor, Tensor]]:
+def estimate_advantages(name: str, inputs: AdvantageInputs) -> Tensor | tuple[Tensor, Tensor]:
+    """Call the registered estimator ``name`` with the fields of ``inputs`` it takes.
+
+    >>> scores, mask = torch.tensor([1.0, 0.0, 3.0, 3.0]), torch.ones(4, 2)
+    >>> inputs = AdvantageInputs(scores, mask, sequence_to_token_rewards(scores, mask), group_size=2)
+    >>> estimate_advantages("rloo", inputs), estimate_advantages("reinforce_pp_baseline", inputs).shape
+    (tensor([ 1., -1.,  0.,  0.]), torch.Size([4, 2]))
+    """
+    estimator = lookup(ADVANTAGE_ESTIMATORS, name)
+    accepted = inspect.signature(estimator).parameters
+    return estimator(**{f.name: getattr(inputs, f.name) for f in fields(inputs) if f.name in accepted})
+
+
+def get_advantage_estimator(name: str):
     """The estimator registered as ``name``.
 
     >>> get_advantage_estimator("rloo").__name__
     'rloo_advantages'
     """
-    try:
-        return ADVANTAGE_ESTIMATORS[name]
-    except KeyError:
-        raise ValueError(f"Unknown advantage estimator {name!r}; valid: {sorted(ADVANTAGE_ESTIMATORS)}.") from None
+    return lookup(ADVANTAGE_ESTIMATORS, name)

@@ -1,4 +1,5 @@
-"""Per-token KL penalties between the policy and a reference model, and KL coefficient controllers.
+"""Per-token KL estimators between the policy and a reference model (a registry), their loss term, and KL
+coefficient controllers.
 
 ``logp`` and ``ref_logp`` are per-token log-probabilities ``(B, T)`` of the sampled tokens under the policy
 and the reference. With ``x = logp - ref_logp`` (Schulman 2020, "Approximating KL Divergence"):
@@ -10,9 +11,10 @@ and the reference. With ``x = logp - ref_logp`` (Schulman 2020, "Approximating K
   huge ratio cannot blow up the loss.
 - ``abs = |x|``.
 - ``k1+``, ``k3+``, ``low_var_kl+``: straight-through; the forward value is the base estimator, the gradient
-  is k2's (verl), since the gradients of k1 and k3 are biased as loss terms.
+  is k2's (verl).
 
-Formulas and papers: ``docs/algorithms.md``.
+Each estimator declares what it is unbiased for (``unbiased="value"``: ``E[f] = KL``; ``"gradient"``:
+``E[grad f] = grad KL``). Formulas: ``docs/algorithms.md``.
 """
 
 from __future__ import annotations
@@ -22,22 +24,57 @@ import math
 import torch
 from torch import Tensor
 
-KL_ESTIMATORS: tuple[str, ...] = ("k1", "k2", "k3", "low_var_kl", "abs", "k1+", "k3+", "low_var_kl+")
+from ..registry import Registry
+from ._lookup import lookup
+
+KL_ESTIMATORS: Registry = Registry(
+    "KL estimator",
+    signature="kl(logp (B, T), ref_logp (B, T)) -> per-token estimate of KL(pi || ref) (B, T)",
+)
 
 
-def _base_kl(logp: Tensor, ref_logp: Tensor, estimator: str) -> Tensor:
-    if estimator == "k1":
-        return logp - ref_logp
-    if estimator == "k2":
-        return 0.5 * (logp - ref_logp).square()
-    if estimator == "k3":  # the same operations as trl.GRPOTrainer, so the values match bitwise
-        return torch.exp(ref_logp - logp) - (ref_logp - logp) - 1
-    if estimator == "low_var_kl":
-        log_ratio = (ref_logp - logp).clamp(-20.0, 20.0)
-        return (torch.exp(log_ratio) - log_ratio - 1).clamp(-10.0, 10.0)
-    if estimator == "abs":
-        return (logp - ref_logp).abs()
-    raise ValueError(f"Unknown KL estimator {estimator!r}; valid: {list(KL_ESTIMATORS)}.")
+@KL_ESTIMATORS.register("k1", unbiased="value")
+def k1(logp: Tensor, ref_logp: Tensor) -> Tensor:
+    return logp - ref_logp
+
+
+@KL_ESTIMATORS.register("k2", unbiased="gradient")
+def k2(logp: Tensor, ref_logp: Tensor) -> Tensor:
+    return 0.5 * (logp - ref_logp).square()
+
+
+@KL_ESTIMATORS.register("k3", unbiased="value")
+def k3(logp: Tensor, ref_logp: Tensor) -> Tensor:
+    # The same operations as trl.GRPOTrainer, so the values match bitwise.
+    return torch.exp(ref_logp - logp) - (ref_logp - logp) - 1
+
+
+@KL_ESTIMATORS.register("low_var_kl", unbiased="value")
+def low_var_kl(logp: Tensor, ref_logp: Tensor) -> Tensor:
+    # Unbiased while nothing is clamped (|log ratio| <= 20, value <= 10).
+    log_ratio = (ref_logp - logp).clamp(-20.0, 20.0)
+    return (torch.exp(log_ratio) - log_ratio - 1).clamp(-10.0, 10.0)
+
+
+@KL_ESTIMATORS.register("abs", unbiased=None)
+def abs_kl(logp: Tensor, ref_logp: Tensor) -> Tensor:
+    return (logp - ref_logp).abs()
+
+
+class StraightThrough:
+    """The value of the ``base`` estimator with the gradient of k2 (verl's ``"+"`` estimators); picklable."""
+
+    def __init__(self, base: str):
+        self.base = base
+
+    def __call__(self, logp: Tensor, ref_logp: Tensor) -> Tensor:
+        value = KL_ESTIMATORS[self.base](logp, ref_logp)
+        quadratic = k2(logp, ref_logp)
+        return quadratic - quadratic.detach() + value.detach()
+
+
+for _base in ("k1", "k3", "low_var_kl"):
+    KL_ESTIMATORS.add(f"{_base}+", StraightThrough(_base), unbiased="gradient")
 
 
 def kl_penalty(logp: Tensor, ref_logp: Tensor, estimator: str = "k3") -> Tensor:
@@ -54,11 +91,18 @@ def kl_penalty(logp: Tensor, ref_logp: Tensor, estimator: str = "k3") -> Tensor:
     >>> kl_penalty(logp, ref, "k3+").sum().backward(); logp.grad
     tensor([[0.6931, 0.0000]])
     """
-    if estimator in KL_ESTIMATORS and estimator.endswith("+"):
-        value = _base_kl(logp, ref_logp, estimator[:-1])
-        k2 = _base_kl(logp, ref_logp, "k2")
-        return k2 - k2.detach() + value.detach()
-    return _base_kl(logp, ref_logp, estimator)
+    return lookup(KL_ESTIMATORS, estimator)(logp, ref_logp)
+
+
+def kl_loss_term(logp: Tensor, ref_logp: Tensor, estimator: str, log_ratio: Tensor | None = None) -> Tensor:
+    """The per-token KL term of a policy loss ``(B, T)``, on tokens sampled from ``pi_old``.
+
+    ``log_ratio`` is ``log(pi / pi_old)`` (differentiable; per token ``(B, T)`` or per sequence ``(B, 1)``), or
+    None for no importance weighting (TRL's ``use_bias_correction_kl=False``); with it, the estimate is
+    multiplied by the differentiable ratio (DeepSeek-V3.2's unbiased KL gradient, TRL's default).
+    """
+    kl = kl_penalty(logp, ref_logp, estimator)
+    return kl if log_ratio is None else kl * torch.exp(log_ratio)
 
 
 class FixedKLController:
@@ -101,3 +145,12 @@ class AdaptiveKLController:
             return
         error = min(max(current_kl / self.target - 1.0, -0.2), 0.2)
         self.value *= 1.0 + error * n_steps / self.horizon
+
+
+def kl_controller(init_coef: float, target: float | None, horizon: int) -> FixedKLController | AdaptiveKLController:
+    """The adaptive controller when a ``target`` is set, else a fixed coefficient.
+
+    >>> type(kl_controller(0.1, None, 100)).__name__, type(kl_controller(0.1, 0.5, 100)).__name__
+    ('FixedKLController', 'AdaptiveKLController')
+    """
+    return FixedKLController(init_coef) if target is None else AdaptiveKLController(init_coef, target, horizon)
