@@ -113,7 +113,12 @@ def test_lora_critic_shares_a_4bit_base_with_policy_and_reference(make_trainer):
     model = trainer.model
     assert model.is_loaded_in_4bit and trainer.ref_model is None  # the reference is the base, adapters disabled
     assert set(model.peft_config) == {"default", "critic"}
-    frozen_before = {name: p.detach().clone() for name, p in model.named_parameters() if "lora_" not in name}
+    # The value head is a (trainable) submodule of the model, so that DDP synchronises it; the rest is the base.
+    frozen_before = {
+        name: p.detach().clone()
+        for name, p in model.named_parameters()
+        if "lora_" not in name and "value_head" not in name
+    }
 
     trainer.train()
 
@@ -203,12 +208,15 @@ def test_critic_warmup_trains_only_the_critic(make_trainer):
     trainer = make_trainer(critic_warmup_steps=2, max_steps=3)
     policy_snapshots, head_snapshots = [], []
 
+    def policy_parameters(model):  # the value head is a submodule of the model (so that DDP synchronises it)
+        return [p.detach().clone() for name, p in model.named_parameters() if "value_head" not in name]
+
     class Snapshot(TrainerCallback):
         def on_step_end(self, args, state, control, model=None, **kwargs):
-            policy_snapshots.append([p.detach().clone() for p in model.parameters()])
+            policy_snapshots.append(policy_parameters(model))
             head_snapshots.append(trainer.value_head.linear.weight.detach().clone())
 
-    initial = [p.detach().clone() for p in trainer.model.parameters()]
+    initial = policy_parameters(trainer.model)
     trainer.add_callback(Snapshot())
     trainer.train()
 

@@ -6,13 +6,13 @@ from dataclasses import dataclass, field
 
 from trl import GRPOConfig
 
-from ..algorithms.kl import KL_ESTIMATORS
+from .base_config import KLConfigMixin, kl_estimator_field
 
 CRITIC_MODES = ("shared_trunk", "lora")
 
 
 @dataclass
-class PPOConfig(GRPOConfig):
+class PPOConfig(KLConfigMixin, GRPOConfig):
     r"""
     Configuration class for [`PPOTrainer`]: actor-critic PPO (Schulman et al. 2017) with a value head and GAE.
 
@@ -21,7 +21,8 @@ class PPOConfig(GRPOConfig):
     number of PPO epochs per generated batch and `steps_per_generation` the number of minibatches. GRPO's group
     advantages are replaced by token-level GAE advantages on the weighted sum of the rewards, so the group
     normalisation options (`scale_rewards`, `multi_objective_aggregation`) must keep their defaults. The KL penalty
-    goes into the per-token reward (`kl_coef`), not the loss, so `beta` must stay 0.
+    goes into the per-token reward (`kl_coef`), not the loss: leave `beta` unset; it mirrors `kl_coef` so that TRL
+    builds the reference model.
 
     Example:
         >>> cfg = PPOConfig(output_dir="out", use_cpu=True, report_to="none", critic="lora", lam_critic=1.0)
@@ -114,35 +115,14 @@ class PPOConfig(GRPOConfig):
             "With PEFT the reference is the base with adapters disabled, so no copy is loaded."
         },
     )
-    kl_estimator: str = field(
-        default="k1",
-        metadata={
-            "help": "Per-token KL estimator in the reward (Schulman 2020, 'Approximating KL divergence'). 'k1' "
-            "(default, log-ratio) as in classic PPO-RLHF; see `trl_r1.algorithms.kl` for the others.",
-            "choices": list(KL_ESTIMATORS),
-        },
-    )
-    kl_target: float | None = field(
-        default=None,
-        metadata={
-            "help": "Target mean per-token KL of the adaptive KL controller (Ziegler et al. 2019; verl default "
-            "0.1). None (default): a fixed `kl_coef`."
-        },
-    )
-    kl_horizon: int = field(
-        default=10000,
-        metadata={
-            "help": "Horizon of the adaptive KL controller, in sequences: the coefficient moves at most 20% per "
-            "horizon (Ziegler et al. 2019). Default 10000 (verl)."
-        },
-    )
+    kl_estimator: str = kl_estimator_field("k1", "in the reward ('k1', the log-ratio, as in classic PPO-RLHF)")
     whiten_advantages: bool = field(
         default=True,
         metadata={"help": "Whiten the GAE advantages over the valid tokens of the batch. Default True (old TRL PPO)."},
     )
 
     def __post_init__(self):
-        if self.beta != 0.0:
+        if self.beta not in (0.0, self.kl_coef):
             raise ValueError(
                 "PPOConfig puts the KL penalty in the reward: set `kl_coef` (and optionally `kl_target`), not `beta` "
                 f"(got beta={self.beta})."
@@ -154,21 +134,19 @@ class PPOConfig(GRPOConfig):
             )
         if self.critic not in CRITIC_MODES:
             raise ValueError(f"critic must be one of {list(CRITIC_MODES)}, got {self.critic!r}.")
-        if self.kl_estimator not in KL_ESTIMATORS:
-            raise ValueError(f"kl_estimator must be one of {list(KL_ESTIMATORS)}, got {self.kl_estimator!r}.")
+        self.check_kl("kl_coef", self.kl_coef)
         for name in ("lam", "lam_critic"):
             value = getattr(self, name)
             if value is not None and not 0.0 <= value <= 1.0:
                 raise ValueError(f"{name} must be in [0, 1], got {value}.")
         if not 0.0 < self.gamma <= 1.0:
             raise ValueError(f"gamma must be in (0, 1], got {self.gamma}.")
-        for name in ("cliprange_value", "kl_horizon", "length_adaptive_alpha", "value_lr", "kl_target"):
+        for name in ("cliprange_value", "length_adaptive_alpha", "value_lr"):
             value = getattr(self, name)
             if value is not None and value <= 0:
                 raise ValueError(f"{name} must be > 0, got {value}.")
         for name in ("vf_coef", "kl_coef", "critic_warmup_steps"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}.")
-        if self.kl_target is not None and self.kl_coef == 0:
-            raise ValueError("kl_target adapts kl_coef multiplicatively, so kl_coef must start above 0.")
+        self.beta = self.kl_coef  # TRL builds a reference model only for a non-zero beta
         super().__post_init__()

@@ -1,8 +1,9 @@
 """The critic pieces of `PPOTrainer`: a scalar value head, its clipped loss, and the hooks that let it share a base.
 
 The critic reads a causal LM's last hidden state, so it shares the (possibly 4-bit) base with the policy instead of
-being a second model. TRL's fused LM head returns only log-probs, so the policy forward's hidden states are taken
-with a forward hook on the backbone. Switching PEFT adapters (the critic's own LoRA, or none for the reference)
+being a second model. The head is a submodule of the policy model and its values are computed inside the policy's
+forward (`CriticInForward`), so DDP and DeepSpeed see one forward and synchronise the head's and the critic
+adapter's gradients like the policy's. Switching PEFT adapters (the critic's own LoRA, or none for the reference)
 re-freezes every inactive adapter, so the trainable flags are put back afterwards.
 """
 
@@ -42,8 +43,8 @@ class ValueHead(nn.Module):
         is the hidden state one position earlier: ``hidden_states[:, -T - 1:-1]``.
         """
         states = hidden_states[:, -num_completion_tokens - 1 : -1]
-        with torch.autocast(states.device.type, enabled=False):
-            return self.linear(states.float()).squeeze(-1)
+        with torch.autocast(states.device.type, enabled=False):  # float32 unless an engine cast the head (DeepSpeed)
+            return self.linear(states.to(self.linear.weight.dtype)).squeeze(-1).float()
 
 
 def clipped_value_loss(
@@ -84,19 +85,47 @@ def explained_variance(values: Tensor, returns: Tensor, mask: Tensor) -> Tensor:
     return (1.0 - residual_var / returns_var).where(returns_var > 0, float("nan"))
 
 
-@contextmanager
-def capture_hidden_states(backbone: nn.Module) -> Iterator[list[Tensor]]:
-    """Collect the last hidden state of every ``backbone`` forward run inside the block (one per call)."""
-    captured: list[Tensor] = []
+class CriticInForward:
+    """While `values` is active, every forward of ``policy`` also computes the critic's values and returns them in
+    its output (key ``critic_values``), so a DDP / DeepSpeed wrapper sees them as part of its one forward.
 
-    def hook(module, args, output):
-        captured.append(output.last_hidden_state if hasattr(output, "last_hidden_state") else output[0])
+    ``critic_hidden(input_ids, attention_mask)`` gives the critic's own trunk states (a second LoRA adapter); None
+    means a shared trunk: the head reads the hidden states of the policy forward itself (taken with a hook on
+    ``backbone``; TRL's fused LM head returns only log-probs).
+    """
 
-    handle = backbone.register_forward_hook(hook)
-    try:
-        yield captured
-    finally:
-        handle.remove()
+    OUTPUT_KEY = "critic_values"
+
+    def __init__(self, policy: nn.Module, backbone: nn.Module, value_head: ValueHead, critic_hidden=None):
+        self.policy, self.backbone, self.value_head, self.critic_hidden = policy, backbone, value_head, critic_hidden
+
+    @contextmanager
+    def values(self, num_completion_tokens: int, train_trunk: bool = True) -> Iterator[list[Tensor]]:
+        """Collect the values ``(B, T)`` of each policy forward in the block; ``train_trunk=False`` stops the value
+        gradient at the trunk (only the head learns)."""
+        captured: list[Tensor] = []
+        hidden: list[Tensor] = []
+
+        def keep_hidden(module, args, output):
+            hidden.append(output.last_hidden_state if hasattr(output, "last_hidden_state") else output[0])
+
+        def add_values(module, args, kwargs, output):
+            if self.critic_hidden is None:
+                states = hidden.pop()
+            else:
+                states = self.critic_hidden(kwargs["input_ids"], kwargs["attention_mask"])
+            values = self.value_head(states if train_trunk else states.detach(), num_completion_tokens)
+            captured.append(values)
+            output[self.OUTPUT_KEY] = values
+
+        handles = [self.policy.register_forward_hook(add_values, with_kwargs=True)]
+        if self.critic_hidden is None:
+            handles.append(self.backbone.register_forward_hook(keep_hidden))
+        try:
+            yield captured
+        finally:
+            for handle in handles:
+                handle.remove()
 
 
 @contextmanager

@@ -1,0 +1,62 @@
+"""The KL options both trainers share: estimator, adaptive target and horizon (one definition, one check)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..algorithms import KL_ESTIMATORS
+
+
+def kl_estimator_field(default: str, placement: str):
+    """The ``kl_estimator`` field, with ``default`` and where the KL goes (``placement``) in its help."""
+    return field(
+        default=default,
+        metadata={
+            "help": f"Per-token estimator of KL(policy || reference) {placement} (Schulman 2020, Approximating KL "
+            "Divergence). With x = logp - ref_logp: `k1` = x, `k2` = x^2/2, `k3` = exp(-x) + x - 1 (TRL's), "
+            "`low_var_kl` = k3 clamped to [-10, 10] (verl), `abs` = |x|; `k1+`, `k3+`, `low_var_kl+`: the value of "
+            "the base estimator with the gradient of k2 (straight-through, verl). In the loss, with TRL's "
+            "`use_bias_correction_kl=True`, every estimator but `abs` has the exact expected KL gradient: k1/k3/"
+            f"low_var_kl through the differentiable importance ratio, k2 and the `+` ones with it detached. Default `{default}`.",
+            "choices": list(KL_ESTIMATORS.choices()),
+        },
+    )
+
+
+@dataclass
+class KLConfigMixin:
+    """``kl_target`` / ``kl_horizon`` of the adaptive KL coefficient, and the checks shared by both configs.
+
+    A config using it declares ``kl_estimator`` (with `kl_estimator_field`) and calls `check_kl` with its
+    initial coefficient in ``__post_init__``.
+    """
+
+    kl_target: float | None = field(
+        default=None,
+        metadata={
+            "help": "Target mean per-token KL of the adaptive KL coefficient (Ziegler et al. 2019, Fine-Tuning "
+            "Language Models from Human Preferences; verl uses 0.1): coef <- coef * (1 + clip(KL / target - 1, "
+            "-0.2, 0.2) * n / horizon) after each optimizer step, n = completions in the step. The configured "
+            "coefficient is the initial value and must be > 0. Default None: the coefficient stays fixed.",
+        },
+    )
+    kl_horizon: int = field(
+        default=10000,
+        metadata={
+            "help": "Horizon of the adaptive KL controller, in completions: the coefficient moves by at most 20% per "
+            "`kl_horizon` completions. Default 10000 (Ziegler et al. 2019, verl). Used only with `kl_target`.",
+        },
+    )
+
+    def check_kl(self, coef_name: str, coef: float) -> None:
+        """Fail fast on an unknown estimator or an adaptive target without a starting coefficient."""
+        if self.kl_estimator not in KL_ESTIMATORS:
+            raise ValueError(f"kl_estimator={self.kl_estimator!r} is not one of {list(KL_ESTIMATORS.choices())}.")
+        if self.kl_target is not None:
+            if self.kl_target <= 0 or self.kl_horizon <= 0:
+                raise ValueError(f"kl_target and kl_horizon must be > 0, got {self.kl_target}, {self.kl_horizon}.")
+            if coef == 0.0:
+                raise ValueError(
+                    f"kl_target adapts the KL coefficient multiplicatively: {coef_name} must start above 0 "
+                    f"(set {coef_name} > 0, e.g. 0.001)."
+                )

@@ -1,0 +1,52 @@
+"""What both trl_r1 trainers do on top of `GRPOSeam`: the KL controller (applied, then adapted, identically on
+every rank, and saved with checkpoints), the KL penalty in the reward, and the completion scores."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from ..algorithms import kl_controller, kl_penalty
+from .trl_compat import GRPOSeam
+
+
+class R1TrainerBase(GRPOSeam):
+    """Owns ``self.kl_controller``, built from ``args.kl_coef`` / ``kl_target`` / ``kl_horizon``.
+
+    The controller adapts from the KL measured over all processes, so every rank applies and stores the same
+    coefficient.
+    """
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.kl_controller = kl_controller(self.args.kl_coef, self.args.kl_target, self.args.kl_horizon)
+
+    def record_kl(self, stats: Tensor) -> None:
+        """Log the mean per-token KL of ``stats = [KL sum, tokens, completions]`` summed over every process, and
+        adapt the coefficient from it (train mode only)."""
+        kl_sum, tokens, completions = stats.tolist()
+        mean_kl = kl_sum / max(tokens, 1.0)
+        self.log_metric("kl", mean_kl)
+        if self.mode == "train":
+            self.kl_controller.update(mean_kl, n_steps=int(completions))
+            self.log_metric("kl_coef", self.kl_controller.value)
+
+    def kl_stats(self, masked_kl: Tensor, mask: Tensor) -> Tensor:
+        """``[KL sum, valid tokens, completions]`` in float64 on this process, to be summed over micro-batches."""
+        completions = torch.tensor(float(mask.size(0)), dtype=torch.float64, device=mask.device)
+        return torch.stack([masked_kl.detach().sum().double(), mask.sum().double(), completions])
+
+    def reward_kl(self, batch: dict, mask: Tensor) -> tuple[float, Tensor]:
+        """KL in the reward: ``(coefficient, per-token KL (B, T))`` of the sampling policy to the reference."""
+        token_kl = kl_penalty(self.sampling_logps(batch), self.reference_logps(batch), self.args.kl_estimator) * mask
+        self.record_kl(self.accelerator.reduce(self.kl_stats(token_kl, mask), reduction="sum").cpu())
+        return self.kl_controller.value, token_kl
+
+    def checkpoint_state(self) -> dict[str, Any]:
+        return {"kl_coef": self.kl_controller.value}
+
+    def load_checkpoint_state(self, state: dict[str, Any], checkpoint: str) -> None:
+        if "kl_coef" in state:
+            self.kl_controller.value = state["kl_coef"]

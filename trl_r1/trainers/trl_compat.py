@@ -1,0 +1,277 @@
+"""The one seam between trl_r1's trainers and the private API of `trl.GRPOTrainer` (TRL 1.16).
+
+TRL has no public hooks for other advantages, KL estimators, a critic or extra checkpoint state, so the trainers
+need some of its private members. All of them are used here, and only here: `GRPOSeam` overrides TRL's private
+methods and hands the trainers public hooks (`on_rollout`, `loss_context`, `combine_loss`, `checkpoint_state`)
+plus services
+(reference/sampling log-probs, TRL's loss aggregation, metric logging). The module refuses a TRL version it was
+not checked against. Its contract is `tests/test_trl_compat.py` and the parity tests in
+`tests/test_grpo_trainer.py` (an `R1GRPOTrainer` with default options reproduces `trl.GRPOTrainer`'s loss and
+gradients to 1e-6 for several loss types).
+
+Private TRL / transformers members used: `GRPOTrainer._calculate_rewards`, `._generate_and_score_completions`,
+`._compute_loss`, `._get_per_token_logps_and_entropies`, `._metrics`, `._logs`, `.beta`, `.ref_model`,
+`.loss_type`, `.importance_sampling_level`, `.max_completion_length`, `.num_generations(_eval)`,
+`.reward_weights`, `._is_vlm`, `.epsilon_low/high`; `Trainer._save_checkpoint`, `._load_from_checkpoint`,
+`._load_optimizer_and_scheduler`, `._get_output_dir`, `.current_gradient_accumulation_steps`; `trl.trainer.utils.use_adapter`,
+`trl.models.utils.disable_gradient_checkpointing`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from contextlib import contextmanager, nullcontext
+from typing import Any
+
+import torch
+import trl
+from packaging.version import Version
+from torch import Tensor
+from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
+from trl import GRPOTrainer
+from trl.models.utils import disable_gradient_checkpointing
+from trl.trainer.utils import use_adapter
+
+SUPPORTED_TRL = (Version("1.16.0"), Version("1.17.0"))  # [min, max): the versions the parity tests were run on
+STATE_FILE = "trl_r1_state.json"  # trainer state saved with each checkpoint (e.g. the adaptive KL coefficient)
+
+
+def check_trl_version(version: str = trl.__version__) -> None:
+    """Raise ImportError unless ``version`` is one this seam was checked against.
+
+    >>> check_trl_version("1.16.0")
+    >>> check_trl_version("1.18.0")
+    Traceback (most recent call last):
+    ...
+    ImportError: trl_r1.trainers supports trl>=1.16.0,<1.17.0 (found 1.18.0): ...
+    """
+    low, high = SUPPORTED_TRL
+    if not low <= Version(version) < high:
+        raise ImportError(
+            f"trl_r1.trainers supports trl>={low},<{high} (found {version}): its trainers use private GRPOTrainer "
+            f"members pinned by tests/test_trl_compat.py. Install a supported version: pip install 'trl>={low},<{high}'."
+        )
+
+
+check_trl_version()
+
+
+def completion_mask(batch: dict) -> Tensor:
+    """The tokens that are the policy's actions: completion tokens that are not tool output."""
+    mask = batch["completion_mask"]
+    return mask * batch["tool_mask"] if "tool_mask" in batch else mask
+
+
+class GRPOSeam(GRPOTrainer):
+    """`trl.GRPOTrainer` with public hooks in place of its private methods.
+
+    Subclasses override only the hooks (`on_rollout`, `loss_context`, `combine_loss`, `checkpoint_state`,
+    `load_checkpoint_state`)
+    and use the services below; they never touch a private TRL member.
+    """
+
+    # ----- hooks ------------------------------------------------------------------------------------------------
+
+    def on_rollout(self, batch: dict, rewards_per_func: Tensor) -> dict:
+        """Post-process a generated and scored batch (TRL's returned dict). ``rewards_per_func``: ``(N, F)``
+        rewards of every process's completions, NaN where a reward function returned None."""
+        return batch
+
+    def loss_context(self, inputs: dict):
+        """A context entered around TRL's loss (its policy forward runs inside), e.g. to collect critic values."""
+        return nullcontext()
+
+    def combine_loss(self, policy_loss: Tensor, inputs: dict, policy_logps: Tensor) -> Tensor:
+        """The loss to optimise, from TRL's ``policy_loss`` (already scaled for gradient accumulation) and the live
+        log-probs ``policy_logps`` ``(B, T)`` of its forward."""
+        return policy_loss
+
+    def checkpoint_state(self) -> dict[str, Any]:
+        """JSON-serialisable state saved with each checkpoint (``trl_r1_state.json``)."""
+        return {}
+
+    def load_checkpoint_state(self, state: dict[str, Any], checkpoint: str) -> None:
+        """Restore what `checkpoint_state` saved (``state`` is empty for a checkpoint without the file)."""
+
+    # ----- services ---------------------------------------------------------------------------------------------
+
+    @property
+    def mode(self) -> str:
+        return "train" if self.model.training else "eval"
+
+    @property
+    def group_size(self) -> int:
+        return self.num_generations if self.mode == "train" else self.num_generations_eval
+
+    @property
+    def micro_batch_size(self) -> int:
+        return self.args.per_device_train_batch_size if self.mode == "train" else self.args.per_device_eval_batch_size
+
+    @property
+    def is_vision_model(self) -> bool:
+        return self._is_vlm
+
+    @property
+    def ratio_clip_range(self) -> tuple[float, float]:
+        """The policy ratio's clip range ``(1 - epsilon_low, 1 + epsilon_high)``."""
+        return 1 - self.epsilon_low, 1 + self.epsilon_high
+
+    @property
+    def accumulation_steps(self) -> int:
+        """What TRL divides each micro-batch loss by (it scales for gradient accumulation itself)."""
+        return self.current_gradient_accumulation_steps if self.mode == "train" else 1
+
+    def take_over_kl(self) -> None:
+        """Switch off TRL's own KL (reference forward in the rollout, k3 term in the loss) for good.
+
+        Call once, after TRL's ``__init__`` built the reference for a non-zero ``args.beta``; trl_r1 then computes
+        the reference log-probs (`reference_logps`) and the KL itself.
+        """
+        self.beta = 0.0
+
+    def weighted_scores(self, rewards_per_func: Tensor) -> Tensor:
+        """One score per completion as TRL combines reward functions (``sum_then_normalize``): the weighted nansum,
+        NaN where every reward function returned None (unscorable)."""
+        scores = (rewards_per_func * self.reward_weights.to(rewards_per_func.device).unsqueeze(0)).nansum(dim=1)
+        return scores.masked_fill(torch.isnan(rewards_per_func).all(dim=1), float("nan"))
+
+    def log_metric(self, name: str, value: float) -> None:
+        """Add one value to TRL's metric ``name`` (averaged per logging step)."""
+        self._metrics[self.mode][name].append(value)
+
+    def replace_logged_advantages(self, advantages: list[float]) -> None:
+        """Show ``advantages`` (one per completion, all processes) in the completions table instead of GRPO's."""
+        logged = self._logs["advantages"]
+        for _ in range(min(len(advantages), len(logged))):
+            logged.pop()
+        logged.extend(advantages)
+
+    def policy_forward(self, model, batch: dict) -> Tensor:
+        """Per-token log-probs ``(B, T)`` of the batch's completions under ``model``, in micro-batches."""
+        logps, _, _ = self._get_per_token_logps_and_entropies(
+            model,
+            torch.cat([batch["prompt_ids"], batch["completion_ids"]], dim=1),
+            torch.cat([batch["prompt_mask"], batch["completion_mask"]], dim=1),
+            batch["completion_ids"].size(1),
+            batch_size=self.micro_batch_size,
+        )
+        return logps
+
+    @torch.no_grad()
+    def sampling_logps(self, batch: dict) -> Tensor:
+        """Log-probs of the policy that sampled the batch: TRL's ``old_per_token_logps``, else a forward pass."""
+        old = batch.get("old_per_token_logps")
+        if old is not None:
+            return old
+        with disable_gradient_checkpointing(self.model, self.args.gradient_checkpointing_kwargs):
+            return self.policy_forward(self.model, batch)
+
+    @torch.no_grad()
+    def reference_logps(self, batch: dict) -> Tensor:
+        """Log-probs under the reference, as TRL gets them: its ``ref_model``, or under PEFT the ``"ref"`` adapter
+        (a frozen copy of a pre-trained adapter) or the base with adapters disabled."""
+        if self.ref_model is not None:
+            model, adapter = self.ref_model, nullcontext()
+        else:
+            model = self.model
+            policy = self.accelerator.unwrap_model(model)
+            adapter = self.use_adapter("ref" if "ref" in policy.peft_config else None)
+        with adapter, disable_gradient_checkpointing(self.model, self.args.gradient_checkpointing_kwargs):
+            return self.policy_forward(model, batch)
+
+    @contextmanager
+    def use_adapter(self, adapter_name: str | None):
+        """Run with one PEFT adapter active (None: all disabled)."""
+        with use_adapter(self.accelerator.unwrap_model(self.model), adapter_name):
+            yield
+
+    def gradient_checkpointing_off(self):
+        """Context: the policy without gradient checkpointing."""
+        return disable_gradient_checkpointing(self.model, self.args.gradient_checkpointing_kwargs)
+
+    def importance_log_ratio(self, logps: Tensor, inputs: dict) -> Tensor:
+        """``log(pi / pi_old)`` as TRL's loss weights tokens: per token ``(B, T)``, or per sequence ``(B, 1)`` (GSPO)."""
+        old = inputs.get("old_per_token_logps")
+        log_ratio = logps - (logps.detach() if old is None else old)
+        if self.importance_sampling_level == "sequence":
+            mask = completion_mask(inputs)
+            log_ratio = ((log_ratio * mask).sum(-1) / mask.sum(-1).clamp(min=1.0)).unsqueeze(-1)
+        return log_ratio
+
+    def aggregate_like_loss(self, per_token: Tensor, inputs: dict) -> Tensor:
+        """Reduce a ``(B, T)`` term exactly as TRL 1.16's `_compute_loss` reduces its per-token loss.
+
+        TRL has no hook to change its KL term, and the reduction depends on ``loss_type``, gradient accumulation
+        and the generation batch; this restates it (pinned by the parity tests for every loss type).
+        """
+        mask = completion_mask(inputs)
+        if self.loss_type in ("grpo", "sapo"):
+            return ((per_token * mask).sum(-1) / mask.sum(-1).clamp(min=1.0)).mean() / self.accumulation_steps
+        if self.loss_type == "bnpo":
+            return (per_token * mask).sum() / mask.sum().clamp(min=1.0) / self.accumulation_steps
+        if self.loss_type == "dr_grpo":
+            return (per_token * mask).sum() / (per_token.size(0) * self.max_completion_length) / self.accumulation_steps
+        if self.loss_type == "luspo":
+            return (per_token * mask).sum(-1).mean() / self.accumulation_steps
+        # cispo, dapo, vespo: over the valid tokens of the whole generation batch
+        normalizer = inputs["num_items_in_batch"].clamp(min=1.0) / self.accelerator.num_processes
+        if self.mode == "train":
+            normalizer = normalizer * self.current_gradient_accumulation_steps / self.args.steps_per_generation
+        return (per_token * mask).sum() / normalizer
+
+    def gather_tokens(self, tensor: Tensor) -> Tensor:
+        """A local ``(B, T)`` tensor of every process, zero-padded to a common T: ``(N, T_max)``."""
+        return self.accelerator.gather(self.accelerator.pad_across_processes(tensor, dim=1))
+
+    def local_rows(self, num_local: int) -> slice:
+        """This process's rows in a tensor gathered from all processes."""
+        start = self.accelerator.process_index * num_local
+        return slice(start, start + num_local)
+
+    # ----- TRL's private methods, routed to the hooks -------------------------------------------------------------
+
+    def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
+        # TRL turns the rewards straight into GRPO advantages; keep them for `on_rollout`.
+        self._rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
+        return self._rewards_per_func
+
+    def _generate_and_score_completions(self, inputs):
+        batch = super()._generate_and_score_completions(inputs)
+        return self.on_rollout(batch, self._rewards_per_func)
+
+    def _get_per_token_logps_and_entropies(self, *args, **kwargs):
+        result = super()._get_per_token_logps_and_entropies(*args, **kwargs)
+        self._latest_logps = result[0]  # in `_compute_loss`, TRL makes exactly one call: the live policy forward
+        return result
+
+    def _compute_loss(self, model, inputs):
+        with self.loss_context(inputs):
+            loss = super()._compute_loss(model, inputs)
+        return self.combine_loss(loss, inputs, self._latest_logps)
+
+    def _save_checkpoint(self, model, trial):
+        super()._save_checkpoint(model, trial)
+        state = self.checkpoint_state()
+        if state and self.args.should_save:
+            folder = os.path.join(self._get_output_dir(trial=trial), f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}")
+            with open(os.path.join(folder, STATE_FILE), "w") as f:
+                json.dump(state, f)
+
+    def _load_from_checkpoint(self, resume_from_checkpoint, model=None):
+        # Trainer reloads a second PEFT adapter (e.g. a critic's) frozen: what was trainable stays trainable.
+        trainable = [p for p in self.model.parameters() if p.requires_grad]
+        super()._load_from_checkpoint(resume_from_checkpoint, model)
+        for parameter in trainable:
+            parameter.requires_grad_(True)
+
+    def _load_optimizer_and_scheduler(self, checkpoint):
+        super()._load_optimizer_and_scheduler(checkpoint)
+        if checkpoint is None:
+            return
+        path = os.path.join(checkpoint, STATE_FILE)
+        state = {}
+        if os.path.isfile(path):
+            with open(path) as f:
+                state = json.load(f)
+        self.load_checkpoint_state(state, checkpoint)
