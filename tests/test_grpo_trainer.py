@@ -141,6 +141,14 @@ def test_straight_through_kl_keeps_the_value_and_takes_the_k2_gradient(make_trai
     assert any(not torch.allclose(run["k3"][2][n], run["k2"][2][n], atol=1e-6) for n in run["k3"][2])
 
 
+def test_gradient_kl_estimators_share_the_k2_gradient_with_the_importance_ratio(make_trainer, dataset):
+    # TRL's default use_bias_correction_kl=True: k2 and the straight-through estimators are unbiased for the KL
+    # gradient, so the ratio only reweights them and all four give k2's gradient (the ratio used to double k1+'s).
+    run = {est: _one_batch(make_trainer(beta=0.5, kl_estimator=est), dataset) for est in ("k2", "k1+", "k3+", "low_var_kl+")}
+    for est in ("k1+", "k3+", "low_var_kl+"):
+        _assert_same_grads(run[est][2], run["k2"][2])
+
+
 def _completion_logps(model, batch):
     """Per-token log-probs of the completion, with a plain forward pass (independent of TRL's helpers)."""
     ids = torch.cat([batch["prompt_ids"], batch["completion_ids"]], dim=1)
@@ -164,6 +172,22 @@ def test_kl_in_reward_penalises_the_sequence_score_and_leaves_the_loss(make_trai
     # on-policy DAPO loss without a KL term: -sum(A * valid tokens) / valid tokens
     expected_loss = -(batch["advantages"][:, None] * mask).sum() / mask.sum()
     torch.testing.assert_close(loss, expected_loss, rtol=1e-5, atol=1e-6)
+
+
+def test_kl_in_reward_applies_the_coefficient_before_adapting_it(make_trainer, dataset, digit_share):
+    # PPO, verl and OpenRLHF penalise the batch with the current coefficient, then adapt it from the batch's KL.
+    beta, target, horizon = 0.5, 1e-3, 16
+    trainer = make_trainer(
+        beta=beta, advantage_estimator="rloo", kl_in_reward=True, kl_estimator="k1", kl_target=target, kl_horizon=horizon
+    )
+    batch, _, _ = _one_batch(trainer, dataset)
+    mask = batch["completion_mask"].float()
+    log_ratio = _completion_logps(trainer.model, batch) - _completion_logps(trainer.ref_model, batch)
+    expected = rloo_advantages(_scores(digit_share, batch) - beta * (log_ratio * mask).sum(1), GROUP)
+    torch.testing.assert_close(batch["advantages"], expected, rtol=1e-4, atol=1e-5)
+    mean_kl = ((log_ratio * mask).sum() / mask.sum()).item()
+    adapted = beta * (1 + min(max(mean_kl / target - 1, -0.2), 0.2) * 2 * GROUP / horizon)
+    assert trainer.kl_controller.value == pytest.approx(adapted, rel=1e-4) and adapted != beta
 
 
 def test_reinforce_pp_gives_token_level_advantages(make_trainer, dataset):

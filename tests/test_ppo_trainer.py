@@ -204,6 +204,30 @@ def test_kl_to_the_base_enters_the_token_rewards(make_trainer, dataset):
     assert all(p.requires_grad for name, p in model.named_parameters() if "lora_" in name)
 
 
+def test_kl_penalty_uses_the_coefficient_before_it_adapts(make_trainer, dataset):
+    # The same order as R1GRPOTrainer with kl_in_reward (and verl/OpenRLHF): penalise, then adapt.
+    coef, target, horizon = 0.5, 1e-3, 16
+    trainer = make_trainer(
+        reward_funcs=[no_reward], peft_config=lora_config(), kl_coef=coef, kl_target=target, kl_horizon=horizon,
+        lam=1.0, whiten_advantages=False,
+    )
+    model = trainer.model
+    with torch.no_grad():
+        generator = torch.Generator().manual_seed(0)
+        for name, p in model.named_parameters():
+            if "lora_B" in name:
+                p.add_(0.5 * torch.randn(p.shape, generator=generator))
+    model.train()
+    batch = trainer._generate_and_score_completions([dataset[i] for i in range(4) for _ in range(2)])
+    mask = batch["completion_mask"]
+    with torch.no_grad():
+        kl = (trainer.sampling_logps(batch) - trainer.reference_logps(batch)) * mask
+    torch.testing.assert_close(batch["returns"], -coef * kl.flip(1).cumsum(1).flip(1) * mask, atol=1e-4, rtol=1e-4)
+    mean_kl = (kl.sum() / mask.sum()).item()
+    adapted = coef * (1 + min(max(mean_kl / target - 1, -0.2), 0.2) * 8 / horizon)
+    assert trainer.kl_controller.value == pytest.approx(adapted, rel=1e-4) and adapted != coef
+
+
 def test_critic_warmup_trains_only_the_critic(make_trainer):
     trainer = make_trainer(critic_warmup_steps=2, max_steps=3)
     policy_snapshots, head_snapshots = [], []

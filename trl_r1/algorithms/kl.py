@@ -14,7 +14,8 @@ and the reference. With ``x = logp - ref_logp`` (Schulman 2020, "Approximating K
   is k2's (verl).
 
 Each estimator declares what it is unbiased for (``unbiased="value"``: ``E[f] = KL``; ``"gradient"``:
-``E[grad f] = grad KL``). Formulas: ``docs/algorithms.md``.
+``E[grad f] = grad KL``), and `kl_loss_term` weights it by the importance ratio accordingly, so that the
+expected gradient of the loss term is the exact KL gradient for both kinds. Formulas: ``docs/algorithms.md``.
 """
 
 from __future__ import annotations
@@ -98,11 +99,22 @@ def kl_loss_term(logp: Tensor, ref_logp: Tensor, estimator: str, log_ratio: Tens
     """The per-token KL term of a policy loss ``(B, T)``, on tokens sampled from ``pi_old``.
 
     ``log_ratio`` is ``log(pi / pi_old)`` (differentiable; per token ``(B, T)`` or per sequence ``(B, 1)``), or
-    None for no importance weighting (TRL's ``use_bias_correction_kl=False``); with it, the estimate is
-    multiplied by the differentiable ratio (DeepSeek-V3.2's unbiased KL gradient, TRL's default).
+    None for no importance weighting (TRL's ``use_bias_correction_kl=False``). With it, an estimator unbiased
+    for the KL *value* is multiplied by the differentiable ratio, whose gradient adds the score-function term
+    ``f * grad log pi`` (DeepSeek-V3.2's unbiased KL gradient, TRL's default); an estimator unbiased for the KL
+    *gradient* (k2 and the ``"+"`` variants) already has it, so the ratio only reweights (detached).
+
+    >>> logp = torch.zeros(1, 1, requires_grad=True); ref = torch.tensor([[-1.0]])
+    >>> kl_loss_term(logp, ref, "k1+", log_ratio=logp - logp.detach()).backward(); logp.grad  # k2's: x = 1
+    tensor([[1.]])
     """
     kl = kl_penalty(logp, ref_logp, estimator)
-    return kl if log_ratio is None else kl * torch.exp(log_ratio)
+    if log_ratio is None:
+        return kl
+    ratio = torch.exp(log_ratio)
+    if KL_ESTIMATORS.meta(estimator)["unbiased"] == "gradient":
+        ratio = ratio.detach()
+    return kl * ratio
 
 
 class FixedKLController:

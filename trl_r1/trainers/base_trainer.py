@@ -15,8 +15,9 @@ from .trl_compat import GRPOSeam
 class R1TrainerBase(GRPOSeam):
     """Owns ``self.kl_controller``, built from ``args.kl_coef`` / ``kl_target`` / ``kl_horizon``.
 
-    The controller adapts from the KL measured over all processes, so every rank applies and stores the same
-    coefficient.
+    The coefficient of a batch is the controller's value when the batch is penalised (KL in the reward) or its
+    loss computed (KL in the loss); the controller adapts afterwards, from the KL measured over all processes,
+    so every rank applies and stores the same coefficient (PPO, verl and OpenRLHF order).
     """
 
     def __init__(self, *args, **kwargs):
@@ -39,10 +40,14 @@ class R1TrainerBase(GRPOSeam):
         return torch.stack([masked_kl.detach().sum().double(), mask.sum().double(), completions])
 
     def reward_kl(self, batch: dict, mask: Tensor) -> tuple[float, Tensor]:
-        """KL in the reward: ``(coefficient, per-token KL (B, T))`` of the sampling policy to the reference."""
+        """KL in the reward: ``(coefficient, per-token KL (B, T))`` of the sampling policy to the reference.
+
+        The coefficient returned is the one to apply to this batch; the controller adapts after it was read.
+        """
+        coef = self.kl_controller.value
         token_kl = kl_penalty(self.sampling_logps(batch), self.reference_logps(batch), self.args.kl_estimator) * mask
         self.record_kl(self.accelerator.reduce(self.kl_stats(token_kl, mask), reduction="sum").cpu())
-        return self.kl_controller.value, token_kl
+        return coef, token_kl
 
     def checkpoint_state(self) -> dict[str, Any]:
         return {"kl_coef": self.kl_controller.value}
