@@ -1,4 +1,4 @@
-"""`PPOTrainer` vs `trl.GRPOTrainer` on the tiny model with QLoRA, one run: model memory held and time per step.
+"""`R1PPOTrainer` vs `trl.GRPOTrainer` on the tiny model with QLoRA, one run: model memory held and time per step.
 
 The promise: one 4-bit base shared by the policy adapter, the critic and the reference, so PPO costs little more
 memory than GRPO with a KL term (whose reference is the same base with adapters disabled) instead of PPO's usual
@@ -27,7 +27,7 @@ from transformers import BitsAndBytesConfig, TrainerCallback
 from trl import GRPOConfig, GRPOTrainer
 
 from trl_r1.testing import build_tiny_model
-from trl_r1.trainers import PPOConfig, PPOTrainer
+from trl_r1.trainers import R1PPOConfig, R1PPOTrainer
 
 
 def starts_with_digit(completions, **kwargs):
@@ -101,8 +101,8 @@ def main():
     model_dir = str(build_tiny_model(tempfile.mkdtemp()))
     results = [
         run("GRPO (beta=0.05)", GRPOTrainer, GRPOConfig, model_dir, steps, beta=0.05),
-        run("PPO, shared-trunk critic", PPOTrainer, PPOConfig, model_dir, steps, critic="shared_trunk"),
-        run("PPO, LoRA critic", PPOTrainer, PPOConfig, model_dir, steps, critic="lora"),
+        run("PPO, shared-trunk critic", R1PPOTrainer, R1PPOConfig, model_dir, steps, critic="shared_trunk"),
+        run("PPO, LoRA critic", R1PPOTrainer, R1PPOConfig, model_dir, steps, critic="lora"),
     ]
     _, grpo_bytes, grpo_time = results[0]
     print(f"{'trainer':<26} {'model bytes':>12} {'x GRPO':>7} {'s/step':>8} {'x GRPO':>7}")

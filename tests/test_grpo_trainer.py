@@ -235,7 +235,7 @@ def test_adaptive_kl_coefficient_resumes_from_a_checkpoint(make_trainer, tmp_pat
         (dict(kl_in_reward=True), "beta > 0"),
         (dict(kl_target=0.1), "beta > 0"),
         (dict(beta=0.1, kl_target=-1.0), "must be > 0"),
-        (dict(advantage_estimator="gae"), "PPOTrainer"),
+        (dict(advantage_estimator="gae"), "R1PPOTrainer"),
         (dict(kl_estimator="k4"), "kl_estimator"),
         (dict(advantage_estimator="rloo", scale_rewards="batch"), "scale_rewards"),
         (dict(beta=0.1, kl_in_reward=True, scale_rewards="none"), "dr_grpo"),

@@ -1,4 +1,4 @@
-"""PPOTrainer on the tiny model: learning a toy task, both critic layouts (one on a 4-bit base), KL in the reward,
+"""R1PPOTrainer on the tiny model: learning a toy task, both critic layouts (one on a 4-bit base), KL in the reward,
 critic warm-up, value clipping, checkpoint round trip of the critic, and config validation."""
 
 import random
@@ -10,7 +10,7 @@ from peft import LoraConfig
 from transformers import BitsAndBytesConfig, TrainerCallback
 from trl import GRPOConfig
 
-from trl_r1.trainers import PPOConfig, PPOTrainer
+from trl_r1.trainers import R1PPOConfig, R1PPOTrainer
 from trl_r1.trainers.value_head import clipped_value_loss
 
 
@@ -60,10 +60,10 @@ def make_trainer(tiny_model_dir, dataset, tmp_path):
             "log_level": "error",
         }
         options.update(overrides)
-        return PPOTrainer(
+        return R1PPOTrainer(
             model=tiny_model_dir,
             reward_funcs=list(reward_funcs),
-            args=PPOConfig(**options),
+            args=R1PPOConfig(**options),
             train_dataset=dataset,
             peft_config=peft_config,
         )
@@ -333,14 +333,14 @@ def test_clipped_value_loss_matches_ppo2_and_stops_gradients_past_the_clip():
 )
 def test_config_rejects_invalid_settings(overrides, message, tmp_path):
     with pytest.raises(ValueError, match=message):
-        PPOConfig(output_dir=str(tmp_path), use_cpu=True, report_to="none", **overrides)
+        R1PPOConfig(output_dir=str(tmp_path), use_cpu=True, report_to="none", **overrides)
 
 
 def test_trainer_rejects_a_lora_critic_without_peft_and_a_grpo_config(tiny_model_dir, dataset, make_trainer, tmp_path):
     with pytest.raises(ValueError, match="peft_config"):
         make_trainer(critic="lora")
-    with pytest.raises(TypeError, match="PPOConfig"):
-        PPOTrainer(
+    with pytest.raises(TypeError, match="R1PPOConfig"):
+        R1PPOTrainer(
             model=tiny_model_dir,
             reward_funcs=starts_with_digit,
             args=GRPOConfig(output_dir=str(tmp_path), use_cpu=True, report_to="none"),

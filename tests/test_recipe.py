@@ -97,7 +97,7 @@ def test_qlora_defaults_and_reward_weights(tmp_path):
 def test_algorithm_selects_the_config_class(tmp_path):
     ppo = load_recipe(recipe(tmp_path, rl={"dataset_name": ARITHMETIC, "algorithm": "ppo", "vf_coef": 0.5,
                                            "lam": 0.95, "kl_estimator": "k3"}))
-    assert type(ppo.stage("rl").config).__name__ == "PPOConfig" and ppo.stage("rl").kind == "ppo"
+    assert type(ppo.stage("rl").config).__name__ == "R1PPOConfig" and ppo.stage("rl").kind == "ppo"
     assert ppo.stage("rl").config.vf_coef == 0.5
     problems = problems_of(recipe(tmp_path, rl={"dataset_name": ARITHMETIC, "vf_coef": 0.5}))
     assert problems == ["rl: unknown key 'vf_coef'"]  # a PPO-only key in a GRPO stage

@@ -3,7 +3,7 @@
 - `trl_r1.rewards`: reward functions for `GRPOTrainer` / `RLOOTrainer` (format, math, code, language).
 - `trl_r1.verifiers`: the pure checks behind them.
 - `trl_r1.algorithms`: advantage estimators and KL variants (pure torch).
-- `trl_r1.trainers`: `R1GRPOTrainer` and an actor-critic `PPOTrainer` on TRL's plumbing.
+- `trl_r1.trainers`: `R1GRPOTrainer` and an actor-critic `R1PPOTrainer` on TRL's plumbing.
 - `trl_r1.data`: rejection sampling, distillation, Hub publishing.
 - `trl_r1.pipeline`: recipe YAMLs for the R1 pipeline (`trl-r1 run`).
 
@@ -23,8 +23,8 @@ _EXPORTS = {
     "language_consistency_reward": "trl_r1.rewards.language",
     "R1GRPOConfig": "trl_r1.trainers",
     "R1GRPOTrainer": "trl_r1.trainers",
-    "PPOConfig": "trl_r1.trainers",
-    "PPOTrainer": "trl_r1.trainers",
+    "R1PPOConfig": "trl_r1.trainers",
+    "R1PPOTrainer": "trl_r1.trainers",
     "RejectionSamplingConfig": "trl_r1.data.rejection_sampling",
     "rejection_sample": "trl_r1.data.rejection_sampling",
     "DistillationConfig": "trl_r1.data.distillation",

@@ -7,7 +7,7 @@ option can be set where it belongs::
     model: {...}                          # R1ModelConfig = trl.ModelConfig (+ tiny, adapter_handoff), QLoRA defaults
     training: {...}                       # defaults for every trainer config (SFTConfig / GRPOConfig fields)
     cold_start: {...}                     # SFTStageArguments + trl.SFTConfig + model overrides
-    rl: {...}                             # RLStageArguments + R1GRPOConfig (or PPOConfig) + model overrides
+    rl: {...}                             # RLStageArguments + R1GRPOConfig (or R1PPOConfig) + model overrides
     rejection_sampling: {...}             # RejectionSamplingStageArguments + RejectionSamplingConfig
     final_sft: {...}                      # FinalSFTArguments + trl.SFTConfig + model overrides
     evaluation: {...}                     # EvaluationConfig: held-out accuracy after each training stage
@@ -167,7 +167,7 @@ class StagePlan:
     name: str
     kind: str  # sft | grpo | ppo | rejection_sampling
     args: Any  # the stage's *Arguments dataclass
-    config: Any  # SFTConfig / R1GRPOConfig / PPOConfig / RejectionSamplingConfig
+    config: Any  # SFTConfig / R1GRPOConfig / R1PPOConfig / RejectionSamplingConfig
     model_args: R1ModelConfig | None
     output_dir: Path
     fingerprint: str = ""
@@ -576,7 +576,7 @@ def _trainer_config(kind: str) -> type:
         return SFTConfig
     from .. import trainers
 
-    return trainers.PPOConfig if kind == "ppo" else trainers.R1GRPOConfig
+    return trainers.R1PPOConfig if kind == "ppo" else trainers.R1GRPOConfig
 
 
 def _rejection_sampling_config() -> type:

@@ -130,7 +130,7 @@ def _trainer_class(kind: str) -> type:
         return SFTTrainer
     from .. import trainers
 
-    return trainers.PPOTrainer if kind == "ppo" else trainers.R1GRPOTrainer
+    return trainers.R1PPOTrainer if kind == "ppo" else trainers.R1GRPOTrainer
 
 
 def _model_for_trainer(model_args: R1ModelConfig, start: ModelHandle, config: Any) -> tuple[Any, Any, Any]:

@@ -5,8 +5,8 @@ import importlib
 _EXPORTS = {
     "R1GRPOConfig": "grpo_config",
     "R1GRPOTrainer": "grpo_trainer",
-    "PPOConfig": "ppo_config",
-    "PPOTrainer": "ppo_trainer",
+    "R1PPOConfig": "ppo_config",
+    "R1PPOTrainer": "ppo_trainer",
 }
 
 

@@ -1,4 +1,4 @@
-"""Configuration of `PPOTrainer`: TRL's `GRPOConfig` plus the critic, GAE and KL-in-reward knobs of PPO."""
+"""Configuration of `R1PPOTrainer`: TRL's `GRPOConfig` plus the critic, GAE and KL-in-reward knobs of PPO."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ CRITIC_MODES = ("shared_trunk", "lora")
 
 
 @dataclass
-class PPOConfig(KLConfigMixin, GRPOConfig):
+class R1PPOConfig(KLConfigMixin, GRPOConfig):
     r"""
-    Configuration class for [`PPOTrainer`]: actor-critic PPO (Schulman et al. 2017) with a value head and GAE.
+    Configuration class for [`R1PPOTrainer`]: actor-critic PPO (Schulman et al. 2017) with a value head and GAE.
 
     It subclasses TRL's `GRPOConfig`, so generation (including vLLM), reward functions, logging, PEFT/QLoRA and
     every other GRPO option work unchanged. `epsilon`/`epsilon_high` clip the policy ratio, `num_iterations` is the
@@ -25,20 +25,20 @@ class PPOConfig(KLConfigMixin, GRPOConfig):
     builds the reference model.
 
     Example:
-        >>> cfg = PPOConfig(output_dir="out", use_cpu=True, report_to="none", critic="lora", lam_critic=1.0)
+        >>> cfg = R1PPOConfig(output_dir="out", use_cpu=True, report_to="none", critic="lora", lam_critic=1.0)
         >>> cfg.num_generations, cfg.lam, cfg.lam_critic, cfg.kl_estimator
         (2, 0.95, 1.0, 'k1')
-        >>> PPOConfig(output_dir="out", use_cpu=True, report_to="none", beta=0.04)
+        >>> R1PPOConfig(output_dir="out", use_cpu=True, report_to="none", beta=0.04)
         Traceback (most recent call last):
         ...
-        ValueError: PPOConfig puts the KL penalty in the reward: set `kl_coef` ... not `beta` (got beta=0.04).
+        ValueError: R1PPOConfig puts the KL penalty in the reward: set `kl_coef` ... not `beta` (got beta=0.04).
     """
 
     num_generations: int | None = field(
         default=2,
         metadata={
             "help": "Completions sampled per prompt. PPO's critic baseline needs no groups; TRL requires at least 2, "
-            "which is the PPOConfig default (GRPO's default is 8)."
+            "which is the R1PPOConfig default (GRPO's default is 8)."
         },
     )
     num_iterations: int = field(
@@ -124,12 +124,12 @@ class PPOConfig(KLConfigMixin, GRPOConfig):
     def __post_init__(self):
         if self.beta not in (0.0, self.kl_coef):
             raise ValueError(
-                "PPOConfig puts the KL penalty in the reward: set `kl_coef` (and optionally `kl_target`), not `beta` "
+                "R1PPOConfig puts the KL penalty in the reward: set `kl_coef` (and optionally `kl_target`), not `beta` "
                 f"(got beta={self.beta})."
             )
         if self.scale_rewards not in ("group", True) or self.multi_objective_aggregation != "sum_then_normalize":
             raise ValueError(
-                "PPOConfig computes GAE advantages from the weighted sum of the rewards; GRPO's group normalisation "
+                "R1PPOConfig computes GAE advantages from the weighted sum of the rewards; GRPO's group normalisation "
                 "options `scale_rewards` and `multi_objective_aggregation` would be ignored, so keep their defaults."
             )
         if self.critic not in CRITIC_MODES:

@@ -1,6 +1,6 @@
 """Actor-critic PPO with GAE on TRL's GRPO plumbing (TRL 1.16 removed its PPOTrainer).
 
-`PPOTrainer` keeps everything `GRPOTrainer` does (generation with transformers or vLLM, reward functions, logging,
+`R1PPOTrainer` keeps everything `GRPOTrainer` does (generation with transformers or vLLM, reward functions, logging,
 PEFT/QLoRA, the clipped policy loss with `num_iterations` epochs, which accepts ``(B, T)`` advantages) and changes
 three things:
 
@@ -38,7 +38,7 @@ from ..algorithms import (
     sequence_to_token_rewards,
 )
 from .base_trainer import R1TrainerBase
-from .ppo_config import PPOConfig
+from .ppo_config import R1PPOConfig
 from .trl_compat import completion_mask
 from .value_head import CriticInForward, ValueHead, clipped_value_loss, explained_variance, keep_trainable
 
@@ -49,8 +49,8 @@ VALUE_HEAD_MODULE = "value_head"  # submodule of the policy's base model (not sa
 VALUE_HEAD_NAME = "value_head.safetensors"
 
 
-def refuse_sharded_training(args: PPOConfig) -> None:
-    """PPOTrainer supports one process, DDP and DeepSpeed ZeRO-1/2; refuse ZeRO-3 and FSDP before a model loads.
+def refuse_sharded_training(args: R1PPOConfig) -> None:
+    """R1PPOTrainer supports one process, DDP and DeepSpeed ZeRO-1/2; refuse ZeRO-3 and FSDP before a model loads.
 
     Both shard the parameters, and the critic reads the trunk through a second forward or a hook that a sharded
     module does not run.
@@ -58,16 +58,16 @@ def refuse_sharded_training(args: PPOConfig) -> None:
     zero_stage = args.deepspeed_plugin.zero_stage if args.deepspeed_plugin is not None else None
     if zero_stage == 3 or args.fsdp or strtobool(os.environ.get("ACCELERATE_USE_FSDP", "false")):
         raise NotImplementedError(
-            "PPOTrainer runs in one process, under DDP or under DeepSpeed ZeRO-1/2; ZeRO-3 and FSDP shard the "
+            "R1PPOTrainer runs in one process, under DDP or under DeepSpeed ZeRO-1/2; ZeRO-3 and FSDP shard the "
             "parameters its critic reads. Use `accelerate launch --multi_gpu` or a ZeRO-2 config."
         )
 
 
-class PPOTrainer(R1TrainerBase):
+class R1PPOTrainer(R1TrainerBase):
     """Actor-critic PPO with a value head and GAE, on `trl.GRPOTrainer`'s generation, rewards and logging.
 
     Takes the same arguments as `GRPOTrainer` (model path or instance, `reward_funcs`, `args`, `train_dataset`,
-    `processing_class`, `peft_config`, `quantization_config`, ...) with a `PPOConfig`. Logs, besides GRPO's
+    `processing_class`, `peft_config`, `quantization_config`, ...) with a `R1PPOConfig`. Logs, besides GRPO's
     metrics: `value_loss`, `value_clipfrac`, `explained_variance`, `approx_kl` and `policy_clipfrac` (policy drift
     within a batch), `kl` (to the reference) and `kl_coef`.
 
@@ -88,19 +88,19 @@ class PPOTrainer(R1TrainerBase):
             }"""),
     }
 
-    def __init__(self, model, reward_funcs=None, args: PPOConfig | None = None, **kwargs):
+    def __init__(self, model, reward_funcs=None, args: R1PPOConfig | None = None, **kwargs):
         if args is None:
             name = model if isinstance(model, str) else model.config._name_or_path
-            args = PPOConfig(f"{name.rstrip('/').split('/')[-1]}-PPO")
-        if not isinstance(args, PPOConfig):
-            raise TypeError(f"PPOTrainer needs a PPOConfig, got {type(args).__name__}.")
+            args = R1PPOConfig(f"{name.rstrip('/').split('/')[-1]}-PPO")
+        if not isinstance(args, R1PPOConfig):
+            raise TypeError(f"R1PPOTrainer needs a R1PPOConfig, got {type(args).__name__}.")
         if kwargs.get("optimizers", (None, None))[0] is not None:
-            raise ValueError("PPOTrainer builds its own optimizer, which holds the value head as a separate group.")
+            raise ValueError("R1PPOTrainer builds its own optimizer, which holds the value head as a separate group.")
         refuse_sharded_training(args)
         super().__init__(model, reward_funcs, args, **kwargs)  # args.beta mirrors kl_coef: TRL builds the reference
         self.take_over_kl()  # PPO's KL goes into the reward
         if self.is_vision_model:
-            raise NotImplementedError("PPOTrainer's critic reads text only; vision-language models are not supported.")
+            raise NotImplementedError("R1PPOTrainer's critic reads text only; vision-language models are not supported.")
 
         policy = self.accelerator.unwrap_model(self.model)
         if args.critic == "lora":

@@ -1,4 +1,4 @@
-"""The critic pieces of `PPOTrainer`: a scalar value head, its clipped loss, and the hooks that let it share a base.
+"""The critic pieces of `R1PPOTrainer`: a scalar value head, its clipped loss, and the hooks that let it share a base.
 
 The critic reads a causal LM's last hidden state, so it shares the (possibly 4-bit) base with the policy instead of
 being a second model. The head is a submodule of the policy model and its values are computed inside the policy's
