@@ -86,15 +86,15 @@ def explained_variance(values: Tensor, returns: Tensor, mask: Tensor) -> Tensor:
 
 
 class CriticInForward:
-    """While `values` is active, every forward of ``policy`` also computes the critic's values and returns them in
-    its output (key ``critic_values``), so a DDP / DeepSpeed wrapper sees them as part of its one forward.
+    """While `values` is active, every forward of ``policy`` also computes the critic's values, so a DDP / DeepSpeed
+    wrapper sees them as part of its one forward. They are tied into the forward's output with weight 0 (DDP with
+    ``find_unused_parameters`` follows the output to find the parameters used; it rebuilds the output type, so an
+    extra key cannot carry them) and collected for the loss.
 
     ``critic_hidden(input_ids, attention_mask)`` gives the critic's own trunk states (a second LoRA adapter); None
     means a shared trunk: the head reads the hidden states of the policy forward itself (taken with a hook on
     ``backbone``; TRL's fused LM head returns only log-probs).
     """
-
-    OUTPUT_KEY = "critic_values"
 
     def __init__(self, policy: nn.Module, backbone: nn.Module, value_head: ValueHead, critic_hidden=None):
         self.policy, self.backbone, self.value_head, self.critic_hidden = policy, backbone, value_head, critic_hidden
@@ -116,7 +116,9 @@ class CriticInForward:
                 states = self.critic_hidden(kwargs["input_ids"], kwargs["attention_mask"])
             values = self.value_head(states if train_trunk else states.detach(), num_completion_tokens)
             captured.append(values)
-            output[self.OUTPUT_KEY] = values
+            anchor = next((k for k, v in output.items() if torch.is_tensor(v) and v.requires_grad), None)
+            if anchor is not None:
+                output[anchor] = output[anchor] + 0.0 * values.sum()
 
         handles = [self.policy.register_forward_hook(add_values, with_kwargs=True)]
         if self.critic_hidden is None:
