@@ -95,8 +95,11 @@ def _assert_same_grads(grads, other, atol=1e-6):
         dict(beta=0.04, loss_type="grpo"),
         dict(beta=0.04, loss_type="bnpo", use_bias_correction_kl=False),
         dict(beta=0.04, loss_type="dr_grpo", importance_sampling_level="sequence"),
+        dict(beta=0.04, loss_type="sapo"),
+        dict(beta=0.04, loss_type="cispo"),
+        dict(beta=0.04, loss_type="luspo", importance_sampling_level="sequence"),
     ],
-    ids=["trl-defaults", "beta", "grpo-loss", "bnpo-no-bias-correction", "dr_grpo-sequence-is"],
+    ids=["trl-defaults", "beta", "grpo-loss", "bnpo-no-bias-correction", "dr_grpo-sequence-is", "sapo", "cispo", "luspo"],
 )
 def test_defaults_reproduce_trl_loss_and_gradients(make_trainer, dataset, overrides):
     stock_batch, stock_loss, stock_grads = _one_batch(make_trainer(GRPOTrainer, GRPOConfig, **overrides), dataset)

@@ -169,16 +169,21 @@ def test_lora_critic_gradients_do_not_depend_on_gradient_checkpointing(make_trai
         torch.testing.assert_close(checkpointed[name], gradient, msg=name)
 
 
+def move_lora_away_from_the_base(model):
+    """Perturb the LoRA B matrices (0 at init), so the policy differs from the base, which is the reference."""
+    with torch.no_grad():
+        generator = torch.Generator().manual_seed(0)
+        for name, p in model.named_parameters():
+            if "lora_B" in name:
+                p.add_(0.5 * torch.randn(p.shape, generator=generator))
+
+
 def test_kl_to_the_base_enters_the_token_rewards(make_trainer, dataset):
     trainer = make_trainer(
         reward_funcs=[no_reward], peft_config=lora_config(), kl_coef=0.5, lam=1.0, whiten_advantages=False
     )
     model = trainer.model
-    with torch.no_grad():  # move the policy away from the base, which is the reference
-        generator = torch.Generator().manual_seed(0)
-        for name, p in model.named_parameters():
-            if "lora_B" in name:
-                p.add_(0.5 * torch.randn(p.shape, generator=generator))
+    move_lora_away_from_the_base(model)
     model.train()
     batch = trainer._generate_and_score_completions([dataset[i] for i in range(4) for _ in range(2)])
 
@@ -212,11 +217,7 @@ def test_kl_penalty_uses_the_coefficient_before_it_adapts(make_trainer, dataset)
         lam=1.0, whiten_advantages=False,
     )
     model = trainer.model
-    with torch.no_grad():
-        generator = torch.Generator().manual_seed(0)
-        for name, p in model.named_parameters():
-            if "lora_B" in name:
-                p.add_(0.5 * torch.randn(p.shape, generator=generator))
+    move_lora_away_from_the_base(model)
     model.train()
     batch = trainer._generate_and_score_completions([dataset[i] for i in range(4) for _ in range(2)])
     mask = batch["completion_mask"]

@@ -213,7 +213,7 @@ def _grouped(scores: Tensor, group_size: int) -> Tensor:
 
 
 def _group_nanstd(grouped: Tensor) -> Tensor:
-    """Bessel-corrected std per group ignoring NaN, NaN for fewer than two values (``trl.trainer.utils.nanstd``)."""
+    """Bessel-corrected std per group ignoring NaN, NaN for fewer than two values (as TRL's ``nanstd``)."""
     mean = torch.nanmean(grouped, dim=1, keepdim=True)
     variance = torch.nanmean((grouped - mean) ** 2, dim=1, keepdim=True)
     count = torch.sum(~torch.isnan(grouped), dim=1, keepdim=True)

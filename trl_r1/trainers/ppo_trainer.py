@@ -39,7 +39,7 @@ from ..algorithms import (
 )
 from .base_trainer import R1TrainerBase
 from .ppo_config import R1PPOConfig
-from .trl_compat import completion_mask
+from .trl_compat import add_unsaved_submodule, completion_mask, model_name
 from .value_head import CriticInForward, ValueHead, clipped_value_loss, explained_variance, keep_trainable
 
 logger = logging.getLogger(__name__)
@@ -90,8 +90,7 @@ class R1PPOTrainer(R1TrainerBase):
 
     def __init__(self, model, reward_funcs=None, args: R1PPOConfig | None = None, **kwargs):
         if args is None:
-            name = model if isinstance(model, str) else model.config._name_or_path
-            args = R1PPOConfig(f"{name.rstrip('/').split('/')[-1]}-PPO")
+            args = R1PPOConfig(f"{model_name(model)}-PPO")
         if not isinstance(args, R1PPOConfig):
             raise TypeError(f"R1PPOTrainer needs a R1PPOConfig, got {type(args).__name__}.")
         if kwargs.get("optimizers", (None, None))[0] is not None:
@@ -113,8 +112,7 @@ class R1PPOTrainer(R1TrainerBase):
         base = policy.get_base_model() if is_peft_model(policy) else policy
         self._backbone = base.base_model
         self.value_head = ValueHead(base.config.get_text_config().hidden_size).to(self.accelerator.device)
-        base.add_module(VALUE_HEAD_MODULE, self.value_head)  # inside the model that DDP / DeepSpeed wrap
-        base._keys_to_ignore_on_save.update(f"{VALUE_HEAD_MODULE}.{key}" for key in self.value_head.state_dict())
+        add_unsaved_submodule(base, VALUE_HEAD_MODULE, self.value_head)  # inside the model DDP / DeepSpeed wrap
         self._trainable_parameters = [p for p in policy.parameters() if p.requires_grad]
         critic_hidden = self._critic_hidden if args.critic == "lora" else None
         self._critic = CriticInForward(policy, self._backbone, self.value_head, critic_hidden)

@@ -3,9 +3,8 @@
 TRL has no public hooks for other advantages, KL estimators, a critic or extra checkpoint state, so the trainers
 need some of its private members. All of them are used here, and only here: `GRPOSeam` overrides TRL's private
 methods and hands the trainers public hooks (`on_rollout`, `loss_context`, `combine_loss`, `checkpoint_state`)
-plus services
-(reference/sampling log-probs, TRL's loss aggregation, metric logging). The module refuses a TRL version it was
-not checked against. Its contract is `tests/test_trl_compat.py` and the parity tests in
+plus services (reference/sampling log-probs, TRL's loss aggregation, metric logging). The module refuses a TRL
+version it was not checked against. Its contract is `tests/test_trl_compat.py` and the parity tests in
 `tests/test_grpo_trainer.py` (an `R1GRPOTrainer` with default options reproduces `trl.GRPOTrainer`'s loss and
 gradients to 1e-6 for several loss types).
 
@@ -13,7 +12,8 @@ Private TRL / transformers members used: `GRPOTrainer._calculate_rewards`, `._ge
 `._compute_loss`, `._get_per_token_logps_and_entropies`, `._metrics`, `._logs`, `.beta`, `.ref_model`,
 `.loss_type`, `.importance_sampling_level`, `.max_completion_length`, `.num_generations(_eval)`,
 `.reward_weights`, `._is_vlm`, `.epsilon_low/high`; `Trainer._save_checkpoint`, `._load_from_checkpoint`,
-`._load_optimizer_and_scheduler`, `._get_output_dir`, `.current_gradient_accumulation_steps`; `trl.trainer.utils.use_adapter`,
+`._load_optimizer_and_scheduler`, `._get_output_dir`, `.current_gradient_accumulation_steps`;
+`PreTrainedModel._keys_to_ignore_on_save`, `config._name_or_path`; `trl.trainer.utils.use_adapter`,
 `trl.models.utils.disable_gradient_checkpointing`.
 """
 
@@ -61,6 +61,19 @@ def completion_mask(batch: dict) -> Tensor:
     """The tokens that are the policy's actions: completion tokens that are not tool output."""
     mask = batch["completion_mask"]
     return mask * batch["tool_mask"] if "tool_mask" in batch else mask
+
+
+def model_name(model) -> str:
+    """The last part of a model's path or Hub id (``"org/Qwen2.5-0.5B"`` -> ``"Qwen2.5-0.5B"``)."""
+    name = model if isinstance(model, str) else model.config._name_or_path
+    return name.rstrip("/").split("/")[-1]
+
+
+def add_unsaved_submodule(model, name: str, module: torch.nn.Module) -> None:
+    """Make ``module`` a submodule of a transformers ``model`` (so wrappers such as DDP see its parameters) that
+    ``save_pretrained`` leaves out and checkpoint loading does not miss."""
+    model.add_module(name, module)
+    model._keys_to_ignore_on_save.update(f"{name}.{key}" for key in module.state_dict())
 
 
 class GRPOSeam(GRPOTrainer):
