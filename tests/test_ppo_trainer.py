@@ -347,3 +347,23 @@ def test_trainer_rejects_a_lora_critic_without_peft_and_a_grpo_config(tiny_model
             args=GRPOConfig(output_dir=str(tmp_path), use_cpu=True, report_to="none"),
             train_dataset=dataset,
         )
+
+
+@pytest.mark.parametrize(
+    "env, options",
+    [
+        ({"ACCELERATE_USE_FSDP": "true"}, {}),
+        ({}, {"fsdp": "full_shard"}),
+        ({"ACCELERATE_USE_DEEPSPEED": "true", "ACCELERATE_DEEPSPEED_ZERO_STAGE": "3"}, {}),
+    ],
+    ids=["accelerate-fsdp", "fsdp-argument", "deepspeed-zero3"],
+)
+def test_sharded_training_is_refused_before_a_model_is_loaded(monkeypatch, tmp_path, env, options):
+    if "ACCELERATE_USE_DEEPSPEED" in env:
+        pytest.importorskip("deepspeed")
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    args = R1PPOConfig(output_dir=str(tmp_path), use_cpu=True, report_to="none", **options)
+    # A model path that does not exist: loading it would fail with OSError, so the refusal comes first.
+    with pytest.raises(NotImplementedError, match="ZeRO-3 and FSDP"):
+        R1PPOTrainer(model=str(tmp_path / "no-model"), reward_funcs=[starts_with_digit], args=args)

@@ -1,5 +1,6 @@
-"""The trainers under DDP with 2 real processes (gloo on CPU, `accelerate launch --multi_gpu`): after a few steps,
-every rank holds the same parameters (value head and critic adapter included) and the same KL coefficient.
+"""The trainers under DDP with 2 real processes (gloo on CPU, `accelerate launch --multi_gpu`), and under DeepSpeed
+ZeRO-2 where DeepSpeed is installed: after a few steps, every rank holds the same parameters (value head and critic
+adapter included) and the same KL coefficient.
 
 One launch runs every scenario (process start-up dominates); each rank writes what it holds to a JSON file,
 and the pytest process compares the ranks. Run as a script, this file is the worker.
@@ -8,6 +9,7 @@ and the pytest process compares the ranks. Run as a script, this file is the wor
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import os
 import subprocess
@@ -16,15 +18,23 @@ from pathlib import Path
 
 import pytest
 
-ACCELERATE_CONFIG = """\
+_COMMON = """\
 compute_environment: LOCAL_MACHINE
-distributed_type: MULTI_GPU
 num_machines: 1
 num_processes: 2
 machine_rank: 0
 mixed_precision: 'no'
 use_cpu: true
 """
+# backend -> (accelerate config, extra launch flags)
+BACKENDS = {
+    "ddp": (_COMMON + "distributed_type: MULTI_GPU\n", ["--multi_gpu"]),
+    "zero2": (
+        _COMMON + "distributed_type: DEEPSPEED\ndeepspeed_config:\n  zero_stage: 2\n  gradient_accumulation_steps: 1\n"
+        "  offload_optimizer_device: none\n  offload_param_device: none\n  zero3_init_flag: false\n",
+        [],
+    ),
+}
 
 # name -> (trainer, options)
 SCENARIOS = {
@@ -118,17 +128,21 @@ def main() -> None:
 # ------------------------------------------------------------------------------------------------------ tests
 
 
-@pytest.fixture(scope="module")
-def two_rank_run(tiny_model_dir, tmp_path_factory):
-    out_dir = tmp_path_factory.mktemp("ddp")
+@pytest.fixture(scope="module", params=list(BACKENDS))
+def two_rank_run(request, tiny_model_dir, tmp_path_factory):
+    if request.param == "zero2" and importlib.util.find_spec("deepspeed") is None:
+        pytest.skip("DeepSpeed is not installed (it is not in the test extra: its CPU comm op compiles on first use)")
+    config_text, flags = BACKENDS[request.param]
+    out_dir = tmp_path_factory.mktemp(request.param)
     config = out_dir / "accelerate.yaml"
-    config.write_text(ACCELERATE_CONFIG)
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    config.write_text(config_text)
+    path = os.pathsep.join([str(Path(__file__).resolve().parents[1]), os.environ.get("PYTHONPATH", "")])
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": path}
     command = [
-        sys.executable, "-m", "accelerate.commands.launch", "--config_file", str(config), "--multi_gpu",
+        sys.executable, "-m", "accelerate.commands.launch", "--config_file", str(config), *flags,
         "--num_processes", "2", "--main_process_port", "0", __file__, tiny_model_dir, str(out_dir), *SCENARIOS,
     ]
-    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
+    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-6000:]
     return out_dir
 
