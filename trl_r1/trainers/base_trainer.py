@@ -50,7 +50,8 @@ class R1TrainerBase(GRPOSeam):
         return coef, token_kl
 
     def checkpoint_state(self) -> dict[str, Any]:
-        return {"kl_coef": self.kl_controller.value}
+        # A fixed coefficient comes back from the config; an adaptive one must be saved.
+        return {"kl_coef": self.kl_controller.value} if self.args.kl_target is not None else {}
 
     def load_checkpoint_state(self, state: dict[str, Any], checkpoint: str) -> None:
         if "kl_coef" in state:
