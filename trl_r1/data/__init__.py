@@ -7,7 +7,8 @@
 """
 
 from .distillation import DistillationConfig, distill
-from .filters import R1Filters, Trace, parse_trace
+from ..verifiers.format import Trace, parse_trace
+from .filters import R1Filters
 from .generation import (
     Completion,
     OpenAIGenerator,

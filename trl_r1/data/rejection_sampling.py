@@ -20,16 +20,16 @@ import os
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ..rewards.base import prompt_to_text
+from ..completion import Completion, prompt_to_text
 from . import filters as F
-from .filters import R1Filters, Trace, parse_trace
+from ..verifiers.format import Trace
+from .filters import R1Filters
 from .generation import (
     BACKENDS,
-    Completion,
     Generator,
     SamplingParams,
     is_prompt,
@@ -214,9 +214,7 @@ def _sample_and_record(config: RejectionSamplingConfig, prompts: Any, todo: list
 def judge_batch(config: RejectionSamplingConfig, rows: list[dict[str, Any]], completions: list[list[Completion]],
                 rewards: list[Callable[..., list[float | None]]]) -> list[dict[str, Any]]:
     """Score and filter one batch; returns one record per prompt (statistics + accepted SFT rows)."""
-    from ..rewards.code import CodeReward
-    from ..rewards.format import FormatReward
-    from ..rewards.language import LanguageConsistencyReward
+    from ..rewards.base import declared
 
     filters = config.filters
     # 1. split reasoning from answer (a truncated or tag-less completion cannot become a <think> SFT target)
@@ -227,8 +225,9 @@ def judge_batch(config: RejectionSamplingConfig, rows: list[dict[str, Any]], com
         verdicts.append([])
         for c in group:
             try:
-                think_prefilled = config.think_prefilled if config.think_prefilled is not None else c.think_prefilled
-                traces[-1].append(parse_trace(c.content, c.reasoning, think_prefilled))
+                if config.think_prefilled is not None:
+                    c = replace(c, think_prefilled=config.think_prefilled)
+                traces[-1].append(c.trace())
                 verdicts[-1].append(None)
             except ValueError:
                 traces[-1].append(None)
@@ -237,7 +236,7 @@ def judge_batch(config: RejectionSamplingConfig, rows: list[dict[str, Any]], com
     flat = [(p, s) for p, group in enumerate(traces) for s, t in enumerate(group) if t is not None]
     code_task = {key: False for key in flat}
     verified = {key: False for key in flat}  # scored by at least one correctness reward
-    checks_correctness = [not isinstance(r, (FormatReward, LanguageConsistencyReward)) for r in rewards]
+    checks_correctness = [declared(r, "role") == "correctness" for r in rewards]
     if flat:
         columns = {c: [rows[p][c] for p, _ in flat] for c in rows[0] if c != config.prompt_column}
         kwargs = dict(prompts=[rows[p][config.prompt_column] for p, _ in flat],
@@ -250,7 +249,7 @@ def judge_batch(config: RejectionSamplingConfig, rows: list[dict[str, Any]], com
             if len(scores) != len(flat):
                 raise ValueError(f"reward {name} returned {len(scores)} scores for {len(flat)} completions")
             for key, score in zip(flat, scores):
-                if isinstance(reward, CodeReward) and score is not None:
+                if declared(reward, "code_in_reasoning_ok") and score is not None:
                     code_task[key] = True  # a row the code reward scores is a code task: code may be reasoning
                 if score is None:  # this reward does not apply to this sample
                     continue

@@ -115,17 +115,18 @@ class Pipeline:
 
     def _check_columns(self, where: str, key: str, needed: tuple[str, ...], rewards: list[Any]) -> list[str]:
         from ..rewards import get_reward_funcs
+        from ..rewards.base import declared
 
         columns = self._columns(key, self.recipe.evaluation if key == "evaluation" else self.recipe.stage(key))
         if columns is None:
             return []
         problems = [f"{where}: the dataset has no {c!r} column (columns: {columns})" for c in needed if c not in columns]
         for func in get_reward_funcs(rewards):
-            for column in getattr(func, "required_columns", ()):
+            for column in declared(func, "required_columns"):
                 if column not in columns:
                     problems.append(f"{where}: reward {func.__name__!r} needs a {column!r} column; the dataset "
                                     f"has {columns}")
-            references = reference_columns(func)
+            references = declared(func, "reference_columns")
             if references and not set(references) & set(columns):
                 problems.append(f"{where}: reward {func.__name__!r} reads its reference from one of the columns "
                                 f"{list(references)}; the dataset has {columns} (map one with solution_column)")
@@ -252,17 +253,6 @@ class Pipeline:
         from ..testing import build_tiny_model
 
         build_tiny_model(self.recipe.run_dir / BASE_MODEL_DIR, **self.recipe.model.tiny)
-
-
-def reference_columns(reward: Any) -> tuple[str, ...]:
-    """The dataset columns a reward reads its reference from (any one will do); empty when it needs none."""
-    from ..rewards.code import TEST_COLUMNS, CodeReward
-
-    if isinstance(reward, CodeReward):
-        return TEST_COLUMNS
-    if hasattr(reward, "gold_column"):  # math: the gold answer, with fallbacks
-        return (reward.gold_column, *getattr(reward, "fallback_columns", ()))
-    return ()
 
 
 def _settings(plan: StagePlan) -> str:
