@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from ..completion import Completion, prompt_to_text
-from . import filters as F
 from ..verifiers.format import Trace
+from . import filters as F
 from .filters import R1Filters
 from .generation import (
     BACKENDS,
@@ -36,10 +36,11 @@ from .generation import (
     load_generator,
     resolve_backend,
 )
+from .hub import push_to_hub
+from .layout import PROMPT_STATS, RECORDS, RUN, SFT, STATS
 
 logger = logging.getLogger("trl_r1.data")
 
-RECORDS, SFT, PROMPT_STATS, STATS, RUN = "records.jsonl", "sft.jsonl", "prompt_stats.jsonl", "stats.json", "run.json"
 # settings that may change between an interrupted run and its restart (they do not change what is kept)
 _RESUMABLE_CHANGES = {"output_dir", "batch_size", "max_prompts", "backend", "base_url", "request_timeout_s",
                       "max_retries", "hub_dataset_id", "hub_private"}
@@ -168,8 +169,6 @@ def build_sft_dataset(config: RejectionSamplingConfig, dataset: Any = None,
         _sample_and_record(config, prompts, todo, generator, store, done_before=len(done))
     result = _finalize(config, prompts, store.load())
     if config.hub_dataset_id:
-        from .hub import push_to_hub
-
         push_to_hub(config.output_dir, config.hub_dataset_id, private=config.hub_private)
     return result
 
@@ -446,18 +445,17 @@ def _write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
     tmp.replace(path)
 
 
-def parse_config(config_class: type, argv: list[str] | None, prog: str) -> Any:
-    """`--config file.yaml` plus `--field value` overrides, TRL-style (TrlParser over the dataclass)."""
-    from trl import TrlParser
-
-    (config,) = TrlParser((config_class,), prog=prog).parse_args_and_config(args=argv)
-    return config
-
-
 def run_cli(config_class: type, argv: list[str] | None, prog: str) -> int:
-    """Parse a builder's config from `--config x.yaml [--flag value]`, build the dataset, print its statistics."""
+    """Parse a builder's config from `--config x.yaml [--flag value]` (trl_r1.config, the recipes' dialect),
+    build the dataset, print its statistics. A bad config exits 2 with every problem named."""
+    from ..config import ConfigError, parse_command_line
+
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    config = parse_config(config_class, sys.argv[1:] if argv is None else argv, prog)
+    try:
+        config = parse_command_line(config_class, sys.argv[1:] if argv is None else argv, prog)
+    except ConfigError as exc:
+        print(f"{prog}: {exc}", file=sys.stderr)
+        return 2
     print(json.dumps(build_sft_dataset(config).stats, indent=2))
     return 0
 
