@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from trl_r1.pipeline import RecipeError, load_recipe, sft_main
+from trl_r1.cli import sft_main
+from trl_r1.pipeline import RecipeError, load_recipe
 from trl_r1.pipeline.recipe import flat_to_recipe
 from trl_r1.pipeline.runner import Pipeline
 from trl_r1.pipeline.templates import adapt_rewards, inspect_chat_template
