@@ -95,6 +95,11 @@ def check_world_size(num_processes: int) -> None:
     process; the run would then train on one rank with the batch size meant for several.
     """
     intended = intended_world_size()
+    if num_processes == 1 and "WORLD_SIZE" not in os.environ and os.environ.get("ACCELERATE_USE_CPU") \
+            and "MASTER_PORT" in os.environ:
+        logger.warning("started by `accelerate launch --cpu`, which runs ONE process whatever --num_processes says; "
+                       "for N processes on CPU use `trl-r1 ... --num_processes N` or `accelerate launch --multi_gpu "
+                       "--num_processes N` with `use_cpu: true` in the accelerate config")
     if intended > num_processes:
         raise WorldSizeError(
             f"WORLD_SIZE={intended} but only {num_processes} process(es) joined this run. For several processes on "
