@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -200,9 +201,14 @@ class Pipeline:
 
     def _finish(self, stage: Any, plan: StagePlan, result: Any) -> StageRecord:
         """Main process: the stage's record (hand-off, metrics), its held-out evaluation, written to stage.json."""
+        began = time.perf_counter()
         record = stage.record(plan, self, result)
+        handed_on = time.perf_counter()
         if record.handle is not None:
             record.evaluation = self._evaluate(plan.name, record.handle)
+        # what the other ranks waited for (merging, evaluation), next to the stage's own `seconds`
+        record.metrics["main_process_seconds"] = {"record": round(handed_on - began, 3),
+                                                  "evaluation": round(time.perf_counter() - handed_on, 3)}
         write_record(plan.output_dir, record)
         return record
 
