@@ -319,12 +319,15 @@ class FinalSFTStage(SFTStage):
 
     args_class = FinalSFTArguments
 
+    def __init__(self, data_from: str):
+        self.data_from = data_from  # the stage whose accepted samples it trains on
+
     def check_recipe(self, plan, present, problems):
         if plan.args is None:
             return
-        if "rejection_sampling" not in present and not plan.args.dataset_name:
+        if self.data_from not in present and not plan.args.dataset_name:
             problems.append(f"{plan.name}: key 'dataset_name' is required when the recipe has no "
-                            "rejection_sampling stage")
+                            f"{self.data_from} stage")
         if plan.args.init_from != "base" and plan.args.init_from not in present:
             problems.append(f"{plan.name}: init_from {plan.args.init_from!r} names a stage the recipe does not "
                             "have; use 'base' or add the stage")
@@ -335,7 +338,7 @@ class FinalSFTStage(SFTStage):
         return pipeline.start_from((plan.args.init_from,))
 
     def dataset(self, plan, pipeline):
-        accepted = pipeline.output_of("rejection_sampling", "dataset_path")
+        accepted = pipeline.output_of(self.data_from, "dataset_path")
         return final_sft_dataset(plan, accepted)
 
 
@@ -343,15 +346,18 @@ class RLStage(Stage):
     """GRPO (trl_r1's R1GRPOTrainer) or PPO on the stage's prompts, scored by its rewards (R1 §2.2)."""
 
     data_parallel = True
+    algorithms = ("grpo", "ppo")
 
-    def __init__(self, starts_from: tuple[str, ...] = ("cold_start",)):
+    def __init__(self, starts_from: tuple[str, ...]):
         self.starts_from = starts_from
 
     def plan(self, name, section, where, problems):
         kind = section.get("algorithm", "grpo")
-        config_cls = trainer_config("ppo" if kind == "ppo" else "grpo")
-        return plan_trainer_stage(name, kind if kind in ("grpo", "ppo") else "grpo", section, where,
-                                  RLStageArguments, config_cls, problems, with_rewards=True)
+        if kind not in self.algorithms:
+            problems.append(f"{name}: key 'algorithm': expected one of {list(self.algorithms)}, got {kind!r}")
+            return None
+        return plan_trainer_stage(name, kind, section, where, RLStageArguments, trainer_config(kind), problems,
+                                  with_rewards=True)
 
     def check_recipe(self, plan, present, problems):
         if plan.args is not None and not plan.args.dataset_name:
@@ -385,7 +391,7 @@ class RejectionSamplingStage(Stage):
     Runs on the main process: the records are written once, in prompt order, and resume after a kill.
     """
 
-    def __init__(self, starts_from: tuple[str, ...] = ("rl", "cold_start"), rewards_from: str = "rl"):
+    def __init__(self, starts_from: tuple[str, ...], rewards_from: str):
         self.starts_from, self.rewards_from = starts_from, rewards_from
 
     def plan(self, name, section, where, problems):
@@ -479,5 +485,5 @@ STAGE_REGISTRY: Registry[Stage] = Registry("stage", signature="Stage: plan, chec
 STAGE_REGISTRY.add("cold_start", SFTStage())
 STAGE_REGISTRY.add("rl", RLStage(starts_from=("cold_start",)))
 STAGE_REGISTRY.add("rejection_sampling", RejectionSamplingStage(starts_from=("rl", "cold_start"), rewards_from="rl"))
-STAGE_REGISTRY.add("final_sft", FinalSFTStage())
+STAGE_REGISTRY.add("final_sft", FinalSFTStage(data_from="rejection_sampling"))
 STAGES = STAGE_REGISTRY.choices()
