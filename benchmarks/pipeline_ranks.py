@@ -87,7 +87,8 @@ def main() -> None:
         samples_n = many["metrics"]["train"]["train_samples_per_second"]
         row(f"{name}: training s (every rank)", one["seconds"], many["seconds"])
         row(f"{name}: s per 1000 samples", 1000 / samples_1, 1000 / samples_n)
-        for part in ("record", "evaluation"):
+        parts = ("record", "evaluation") if one.get("evaluation") else ("record",)  # evaluated: final_sft
+        for part in parts:
             row(f"{name}: {part} s (main only)", one["metrics"]["main_process_seconds"][part],
                 many["metrics"]["main_process_seconds"][part])
     row("rejection_sampling s (main only)", stages_1["rejection_sampling"]["seconds"],

@@ -293,16 +293,21 @@ class SFTStage(Stage):
     def check_data(self, plan, pipeline):
         if plan.args.dataset_name is None:
             return []
-        columns = pipeline.columns(plan.name, lambda: self.dataset(plan, pipeline))
-        if columns is not None and not any(set(c) <= set(columns) for c in SFT_COLUMNS):
+        columns = pipeline.columns(plan.name, lambda: self.own_dataset(plan, pipeline))
+        if not any(set(c) <= set(columns) for c in SFT_COLUMNS):
             needs = "'messages', 'text', or 'prompt' + 'completion'"
             return [f"{plan.name}: dataset {plan.args.dataset_name!r} has columns {columns}; SFT needs {needs}"]
         return []
 
-    def dataset(self, plan, pipeline):
+    def own_dataset(self, plan, pipeline):
+        """The stage's `dataset_name`, loaded once."""
         from .data import load_stage_dataset
 
         return pipeline.cached(plan.name, lambda: load_stage_dataset(plan.args))
+
+    def dataset(self, plan, pipeline):
+        """What the stage trains on."""
+        return self.own_dataset(plan, pipeline)
 
     def start(self, plan, pipeline) -> ModelHandle:
         return pipeline.start_from(self.starts_from)
@@ -339,7 +344,8 @@ class FinalSFTStage(SFTStage):
 
     def dataset(self, plan, pipeline):
         accepted = pipeline.output_of(self.data_from, "dataset_path")
-        return final_sft_dataset(plan, accepted)
+        own = self.own_dataset(plan, pipeline) if plan.args.dataset_name else None
+        return final_sft_dataset(plan, accepted, own)
 
 
 class RLStage(Stage):
@@ -461,18 +467,16 @@ class RejectionSamplingStage(Stage):
                            seconds=seconds)
 
 
-def final_sft_dataset(plan: StagePlan, accepted_path: str | None):
+def final_sft_dataset(plan: StagePlan, accepted_path: str | None, own: Any = None):
     """The accepted samples (their `messages`), mixed with the recipe's `mix_datasets` and/or its own dataset."""
     import datasets
     from trl import DatasetMixtureConfig, get_dataset
 
-    from .data import load_stage_dataset
-
     parts = []
     if accepted_path:
         parts.append(datasets.load_dataset("json", data_files=accepted_path, split="train"))
-    if plan.args.dataset_name:
-        parts.append(load_stage_dataset(plan.args))
+    if own is not None:
+        parts.append(own)
     if plan.args.mix_datasets:
         parts.append(get_dataset(DatasetMixtureConfig(datasets=[dict(d) for d in plan.args.mix_datasets]))["train"])
     parts = [p.select_columns(["messages"]) for p in parts]
