@@ -12,9 +12,12 @@ option can be set where it belongs::
     final_sft: {...}                      # FinalSFTArguments + trl.SFTConfig + model overrides
     evaluation: {...}                     # EvaluationConfig: held-out accuracy after each training stage
 
-Any stage may be left out (R1-Zero is `rl` alone). Validation collects every problem at once and names the
-stage and the key: unknown keys (with close-match suggestions), wrong types, incompatible options, and keys
-the pipeline sets itself. Dataset columns are checked separately (`check_datasets`), as that loads data.
+The stage sections are the registered stages (`trl_r1.pipeline.stages.STAGE_REGISTRY`); each stage plans its
+own section (`Stage.plan`, with the helpers here) and says what it needs from the others (`check_recipe`). Any
+stage may be left out (R1-Zero is `rl` alone). Values go through `trl_r1.config`, the one config dialect.
+Validation collects every problem at once and names the stage and the key: unknown keys (with close-match
+suggestions), wrong types, incompatible options, and keys the pipeline sets itself. Dataset columns are checked
+in the preflight (`Stage.check_data`), as that loads data.
 """
 
 from __future__ import annotations
