@@ -7,7 +7,8 @@ import pytest
 import yaml
 from safetensors.torch import load_file
 
-from trl_r1.pipeline import grpo_main, ppo_main, run_recipe
+from trl_r1.cli import grpo_main, ppo_main
+from trl_r1.pipeline import run_recipe
 from trl_r1.pipeline.stages import read_record, write_record
 
 ROOT = Path(__file__).resolve().parents[1]

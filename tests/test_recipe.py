@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from trl_r1.pipeline import RecipeError, load_recipe, sft_main
+from trl_r1.cli import sft_main
+from trl_r1.pipeline import RecipeError, load_recipe
 from trl_r1.pipeline.recipe import flat_to_recipe
 from trl_r1.pipeline.runner import Pipeline
 from trl_r1.pipeline.templates import adapt_rewards, inspect_chat_template
@@ -174,3 +175,22 @@ def test_cli_reports_recipe_errors_before_any_work(tmp_path):
     assert proc.returncode == 2
     assert "rl: unknown key 'temprature'; did you mean 'temperature'?" in proc.stderr
     assert not (tmp_path / "run").exists()
+
+
+def test_a_registered_stage_is_a_recipe_section(tmp_path):
+    """R1's second RL phase as DESIGN.md shows it: one registration, then a section like any other."""
+    from trl_r1.pipeline.stages import STAGE_REGISTRY, RLStage
+
+    STAGE_REGISTRY.add("rl_2", RLStage(starts_from=("final_sft", "rl", "cold_start")))
+    try:
+        parsed = load_recipe(recipe(tmp_path, rl={"dataset_name": ARITHMETIC}, rl_2={
+            "dataset_name": ARITHMETIC, "rewards": ["format", "math", "language"], "learning_rate": 5e-7},
+            evaluation={"dataset_name": ARITHMETIC, "stages": ["rl", "rl_2"]}))
+        assert [s.name for s in parsed.stages] == ["rl", "rl_2"]
+        second = parsed.stage("rl_2")
+        assert second.kind == "grpo" and second.output_dir == tmp_path / "run" / "rl_2"
+        assert second.config.learning_rate == 5e-7 and second.fingerprint != parsed.stage("rl").fingerprint
+        assert problems_of(recipe(tmp_path, rl_2={"dataset_name": ARITHMETIC, "lerning_rate": 1}))[0] == \
+            "rl_2: unknown key 'lerning_rate'; did you mean 'learning_rate'?"
+    finally:
+        del STAGE_REGISTRY._entries["rl_2"]

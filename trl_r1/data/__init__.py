@@ -6,8 +6,9 @@
 - `push_to_hub` / `export_for_hub`: a built dataset with a generated dataset card.
 """
 
+from ..verifiers.format import Trace, parse_trace
 from .distillation import DistillationConfig, distill
-from .filters import R1Filters, Trace, parse_trace
+from .filters import R1Filters
 from .generation import (
     Completion,
     OpenAIGenerator,

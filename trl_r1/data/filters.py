@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..verifiers.format import THINK_CLOSE, THINK_OPEN
+from ..verifiers.format import Trace
 
 # rejection names, in the order the builders apply the filters
 MALFORMED = "malformed"  # no reasoning block, or no final answer after it
@@ -24,61 +24,6 @@ OVER_LIMIT = "max_per_prompt"
 
 _PARAGRAPH_BREAK = re.compile(r"\n\s*\n")
 _CODE_FENCE = re.compile(r"^\s*(```|~~~)", re.MULTILINE)
-
-
-@dataclass(frozen=True)
-class Trace:
-    """A completion split into its reasoning and its final answer."""
-
-    reasoning: str
-    answer: str
-
-    @property
-    def content(self) -> str:
-        """The SFT target: the reasoning in a think block, then the final answer.
-
-        >>> Trace(" 2+3=5 ", "<answer>5</answer>").content
-        '<think>2+3=5</think>\\n<answer>5</answer>'
-        """
-        return f"{THINK_OPEN}{self.reasoning.strip()}{THINK_CLOSE}\n{self.answer.strip()}"
-
-
-def parse_trace(content: str, reasoning: str | None = None, think_prefilled: bool | None = None) -> Trace:
-    """Split a completion into reasoning and answer, from inline ``<think>`` tags or a separate reasoning field.
-
-    `think_prefilled` says the prompt already ended with ``<think>`` (True), did not (False), or is unknown
-    (None: a completion holding ``</think>`` before any ``<think>`` is taken as prefilled). Raises ValueError,
-    with the reason, when there is no reasoning block or no answer after it (e.g. a truncated completion).
-
-    >>> parse_trace("<think>2+3=5</think> <answer>5</answer>")
-    Trace(reasoning='2+3=5', answer='<answer>5</answer>')
-    >>> parse_trace("2+3=5</think>The answer is 5.").answer
-    'The answer is 5.'
-    >>> parse_trace("The answer is 5.", reasoning="2+3=5").reasoning
-    '2+3=5'
-    >>> parse_trace("<think>2+3 is")
-    Traceback (most recent call last):
-    ...
-    ValueError: unclosed think block
-    """
-    if reasoning:
-        if not content.strip():
-            raise ValueError("no answer after the reasoning")
-        return Trace(reasoning.strip(), content.strip())
-    text = content.lstrip()
-    close = text.find(THINK_CLOSE)
-    prefilled = think_prefilled if think_prefilled is not None else (close != -1 and THINK_OPEN not in text[:close])
-    if prefilled:
-        text = THINK_OPEN + text
-        close += len(THINK_OPEN)
-    if not text.startswith(THINK_OPEN):
-        raise ValueError("no think block at the start")
-    if close == -1:
-        raise ValueError("unclosed think block")
-    answer = text[close + len(THINK_CLOSE):].strip()
-    if not answer:
-        raise ValueError("no answer after the reasoning")
-    return Trace(text[len(THINK_OPEN):close].strip(), answer)
 
 
 def longest_paragraph(text: str) -> int:

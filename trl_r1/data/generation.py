@@ -26,6 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
+from ..completion import Completion
 from ..verifiers.format import prompt_prefills_think
 
 logger = logging.getLogger("trl_r1.data")
@@ -44,17 +45,6 @@ class SamplingParams:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
-
-
-@dataclass
-class Completion:
-    """One sampled answer as the backend returned it."""
-
-    content: str  # the generated text (after a prefilled <think>, if the template wrote one)
-    reasoning: str | None = None  # a separate reasoning field (OpenAI-compatible servers with a reasoning parser)
-    finish_reason: str | None = None  # "stop" or "length" (truncated)
-    num_tokens: int | None = None  # generated tokens (a served model's usage is spread over a request's choices)
-    think_prefilled: bool | None = None  # the rendered prompt ended with <think>; None when unknown (remote template)
 
 
 class Generator(Protocol):

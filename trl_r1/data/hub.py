@@ -14,7 +14,7 @@ import json
 import shutil
 from pathlib import Path
 
-from .rejection_sampling import PROMPT_STATS, RUN, SFT, STATS
+from .layout import PROMPT_STATS, RUN, SFT, STATS
 
 _SIZES = [(1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M"),
           (10_000_000, "1M<n<10M"), (100_000_000, "10M<n<100M")]

@@ -20,26 +20,27 @@ import os
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ..rewards.base import prompt_to_text
+from ..completion import Completion, prompt_to_text
+from ..verifiers.format import Trace
 from . import filters as F
-from .filters import R1Filters, Trace, parse_trace
+from .filters import R1Filters
 from .generation import (
     BACKENDS,
-    Completion,
     Generator,
     SamplingParams,
     is_prompt,
     load_generator,
     resolve_backend,
 )
+from .hub import push_to_hub
+from .layout import PROMPT_STATS, RECORDS, RUN, SFT, STATS
 
 logger = logging.getLogger("trl_r1.data")
 
-RECORDS, SFT, PROMPT_STATS, STATS, RUN = "records.jsonl", "sft.jsonl", "prompt_stats.jsonl", "stats.json", "run.json"
 # settings that may change between an interrupted run and its restart (they do not change what is kept)
 _RESUMABLE_CHANGES = {"output_dir", "batch_size", "max_prompts", "backend", "base_url", "request_timeout_s",
                       "max_retries", "hub_dataset_id", "hub_private"}
@@ -168,8 +169,6 @@ def build_sft_dataset(config: RejectionSamplingConfig, dataset: Any = None,
         _sample_and_record(config, prompts, todo, generator, store, done_before=len(done))
     result = _finalize(config, prompts, store.load())
     if config.hub_dataset_id:
-        from .hub import push_to_hub
-
         push_to_hub(config.output_dir, config.hub_dataset_id, private=config.hub_private)
     return result
 
@@ -214,9 +213,7 @@ def _sample_and_record(config: RejectionSamplingConfig, prompts: Any, todo: list
 def judge_batch(config: RejectionSamplingConfig, rows: list[dict[str, Any]], completions: list[list[Completion]],
                 rewards: list[Callable[..., list[float | None]]]) -> list[dict[str, Any]]:
     """Score and filter one batch; returns one record per prompt (statistics + accepted SFT rows)."""
-    from ..rewards.code import CodeReward
-    from ..rewards.format import FormatReward
-    from ..rewards.language import LanguageConsistencyReward
+    from ..rewards.base import declared
 
     filters = config.filters
     # 1. split reasoning from answer (a truncated or tag-less completion cannot become a <think> SFT target)
@@ -227,8 +224,9 @@ def judge_batch(config: RejectionSamplingConfig, rows: list[dict[str, Any]], com
         verdicts.append([])
         for c in group:
             try:
-                think_prefilled = config.think_prefilled if config.think_prefilled is not None else c.think_prefilled
-                traces[-1].append(parse_trace(c.content, c.reasoning, think_prefilled))
+                if config.think_prefilled is not None:
+                    c = replace(c, think_prefilled=config.think_prefilled)
+                traces[-1].append(c.trace())
                 verdicts[-1].append(None)
             except ValueError:
                 traces[-1].append(None)
@@ -237,7 +235,7 @@ def judge_batch(config: RejectionSamplingConfig, rows: list[dict[str, Any]], com
     flat = [(p, s) for p, group in enumerate(traces) for s, t in enumerate(group) if t is not None]
     code_task = {key: False for key in flat}
     verified = {key: False for key in flat}  # scored by at least one correctness reward
-    checks_correctness = [not isinstance(r, (FormatReward, LanguageConsistencyReward)) for r in rewards]
+    checks_correctness = [declared(r, "role") == "correctness" for r in rewards]
     if flat:
         columns = {c: [rows[p][c] for p, _ in flat] for c in rows[0] if c != config.prompt_column}
         kwargs = dict(prompts=[rows[p][config.prompt_column] for p, _ in flat],
@@ -250,7 +248,7 @@ def judge_batch(config: RejectionSamplingConfig, rows: list[dict[str, Any]], com
             if len(scores) != len(flat):
                 raise ValueError(f"reward {name} returned {len(scores)} scores for {len(flat)} completions")
             for key, score in zip(flat, scores):
-                if isinstance(reward, CodeReward) and score is not None:
+                if declared(reward, "code_in_reasoning_ok") and score is not None:
                     code_task[key] = True  # a row the code reward scores is a code task: code may be reasoning
                 if score is None:  # this reward does not apply to this sample
                     continue
@@ -447,18 +445,17 @@ def _write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
     tmp.replace(path)
 
 
-def parse_config(config_class: type, argv: list[str] | None, prog: str) -> Any:
-    """`--config file.yaml` plus `--field value` overrides, TRL-style (TrlParser over the dataclass)."""
-    from trl import TrlParser
-
-    (config,) = TrlParser((config_class,), prog=prog).parse_args_and_config(args=argv)
-    return config
-
-
 def run_cli(config_class: type, argv: list[str] | None, prog: str) -> int:
-    """Parse a builder's config from `--config x.yaml [--flag value]`, build the dataset, print its statistics."""
+    """Parse a builder's config from `--config x.yaml [--flag value]` (trl_r1.config, the recipes' dialect),
+    build the dataset, print its statistics. A bad config exits 2 with every problem named."""
+    from ..config import ConfigError, parse_command_line
+
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    config = parse_config(config_class, sys.argv[1:] if argv is None else argv, prog)
+    try:
+        config = parse_command_line(config_class, sys.argv[1:] if argv is None else argv, prog)
+    except ConfigError as exc:
+        print(f"{prog}: {exc}", file=sys.stderr)
+        return 2
     print(json.dumps(build_sft_dataset(config).stats, indent=2))
     return 0
 

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
 from typing import Any
+
+from ..registry import resolve_import_path
 
 _FILE_BUILDERS = {".json": "json", ".jsonl": "json", ".parquet": "parquet", ".csv": "csv", ".txt": "text"}
 
@@ -77,10 +78,9 @@ def _is_saved_dataset(path: Path) -> bool:
 def _call_builder(target: str, split: str, kwargs: dict[str, Any]):
     import inspect
 
-    module, _, attr = target.partition(":")
     try:
-        builder = getattr(importlib.import_module(module), attr)
-    except (ImportError, AttributeError) as exc:
+        builder = resolve_import_path(target)
+    except ImportError as exc:
         raise ValueError(f"cannot import dataset builder {target!r}: {exc}") from exc
     if "split" in inspect.signature(builder).parameters:
         kwargs.setdefault("split", split)

@@ -12,40 +12,49 @@ option can be set where it belongs::
     final_sft: {...}                      # FinalSFTArguments + trl.SFTConfig + model overrides
     evaluation: {...}                     # EvaluationConfig: held-out accuracy after each training stage
 
-Any stage may be left out (R1-Zero is `rl` alone). Validation collects every problem at once and names the
-stage and the key: unknown keys (with close-match suggestions), wrong types, incompatible options, and keys
-the pipeline sets itself. Dataset columns are checked separately (`check_datasets`), as that loads data.
+The stage sections are the registered stages (`trl_r1.pipeline.stages.STAGE_REGISTRY`); each stage plans its
+own section (`Stage.plan`, with the helpers here) and says what it needs from the others (`check_recipe`). Any
+stage may be left out (R1-Zero is `rl` alone). Values go through `trl_r1.config`, the one config dialect.
+Validation collects every problem at once and names the stage and the key: unknown keys (with close-match
+suggestions), wrong types, incompatible options, and keys the pipeline sets itself. Dataset columns are checked
+in the preflight (`Stage.check_data`), as that loads data.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import difflib
-import enum
 import hashlib
 import inspect
 import json
-import types
-import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-import yaml
 from trl import ModelConfig
 
-STAGES = ("cold_start", "rl", "rejection_sampling", "final_sft")
-SECTIONS = ("run_dir", "model", "training", *STAGES, "evaluation")
+from ..config import ConfigError, build, check_keys, fields_of, pick, suggest
+from ..config import read_yaml as _read_yaml
+
 PIPELINE_SET_KEYS = {"output_dir", "model_name_or_path", "adapter_path"}  # stage sections may not set these
 QLORA_TARGETS = ["all-linear"]
 
 
-class RecipeError(ValueError):
+class RecipeError(ConfigError):
     """Every problem found in a recipe, each naming its stage (section) and key."""
 
-    def __init__(self, problems: list[str]):
-        self.problems = problems
-        super().__init__("invalid recipe:\n" + "\n".join(f"  - {p}" for p in problems))
+    def __init__(self, problems: list[str], title: str = "invalid recipe"):
+        super().__init__(problems, title)
+
+
+def stage_registry():
+    """The registered stage kinds, in pipeline order (`trl_r1.pipeline.stages.STAGE_REGISTRY`)."""
+    from .stages import STAGE_REGISTRY
+
+    return STAGE_REGISTRY
+
+
+def sections() -> tuple[str, ...]:
+    return ("run_dir", "model", "training", *stage_registry().choices(), "evaluation")
 
 
 @dataclass
@@ -193,16 +202,7 @@ class Recipe:
 
 def read_yaml(path: str | Path) -> dict[str, Any]:
     """A recipe file as a mapping (a clear error for a missing file, bad YAML or a non-mapping)."""
-    path = Path(path)
-    if not path.is_file():
-        raise RecipeError([f"recipe file {str(path)!r} not found"])
-    try:
-        data = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        raise RecipeError([f"{path}: not valid YAML: {exc}"]) from exc
-    if not isinstance(data, dict):
-        raise RecipeError([f"{path}: a recipe must be a mapping of sections, got {type(data).__name__}"])
-    return data
+    return _read_yaml(path, RecipeError)
 
 
 def load_recipe(source: str | Path | dict[str, Any], *, single_stage: bool = False,
@@ -225,16 +225,18 @@ def load_recipe(source: str | Path | dict[str, Any], *, single_stage: bool = Fal
     """
     data = dict(read_yaml(source)) if not isinstance(source, dict) else dict(source)
     path = Path(source) if not isinstance(source, dict) else None
+    registry = stage_registry()
+    stage_names, known_sections = registry.choices(), sections()
     problems: list[str] = []
     for key in data:
-        if key not in SECTIONS:
-            problems.append(f"unknown section {key!r}{_suggest(key, SECTIONS)}")
+        if key not in known_sections:
+            problems.append(f"unknown section {key!r}{suggest(key, known_sections)}")
     if not isinstance(data.get("run_dir"), str):
         problems.append("output_dir: required, a directory path (string)" if single_stage
                         else "run_dir: required, a directory path (string)")
-    if not any(name in data for name in STAGES):
-        problems.append(f"no stage section: a recipe needs at least one of {list(STAGES)}")
-    for name in ("model", "training", *STAGES, "evaluation"):
+    if not any(name in data for name in stage_names):
+        problems.append(f"no stage section: a recipe needs at least one of {list(stage_names)}")
+    for name in ("model", "training", *stage_names, "evaluation"):
         if name in data and not isinstance(data[name], dict):
             problems.append(f"{name}: must be a mapping of keys, got {type(data[name]).__name__}")
             data.pop(name)
@@ -242,30 +244,33 @@ def load_recipe(source: str | Path | dict[str, Any], *, single_stage: bool = Fal
         raise RecipeError(problems)
 
     model_section = data.get("model", {})
-    model = _build("model", R1ModelConfig, _pick(model_section, R1ModelConfig), problems)
-    _check_keys("model", model_section, [R1ModelConfig], problems)
+    model = build("model", R1ModelConfig, pick(model_section, R1ModelConfig), problems)
+    check_keys("model", model_section, [R1ModelConfig], problems)
     if model is not None:
-        _check_model(model, problems)
+        check_model(model, problems)
     training = data.get("training", {})
-    _check_keys("training", training, [_trainer_config("sft"), _trainer_config("grpo")], problems)
+    check_keys("training", training, [trainer_config("sft"), trainer_config("grpo")], problems)
     run_root = Path(data["run_dir"])
     stages: list[StagePlan] = []
-    for name in STAGES:
+    for name in stage_names:
         if name in data:
-            output_dir = run_root if single_stage else run_root / name
-            plan = _plan_stage(name, data[name], training, model_section, output_dir, problems, check_hardware)
+            where = PlanContext(training, model_section, run_root if single_stage else run_root / name,
+                                check_hardware)
+            plan = registry[name].plan(name, data[name], where, problems)
             if plan is not None:
                 stages.append(plan)
     evaluation = None
     if "evaluation" in data:
-        _check_keys("evaluation", data["evaluation"], [EvaluationConfig], problems)
-        evaluation = _build("evaluation", EvaluationConfig, _pick(data["evaluation"], EvaluationConfig), problems)
+        check_keys("evaluation", data["evaluation"], [EvaluationConfig], problems)
+        evaluation = build("evaluation", EvaluationConfig, pick(data["evaluation"], EvaluationConfig), problems)
         if evaluation is not None:
-            known = {"base", *STAGES}
+            known = {"base", *stage_names}
             for stage in evaluation.stages:
                 if stage not in known:
-                    problems.append(f"evaluation: stages entry {stage!r} is not a stage{_suggest(stage, known)}")
-    _check_cross_stage(data, stages, problems)
+                    problems.append(f"evaluation: stages entry {stage!r} is not a stage{suggest(stage, known)}")
+    present = {s.name for s in stages}
+    for plan in stages:
+        registry[plan.name].check_recipe(plan, present, problems)
     if problems:
         raise RecipeError(problems)
     _fingerprint(stages, model_section, data.get("evaluation"))
@@ -287,62 +292,58 @@ def flat_to_recipe(flat: dict[str, Any], stage: str) -> dict[str, Any]:
     return {"run_dir": run_dir, "model": model, stage: flat}
 
 
-# --------------------------------------------------------------------------------------------- stages
+# --------------------------------------------------------------------------------------------- stage planning
 
 
-def stage_dataclasses(name: str, section: dict[str, Any]) -> list[type]:
-    """The dataclasses whose fields a stage section may set, in priority order."""
-    if name == "rejection_sampling":
-        return [RejectionSamplingStageArguments, _rejection_sampling_config()]
-    if name == "rl":
-        algorithm = section.get("algorithm", "grpo")
-        return [RLStageArguments, _trainer_config("ppo" if algorithm == "ppo" else "grpo"), R1ModelConfig]
-    return [FinalSFTArguments if name == "final_sft" else SFTStageArguments, _trainer_config("sft"), R1ModelConfig]
+@dataclass(frozen=True)
+class PlanContext:
+    """What a stage's `plan` gets besides its own section: the shared sections and where it writes."""
+
+    training: dict[str, Any]
+    model_section: dict[str, Any]
+    output_dir: Path
+    check_hardware: bool = True
 
 
-def _plan_stage(name: str, section: dict[str, Any], training: dict[str, Any], model_section: dict[str, Any],
-                output_dir: Path, problems: list[str], check_hardware: bool = True) -> StagePlan | None:
-    classes = stage_dataclasses(name, section)
+def plan_section_keys(name: str, section: dict[str, Any], classes: list[type], problems: list[str]) -> bool:
+    """Check a stage section's keys against the dataclasses it may set; False when there were problems."""
     count = len(problems)
-    _check_keys(name, section, classes, problems)
+    check_keys(name, section, classes, problems)
     for key in sorted(PIPELINE_SET_KEYS & set(section)):
         problems.append(f"{name}: key {key!r} is set by the pipeline (stage outputs live in <run_dir>/{name})")
-    if len(problems) > count:
+    return len(problems) == count
+
+
+def plan_trainer_stage(name: str, kind: str, section: dict[str, Any], where: PlanContext, args_cls: type,
+                       config_cls: type, problems: list[str], *, with_rewards: bool = False) -> StagePlan | None:
+    """A training stage's plan: its arguments, its TRL config (recipe `training` defaults, QLoRA defaults, the
+    section) and its model arguments (recipe `model`, overridden by the section)."""
+    if not plan_section_keys(name, section, [args_cls, config_cls, R1ModelConfig], problems):
         return None
-    args_cls, config_cls = classes[0], classes[1]
-    args = _build(name, args_cls, _pick(section, args_cls), problems)
-    if name == "rejection_sampling":
-        values = {k: v for k, v in section.items() if k not in _fields(args_cls)}
-        values["output_dir"] = str(output_dir)
-        values["model_name_or_path"] = "<rl checkpoint>"  # the pipeline sets the real path when the stage runs
-        if "rewards" in values:
-            _reward_weights(values["rewards"], name, problems)
-        config = _build(name, config_cls, values, problems)
-        return StagePlan(name, "rejection_sampling", args, config, None, output_dir, section=section)
-    model_values = {**model_section, **_pick(section, R1ModelConfig, exclude=_fields(config_cls))}
-    model_args = _build(name, R1ModelConfig, model_values, problems)
-    trainer_values = {k: v for k, v in training.items() if k in _fields(config_cls)}
-    trainer_values.update(_pick(section, config_cls, exclude=_fields(args_cls)))
-    trainer_values["output_dir"] = str(output_dir)
+    args = build(name, args_cls, pick(section, args_cls), problems)
+    model_values = {**where.model_section, **pick(section, R1ModelConfig, exclude=fields_of(config_cls))}
+    model_args = build(name, R1ModelConfig, model_values, problems)
+    trainer_values = {k: v for k, v in where.training.items() if k in fields_of(config_cls)}
+    trainer_values.update(pick(section, config_cls, exclude=fields_of(args_cls)))
+    trainer_values["output_dir"] = str(where.output_dir)
     if model_args is not None:
-        _check_model(model_args, problems, stage=name)
+        check_model(model_args, problems, stage=name)
         trainer_values.setdefault("gradient_checkpointing", True)
         if model_args.load_in_4bit or model_args.load_in_8bit:
             trainer_values.setdefault("optim", "paged_adamw_8bit")
-    if name == "rl" and args is not None:
-        weights = _reward_weights(args.rewards, name, problems)
+    if with_rewards and args is not None:
+        weights = reward_weights(args.rewards, name, problems)
         if weights is not None:
             if "reward_weights" in section:
                 problems.append(f"{name}: set reward weights either in `rewards` entries or in `reward_weights`, "
                                 "not both")
             else:
                 trainer_values["reward_weights"] = weights
-    config = _build(name, config_cls, trainer_values, problems, check_hardware=check_hardware)
-    kind = "sft" if name in ("cold_start", "final_sft") else args.algorithm if args is not None else "grpo"
-    return StagePlan(name, kind, args, config, model_args, output_dir, section=section)
+    config = build(name, config_cls, trainer_values, problems, check_hardware=where.check_hardware)
+    return StagePlan(name, kind, args, config, model_args, where.output_dir, section=section)
 
 
-def _reward_weights(rewards: Any, stage: str, problems: list[str]) -> list[float] | None:
+def reward_weights(rewards: Any, stage: str, problems: list[str]) -> list[float] | None:
     """Resolve the reward list now (unknown names fail before any work); return the weights if any were set."""
     from ..rewards import get_reward_funcs
 
@@ -364,7 +365,7 @@ def _reward_weights(rewards: Any, stage: str, problems: list[str]) -> list[float
         return None
 
 
-def _check_model(model: R1ModelConfig, problems: list[str], stage: str = "model") -> None:
+def check_model(model: R1ModelConfig, problems: list[str], stage: str = "model") -> None:
     if (model.load_in_4bit or model.load_in_8bit) and not model.use_peft:
         problems.append(f"{stage}: load_in_4bit/load_in_8bit needs use_peft: true (quantised weights cannot be "
                         "trained directly); set use_peft: true, or load_in_4bit: false for full fine-tuning")
@@ -378,41 +379,20 @@ def _check_model(model: R1ModelConfig, problems: list[str], stage: str = "model"
         allowed = [p for p in inspect.signature(build_tiny_model).parameters if p != "output_dir"]
         for key in model.tiny:
             if key not in allowed:
-                problems.append(f"model: tiny: unknown key {key!r}{_suggest(key, allowed)}")
+                problems.append(f"model: tiny: unknown key {key!r}{suggest(key, allowed)}")
 
 
-def _check_cross_stage(data: dict[str, Any], stages: list[StagePlan], problems: list[str]) -> None:
-    names = {s.name for s in stages}
-    for plan in stages:
-        if plan.name in ("cold_start", "rl") and plan.args is not None and not plan.args.dataset_name:
-            problems.append(f"{plan.name}: key 'dataset_name' is required")
-        if plan.name == "rejection_sampling" and "rl" not in names and "cold_start" not in names:
-            problems.append("rejection_sampling: needs an rl or cold_start stage to sample from")
-        if plan.name == "rejection_sampling" and plan.config is not None and not plan.config.dataset_name \
-                and "rl" not in names:
-            problems.append("rejection_sampling: key 'dataset_name' is required when the recipe has no rl stage")
-        if plan.name == "final_sft" and plan.args is not None:
-            if "rejection_sampling" not in names and not plan.args.dataset_name:
-                problems.append("final_sft: key 'dataset_name' is required when the recipe has no "
-                                "rejection_sampling stage")
-            if plan.args.init_from != "base" and plan.args.init_from not in names:
-                problems.append(f"final_sft: init_from {plan.args.init_from!r} names a stage the recipe does not "
-                                "have; use 'base' or add the stage")
-            for i, entry in enumerate(plan.args.mix_datasets):
-                _check_mix_entry(entry, i, problems)
-
-
-def _check_mix_entry(entry: Any, index: int, problems: list[str]) -> None:
+def check_mix_entry(entry: Any, index: int, problems: list[str]) -> None:
     from trl.scripts.utils import DatasetConfig
 
     where = f"final_sft: mix_datasets[{index}]"
     if not isinstance(entry, dict) or "path" not in entry:
         problems.append(f"{where}: must be a mapping with at least 'path'")
         return
-    allowed = _fields(DatasetConfig)
+    allowed = fields_of(DatasetConfig)
     for key in entry:
         if key not in allowed:
-            problems.append(f"{where}: unknown key {key!r}{_suggest(key, allowed)}")
+            problems.append(f"{where}: unknown key {key!r}{suggest(key, allowed)}")
 
 
 def _fingerprint(stages: list[StagePlan], model_section: dict[str, Any], evaluation: Any) -> None:
@@ -426,149 +406,10 @@ def _digest(value: Any) -> str:
     return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
-# --------------------------------------------------------------------------------------------- key and type checks
-
-
-def _fields(cls: type) -> list[str]:
-    return [f.name for f in dataclasses.fields(cls) if f.init]
-
-
-def _pick(section: dict[str, Any], cls: type, exclude: list[str] = ()) -> dict[str, Any]:
-    names = set(_fields(cls)) - set(exclude)
-    return {k: v for k, v in section.items() if k in names}
-
-
-def _check_keys(where: str, section: dict[str, Any], classes: list[type], problems: list[str]) -> None:
-    allowed = sorted({name for cls in classes for name in _fields(cls)})
-    for key in section:
-        if key not in allowed:
-            problems.append(f"{where}: unknown key {key!r}{_suggest(str(key), allowed)}")
-
-
-def _suggest(key: str, candidates: Any) -> str:
-    close = difflib.get_close_matches(key, list(candidates), n=1, cutoff=0.7)
-    return f"; did you mean {close[0]!r}?" if close else ""
-
-
-def _build(where: str, cls: type, values: dict[str, Any], problems: list[str], check_hardware: bool = True) -> Any:
-    """Type-check `values` against `cls`'s annotations, then construct it (its own checks name the stage).
-
-    Reward lists are checked by resolving them (`_reward_weights`), not by their annotation.
-    """
-    hints = _type_hints(cls)
-    coerced, ok = {}, True
-    for key, value in values.items():
-        try:
-            coerced[key] = value if key == "rewards" else coerce(value, hints.get(key, Any))
-        except TypeError as exc:
-            problems.append(f"{where}: key {key!r}: {exc}")
-            ok = False
-    if not ok:
-        return None
-    hardware_free = not check_hardware and "use_cpu" in _fields(cls)
-    try:
-        if hardware_free:
-            built = cls(**{**coerced, "use_cpu": True})
-            built.use_cpu = coerced.get("use_cpu", False)
-            return built
-        return cls(**coerced)
-    except (ValueError, TypeError) as exc:
-        problems.append(f"{where}: {exc}")
-        return None
-
-
-def _type_hints(cls: type) -> dict[str, Any]:
-    try:
-        return typing.get_type_hints(cls)
-    except (NameError, TypeError, AttributeError):  # an unresolvable forward reference: no type checks
-        return {}
-
-
-def coerce(value: Any, annotation: Any) -> Any:
-    """`value` checked against a dataclass annotation; numeric strings become numbers (YAML reads 1e-5 as text).
-
-    >>> coerce("1e-5", float), coerce(3, float | None), coerce("cosine", Literal["linear", "cosine"])
-    (1e-05, 3.0, 'cosine')
-    >>> coerce("yes", bool)
-    Traceback (most recent call last):
-    ...
-    TypeError: expected bool, got 'yes' (str)
-    """
-    if annotation is Any or annotation is None:
-        return value
-    origin = typing.get_origin(annotation)
-    if origin in (typing.Union, types.UnionType):
-        options = typing.get_args(annotation)
-        if value is None and type(None) in options:
-            return None
-        errors = []
-        for option in sorted((o for o in options if o is not type(None)), key=_union_order):
-            try:
-                return coerce(value, option)
-            except TypeError as exc:
-                errors.append(str(exc))
-        raise TypeError(errors[0] if len(errors) == 1 else f"expected {_type_name(annotation)}, got {_show(value)}")
-    if origin is Literal:
-        if value in typing.get_args(annotation):
-            return value
-        raise TypeError(f"expected one of {list(typing.get_args(annotation))}, got {_show(value)}")
-    if origin in (list, tuple) or annotation in (list, tuple):
-        if not isinstance(value, (list, tuple)):
-            raise TypeError(f"expected a list, got {_show(value)}")
-        args = typing.get_args(annotation)
-        item = args[0] if args else Any
-        return [coerce(v, item) for v in value]
-    if origin is dict or annotation is dict:
-        if not isinstance(value, dict):
-            raise TypeError(f"expected a mapping, got {_show(value)}")
-        return value
-    if annotation is bool:
-        if isinstance(value, bool):
-            return value
-        raise TypeError(f"expected bool, got {_show(value)}")
-    if annotation in (int, float):
-        if isinstance(value, bool):
-            raise TypeError(f"expected {annotation.__name__}, got {_show(value)}")
-        if isinstance(value, (int, float)) and (annotation is float or float(value).is_integer()):
-            return annotation(value)
-        if isinstance(value, str):
-            try:
-                number = float(value)
-            except ValueError:
-                pass
-            else:
-                if annotation is float or number.is_integer():
-                    return annotation(number)
-        raise TypeError(f"expected {annotation.__name__}, got {_show(value)}")
-    if annotation is str:
-        if isinstance(value, str):
-            return value
-        raise TypeError(f"expected str, got {_show(value)}")
-    if isinstance(annotation, type) and issubclass(annotation, enum.Enum):
-        allowed = [m.value for m in annotation]
-        if value in allowed or isinstance(value, annotation):
-            return value
-        raise TypeError(f"expected one of {allowed}, got {_show(value)}")
-    return value  # other annotations (classes, callables): the config's own __post_init__ checks them
-
-
-def _union_order(option: Any) -> int:
-    """Try the strictest types first, so '3' for `int | str` becomes 3 but 'cosine' stays a string."""
-    return {bool: 0, int: 1, float: 2}.get(option, 4 if option is str else 3)
-
-
-def _type_name(annotation: Any) -> str:
-    return getattr(annotation, "__name__", None) or str(annotation).replace("typing.", "")
-
-
-def _show(value: Any) -> str:
-    return f"{value!r} ({type(value).__name__})"
-
-
 # --------------------------------------------------------------------------------------------- lazy config classes
 
 
-def _trainer_config(kind: str) -> type:
+def trainer_config(kind: str) -> type:
     """The TRL config class of a stage kind (imported lazily: trl_r1.trainers pulls in TRL's trainers)."""
     if kind == "sft":
         from trl import SFTConfig
@@ -579,7 +420,7 @@ def _trainer_config(kind: str) -> type:
     return trainers.R1PPOConfig if kind == "ppo" else trainers.R1GRPOConfig
 
 
-def _rejection_sampling_config() -> type:
+def rejection_sampling_config() -> type:
     from ..data.rejection_sampling import RejectionSamplingConfig
 
     return RejectionSamplingConfig

@@ -55,15 +55,20 @@ def stage_summary(record: StageRecord, history: list[dict[str, Any]]) -> dict[st
     return row
 
 
-def write_report(run_dir: str | Path, stage_names: list[str], base_evaluation: dict[str, float] | None = None) -> dict:
-    """Write report.md, report.json and the PNG curves into `run_dir`; return the report as a dict."""
+def write_report(run_dir: str | Path, stage_names: list[str], base_evaluation: dict[str, float] | None = None,
+                 stage_dirs: dict[str, Path] | None = None) -> dict:
+    """Write report.md, report.json and the PNG curves into `run_dir`; return the report as a dict.
+
+    Each stage is read from `stage_dirs[name]` (default `run_dir/<name>`; a single-stage command writes into
+    `run_dir` itself)."""
     run_dir = Path(run_dir)
     rows, histories = [], {}
     for name in stage_names:
-        record = read_record(run_dir / name)
+        stage_dir = Path((stage_dirs or {}).get(name, run_dir / name))
+        record = read_record(stage_dir)
         if record is None:
             continue
-        histories[name] = log_history(run_dir / name)
+        histories[name] = log_history(stage_dir)
         rows.append(stage_summary(record, histories[name]))
     evaluations = {"base": base_evaluation} if base_evaluation else {}
     evaluations.update({r["stage"]: r["evaluation"] for r in rows if r.get("evaluation")})

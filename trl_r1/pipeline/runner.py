@@ -1,47 +1,51 @@
-"""The R1 pipeline: preflight checks, the resolved plan, each stage in order (skipping finished ones), report.
+"""The R1 pipeline's loop: preflight checks, the resolved plan, each stage in order (skipping finished ones), report.
 
-cold-start SFT -> GRPO/PPO -> rejection sampling from the RL checkpoint -> SFT on the accepted samples.
+cold-start SFT -> GRPO/PPO -> rejection sampling from the RL checkpoint -> SFT on the accepted samples, or any
+other sequence of registered stages (`trl_r1.pipeline.stages.STAGE_REGISTRY`). The loop knows no stage by name:
+it asks each stage object to check its data, run and record (see `stages.Stage`).
+
+Several processes (`accelerate launch`, `trl-r1 run --num_processes N`): every rank runs this loop; the main
+process alone decides stage status, runs the preflight, builds the tiny model, moves stage directories,
+records, merges adapters, evaluates, runs the stages that are not data-parallel (rejection sampling) and writes
+the report (`Ranks.on_main`, whose broadcast is the barrier at every hand-off); every rank trains.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Callable
 from typing import Any
 
-from .recipe import STAGES, Recipe, RecipeError, StagePlan, _digest
-from .stages import (
-    ModelHandle,
-    StageRecord,
-    final_sft_dataset,
-    prepare_stage_dir,
-    read_record,
-    run_rejection_sampling_stage,
-    run_training_stage,
-    stage_status,
-    write_record,
-)
+from .data import load_stage_dataset
+from .ranks import Ranks
+from .recipe import Recipe, RecipeError, StagePlan, _digest
+from .stages import STAGE_REGISTRY, ModelHandle, StageRecord, prepare_stage_dir, read_record, stage_status, write_record
 from .templates import TemplateReport, adapt_rewards, inspect_chat_template, template_problems
 
 logger = logging.getLogger("trl_r1.pipeline")
 
 BASE_MODEL_DIR, BASE_EVALUATION = "base_model", "base_evaluation.json"
-SFT_COLUMNS = (("messages",), ("text",), ("prompt", "completion"))
 DEFAULT_EVAL_REWARDS = ["format", "math"]
 
 
 class Pipeline:
     """One run of a recipe. `run()` does the work; `plan_lines()` is what `--dry-run` prints."""
 
-    def __init__(self, recipe: Recipe, *, from_stage: str | None = None, echo: Callable[[str], None] = print):
+    def __init__(self, recipe: Recipe, *, from_stage: str | None = None, echo: Callable[[str], None] = print,
+                 ranks: Ranks | None = None):
         if from_stage is not None and recipe.stage(from_stage) is None:
             names = [s.name for s in recipe.stages]
             raise RecipeError([f"--from-stage {from_stage!r} is not a stage of this recipe; stages: {names}"])
-        self.recipe, self.echo = recipe, echo
+        self.recipe = recipe
+        self.ranks = ranks or Ranks()
+        self.echo = echo if self.ranks.is_main else (lambda _: None)
         forced_from = [s.name for s in recipe.stages].index(from_stage) if from_stage else len(recipe.stages)
-        self.status = {plan.name: stage_status(plan, forced=i >= forced_from) for i, plan in enumerate(recipe.stages)}
+        self.status: dict[str, str] = self.ranks.on_main(lambda: {
+            plan.name: stage_status(plan, forced=i >= forced_from) for i, plan in enumerate(recipe.stages)})
         self.template: TemplateReport | None = None
+        self.handles: dict[str, ModelHandle] = {"base": ModelHandle(self.base_model_path)}
         self._datasets: dict[str, Any] = {}
 
     # ----------------------------------------------------------------------------------------- plan and checks
@@ -51,6 +55,10 @@ class Pipeline:
         model = self.recipe.model
         return str(self.recipe.run_dir / BASE_MODEL_DIR) if model.tiny is not None else model.model_name_or_path
 
+    @property
+    def prefills_think(self) -> bool:
+        return bool(self.template and self.template.prefills_think)
+
     def plan_lines(self) -> list[str]:
         """The resolved plan: each stage, what will happen to it, where it writes, and its main settings."""
         model = self.recipe.model
@@ -58,6 +66,8 @@ class Pipeline:
         built = " (tiny, built locally)" if model.tiny is not None else ""
         lines = [f"run_dir: {self.recipe.run_dir}",
                  f"model:   {self.base_model_path}{built}  [{mode}, adapter_handoff={model.adapter_handoff}]"]
+        if self.ranks.distributed:
+            lines.append(f"ranks:   {self.ranks.num_processes} (training data-parallel, the rest on the main process)")
         for i, plan in enumerate(self.recipe.stages, 1):
             action = {"done": "skip (done)", "resume": "resume", "stale": "redo", "new": "run"}[self.status[plan.name]]
             lines.append(f"{i}. {plan.name:<19}{plan.kind:<19}{action:<12}-> {plan.output_dir}")
@@ -68,20 +78,25 @@ class Pipeline:
                          f"prompts x {ev.num_samples} samples at T={ev.temperature}")
         return lines
 
-    def preflight(self) -> None:
-        """Checks that need the tokenizer or the data (chat template, dataset columns); raises RecipeError."""
+    def preflight(self) -> TemplateReport | None:
+        """Checks that need the tokenizer or the data (chat template, dataset columns); raises RecipeError.
+
+        Builds the tiny model first when the recipe asks for it. Returns (and keeps) the chat-template report.
+        """
         problems: list[str] = []
         self.template = self._inspect_template()
         if self.template is not None:
-            sft_stages = [s.name for s in self.recipe.stages if s.kind == "sft" and self.status[s.name] != "done"]
-            problems += template_problems(self.template, sft_stages=sft_stages)
+            chat_stages = [s.name for s in self.recipe.stages
+                           if STAGE_REGISTRY[s.name].trains_on_chat and self.status[s.name] != "done"]
+            problems += template_problems(self.template, sft_stages=chat_stages)
         for plan in self.recipe.stages:
             if self.status[plan.name] != "done":
-                problems += self._check_stage_data(plan)
+                problems += STAGE_REGISTRY[plan.name].check_data(plan, self)
         if self.recipe.evaluation is not None:
-            problems += self._check_columns("evaluation", "evaluation", ("prompt",), self._eval_rewards())
+            problems += self.check_columns("evaluation", self._evaluation_prompts, ("prompt",), self._eval_rewards())
         if problems:
             raise RecipeError(problems)
+        return self.template
 
     def _inspect_template(self) -> TemplateReport | None:
         from transformers import AutoTokenizer
@@ -97,128 +112,113 @@ class Pipeline:
             return None
         return inspect_chat_template(tokenizer)
 
-    def _check_stage_data(self, plan: StagePlan) -> list[str]:
-        if plan.kind == "sft":
-            if plan.args.dataset_name is None:
-                return []
-            columns = self._columns(plan.name, plan)
-            if columns is not None and not any(set(c) <= set(columns) for c in SFT_COLUMNS):
-                needs = "'messages', 'text', or 'prompt' + 'completion'"
-                return [f"{plan.name}: dataset {plan.args.dataset_name!r} has columns {columns}; SFT needs {needs}"]
-            return []
-        if plan.kind == "rejection_sampling":
-            if plan.config.dataset_name is None:
-                return []
-            return self._check_columns(plan.name, plan.name, (plan.config.prompt_column,),
-                                       plan.section.get("rewards", self._rl_rewards() or plan.config.rewards))
-        return self._check_columns(plan.name, plan.name, ("prompt",), plan.args.rewards)
+    # ----------------------------------------------------------------------------------------- what stages ask
 
-    def _check_columns(self, where: str, key: str, needed: tuple[str, ...], rewards: list[Any]) -> list[str]:
+    def cached(self, key: str, load: Callable[[], Any]) -> Any:
+        """A dataset loaded once per run (per process)."""
+        if key not in self._datasets:
+            self._datasets[key] = load()
+        return self._datasets[key]
+
+    def columns(self, where: str, load: Callable[[], Any]) -> list[str]:
+        try:
+            return list(load().column_names)
+        except Exception as exc:  # a dataset that cannot be loaded is reported, not a crash
+            raise RecipeError([f"{where}: cannot load the dataset: {type(exc).__name__}: {exc}"]) from exc
+
+    def check_columns(self, where: str, load: Callable[[], Any], needed: tuple[str, ...],
+                      rewards: list[Any]) -> list[str]:
+        """Problems with a dataset's columns for a stage's own needs and for what its rewards declare they read."""
         from ..rewards import get_reward_funcs
+        from ..rewards.base import declared
 
-        columns = self._columns(key, self.recipe.evaluation if key == "evaluation" else self.recipe.stage(key))
-        if columns is None:
-            return []
+        columns = self.columns(where, load)
         problems = [f"{where}: the dataset has no {c!r} column (columns: {columns})" for c in needed if c not in columns]
         for func in get_reward_funcs(rewards):
-            for column in getattr(func, "required_columns", ()):
+            for column in declared(func, "required_columns"):
                 if column not in columns:
                     problems.append(f"{where}: reward {func.__name__!r} needs a {column!r} column; the dataset "
                                     f"has {columns}")
-            references = reference_columns(func)
+            references = declared(func, "reference_columns")
             if references and not set(references) & set(columns):
                 problems.append(f"{where}: reward {func.__name__!r} reads its reference from one of the columns "
                                 f"{list(references)}; the dataset has {columns} (map one with solution_column)")
         return problems
 
-    def _columns(self, key: str, owner: Any) -> list[str] | None:
-        try:
-            return list(self.dataset(key, owner).column_names)
-        except Exception as exc:  # a dataset that cannot be loaded is reported, not a crash
-            raise RecipeError([f"{key}: cannot load the dataset: {type(exc).__name__}: {exc}"]) from exc
+    def adapted(self, rewards: list[Any]) -> list[Any]:
+        """Reward entries adapted to the chat template (see `templates.adapt_rewards`)."""
+        return adapt_rewards(rewards, self.template) if self.template is not None else list(rewards)
 
-    def dataset(self, key: str, owner: Any = None):
-        """A stage's (or the evaluation's) dataset, loaded once."""
-        from .data import load_dataset_spec, load_stage_dataset
+    def start_from(self, stages: tuple[str, ...]) -> ModelHandle:
+        """The model of the first of `stages` that produced one ("base" names the base model), else the base."""
+        return next((self.handles[s] for s in stages if s in self.handles), self.handles["base"])
 
-        if key not in self._datasets:
-            if key == "evaluation":
-                self._datasets[key] = load_stage_dataset(self.recipe.evaluation, split_attribute="dataset_split")
-            elif key == "rejection_sampling":
-                cfg, args = owner.config, owner.args
-                if cfg.dataset_name is None:
-                    return self.dataset("rl", self.recipe.stage("rl"))
-                self._datasets[key] = load_dataset_spec(cfg.dataset_name, split=cfg.dataset_split,
-                                                        config=args.dataset_config, kwargs=args.dataset_kwargs)
-            else:
-                self._datasets[key] = load_stage_dataset(owner.args)
-        return self._datasets[key]
+    def output_of(self, stage: str, key: str) -> Any:
+        """One output of an earlier stage's record (None when the recipe has no such stage)."""
+        plan = self.recipe.stage(stage)
+        record = read_record(plan.output_dir) if plan is not None else None
+        return record.outputs.get(key) if record is not None else None
 
     # ----------------------------------------------------------------------------------------- running
 
-    def run(self) -> dict[str, Any]:
-        """Run every stage that is not done, evaluate, and write the report. Returns the report."""
+    def run(self) -> dict[str, Any] | None:
+        """Run every stage that is not done, evaluate, and write the report; returns the report (on every rank)."""
         from .report import terminal_summary, write_report
 
-        self.recipe.run_dir.mkdir(parents=True, exist_ok=True)
-        self.preflight()
+        def start() -> TemplateReport | None:
+            self.recipe.run_dir.mkdir(parents=True, exist_ok=True)
+            return self.preflight()
+
+        self.template = self.ranks.on_main(start)
         for line in self.plan_lines():
             self.echo(line)
-        handles: dict[str, ModelHandle] = {"base": ModelHandle(self.base_model_path)}
-        base_evaluation = self._base_evaluation()
+        base_evaluation = self.ranks.on_main(self._base_evaluation)
         for plan in self.recipe.stages:
-            status = self.status[plan.name]
+            stage, status = STAGE_REGISTRY[plan.name], self.status[plan.name]
             if status == "done":
                 self.echo(f"[{plan.name}] done earlier, skipped")
-                handle = read_record(plan.output_dir).handle
-                if handle is not None:
-                    handles[plan.name] = handle
-                continue
-            prepare_stage_dir(plan, status)
-            if status != "resume":
-                write_record(plan.output_dir, StageRecord(plan.name, plan.fingerprint))
-            self.echo(f"[{plan.name}] {'resuming' if status == 'resume' else 'running'}")
-            record = self._run_stage(plan, handles)
-            if record.handle is not None:
-                handles[plan.name] = record.handle
-                record.evaluation = self._evaluate(plan.name, record.handle)
-            write_record(plan.output_dir, record)
-            self.echo(f"[{plan.name}] done in {record.seconds:.0f}s")
-        report = write_report(self.recipe.run_dir, [s.name for s in self.recipe.stages], base_evaluation)
-        self.echo(terminal_summary(report))
-        self.echo(f"report: {self.recipe.run_dir / 'report.md'}")
-        return report
-
-    def _run_stage(self, plan: StagePlan, handles: dict[str, ModelHandle]) -> StageRecord:
-        if plan.kind == "rejection_sampling":
-            start = handles.get("rl") or handles.get("cold_start") or handles["base"]
-            return run_rejection_sampling_stage(
-                plan, start, self.recipe.model, self.dataset(plan.name, plan),
-                rewards=self._rl_rewards(), think_prefilled=bool(self.template and self.template.prefills_think))
-        if plan.kind == "sft":
-            if plan.name == "final_sft":
-                start = handles[plan.args.init_from] if plan.args.init_from != "base" else handles["base"]
-                rs = read_record(self.recipe.stage("rejection_sampling").output_dir) \
-                    if self.recipe.stage("rejection_sampling") else None
-                data = final_sft_dataset(plan, rs.outputs.get("dataset_path") if rs else None)
+                record = read_record(plan.output_dir)
             else:
-                start, data = handles["base"], self.dataset(plan.name, plan)
-            return run_training_stage(plan, start, data)
-        from ..rewards import get_reward_funcs
+                self.ranks.on_main(lambda: prepare_stage_dir(plan, status))
+                self.echo(f"[{plan.name}] {'resuming' if status == 'resume' else 'running'}")
+                if stage.data_parallel:
+                    result = stage.run(plan, self)
+                    record = self.ranks.on_main(lambda: self._finish(stage, plan, result))
+                else:
+                    record = self.ranks.on_main(lambda: self._finish(stage, plan, stage.run(plan, self)))
+                self.echo(f"[{plan.name}] done in {record.seconds:.0f}s")
+            if record is not None and record.handle is not None:
+                self.handles[plan.name] = record.handle
 
-        start = handles.get("cold_start") or handles["base"]
-        rewards = get_reward_funcs(self._adapted(plan.args.rewards))
-        return run_training_stage(plan, start, self.dataset(plan.name, plan), reward_funcs=rewards)
+        def report() -> dict[str, Any]:
+            written = write_report(self.recipe.run_dir, [s.name for s in self.recipe.stages], base_evaluation,
+                                   stage_dirs={s.name: s.output_dir for s in self.recipe.stages})
+            self.echo(terminal_summary(written))
+            self.echo(f"report: {self.recipe.run_dir / 'report.md'}")
+            return written
 
-    def _rl_rewards(self) -> list[Any] | None:
-        rl = self.recipe.stage("rl")
-        return self._adapted(rl.args.rewards) if rl is not None else None
+        return self.ranks.on_main(report)
 
-    def _adapted(self, rewards: list[Any]) -> list[Any]:
-        return adapt_rewards(rewards, self.template) if self.template is not None else list(rewards)
+    def _finish(self, stage: Any, plan: StagePlan, result: Any) -> StageRecord:
+        """Main process: the stage's record (hand-off, metrics), its held-out evaluation, written to stage.json."""
+        began = time.perf_counter()
+        record = stage.record(plan, self, result)
+        handed_on = time.perf_counter()
+        if record.handle is not None:
+            record.evaluation = self._evaluate(plan.name, record.handle)
+        # what the other ranks waited for (merging, evaluation), next to the stage's own `seconds`
+        record.metrics["main_process_seconds"] = {"record": round(handed_on - began, 3),
+                                                  "evaluation": round(time.perf_counter() - handed_on, 3)}
+        write_record(plan.output_dir, record)
+        return record
 
     def _eval_rewards(self) -> list[Any]:
-        return self._adapted(self.recipe.evaluation.rewards or self._rl_rewards() or DEFAULT_EVAL_REWARDS)
+        trained_with = [p.args.rewards for p in self.recipe.stages if isinstance(getattr(p.args, "rewards", None), list)]
+        return self.adapted(self.recipe.evaluation.rewards or (trained_with[0] if trained_with else DEFAULT_EVAL_REWARDS))
+
+    def _evaluation_prompts(self):
+        return self.cached("evaluation", lambda: load_stage_dataset(self.recipe.evaluation,
+                                                                    split_attribute="dataset_split"))
 
     def _evaluate(self, stage: str, handle: ModelHandle) -> dict[str, float] | None:
         from .evaluate import evaluate_model
@@ -227,7 +227,7 @@ class Pipeline:
         if ev is None or stage not in ev.stages:
             return None
         self.echo(f"[{stage}] evaluating on held-out prompts")
-        return evaluate_model(handle.model_path, self.dataset("evaluation"), ev, self._eval_rewards(),
+        return evaluate_model(handle.model_path, self._evaluation_prompts(), ev, self._eval_rewards(),
                               adapter_path=handle.adapter_path,
                               load_in_4bit=bool(self.recipe.model.load_in_4bit and handle.adapter_path))
 
@@ -254,17 +254,6 @@ class Pipeline:
         build_tiny_model(self.recipe.run_dir / BASE_MODEL_DIR, **self.recipe.model.tiny)
 
 
-def reference_columns(reward: Any) -> tuple[str, ...]:
-    """The dataset columns a reward reads its reference from (any one will do); empty when it needs none."""
-    from ..rewards.code import TEST_COLUMNS, CodeReward
-
-    if isinstance(reward, CodeReward):
-        return TEST_COLUMNS
-    if hasattr(reward, "gold_column"):  # math: the gold answer, with fallbacks
-        return (reward.gold_column, *getattr(reward, "fallback_columns", ()))
-    return ()
-
-
 def _settings(plan: StagePlan) -> str:
     """The settings worth seeing in a plan line: what the user set in the section, shortened."""
     shown = {k: v for k, v in plan.section.items() if k not in ("dataset_kwargs",)}
@@ -272,4 +261,4 @@ def _settings(plan: StagePlan) -> str:
     return text if len(text) <= 150 else text[:147] + "..."
 
 
-__all__ = ["STAGES", "Pipeline"]
+__all__ = ["Pipeline"]

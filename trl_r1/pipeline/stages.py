@@ -1,4 +1,19 @@
-"""Running one stage: build the TRL trainer from a `StagePlan`, train (resuming), save, hand the model on.
+"""The pipeline's stages: one protocol (`Stage`), one registry (`STAGE_REGISTRY`, in pipeline order), and what
+each kind does: train with a TRL trainer (resuming), rejection-sample, hand the model on.
+
+A stage answers four questions, so the runner never asks for a stage by name:
+
+* `plan(name, section, where, problems)`: validate its recipe section into a `StagePlan` (and
+  `check_recipe(plan, present, problems)`: what it needs from the other stages);
+* `check_data(plan, pipeline)`: problems with its dataset, before any work (preflight);
+* `run(plan, pipeline)`: the work. A `data_parallel` stage runs on every rank (training: accelerate/TRL shard
+  the batches); any other stage runs on the main process only;
+* `record(plan, pipeline, result)`: on the main process, what the next stages get (the model handle, merged if
+  asked, or the dataset) and the metrics, as a `StageRecord`.
+
+Adding a stage (R1's second RL phase, say) is one registration at the bottom of this file::
+
+    STAGE_REGISTRY.add("rl_2", RLStage(starts_from=("final_sft", "rl", "cold_start")))
 
 Every stage writes `<run_dir>/<stage>/stage.json`: its fingerprint, status (`running` / `done`), outputs (the
 model to continue from, as a full model path plus an optional LoRA adapter) and metrics. A `done` stage with
@@ -16,7 +31,25 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from .recipe import R1ModelConfig, StagePlan
+from ..registry import Registry
+from .recipe import (
+    FinalSFTArguments,
+    PlanContext,
+    R1ModelConfig,
+    RejectionSamplingStageArguments,
+    RLStageArguments,
+    SFTStageArguments,
+    StagePlan,
+    build,
+    check_mix_entry,
+    fields_of,
+    pick,
+    plan_section_keys,
+    plan_trainer_stage,
+    rejection_sampling_config,
+    reward_weights,
+    trainer_config,
+)
 
 logger = logging.getLogger("trl_r1.pipeline")
 
@@ -82,45 +115,59 @@ def stage_status(plan: StagePlan, forced: bool = False) -> str:
 
 
 def prepare_stage_dir(plan: StagePlan, status: str) -> None:
-    """Move a stale stage's outputs aside (to `<stage>.previous`) so that nothing of the old run is mixed in."""
+    """Move a stale stage's outputs aside (to `<stage>.previous`) so that nothing of the old run is mixed in,
+    then mark the stage running. The main process alone calls it (moving directories is not shared work).
+    """
     if status == "stale" and plan.output_dir.exists():
         previous = plan.output_dir.with_name(plan.output_dir.name + ".previous")
         shutil.rmtree(previous, ignore_errors=True)
         plan.output_dir.rename(previous)
         logger.info("%s: configuration changed, previous outputs moved to %s", plan.name, previous)
+    if status != "resume":
+        write_record(plan.output_dir, StageRecord(plan.name, plan.fingerprint))
 
 
-# --------------------------------------------------------------------------------------------- training stages
+# --------------------------------------------------------------------------------------------- training
 
 
-def run_training_stage(plan: StagePlan, start: ModelHandle, train_dataset: Any, *,
-                       reward_funcs: list[Any] | None = None) -> StageRecord:
-    """Train one SFT / GRPO / PPO stage from `start`; returns its finished record (outputs + metrics)."""
+@dataclass
+class TrainingResult:
+    """What `train` leaves for `record`: the trainer's numbers (every rank has them; the main one records)."""
+
+    start: ModelHandle
+    metrics: dict[str, Any]
+    seconds: float
+
+
+def train(plan: StagePlan, start: ModelHandle, train_dataset: Any, *,
+          reward_funcs: list[Any] | None = None) -> TrainingResult:
+    """Train one SFT / GRPO / PPO stage from `start`, resuming from its last checkpoint, and save it.
+
+    Runs on every rank: TRL's trainer shards the batches across processes and saves on the main one.
+    """
     from transformers.trainer_utils import get_last_checkpoint
 
-    model_args = plan.model_args
     config = plan.config
     plan.output_dir.mkdir(parents=True, exist_ok=True)
     resume = get_last_checkpoint(str(plan.output_dir)) if any(plan.output_dir.glob("checkpoint-*")) else None
     if resume:
         logger.info("%s: resuming from %s", plan.name, resume)
-    model, peft_config, quantization_config = _model_for_trainer(model_args, start, config)
-    trainer_cls = _trainer_class(plan.kind)
+    model, peft_config, quantization_config = _model_for_trainer(plan.model_args, start, config)
     kwargs: dict[str, Any] = {"model": model, "args": config, "train_dataset": train_dataset,
                               "peft_config": peft_config, "quantization_config": quantization_config}
     if reward_funcs is not None:
         kwargs["reward_funcs"] = reward_funcs
-    trainer = trainer_cls(**kwargs)
+    trainer = _trainer_class(plan.kind)(**kwargs)
     began = time.perf_counter()
     result = trainer.train(resume_from_checkpoint=resume)
     trainer.save_model(str(plan.output_dir))
     trainer.save_state()
-    outputs = _hand_on(plan, start, model_args)
     trained = trainer.model
     metrics = {"train": dict(result.metrics), "global_step": trainer.state.global_step,
                "resumed_from": resume, "loaded_in_4bit": bool(getattr(trained, "is_loaded_in_4bit", False)),
-               "trainable_params": sum(p.numel() for p in trained.parameters() if p.requires_grad)}
-    return StageRecord(plan.name, plan.fingerprint, "done", outputs, metrics, seconds=time.perf_counter() - began)
+               "trainable_params": sum(p.numel() for p in trained.parameters() if p.requires_grad),
+               "num_processes": trainer.accelerator.num_processes}
+    return TrainingResult(start, metrics, time.perf_counter() - began)
 
 
 def _trainer_class(kind: str) -> type:
@@ -159,17 +206,21 @@ def _model_for_trainer(model_args: R1ModelConfig, start: ModelHandle, config: An
     return PeftModel.from_pretrained(base, start.adapter_path, is_trainable=True), None, None
 
 
-def _hand_on(plan: StagePlan, start: ModelHandle, model_args: R1ModelConfig) -> dict[str, Any]:
-    """The model the next stage starts from: this stage's full model, its adapter on the same base, or the
-    adapter merged into a fresh full-precision copy of the base (`<stage>/merged`)."""
-    out = str(plan.output_dir)
+def hand_on(plan: StagePlan, result: TrainingResult) -> StageRecord:
+    """The finished record of a training stage, with the model the next stage starts from: this stage's full
+    model, its adapter on the same base, or the adapter merged into a fresh full-precision copy of the base
+    (`<stage>/merged`). Main process only: the adapter is complete on disk once every rank has passed the
+    barrier after training."""
+    out, model_args = str(plan.output_dir), plan.model_args
     if not model_args.use_peft:
-        return {"model_path": out}
-    if model_args.adapter_handoff == "continue":
-        return {"model_path": start.model_path, "adapter_path": out}
-    merged = plan.output_dir / "merged"
-    merge_adapter(start.model_path, out, merged, dtype=model_args.dtype)
-    return {"model_path": str(merged), "adapter_path": None, "adapter": out}
+        outputs = {"model_path": out}
+    elif model_args.adapter_handoff == "continue":
+        outputs = {"model_path": result.start.model_path, "adapter_path": out}
+    else:
+        merged = plan.output_dir / "merged"
+        merge_adapter(result.start.model_path, out, merged, dtype=model_args.dtype)
+        outputs = {"model_path": str(merged), "adapter_path": None, "adapter": out}
+    return StageRecord(plan.name, plan.fingerprint, "done", outputs, result.metrics, seconds=result.seconds)
 
 
 def merge_adapter(base_path: str, adapter_path: str, output_dir: Path, *, dtype: str | None = "bfloat16") -> Path:
@@ -191,46 +242,252 @@ def merge_adapter(base_path: str, adapter_path: str, output_dir: Path, *, dtype:
     return output_dir
 
 
-# --------------------------------------------------------------------------------------------- rejection sampling
+# --------------------------------------------------------------------------------------------- the stage protocol
 
 
-def run_rejection_sampling_stage(plan: StagePlan, start: ModelHandle, model: R1ModelConfig, prompts: Any,
-                                 *, rewards: list[Any] | None, think_prefilled: bool) -> StageRecord:
-    """Sample from the RL checkpoint with trl-r1's data builder; the accepted set feeds the final SFT."""
-    from ..data.rejection_sampling import rejection_sample
+class Stage:
+    """A kind of pipeline stage (see the module docstring for the protocol).
 
-    section = plan.section
-    config = replace(
-        plan.config, model_name_or_path=start.model_path, adapter_path=start.adapter_path,
-        output_dir=str(plan.output_dir),
-        load_in_4bit=section.get("load_in_4bit", bool(model.load_in_4bit)),
-        rewards=section.get("rewards", rewards if rewards is not None else plan.config.rewards),
-        think_prefilled=section.get("think_prefilled", True if think_prefilled else plan.config.think_prefilled),
-    )
-    began = time.perf_counter()
-    result = rejection_sample(config, dataset=prompts)
-    outputs = {"dataset_path": str(Path(result.output_dir) / "sft.jsonl"), "num_accepted": len(result.dataset)}
-    if len(result.dataset) == 0:
-        raise StageError(f"{plan.name}: no sample was accepted (stats: {result.stats}); the final SFT would have "
-                           "nothing to train on. Train the RL stage longer, sample more (num_samples), or lower "
-                           "min_reward")
-    return StageRecord(plan.name, plan.fingerprint, "done", outputs, {"rejection_sampling": result.stats},
-                       seconds=time.perf_counter() - began)
+    Attributes:
+        data_parallel: `run` runs on every rank (training); otherwise on the main process only.
+        trains_on_chat: trains on chat-rendered assistant turns (the chat-template check applies to it).
+        starts_from: the stages whose model it continues from, in order of preference (else the base model).
+    """
+
+    data_parallel: bool = False
+    trains_on_chat: bool = False
+    starts_from: tuple[str, ...] = ()
+
+    def plan(self, name: str, section: dict[str, Any], where: PlanContext, problems: list[str]) -> StagePlan | None:
+        raise NotImplementedError
+
+    def check_recipe(self, plan: StagePlan, present: set[str], problems: list[str]) -> None:
+        """Problems with what this stage needs from the recipe's other stages (none by default)."""
+
+    def check_data(self, plan: StagePlan, pipeline: Any) -> list[str]:
+        return []
+
+    def run(self, plan: StagePlan, pipeline: Any) -> Any:
+        raise NotImplementedError
+
+    def record(self, plan: StagePlan, pipeline: Any, result: Any) -> StageRecord:
+        raise NotImplementedError
 
 
-def final_sft_dataset(plan: StagePlan, accepted_path: str | None):
+SFT_COLUMNS = (("messages",), ("text",), ("prompt", "completion"))
+
+
+class SFTStage(Stage):
+    """Supervised fine-tuning on the stage's dataset (R1's cold start, §2.3.1)."""
+
+    data_parallel = trains_on_chat = True
+    args_class: type = SFTStageArguments
+
+    def plan(self, name, section, where, problems):
+        return plan_trainer_stage(name, "sft", section, where, self.args_class, trainer_config("sft"), problems)
+
+    def check_recipe(self, plan, present, problems):
+        if plan.args is not None and not plan.args.dataset_name:
+            problems.append(f"{plan.name}: key 'dataset_name' is required")
+
+    def check_data(self, plan, pipeline):
+        if plan.args.dataset_name is None:
+            return []
+        columns = pipeline.columns(plan.name, lambda: self.own_dataset(plan, pipeline))
+        if not any(set(c) <= set(columns) for c in SFT_COLUMNS):
+            needs = "'messages', 'text', or 'prompt' + 'completion'"
+            return [f"{plan.name}: dataset {plan.args.dataset_name!r} has columns {columns}; SFT needs {needs}"]
+        return []
+
+    def own_dataset(self, plan, pipeline):
+        """The stage's `dataset_name`, loaded once."""
+        from .data import load_stage_dataset
+
+        return pipeline.cached(plan.name, lambda: load_stage_dataset(plan.args))
+
+    def dataset(self, plan, pipeline):
+        """What the stage trains on."""
+        return self.own_dataset(plan, pipeline)
+
+    def start(self, plan, pipeline) -> ModelHandle:
+        return pipeline.start_from(self.starts_from)
+
+    def run(self, plan, pipeline):
+        return train(plan, self.start(plan, pipeline), self.dataset(plan, pipeline))
+
+    def record(self, plan, pipeline, result):
+        return hand_on(plan, result)
+
+
+class FinalSFTStage(SFTStage):
+    """SFT on the rejection-sampled set, optionally mixed with other data (R1 §2.3.3)."""
+
+    args_class = FinalSFTArguments
+
+    def __init__(self, data_from: str):
+        self.data_from = data_from  # the stage whose accepted samples it trains on
+
+    def check_recipe(self, plan, present, problems):
+        if plan.args is None:
+            return
+        if self.data_from not in present and not plan.args.dataset_name:
+            problems.append(f"{plan.name}: key 'dataset_name' is required when the recipe has no "
+                            f"{self.data_from} stage")
+        if plan.args.init_from != "base" and plan.args.init_from not in present:
+            problems.append(f"{plan.name}: init_from {plan.args.init_from!r} names a stage the recipe does not "
+                            "have; use 'base' or add the stage")
+        for i, entry in enumerate(plan.args.mix_datasets):
+            check_mix_entry(entry, i, problems)
+
+    def start(self, plan, pipeline):
+        return pipeline.start_from((plan.args.init_from,))
+
+    def dataset(self, plan, pipeline):
+        accepted = pipeline.output_of(self.data_from, "dataset_path")
+        own = self.own_dataset(plan, pipeline) if plan.args.dataset_name else None
+        return final_sft_dataset(plan, accepted, own)
+
+
+class RLStage(Stage):
+    """GRPO (trl_r1's R1GRPOTrainer) or PPO on the stage's prompts, scored by its rewards (R1 §2.2)."""
+
+    data_parallel = True
+    algorithms = ("grpo", "ppo")
+
+    def __init__(self, starts_from: tuple[str, ...]):
+        self.starts_from = starts_from
+
+    def plan(self, name, section, where, problems):
+        kind = section.get("algorithm", "grpo")
+        if kind not in self.algorithms:
+            problems.append(f"{name}: key 'algorithm': expected one of {list(self.algorithms)}, got {kind!r}")
+            return None
+        return plan_trainer_stage(name, kind, section, where, RLStageArguments, trainer_config(kind), problems,
+                                  with_rewards=True)
+
+    def check_recipe(self, plan, present, problems):
+        if plan.args is not None and not plan.args.dataset_name:
+            problems.append(f"{plan.name}: key 'dataset_name' is required")
+
+    def prompts(self, plan, pipeline):
+        from .data import load_stage_dataset
+
+        return pipeline.cached(plan.name, lambda: load_stage_dataset(plan.args))
+
+    def rewards(self, plan, pipeline) -> list[Any]:
+        return pipeline.adapted(plan.args.rewards)
+
+    def check_data(self, plan, pipeline):
+        return pipeline.check_columns(plan.name, lambda: self.prompts(plan, pipeline), ("prompt",),
+                                      self.rewards(plan, pipeline))
+
+    def run(self, plan, pipeline):
+        from ..rewards import get_reward_funcs
+
+        return train(plan, pipeline.start_from(self.starts_from), self.prompts(plan, pipeline),
+                     reward_funcs=get_reward_funcs(self.rewards(plan, pipeline)))
+
+    def record(self, plan, pipeline, result):
+        return hand_on(plan, result)
+
+
+class RejectionSamplingStage(Stage):
+    """Sample from the latest RL (or cold-start) model, keep verified readable traces (R1 §2.3.3).
+
+    Runs on the main process: the records are written once, in prompt order, and resume after a kill.
+    """
+
+    def __init__(self, starts_from: tuple[str, ...], rewards_from: str):
+        self.starts_from, self.rewards_from = starts_from, rewards_from
+
+    def plan(self, name, section, where, problems):
+        args_cls, config_cls = RejectionSamplingStageArguments, rejection_sampling_config()
+        if not plan_section_keys(name, section, [args_cls, config_cls], problems):
+            return None
+        args = build(name, args_cls, pick(section, args_cls), problems)
+        values = {k: v for k, v in section.items() if k not in fields_of(args_cls)}
+        values["output_dir"] = str(where.output_dir)
+        values["model_name_or_path"] = "<rl checkpoint>"  # the pipeline sets the real path when the stage runs
+        if "rewards" in values:
+            reward_weights(values["rewards"], name, problems)
+        config = build(name, config_cls, values, problems)
+        return StagePlan(name, "rejection_sampling", args, config, None, where.output_dir, section=section)
+
+    def check_recipe(self, plan, present, problems):
+        if not present & set(self.starts_from):
+            problems.append(f"{plan.name}: needs an {' or '.join(self.starts_from)} stage to sample from")
+        if plan.config is not None and not plan.config.dataset_name and self.rewards_from not in present:
+            problems.append(f"{plan.name}: key 'dataset_name' is required when the recipe has no "
+                            f"{self.rewards_from} stage")
+
+    def rewards(self, plan, pipeline) -> list[Any]:
+        source = pipeline.recipe.stage(self.rewards_from)
+        default = pipeline.adapted(source.args.rewards) if source is not None else plan.config.rewards
+        return plan.section.get("rewards", default)
+
+    def prompts(self, plan, pipeline):
+        from .data import load_dataset_spec
+
+        cfg, args = plan.config, plan.args
+        if cfg.dataset_name is None:
+            source = pipeline.recipe.stage(self.rewards_from)
+            return STAGE_REGISTRY[source.name].prompts(source, pipeline)
+        return pipeline.cached(plan.name, lambda: load_dataset_spec(
+            cfg.dataset_name, split=cfg.dataset_split, config=args.dataset_config, kwargs=args.dataset_kwargs))
+
+    def check_data(self, plan, pipeline):
+        if plan.config.dataset_name is None:
+            return []
+        return pipeline.check_columns(plan.name, lambda: self.prompts(plan, pipeline), (plan.config.prompt_column,),
+                                      self.rewards(plan, pipeline))
+
+    def run(self, plan, pipeline):
+        from ..data.rejection_sampling import rejection_sample
+
+        start, section = pipeline.start_from(self.starts_from), plan.section
+        config = replace(
+            plan.config, model_name_or_path=start.model_path, adapter_path=start.adapter_path,
+            output_dir=str(plan.output_dir),
+            load_in_4bit=section.get("load_in_4bit", bool(pipeline.recipe.model.load_in_4bit)),
+            rewards=self.rewards(plan, pipeline),
+            think_prefilled=section.get("think_prefilled", True if pipeline.prefills_think else
+                                        plan.config.think_prefilled),
+        )
+        began = time.perf_counter()
+        return rejection_sample(config, dataset=self.prompts(plan, pipeline)), time.perf_counter() - began
+
+    def record(self, plan, pipeline, result):
+        result, seconds = result
+        outputs = {"dataset_path": str(Path(result.output_dir) / "sft.jsonl"), "num_accepted": len(result.dataset)}
+        if len(result.dataset) == 0:
+            raise StageError(f"{plan.name}: no sample was accepted (stats: {result.stats}); the final SFT would have "
+                             "nothing to train on. Train the RL stage longer, sample more (num_samples), or lower "
+                             "min_reward")
+        return StageRecord(plan.name, plan.fingerprint, "done", outputs, {"rejection_sampling": result.stats},
+                           seconds=seconds)
+
+
+def final_sft_dataset(plan: StagePlan, accepted_path: str | None, own: Any = None):
     """The accepted samples (their `messages`), mixed with the recipe's `mix_datasets` and/or its own dataset."""
     import datasets
     from trl import DatasetMixtureConfig, get_dataset
 
-    from .data import load_stage_dataset
-
     parts = []
     if accepted_path:
         parts.append(datasets.load_dataset("json", data_files=accepted_path, split="train"))
-    if plan.args.dataset_name:
-        parts.append(load_stage_dataset(plan.args))
+    if own is not None:
+        parts.append(own)
     if plan.args.mix_datasets:
         parts.append(get_dataset(DatasetMixtureConfig(datasets=[dict(d) for d in plan.args.mix_datasets]))["train"])
     parts = [p.select_columns(["messages"]) for p in parts]
     return parts[0] if len(parts) == 1 else datasets.concatenate_datasets(parts).shuffle(seed=plan.config.seed)
+
+
+# --------------------------------------------------------------------------------------------- the registry
+
+STAGE_REGISTRY: Registry[Stage] = Registry("stage", signature="Stage: plan, check_data, run, record")
+STAGE_REGISTRY.add("cold_start", SFTStage())
+STAGE_REGISTRY.add("rl", RLStage(starts_from=("cold_start",)))
+STAGE_REGISTRY.add("rejection_sampling", RejectionSamplingStage(starts_from=("rl", "cold_start"), rewards_from="rl"))
+STAGE_REGISTRY.add("final_sft", FinalSFTStage(data_from="rejection_sampling"))
+STAGES = STAGE_REGISTRY.choices()

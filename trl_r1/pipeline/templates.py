@@ -17,7 +17,6 @@ from ..verifiers.format import THINK_OPEN, prompt_prefills_think
 logger = logging.getLogger("trl_r1.pipeline")
 
 _PROBE_REASONING = "probe reasoning 7 plus 5"
-_FORMAT_REWARDS = ("format", "soft_format")
 
 
 @dataclass(frozen=True)
@@ -47,7 +46,8 @@ def inspect_chat_template(tokenizer: Any) -> TemplateReport:
 
 
 def adapt_rewards(rewards: list[Any], report: TemplateReport) -> list[Any]:
-    """Reward entries with ``think_prefilled: true`` added to format rewards when the template prefills ``<think>``.
+    """Reward entries with ``think_prefilled: true`` added to the rewards that take it (they declare
+    `think_prefill_option`) when the template prefills ``<think>``.
 
     An explicit ``think_prefilled`` in an entry is kept (the user decided).
 
@@ -57,10 +57,11 @@ def adapt_rewards(rewards: list[Any], report: TemplateReport) -> list[Any]:
     """
     if not report.prefills_think:
         return list(rewards)
+    from ..rewards import reward_declares
+
     adapted = []
     for entry in rewards:
-        name = entry if isinstance(entry, str) else entry.get("name") if isinstance(entry, dict) else None
-        if name in _FORMAT_REWARDS:
+        if reward_declares(entry, "think_prefill_option"):
             entry = {"name": entry} if isinstance(entry, str) else dict(entry)
             entry.setdefault("think_prefilled", True)
         adapted.append(entry)

@@ -1,45 +1,33 @@
-"""TRL reward functions for R1-style training, and a name registry for recipes.
+"""TRL reward functions for R1-style training, and the reward registry recipes name them from.
 
 Every reward follows TRL's protocol (keyword call, `list[float | None]` out) and can be passed directly to
 `GRPOTrainer(reward_funcs=[...])` or `RLOOTrainer`. Recipes list them by name with `get_reward_funcs`.
+
+`REWARD_REGISTRY` (a `trl_r1.registry.Registry`) maps a name to the reward's class, imported on first use so
+that heavy verifiers load only when asked for; the entry's `instance` is the ready-made default and `options`
+the preset keyword arguments. What a reward *is* (correctness / format / style, the columns it reads, whether
+code in its reasoning is fine) is declared on its class (`RewardFunction`), so callers ask it. Adding a reward
+is its class plus one `REWARD_REGISTRY.add(...)` line here.
 """
 
 from __future__ import annotations
 
-import importlib
 from typing import Any, Callable
 
-from .base import RewardFunction, Sample, Score
+from ..registry import Registry, looks_like_import_path, resolve_import_path
+from .base import RewardFunction, Sample, Score, declared
 from .format import FormatReward, format_reward, soft_format_reward
 
-# name -> "module:attribute" (imported on first use, so heavy verifiers load only when asked for)
-REWARD_REGISTRY: dict[str, str] = {
-    "format": "trl_r1.rewards.format:format_reward",
-    "soft_format": "trl_r1.rewards.format:soft_format_reward",
-    "math": "trl_r1.rewards.math:math_accuracy_reward",
-    "math_accuracy": "trl_r1.rewards.math:math_accuracy_reward",
-    "code": "trl_r1.rewards.code:code_reward",
-    "language": "trl_r1.rewards.language:language_consistency_reward",
-    "language_consistency": "trl_r1.rewards.language:language_consistency_reward",
-}
-# classes whose options a recipe may set: name -> "module:Class"
-REWARD_CLASSES: dict[str, str] = {
-    "format": "trl_r1.rewards.format:FormatReward",
-    "soft_format": "trl_r1.rewards.format:FormatReward",
-    "math": "trl_r1.rewards.math:MathAccuracyReward",
-    "math_accuracy": "trl_r1.rewards.math:MathAccuracyReward",
-    "code": "trl_r1.rewards.code:CodeReward",
-    "language": "trl_r1.rewards.language:LanguageConsistencyReward",
-    "language_consistency": "trl_r1.rewards.language:LanguageConsistencyReward",
-}
-
-
-def _load(target: str) -> Any:
-    module, _, attr = target.partition(":") if ":" in target else target.rpartition(".")
-    try:
-        return getattr(importlib.import_module(module), attr)
-    except (ImportError, AttributeError) as exc:
-        raise ValueError(f"cannot import reward {target!r}: {exc}") from exc
+REWARD_REGISTRY: Registry[type] = Registry(
+    "reward", signature="Reward(**options)(prompts, completions, completion_ids, **columns) -> list[float | None]")
+REWARD_REGISTRY.add("format", "trl_r1.rewards.format:FormatReward", instance="trl_r1.rewards.format:format_reward")
+REWARD_REGISTRY.add("soft_format", "trl_r1.rewards.format:FormatReward", options={"soft": True},
+                    instance="trl_r1.rewards.format:soft_format_reward")
+REWARD_REGISTRY.add("math", "trl_r1.rewards.math:MathAccuracyReward", aliases=("math_accuracy",),
+                    instance="trl_r1.rewards.math:math_accuracy_reward")
+REWARD_REGISTRY.add("code", "trl_r1.rewards.code:CodeReward", instance="trl_r1.rewards.code:code_reward")
+REWARD_REGISTRY.add("language", "trl_r1.rewards.language:LanguageConsistencyReward", aliases=("language_consistency",),
+                    instance="trl_r1.rewards.language:language_consistency_reward")
 
 
 def get_reward_func(name: str, **options: Any) -> Callable[..., list[float | None]]:
@@ -53,19 +41,25 @@ def get_reward_func(name: str, **options: Any) -> Callable[..., list[float | Non
     'soft_format_reward'
     """
     if name in REWARD_REGISTRY:
-        if not options and name != "soft_format":
-            return _load(REWARD_REGISTRY[name])
-        if name == "soft_format":
-            options = {"soft": True, **options}
-        return _load(REWARD_CLASSES[name])(**options)
-    if "." in name:
-        target = _load(name)
+        meta = REWARD_REGISTRY.meta(name)
+        if not options:
+            return resolve_import_path(meta["instance"])
+        return REWARD_REGISTRY[name](**{**meta.get("options", {}), **options})
+    if looks_like_import_path(name):
+        try:
+            target = resolve_import_path(name)
+        except ImportError as exc:
+            raise ValueError(f"cannot import reward {name!r}: {exc}") from exc
         if options:
             if not isinstance(target, type):
                 raise ValueError(f"reward {name!r} is not a class, so it takes no options (got {sorted(options)})")
             return target(**options)
         return target() if isinstance(target, type) else target
-    raise ValueError(f"unknown reward {name!r}; known: {sorted(REWARD_REGISTRY)} or a dotted import path")
+    try:
+        REWARD_REGISTRY.canonical(name)
+    except KeyError as exc:
+        raise ValueError(f"{exc.args[0]} or a dotted import path") from None
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def get_reward_funcs(names: list[str | dict[str, Any]]) -> list[Callable[..., list[float | None]]]:
@@ -86,7 +80,35 @@ def get_reward_funcs(names: list[str | dict[str, Any]]) -> list[Callable[..., li
     return funcs
 
 
+def reward_declares(entry: str | dict[str, Any], attribute: str) -> Any:
+    """What the reward a recipe entry names declares on its class (`role`, `code_in_reasoning_ok`,
+    `think_prefill_option`), without building it.
+
+    >>> reward_declares("soft_format", "role"), reward_declares({"name": "math"}, "think_prefill_option")
+    ('format', False)
+    """
+    name = entry if isinstance(entry, str) else entry.get("name") if isinstance(entry, dict) else None
+    if not isinstance(name, str):
+        return declared(None, attribute)
+    target = REWARD_REGISTRY[name] if name in REWARD_REGISTRY else resolve_import_path(name)
+    return declared(target, attribute)
+
+
+_LAZY = {"math_accuracy_reward": "trl_r1.rewards.math", "MathAccuracyReward": "trl_r1.rewards.math",
+         "language_consistency_reward": "trl_r1.rewards.language",
+         "LanguageConsistencyReward": "trl_r1.rewards.language", "code_reward": "trl_r1.rewards.code",
+         "CodeReward": "trl_r1.rewards.code"}
+
+
+def __getattr__(attr: str) -> Any:
+    """The heavier rewards (sympy, the sandbox, language ID) as attributes, imported on first use."""
+    if attr in _LAZY:
+        return resolve_import_path(f"{_LAZY[attr]}:{attr}")
+    raise AttributeError(f"module {__name__!r} has no attribute {attr!r}")
+
+
 __all__ = [
     "RewardFunction", "Sample", "Score", "FormatReward", "format_reward", "soft_format_reward",
-    "REWARD_REGISTRY", "get_reward_func", "get_reward_funcs",
+    "math_accuracy_reward", "MathAccuracyReward", "language_consistency_reward", "LanguageConsistencyReward",
+    "code_reward", "CodeReward", "REWARD_REGISTRY", "get_reward_func", "get_reward_funcs", "reward_declares",
 ]

@@ -4,8 +4,8 @@ TRL's `GRPOTrainer` / `RLOOTrainer` call a reward with keyword arguments only: `
 `completion_ids`, every dataset column (one entry per completion), `trainer_state`, `log_extra` and
 `log_metric`. Completions are plain strings (standard datasets) or a list of messages whose assistant turn
 may carry the reasoning in a separate `reasoning_content` / `thinking` field (tokenizers with a response
-schema). `RewardFunction` turns that into a list of `Sample`s, asks the subclass for one `Score` per
-sample, and guarantees what a training run needs:
+schema). `RewardFunction` turns that into a list of `trl_r1.completion.Completion`s, asks the subclass for
+one `Score` per sample, and guarantees what a training run needs:
 
 * it never raises: a failure while scoring one sample becomes `None` for that sample, logged with its reason;
 * it never scores silently: every `None` (skip) and every rule-based 0.0 carries a reason, which is counted
@@ -17,12 +17,14 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, ClassVar
+
+from ..completion import Completion
 
 logger = logging.getLogger("trl_r1.rewards")
 
-REASONING_KEYS = ("reasoning_content", "thinking", "reasoning")
+ROLES = ("correctness", "format", "style")
 
 
 @dataclass(frozen=True)
@@ -33,82 +35,37 @@ class Score:
     reason: str | None = None  # why the sample was skipped or scored by a fallback rule
 
 
-@dataclass
-class Sample:
-    """One completion, normalised from any of TRL's completion formats."""
-
-    text: str  # the whole completion as the model wrote it; a separate reasoning field is re-wrapped in <think>
-    content: str  # the assistant's visible content (without a separate reasoning field)
-    reasoning: str | None  # the separate reasoning field (`reasoning_content` / `thinking`), if any
-    prompt: Any = None  # the raw prompt (a string or a list of messages)
-    columns: dict[str, Any] = field(default_factory=dict)  # this sample's dataset columns
-    completion_ids: list[int] | None = None
-
-    @property
-    def prompt_text(self) -> str:
-        """The prompt as text: a plain prompt itself, or the last user turn of a conversation."""
-        return prompt_to_text(self.prompt)
-
-
-def message_text(message: Any) -> str:
-    """The text of a message's `content`, which may be a string or a list of typed parts."""
-    content = message.get("content") if isinstance(message, dict) else message
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):  # multimodal parts: [{"type": "text", "text": ...}, ...]
-        return "".join(p.get("text", "") for p in content if isinstance(p, dict) and p.get("type", "text") == "text")
-    return str(content)
-
-
-def prompt_to_text(prompt: Any) -> str:
-    """The text of a prompt: a plain string, or the last user message of a conversation."""
-    if prompt is None:
-        return ""
-    if isinstance(prompt, str):
-        return prompt
-    if isinstance(prompt, list):
-        users = [m for m in prompt if isinstance(m, dict) and m.get("role") == "user"]
-        return message_text(users[-1]) if users else "".join(message_text(m) for m in prompt)
-    return str(prompt)
-
-
-def completion_to_sample(completion: Any) -> Sample:
-    """Normalise a completion (str, message list, single message dict) into a Sample.
-
-    >>> s = completion_to_sample([{"role": "assistant", "reasoning_content": "2+3=5", "content": "<answer>5</answer>"}])
-    >>> s.text
-    '<think>2+3=5</think>\\n<answer>5</answer>'
-    >>> completion_to_sample("<think>x</think> 5").reasoning is None
-    True
-
-    Raises TypeError for anything that is not text or messages.
-    """
-    if isinstance(completion, str):
-        return Sample(text=completion, content=completion, reasoning=None)
-    if isinstance(completion, dict):
-        completion = [completion]
-    if isinstance(completion, list) and all(isinstance(m, dict) for m in completion):
-        assistant = [m for m in completion if m.get("role", "assistant") == "assistant"]
-        message = assistant[-1] if assistant else (completion[-1] if completion else {})
-        content = message_text(message)
-        reasoning = next((message[k] for k in REASONING_KEYS if isinstance(message.get(k), str) and message[k]), None)
-        text = f"<think>{reasoning}</think>\n{content}" if reasoning is not None else content
-        return Sample(text=text, content=content, reasoning=reasoning)
-    raise TypeError(f"completion must be a string or a list of messages, got {type(completion).__name__}")
+# A reward scores `Completion`s (trl_r1.completion, the one completion type); `Sample` is the name reward code
+# has always used for it, kept so that rewards written against it keep working.
+Sample = Completion
 
 
 class RewardFunction:
     """Base class of trl-r1's rewards: TRL's keyword call in, `list[float | None]` out, never raises.
 
     Subclasses set `__name__` (the name TRL shows in `rewards/<name>/mean`) and implement `score_batch`
-    (or `score` for one sample at a time). `required_columns` names dataset columns without which the reward
-    cannot apply; a sample missing one is skipped with that reason.
+    (or `score` for one sample at a time). They also declare what they are, so that the pipeline and the
+    dataset builders ask instead of testing classes or names:
+
+    * `role`: "correctness" (verifies the answer: math, code), "format" (the think/answer structure) or
+      "style" (how the reasoning reads: language consistency). A builder accepts a sample only when some
+      correctness reward scored it.
+    * `required_columns`: dataset columns without which the reward cannot apply (a sample missing one is
+      skipped with that reason); `reference_columns`: columns it reads its reference from, any one will do.
+    * `code_in_reasoning_ok`: a sample this reward scores is a code task, so code blocks in its reasoning are
+      fine (R1's readability filter drops them elsewhere).
+    * `think_prefill_option`: the reward takes a `think_prefilled` option, which the pipeline sets when the chat
+      template prefills ``<think>``.
+
+    Plain functions passed as rewards have none of these and count as correctness rewards (`declared`).
     """
 
     __name__: ClassVar[str] = "reward"
+    role: ClassVar[str] = "correctness"
     required_columns: ClassVar[tuple[str, ...]] = ()
+    reference_columns: tuple[str, ...] = ()
+    code_in_reasoning_ok: ClassVar[bool] = False
+    think_prefill_option: ClassVar[bool] = False
 
     def score(self, sample: Sample) -> Score:  # pragma: no cover - subclasses override one of the two
         raise NotImplementedError
@@ -135,14 +92,13 @@ class RewardFunction:
         early: dict[int, Score] = {}
         for i, completion in enumerate(completions):
             try:
-                sample = completion_to_sample(completion)
+                sample = Completion.from_trl(completion, prompt=_item(prompts, i),
+                                             completion_ids=_item(completion_ids, i),
+                                             columns={k: _item(v, i) for k, v in kwargs.items()})
             except TypeError as exc:
                 samples.append(None)
                 early[i] = Score(None, f"bad completion: {exc}")
                 continue
-            sample.prompt = _item(prompts, i)
-            sample.completion_ids = _item(completion_ids, i)
-            sample.columns = {k: _item(v, i) for k, v in kwargs.items()}
             missing = [c for c in self.required_columns if sample.columns.get(c) is None]
             if missing:
                 early[i] = Score(None, f"missing column {missing[0]!r}")
@@ -204,3 +160,13 @@ def _checked(score: Any) -> Score:
     if value != value or value in (float("inf"), float("-inf")):
         return Score(None, f"error: non-finite score {value}")
     return Score(value, score.reason)
+
+
+def declared(reward: Any, attribute: str) -> Any:
+    """What a reward declares (`role`, `required_columns`, `reference_columns`, `code_in_reasoning_ok`,
+    `think_prefill_option`), with `RewardFunction`'s defaults for plain reward functions.
+
+    >>> declared(lambda completions, **kw: [1.0] * len(completions), "role")
+    'correctness'
+    """
+    return getattr(reward, attribute, getattr(RewardFunction, attribute))

@@ -66,6 +66,8 @@ class CodeReward(RewardFunction):
     """
 
     __name__ = "code_reward"
+    reference_columns = TEST_COLUMNS
+    code_in_reasoning_ok = True  # a row with tests is a code task: code may appear in its reasoning
 
     def __init__(self, binary: bool = False, timeout_s: float = 5.0, workers: int | None = None,
                  language: str = "python", limits: SandboxLimits | None = None, allow_unsafe: bool = False):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..verifiers.format import check_strict, prompt_prefills_think, soft_score, with_think_prefix
+from ..verifiers.format import check_strict, prompt_prefills_think, soft_score
 from .base import RewardFunction, Sample, Score
 
 
@@ -29,6 +29,8 @@ class FormatReward(RewardFunction):
     """
 
     __name__ = "format_reward"
+    role = "format"
+    think_prefill_option = True
 
     def __init__(self, require_answer: bool = True, think_prefilled: bool | None = None, soft: bool = False):
         self.require_answer = require_answer
@@ -38,8 +40,10 @@ class FormatReward(RewardFunction):
             self.__name__ = "soft_format_reward"
 
     def score(self, sample: Sample) -> Score:
-        prefilled = self.think_prefilled if self.think_prefilled is not None else prompt_prefills_think(sample.prompt)
-        text = with_think_prefix(sample.text, prefilled and sample.reasoning is None)
+        # the format reward knows the prompt, so it decides the prefill itself (never "unknown")
+        sample.think_prefilled = (self.think_prefilled if self.think_prefilled is not None
+                                  else prompt_prefills_think(sample.prompt))
+        text = sample.text
         if self.soft:
             return Score(soft_score(text))
         verdict = check_strict(text, require_answer=self.require_answer)

@@ -46,6 +46,7 @@ class LanguageConsistencyReward(RewardFunction):
     """
 
     __name__ = "language_consistency_reward"
+    role = "style"
 
     def __init__(self, target_lang: str | None = None, lang_column: str = "language"):
         if target_lang is not None and normalize_language(target_lang) is None:

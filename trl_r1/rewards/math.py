@@ -45,6 +45,11 @@ class MathAccuracyReward(RewardFunction):
         self.timeout_s = timeout_s
         self.workers = workers
 
+    @property
+    def reference_columns(self) -> tuple[str, ...]:
+        """The gold-answer columns, any one will do (declared for the pipeline's data checks)."""
+        return (self.gold_column, *self.fallback_columns)
+
     def gold(self, sample: Sample):
         """The sample's gold answer: the first of `gold_column`, `fallback_columns` that is present and non-empty."""
         for column in (self.gold_column, *self.fallback_columns):

@@ -1,8 +1,14 @@
 """The R1 think/answer structure: parsing, strict and soft checks, and answer/reasoning extraction.
 
 R1's template asks for ``<think> reasoning </think> <answer> answer </answer>``. This module is pure text
-processing (no TRL import) and is shared by the format reward, the math verifier (which reads the answer
-block) and the language reward (which reads the reasoning block).
+processing (no TRL import) and is shared by the completion type (`trl_r1.completion`), the format reward, the
+math verifier (which reads the answer block), the language reward (which reads the reasoning block) and the
+dataset builders (which split traces with `parse_trace`).
+
+One prefill rule holds everywhere: ``think_prefilled=True`` means the chat template wrote the opening
+``<think>`` (so the completion starts inside the reasoning), False that it did not, and None that it is unknown,
+in which case a ``</think>`` with no ``<think>`` before it is read as prefilled. A caller that knows the
+prompt (the format reward) decides it and passes a bool; one that does not (a served model) passes None.
 """
 
 from __future__ import annotations
@@ -39,6 +45,60 @@ def prompt_prefills_think(prompt: object) -> bool:
 def with_think_prefix(text: str, think_prefilled: bool) -> str:
     """The completion as if the prefilled ``<think>`` had been generated (so one parser serves both cases)."""
     return THINK_OPEN + text if think_prefilled else text
+
+
+@dataclass(frozen=True)
+class Trace:
+    """A completion split into its reasoning and its final answer (what `parse_trace` returns)."""
+
+    reasoning: str
+    answer: str
+
+    @property
+    def content(self) -> str:
+        """The SFT target: the reasoning in a think block, then the final answer.
+
+        >>> Trace(" 2+3=5 ", "<answer>5</answer>").content
+        '<think>2+3=5</think>\\n<answer>5</answer>'
+        """
+        return f"{THINK_OPEN}{self.reasoning.strip()}{THINK_CLOSE}\n{self.answer.strip()}"
+
+
+def parse_trace(content: str, reasoning: str | None = None, think_prefilled: bool | None = None) -> Trace:
+    """Split a completion into reasoning and answer, from inline ``<think>`` tags or a separate reasoning field.
+
+    `think_prefilled` follows the module's prefill rule. Raises ValueError, with the reason, when there is no
+    reasoning block or no answer after it (e.g. a truncated completion).
+
+    >>> parse_trace("<think>2+3=5</think> <answer>5</answer>")
+    Trace(reasoning='2+3=5', answer='<answer>5</answer>')
+    >>> parse_trace("2+3=5</think>The answer is 5.").answer
+    'The answer is 5.'
+    >>> parse_trace("The answer is 5.", reasoning="2+3=5").reasoning
+    '2+3=5'
+    >>> parse_trace("<think>2+3 is")
+    Traceback (most recent call last):
+    ...
+    ValueError: unclosed think block
+    """
+    if reasoning:
+        if not content.strip():
+            raise ValueError("no answer after the reasoning")
+        return Trace(reasoning.strip(), content.strip())
+    text = content.lstrip()
+    close = text.find(THINK_CLOSE)
+    prefilled = think_prefilled if think_prefilled is not None else (close != -1 and THINK_OPEN not in text[:close])
+    if prefilled:
+        text = with_think_prefix(text, True)
+        close += len(THINK_OPEN)
+    if not text.startswith(THINK_OPEN):
+        raise ValueError("no think block at the start")
+    if close == -1:
+        raise ValueError("unclosed think block")
+    answer = text[close + len(THINK_CLOSE):].strip()
+    if not answer:
+        raise ValueError("no answer after the reasoning")
+    return Trace(text[len(THINK_OPEN):close].strip(), answer)
 
 
 def check_strict(text: str, *, require_answer: bool = True) -> FormatVerdict:

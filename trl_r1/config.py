@@ -1,0 +1,263 @@
+"""The one config dialect of trl-r1: YAML files and ``--key value`` flags onto dataclasses, checked before work.
+
+Recipes (`trl_r1.pipeline.recipe`), the single-stage commands and the dataset builders' commands
+(`trl-r1 rejection-sample|distill`) all read their settings through this module, so a key means the same thing
+and fails the same way everywhere: unknown keys are named with a close-match suggestion, values are checked
+against the dataclass annotations (numeric strings become numbers, as YAML reads ``1e-5`` as text and TRL's
+argparse would convert it), and every problem is collected before anything runs (`ConfigError`).
+
+Overrides have one form, applied in one place (`apply_override`): ``SECTION.KEY=VALUE`` with the value parsed as
+YAML, as in ``trl-r1 run recipe.yaml --set rl.learning_rate=1e-6``. Transforms of a whole recipe (a smoke-test
+shortening, say) go through `trl_r1.cli.recipe_data`, the one function that turns a command line into the
+recipe mapping. This module imports nothing from the package, so every layer may use it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import difflib
+import enum
+import types
+import typing
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+
+
+class ConfigError(ValueError):
+    """Every problem found in a configuration, each naming where (section or stage) and the key."""
+
+    def __init__(self, problems: list[str], title: str = "invalid configuration"):
+        self.problems, self.title = problems, title
+        super().__init__(f"{title}:\n" + "\n".join(f"  - {p}" for p in problems))
+
+    def __reduce__(self):  # pickled whole (the pipeline sends a main-process error to the other ranks)
+        return type(self), (self.problems, self.title)
+
+
+def read_yaml(path: str | Path, error: type[ConfigError] = ConfigError) -> dict[str, Any]:
+    """A YAML file as a mapping (a clear error for a missing file, bad YAML or a non-mapping)."""
+    path = Path(path)
+    if not path.is_file():
+        raise error([f"config file {str(path)!r} not found"])
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise error([f"{path}: not valid YAML: {exc}"]) from exc
+    if not isinstance(data, dict):
+        raise error([f"{path}: must be a mapping of keys, got {type(data).__name__}"])
+    return data
+
+
+def flag_overrides(tokens: list[str], error: type[ConfigError] = ConfigError) -> dict[str, Any]:
+    """`--key value` pairs (values parsed as YAML; a bare `--flag` is true), as TRL's command lines.
+
+    >>> flag_overrides(["--lora_r", "32", "--bf16", "--learning_rate", "1e-6"])
+    {'lora_r': 32, 'bf16': True, 'learning_rate': '1e-6'}
+    """
+    out: dict[str, Any] = {}
+    i = 0
+    while i < len(tokens):
+        token = tokens[i]
+        if not token.startswith("--"):
+            raise error([f"unexpected argument {token!r}; overrides are --KEY VALUE"])
+        key, _, inline = token[2:].partition("=")
+        if inline:
+            out[key], i = yaml.safe_load(inline), i + 1
+        elif i + 1 < len(tokens) and not tokens[i + 1].startswith("--"):
+            out[key], i = yaml.safe_load(tokens[i + 1]), i + 2
+        else:
+            out[key], i = True, i + 1
+    return out
+
+
+def apply_override(data: dict[str, Any], item: str, error: type[ConfigError] = ConfigError) -> None:
+    """Apply one `SECTION.KEY=VALUE` (or `KEY=VALUE`) override to a raw config mapping.
+
+    >>> recipe = {"rl": {"learning_rate": 1e-6}}
+    >>> apply_override(recipe, "rl.max_steps=10"); recipe
+    {'rl': {'learning_rate': 1e-06, 'max_steps': 10}}
+    """
+    path, sep, value = item.partition("=")
+    section, dot, key = path.partition(".")
+    if not sep or not section:
+        raise error([f"--set {item!r}: expected SECTION.KEY=VALUE or KEY=VALUE"])
+    if not dot:
+        data[section] = yaml.safe_load(value)
+        return
+    if not isinstance(data.setdefault(section, {}), dict):
+        raise error([f"--set {item!r}: section {section!r} is not a mapping"])
+    data[section][key] = yaml.safe_load(value)
+
+
+def parse_command_line(config_class: type, argv: list[str], prog: str) -> Any:
+    """`--config file.yaml` plus `--field value` overrides onto one dataclass (the builders' commands).
+
+    Raises ConfigError naming every unknown key and bad value; `--help` lists the fields with their help.
+    """
+    parser = argparse.ArgumentParser(prog=prog, add_help=False, description=config_class.__doc__)
+    parser.add_argument("--config", help="YAML file with the settings")
+    parser.add_argument("-h", "--help", action="store_true")
+    args, rest = parser.parse_known_args(argv)
+    if args.help:
+        print(parser.format_usage().strip() + " [--FIELD VALUE ...]\n\nfields:")
+        for f in dataclasses.fields(config_class):
+            if f.init:
+                print(f"  --{f.name:<26} {f.metadata.get('help', '')}")
+        raise SystemExit(0)
+    values = read_yaml(args.config) if args.config else {}
+    values.update(flag_overrides(rest))
+    problems: list[str] = []
+    check_keys(prog, values, [config_class], problems)
+    config = build(prog, config_class, values, problems) if not problems else None
+    if problems:
+        raise ConfigError(problems)
+    return config
+
+
+# --------------------------------------------------------------------------------------------- keys and types
+
+
+def fields_of(cls: type) -> list[str]:
+    """The names a config file may set on `cls` (its init fields)."""
+    return [f.name for f in dataclasses.fields(cls) if f.init]
+
+
+def pick(section: dict[str, Any], cls: type, exclude: list[str] = ()) -> dict[str, Any]:
+    """The keys of `section` that `cls` has (minus `exclude`)."""
+    names = set(fields_of(cls)) - set(exclude)
+    return {k: v for k, v in section.items() if k in names}
+
+
+def check_keys(where: str, section: dict[str, Any], classes: list[type], problems: list[str]) -> None:
+    """Add a problem for every key none of `classes` has, with a close-match suggestion."""
+    allowed = sorted({name for cls in classes for name in fields_of(cls)})
+    for key in section:
+        if key not in allowed:
+            problems.append(f"{where}: unknown key {key!r}{suggest(str(key), allowed)}")
+
+
+def suggest(key: str, candidates: Any) -> str:
+    """'; did you mean ...?' for the closest candidate, else ''."""
+    close = difflib.get_close_matches(key, list(candidates), n=1, cutoff=0.7)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+def build(where: str, cls: type, values: dict[str, Any], problems: list[str], check_hardware: bool = True,
+          unchecked: tuple[str, ...] = ("rewards",)) -> Any:
+    """Type-check `values` against `cls`'s annotations, then construct it (its own checks name `where`).
+
+    Keys in `unchecked` pass as they are (reward lists are checked by resolving them). With
+    `check_hardware=False`, configs with a `use_cpu` field are built as if it were set (TRL's configs refuse
+    bf16 without a GPU), and the flag is restored afterwards: a GPU recipe validates on a CPU-only machine.
+    """
+    hints = _type_hints(cls)
+    coerced, ok = {}, True
+    for key, value in values.items():
+        try:
+            coerced[key] = value if key in unchecked else coerce(value, hints.get(key, Any))
+        except TypeError as exc:
+            problems.append(f"{where}: key {key!r}: {exc}")
+            ok = False
+    if not ok:
+        return None
+    hardware_free = not check_hardware and "use_cpu" in fields_of(cls)
+    try:
+        if hardware_free:
+            built = cls(**{**coerced, "use_cpu": True})
+            built.use_cpu = coerced.get("use_cpu", False)
+            return built
+        return cls(**coerced)
+    except (ValueError, TypeError) as exc:
+        problems.append(f"{where}: {exc}")
+        return None
+
+
+def _type_hints(cls: type) -> dict[str, Any]:
+    try:
+        return typing.get_type_hints(cls)
+    except (NameError, TypeError, AttributeError):  # an unresolvable forward reference: no type checks
+        return {}
+
+
+def coerce(value: Any, annotation: Any) -> Any:
+    """`value` checked against a dataclass annotation; numeric strings become numbers (YAML reads 1e-5 as text).
+
+    >>> coerce("1e-5", float), coerce(3, float | None), coerce("cosine", Literal["linear", "cosine"])
+    (1e-05, 3.0, 'cosine')
+    >>> coerce("yes", bool)
+    Traceback (most recent call last):
+    ...
+    TypeError: expected bool, got 'yes' (str)
+    """
+    if annotation is Any or annotation is None:
+        return value
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType):
+        options = typing.get_args(annotation)
+        if value is None and type(None) in options:
+            return None
+        errors = []
+        for option in sorted((o for o in options if o is not type(None)), key=_union_order):
+            try:
+                return coerce(value, option)
+            except TypeError as exc:
+                errors.append(str(exc))
+        raise TypeError(errors[0] if len(errors) == 1 else f"expected {_type_name(annotation)}, got {_show(value)}")
+    if origin is Literal:
+        if value in typing.get_args(annotation):
+            return value
+        raise TypeError(f"expected one of {list(typing.get_args(annotation))}, got {_show(value)}")
+    if origin in (list, tuple) or annotation in (list, tuple):
+        if not isinstance(value, (list, tuple)):
+            raise TypeError(f"expected a list, got {_show(value)}")
+        args = typing.get_args(annotation)
+        item = args[0] if args else Any
+        return [coerce(v, item) for v in value]
+    if origin is dict or annotation is dict:
+        if not isinstance(value, dict):
+            raise TypeError(f"expected a mapping, got {_show(value)}")
+        return value
+    if annotation is bool:
+        if isinstance(value, bool):
+            return value
+        raise TypeError(f"expected bool, got {_show(value)}")
+    if annotation in (int, float):
+        if isinstance(value, bool):
+            raise TypeError(f"expected {annotation.__name__}, got {_show(value)}")
+        if isinstance(value, (int, float)) and (annotation is float or float(value).is_integer()):
+            return annotation(value)
+        if isinstance(value, str):
+            try:
+                number = float(value)
+            except ValueError:
+                pass
+            else:
+                if annotation is float or number.is_integer():
+                    return annotation(number)
+        raise TypeError(f"expected {annotation.__name__}, got {_show(value)}")
+    if annotation is str:
+        if isinstance(value, str):
+            return value
+        raise TypeError(f"expected str, got {_show(value)}")
+    if isinstance(annotation, type) and issubclass(annotation, enum.Enum):
+        allowed = [m.value for m in annotation]
+        if value in allowed or isinstance(value, annotation):
+            return value
+        raise TypeError(f"expected one of {allowed}, got {_show(value)}")
+    return value  # other annotations (classes, callables): the config's own __post_init__ checks them
+
+
+def _union_order(option: Any) -> int:
+    """Try the strictest types first, so '3' for `int | str` becomes 3 but 'cosine' stays a string."""
+    return {bool: 0, int: 1, float: 2}.get(option, 4 if option is str else 3)
+
+
+def _type_name(annotation: Any) -> str:
+    return getattr(annotation, "__name__", None) or str(annotation).replace("typing.", "")
+
+
+def _show(value: Any) -> str:
+    return f"{value!r} ({type(value).__name__})"

@@ -1,0 +1,120 @@
+"""The processes of one pipeline run: who is the main process, barriers, and work done once for all ranks.
+
+Under `accelerate launch` (DDP or DeepSpeed, N processes) every rank runs the pipeline's loop. Training is
+data-parallel (every rank trains, TRL's trainer shards the batches); everything that touches shared files or
+should happen once (stage status, preflight, moving stage directories, building the tiny model, merging
+adapters, evaluation, rejection sampling, records and the report) runs on the main process in `on_main`, whose
+result (or error) is broadcast, so that all ranks leave it together, agree on it, and fail together.
+Outside a distributed launch this is one process and costs nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any, TypeVar
+
+logger = logging.getLogger("trl_r1.pipeline")
+
+T = TypeVar("T")
+# Main-process work (evaluation, rejection sampling) can take hours while the other ranks wait in a barrier.
+WAIT_TIMEOUT = timedelta(hours=int(os.environ.get("TRL_R1_RANK_TIMEOUT_HOURS", "12")))
+
+
+class WorldSizeError(RuntimeError):
+    """The launcher meant more processes than there are (e.g. `accelerate launch --cpu --num_processes 2`)."""
+
+
+def intended_world_size() -> int:
+    """The number of processes the launcher's environment announces (1 outside a distributed launch)."""
+    value = os.environ.get("WORLD_SIZE", "")
+    return int(value) if value.isdigit() and int(value) > 0 else 1
+
+
+class Ranks:
+    """This run's processes (accelerate's `PartialState` when launched with several), or just this one."""
+
+    def __init__(self):
+        self.num_processes, self.is_main, self.process_index = 1, True, 0
+        if intended_world_size() > 1:
+            from accelerate import PartialState
+
+            state = PartialState(timeout=WAIT_TIMEOUT)
+            self.num_processes, self.is_main = state.num_processes, state.is_main_process
+            self.process_index = state.process_index
+        check_world_size(self.num_processes)
+
+    @property
+    def distributed(self) -> bool:
+        return self.num_processes > 1
+
+    def barrier(self) -> None:
+        if self.distributed:
+            import torch.distributed as dist
+
+            dist.barrier()
+
+    def broadcast(self, value: T) -> T:
+        """The main process's `value` on every rank."""
+        if not self.distributed:
+            return value
+        import torch.distributed as dist
+
+        box = [value if self.is_main else None]
+        dist.broadcast_object_list(box, src=0)
+        return box[0]
+
+    def on_main(self, work: Callable[[], T]) -> T:
+        """Run `work` on the main process only; every rank returns its result or raises its error.
+
+        The broadcast is the barrier: no rank goes on before the main process finished (its files are complete).
+        An error is re-raised on the main process as it was and on the others as the same class when it takes one
+        message (RecipeError lists, StageError), so every rank exits with the same code and one clear line.
+        """
+        outcome: tuple[str, Any] | None = None
+        failure: BaseException | None = None
+        if self.is_main:
+            try:
+                outcome = ("ok", work())
+            except Exception as exc:
+                if not self.distributed:
+                    raise
+                failure, outcome = exc, ("error", _portable(exc))
+        outcome = self.broadcast(outcome)
+        if outcome[0] == "ok":
+            return outcome[1]
+        raise failure if failure is not None else outcome[1]
+
+
+def check_world_size(num_processes: int) -> None:
+    """Refuse to run when `WORLD_SIZE` announces more processes than were started.
+
+    `accelerate launch --cpu --num_processes 2` (and a DeepSpeed config with `--cpu`) silently starts one
+    process; the run would then train on one rank with the batch size meant for several.
+    """
+    intended = intended_world_size()
+    if num_processes == 1 and "WORLD_SIZE" not in os.environ and os.environ.get("ACCELERATE_USE_CPU") \
+            and "MASTER_PORT" in os.environ:
+        logger.warning("started by `accelerate launch --cpu`, which runs ONE process whatever --num_processes says; "
+                       "for N processes on CPU use `trl-r1 ... --num_processes N` or `accelerate launch --multi_gpu "
+                       "--num_processes N` with `use_cpu: true` in the accelerate config")
+    if intended > num_processes:
+        raise WorldSizeError(
+            f"WORLD_SIZE={intended} but only {num_processes} process(es) joined this run. For several processes on "
+            "CPU use `accelerate launch --multi_gpu --num_processes N` with `use_cpu: true` in the accelerate "
+            "config (or `trl-r1 run --num_processes N`); `--cpu --num_processes N` starts one process.")
+
+
+def _portable(exc: Exception) -> Exception:
+    """The error as the other ranks re-raise it: itself when it survives pickling, else a RuntimeError naming it."""
+    import pickle
+
+    try:
+        copy = pickle.loads(pickle.dumps(exc))
+        if str(copy) == str(exc):
+            return copy
+    except Exception:  # an exception holding unpicklable state
+        pass
+    return RuntimeError(f"the main process failed: {type(exc).__name__}: {exc}")
