@@ -26,12 +26,13 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-SUPERVISOR_SOURCE = (Path(__file__).with_name("supervisor.py")).read_text()
+from .protocol import HEADER_SIZE, MAX_FRAME, frame
+
+# the supervisor is one script: the shared wire codec, then the supervisor (the sandbox cannot import us)
+SUPERVISOR_SOURCE = Path(__file__).with_name("protocol.py").read_text() + "\n" + Path(__file__).with_name("supervisor.py").read_text()
 SANDBOX_PYTHON = "/usr/bin/python3"  # lives under the read-only /usr bind (a pyenv under /root would not)
 UID_FIRST, UID_COUNT = 61000, 1000  # host uids owned by no account, one per live sandbox when we are root
 UID_LOCK_DIR = Path(tempfile.gettempdir()) / "trl-r1-sandbox-uids"
-HEADER_SIZE = 4
-MAX_FRAME = 64 << 20
 
 
 class SandboxUnavailable(RuntimeError):
@@ -68,6 +69,10 @@ _DENIED_SYSCALLS = (
     "settimeofday", "adjtimex", "kexec_load", "kexec_file_load", "init_module", "finit_module",
     "delete_module", "reboot", "swapon", "swapoff", "acct", "quotactl", "syslog", "vhangup",
     "lookup_dcookie", "personality", "uselib", "iopl", "ioperm",
+    # memory outside RLIMIT_AS and state that outlives a test: SysV IPC, POSIX message queues, memfd
+    "shmget", "shmat", "shmctl", "semget", "semop", "semtimedop", "semctl", "msgget", "msgsnd", "msgrcv", "msgctl",
+    "mq_open", "mq_unlink", "mq_timedsend", "mq_timedreceive", "mq_notify", "mq_getsetattr",
+    "memfd_create", "memfd_secret",
 )
 
 
@@ -189,7 +194,8 @@ class Sandbox:
     ``--die-with-parent`` kills it when that thread ends.
     """
 
-    def __init__(self, limits: SandboxLimits = SandboxLimits(), *, unsafe: bool = False, python: str | None = None):
+    def __init__(self, limits: SandboxLimits = SandboxLimits(), *, unsafe: bool = False, python: str | None = None,
+                 seccomp: bytes | None = None):
         self.limits = limits
         self.unsafe = unsafe
         self._slot: UidSlot | None = None
@@ -210,7 +216,7 @@ class Sandbox:
         inner = supervisor_command(python or SANDBOX_PYTHON, config)
         read_fd, write_fd = os.pipe()  # bwrap reads the BPF program from this fd
         try:
-            os.write(write_fd, seccomp_program())
+            os.write(write_fd, seccomp if seccomp is not None else seccomp_program())
             os.close(write_fd)
             write_fd = -1
             user = {"user": uid, "group": uid, "extra_groups": []} if self._slot.uid is not None else {}
@@ -235,8 +241,7 @@ class Sandbox:
 
     # -------------------------------------------------------------------------------------------- frames
     def send(self, message: dict, deadline: float) -> None:
-        data = marshal.dumps(message, 4)  # plain data from us, so the supervisor needs no json
-        view = memoryview(len(data).to_bytes(HEADER_SIZE, "big") + data)
+        view = memoryview(frame(marshal.dumps(message, 4)))  # plain data from us, so the supervisor needs no json
         with selectors.DefaultSelector() as selector:
             selector.register(self._in, selectors.EVENT_WRITE)
             while view:

@@ -12,8 +12,8 @@ JSON, which the host parses strictly):
   the test itself (expected values never enter the sandbox). At the deadline, on an output overflow, or
   when the test ends, every other process in the sandbox is killed and the test's directory removed.
 
-This file is self-contained (the host sends it as bytecode compiled by the sandbox's interpreter, not as
-an import from the package) and imports only what starts fast: ``json``, ``signal``, ``traceback`` would
+The sandbox cannot import the package: the judge sends ``protocol.py`` followed by this file as bytecode
+compiled by the sandbox's interpreter, so the frame codec is the one the judge uses. It imports only what starts fast: ``json``, ``signal``, ``traceback`` would
 double the interpreter's start-up time, which is paid once per program. With ``isolated`` false (the caller opted in to unsafe execution) it runs as a
 plain local process and kills only the test's process group.
 """
@@ -26,71 +26,13 @@ import select
 import sys
 import time
 
+if __package__:  # imported as a module (for reading); in the sandbox protocol.py's text precedes this file
+    from .protocol import CHILD_FRAME, HEADER_SIZE, STDERR_TAIL, SUPERVISOR_FRAME, json_frame, read_frame, write_all
+
 CONTROL_IN, CONTROL_OUT = 10, 11
 RPC_CHILD_IN, RPC_CHILD_OUT = 3, 4  # an assert test's child: requests in, replies out
-HEADER_SIZE = 4
-MAX_FRAME = 64 << 20
-# Frames to the host start with one byte saying who wrote them, so a test cannot forge the supervisor's.
-SUPERVISOR_FRAME, CHILD_FRAME = b"S", b"C"
-STDERR_TAIL = 4096
 EXIT_DRAIN_S = 0.1  # after the test's process exits, how long to keep reading pipes its children may hold
 SIGKILL = 9
-
-
-# ---------------------------------------------------------------- frames
-_JSON_ESCAPES = {c: "\\u%04x" % c for c in [*range(32), *range(0xD800, 0xE000)]}
-_JSON_ESCAPES.update({ord('"'): '\\"', ord("\\"): "\\\\"})
-
-
-def dump_json(value):
-    """JSON text of plain data (what ``json.dumps`` gives, without the cost of importing json)."""
-    if value is None:
-        return "null"
-    if value is True:
-        return "true"
-    if value is False:
-        return "false"
-    kind = type(value)
-    if kind is str:
-        return '"' + value.translate(_JSON_ESCAPES) + '"'
-    if kind is int or kind is float:
-        return repr(value)
-    if kind is list or kind is tuple:
-        return "[" + ",".join([dump_json(v) for v in value]) + "]"
-    if kind is dict:
-        return "{" + ",".join([dump_json(str(k)) + ":" + dump_json(v) for k, v in value.items()]) + "}"
-    raise TypeError("not plain data: %s" % kind.__name__)
-
-
-def read_exact(fd, n):
-    chunks = []
-    while n:
-        chunk = os.read(fd, n)
-        if not chunk:
-            raise EOFError
-        chunks.append(chunk)
-        n -= len(chunk)
-    return b"".join(chunks)
-
-
-def read_frame(fd):
-    """One raw frame (header included) from a trusted writer."""
-    header = read_exact(fd, HEADER_SIZE)
-    size = int.from_bytes(header, "big")
-    if size > MAX_FRAME:
-        raise EOFError
-    return header + read_exact(fd, size)
-
-
-def json_frame(obj, kind=b""):
-    data = kind + dump_json(obj).encode("utf-8")
-    return len(data).to_bytes(HEADER_SIZE, "big") + data
-
-
-def write_all(fd, data):
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
 
 
 # ---------------------------------------------------------------- the supervisor
@@ -144,8 +86,9 @@ class Supervisor:
         watch = Watch(pid, stdin_w, stdout_r, stderr_r, rpc_w, rpc_r,
                       time.monotonic() + timeout_s, int(request.get("max_output", 1 << 20)), data)
         watch.wait()
-        self._cleanup(pid)
-        return watch.report()
+        report = watch.report()
+        report["clean"] = self._cleanup(pid)  # else the judge replaces the sandbox before the next test
+        return report
 
     # ------------------------------------------------------------ children (the code after fork runs in the child)
     def _fork_test(self, mode, timeout_s):
@@ -205,7 +148,7 @@ class Supervisor:
         return pid, stderr_r
 
     def _cleanup(self, pid):
-        """Kill whatever the test left running, reap it, and remove every file tests wrote."""
+        """Kill whatever the test left running, reap it, remove every file tests wrote; True when all is gone."""
         if self.isolated:
             deadline = time.monotonic() + 2.0
             while time.monotonic() < deadline:
@@ -221,9 +164,16 @@ class Supervisor:
             except (ProcessLookupError, PermissionError):
                 pass
         reap_all()
+        clean = True
         for directory in [self.scratch] + (["/dev/shm"] if self.isolated else []):
-            for name in os.listdir(directory):  # all a test wrote, so nothing carries over to the next
-                remove_tree(os.path.join(directory, name))
+            try:  # all a test wrote, so nothing carries over to the next
+                os.chmod(directory, 0o1777 if self.isolated else 0o700)
+                for name in os.listdir(directory):
+                    remove_tree(os.path.join(directory, name))
+                clean = clean and not os.listdir(directory)
+            except OSError:
+                clean = False
+        return clean
 
 
 class Watch:
@@ -394,13 +344,26 @@ def reap_all():
 
 
 def remove_tree(path):
-    """``shutil.rmtree`` without importing shutil (best effort: a test may have made things undeletable)."""
+    """``shutil.rmtree`` without importing shutil, after giving back the owner's permissions a test took away
+    (its files are ours: same uid, and nothing in the sandbox can change an owner)."""
     if os.path.islink(path) or not os.path.isdir(path):
         try:
             os.unlink(path)
         except OSError:
             pass
         return
+    try:
+        os.chmod(path, 0o700)
+    except OSError:
+        pass
+    for root, dirs, files in os.walk(path):
+        for name in dirs:  # top-down: a directory is opened up before os.walk lists it
+            target = os.path.join(root, name)
+            try:
+                if not os.path.islink(target):
+                    os.chmod(target, 0o700)
+            except OSError:
+                pass
     for root, dirs, files in os.walk(path, topdown=False):
         for name in files:
             try:
