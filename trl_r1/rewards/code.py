@@ -110,6 +110,8 @@ class CodeReward(RewardFunction):
         program = extract_program(sample.text, language)
         if program is None:
             return Score(0.0, "no code block")
+        if not program.strip():  # the verifier reports "no program" as an error (None): the sample's fault here
+            return Score(0.0, "empty code block")
         timeout_s = raw.get("timeout_s", self.timeout_s) if isinstance(raw, dict) else self.timeout_s
         return {"program": program, "tests": raw, "language": language, "timeout_s": timeout_s}
 

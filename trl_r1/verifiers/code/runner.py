@@ -48,6 +48,7 @@ JUDGE_GRACE_S = 2.0  # how long past that the trainer waits for the judge's verd
 JUDGE_START_TIMEOUT_S = 60.0  # a judge process's start (interpreter + imports, on a loaded machine)
 JUDGE_MEMORY_MB = 2048  # RLIMIT_AS of a judge (decoding one 16 MiB reply can take ~450 MiB)
 MAX_IDLE_JUDGES = 16
+JUDGE_IDLE_RSS_MB = 256  # a judge that holds more after a job (it decoded large values) is not kept idle
 START_TIMEOUT_S = 10.0  # starting a sandbox (bwrap + interpreter); compiling adds `compile_timeout_s`
 DEFAULT_MAX_OUTPUT = 1 << 20
 MAX_REPLY_BYTES = 16 << 20  # one value returned to an assert test (a list of 10^6 ints is about 15 MiB encoded)
@@ -366,10 +367,17 @@ class Judge:
 
     def release(self) -> None:
         with self._lock:
-            if len(self._idle) < MAX_IDLE_JUDGES and self.owner == os.getpid():
+            if len(self._idle) < MAX_IDLE_JUDGES and self.owner == os.getpid() and self._rss_mb() < JUDGE_IDLE_RSS_MB:
                 self._idle.append(self)
                 return
         self.kill()
+
+    def _rss_mb(self) -> float:
+        try:
+            status = Path(f"/proc/{self.process.pid}/status").read_text()
+        except OSError:
+            return float("inf")
+        return next((int(line.split()[1]) / 1024 for line in status.splitlines() if line.startswith("VmRSS:")), 0.0)
 
     def send(self, message: dict) -> None:
         """A trusted message (the trainer's own data); a judge that does not take it is a failed judge."""
@@ -430,7 +438,8 @@ class Judge:
 
 
 @atexit.register
-def _close_idle_judges() -> None:
+def close_idle_judges() -> None:
+    """End the idle judge processes (they also end when the trainer process does)."""
     with Judge._lock:
         idle, Judge._idle[:] = list(Judge._idle), []
     for judge in idle:
