@@ -51,7 +51,7 @@ class CodeReward(RewardFunction):
     Args:
         binary: 1.0 only when every test passes, else 0.0 (open-r1's ``binary_code_reward``).
         timeout_s: wall-clock limit per test (a ``timeout_s`` in `verification_info` takes precedence).
-        workers: parallel sandboxes (default: the CPUs available).
+        workers: parallel judges/sandboxes (default: `trl_r1.workers.default_workers()`, this rank's CPUs).
         language: language of samples whose tests do not name one.
         limits: memory/process/file limits of each test.
         allow_unsafe: run unsandboxed when isolation is unavailable (trusted code only). Otherwise such

@@ -425,37 +425,36 @@ class _Job:
     def run(self) -> None:
         try:
             for index, case in enumerate(self.cases):
-                result = self._result(case)
+                result, replace = self._result(case)
                 if result.outcome is Outcome.COMPILE_ERROR:  # the same source will not compile again
                     for _ in self.cases[index:]:
                         self.send(result)
                     return
-                self.send(result)
+                self.send(result)  # first: the trainer's deadline for this test must not include the clean-up
+                if replace:
+                    self._stop()
         finally:
             self._stop()
 
-    def _result(self, case: TestCase) -> TestResult:
-        """The case's outcome; whatever goes wrong while it runs fails it (and replaces the sandbox)."""
+    def _result(self, case: TestCase) -> tuple[TestResult, bool]:
+        """The case's outcome, and whether the sandbox must be replaced before the next test (whatever goes
+        wrong while the test runs fails it and replaces the sandbox)."""
         if case.problem is not None:
-            return TestResult(Outcome.ERROR, case.problem)
+            return TestResult(Outcome.ERROR, case.problem), False
         if case.kind == "assert" and not self.language.supports_assert:
-            return TestResult(Outcome.ERROR, f"assert tests need Python, not {self.language.name}")
+            return TestResult(Outcome.ERROR, f"assert tests need Python, not {self.language.name}"), False
         try:
             if self.sandbox is None:
                 failure = self._start()
                 if failure is not None:
-                    return failure
+                    return failure, False
             self.send(None)  # the test starts: the trainer's deadline for it runs from here
             result, done = self._run_case(case)
-            if done.get("clean") is not True:  # files the supervisor could not remove: a fresh sandbox next
-                self._stop()
-            return result
-        except (SandboxLost, OSError) as exc:  # the supervisor stopped answering: replace the sandbox
-            self._stop()
-            return TestResult(Outcome.TIMEOUT if getattr(exc, "timed_out", False) else Outcome.CRASH, str(exc))
+            return result, done.get("clean") is not True  # files the supervisor could not remove: a fresh sandbox
+        except (SandboxLost, OSError) as exc:  # the supervisor stopped answering
+            return TestResult(Outcome.TIMEOUT if getattr(exc, "timed_out", False) else Outcome.CRASH, str(exc)), True
         except BaseException as exc:  # anything a program can make the judge raise fails its test, nothing more
-            self._stop()
-            return TestResult(Outcome.CRASH, f"judge: {type(exc).__name__}: {_short(str(exc))}")
+            return TestResult(Outcome.CRASH, f"judge: {type(exc).__name__}: {_short(str(exc))}"), True
 
     def _start(self) -> TestResult | None:
         """Start a sandbox and load the program (compiling C++); a TestResult says why that failed."""

@@ -204,7 +204,8 @@ def run_tests(
         limits: memory/process/file limits of each test (`SandboxLimits`).
         allow_unsafe: when OS isolation is unavailable, run the program as a plain local subprocess instead
             of refusing. Only for trusted code: the program can then read and write your files.
-        max_output_bytes: stdout cap per test (at least 4x the expected output is always allowed).
+        max_output_bytes: stdout cap per test (at least 4x the test's stdin is always allowed; never derived from
+            the expected output, whose length the cap would reveal).
         compile_timeout_s: time limit for compiling a C++ program.
 
     Example:

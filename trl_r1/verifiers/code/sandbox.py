@@ -6,7 +6,7 @@ The sandbox (``bwrap``) gets new user, PID, network, IPC, UTS, mount and cgroup 
 the host runs as root, bwrap itself is started as an unprivileged uid taken from a pool of slots (one per
 live sandbox, locked across processes with ``flock``), so the sandbox has no host-root file access and
 ``RLIMIT_NPROC`` bounds its processes; as an ordinary user it runs as that user. Inside, the trusted
-supervisor (``supervisor.py``) forks one child per test under rlimits; see `Sandbox` for the protocol.
+supervisor (``protocol.py`` + ``supervisor.py``) forks one child per test under rlimits; see `Sandbox`.
 """
 
 from __future__ import annotations
@@ -185,11 +185,11 @@ def bwrap_command(limits: SandboxLimits, seccomp_fd: int, inner: list[str]) -> l
 
 
 class Sandbox:
-    """One running supervisor: isolated in bwrap, or (``unsafe=True``) a plain local subprocess.
+    """One running supervisor: isolated in bwrap, or (``unsafe=True``) a plain local subprocess. Driven by
+    the judge process (and by `isolation_problem`'s probe); the trainer never reads its frames.
 
-    Frames are a 4-byte big-endian length, then the payload: ``marshal`` from us (trusted data), JSON from
-    the sandbox after one byte that says who wrote it, ``S`` (the supervisor) or ``C`` (relayed from an
-    assert test's child, so untrusted). Every read and write has a deadline, so a stopped or flooding
+    Frames (`protocol`): ``marshal`` from us (trusted data), JSON from the sandbox after one byte that says
+    who wrote it, ``S`` (the supervisor) or ``C`` (relayed from an assert test's child, so untrusted). Every read and write has a deadline, so a stopped or flooding
     sandbox costs its own test only. Use a sandbox from the thread that created it: bwrap's
     ``--die-with-parent`` kills it when that thread ends.
     """
