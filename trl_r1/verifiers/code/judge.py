@@ -28,7 +28,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from .languages import Language, resolve_language
-from .protocol import HEADER_SIZE, STARTED, pack_verdict, read_frame, write_all
+from .protocol import (
+    CONTAINERS, HEADER_SIZE, STARTED, decode_scalar, encode_scalar, pack_verdict, read_frame, write_all,
+)
 from .runner import (
     GRACE_S, MAX_ITERATED_BYTES, MAX_REPLY_BYTES, START_TIMEOUT_S, Outcome, TestCase, TestResult, _short, outputs_match,
 )
@@ -161,9 +163,6 @@ def _rebuild_stdlib(name: str, value: Any) -> Any:
     raise ValueError(f"bad {name}")
 
 
-_PLAIN_COLLECTIONS = {"list": list, "tuple": tuple, "set": set, "frozenset": frozenset}
-
-
 def _plain_view(base: type) -> type:
     """A host-side subclass of `base` for a sandbox object of a subclass of it (Counter, namedtuple, IntEnum).
 
@@ -264,24 +263,13 @@ class _AssertSession:
         if depth > 200:
             raise ValueError("argument nested too deeply")
         kind = type(value)
-        if value is None:
-            return ["none"]
         if isinstance(value, RemoteObject):
             return ["handle", object.__getattribute__(value, "_handle")]
         if kind in _VIEW_TYPES:  # a Counter or namedtuple that came out of the sandbox goes back as itself
             return ["handle", object.__getattribute__(object.__getattribute__(value, "_remote"), "_handle")]
-        if kind is bool:
-            return ["bool", value]
-        if kind is int:
-            return ["int", hex(value)]
-        if kind is float:
-            return ["float", value.hex()]
-        if kind is complex:
-            return ["complex", value.real.hex(), value.imag.hex()]
-        if kind is str:
-            return ["str", value]
-        if kind is bytes:
-            return ["bytes", value.decode("latin-1")]
+        scalar = encode_scalar(value)
+        if scalar is not None:
+            return scalar
         if kind in (list, tuple, set, frozenset):
             return [kind.__name__] + [self.encode(v, depth + 1) for v in value]
         if kind is dict:
@@ -301,20 +289,6 @@ class _AssertSession:
         if not isinstance(tree, list) or not tree or depth > 200:
             raise ValueError("bad node")
         tag, rest = tree[0], tree[1:]
-        if tag == "none" and not rest:
-            return None
-        if tag == "bool" and len(rest) == 1 and type(rest[0]) is bool:
-            return rest[0]
-        if tag == "int" and len(rest) == 1 and type(rest[0]) is str:
-            return int(rest[0], 16)
-        if tag == "float" and len(rest) == 1 and type(rest[0]) is str:
-            return float.fromhex(rest[0])
-        if tag == "complex" and len(rest) == 2 and all(type(x) is str for x in rest):
-            return complex(float.fromhex(rest[0]), float.fromhex(rest[1]))
-        if tag == "str" and len(rest) == 1 and type(rest[0]) is str:
-            return rest[0]
-        if tag == "bytes" and len(rest) == 1 and type(rest[0]) is str:
-            return rest[0].encode("latin-1")
         if tag == "handle" and len(rest) == 1 and type(rest[0]) is int:
             return RemoteObject(self, rest[0])
         if tag == "stdlib" and len(rest) == 2 and rest[0] in _STDLIB_TYPES:
@@ -328,9 +302,9 @@ class _AssertSession:
             if not all(isinstance(pair, list) and len(pair) == 2 for pair in rest):
                 raise ValueError("bad dict node")
             return {self._decode(k, depth + 1): self._decode(v, depth + 1) for k, v in rest}
-        if tag in _PLAIN_COLLECTIONS:
-            return _PLAIN_COLLECTIONS[tag](self._decode(v, depth + 1) for v in rest)
-        raise ValueError("bad node")
+        if tag in CONTAINERS:
+            return CONTAINERS[tag](self._decode(v, depth + 1) for v in rest)
+        return decode_scalar(tree)
 
 
 def _remote_exception(name: Any, message: Any, bases: Any = None) -> Exception:

@@ -85,6 +85,54 @@ def write_all(fd, data):
         view = view[os.write(fd, view):]
 
 
+# ---------------------------------------------------------------- values (assert tests' arguments and results)
+# A value crosses the sandbox boundary as a JSON-able tree whose first item names its exact type: ["none"],
+# ["bool", b], ["int", hex], ["float", hex], ["complex", real hex, imag hex], ["str", s], ["bytes", latin-1
+# text], [container, *item trees], ["dict", [key tree, value tree], ...]. The supervisor adds ["handle", i],
+# ["stdlib", type name, tree] and ["sub", i, tree] for the program's other objects (see the judge's decoder).
+CONTAINERS = {"list": list, "tuple": tuple, "set": set, "frozenset": frozenset}
+
+
+def encode_scalar(value):
+    """The tree of a None, bool, int, float, complex, str or bytes of exactly that type; None for anything else."""
+    kind = type(value)
+    if value is None:
+        return ["none"]
+    if kind is bool:
+        return ["bool", value]
+    if kind is int:
+        return ["int", hex(value)]
+    if kind is float:
+        return ["float", value.hex()]
+    if kind is complex:
+        return ["complex", value.real.hex(), value.imag.hex()]
+    if kind is str:
+        return ["str", value]
+    if kind is bytes:
+        return ["bytes", value.decode("latin-1")]
+    return None
+
+
+def decode_scalar(tree):
+    """The value of a scalar tree; ValueError (or TypeError) when it is not exactly a well-formed one."""
+    tag, size = tree[0], len(tree)
+    if tag == "none" and size == 1:
+        return None
+    if size == 2 and tag == "bool" and type(tree[1]) is bool:
+        return tree[1]
+    if size == 2 and tag == "int" and type(tree[1]) is str:
+        return int(tree[1], 16)
+    if size == 2 and tag == "float" and type(tree[1]) is str:
+        return float.fromhex(tree[1])
+    if size == 3 and tag == "complex" and type(tree[1]) is str and type(tree[2]) is str:
+        return complex(float.fromhex(tree[1]), float.fromhex(tree[2]))
+    if size == 2 and tag == "str" and type(tree[1]) is str:
+        return tree[1]
+    if size == 2 and tag == "bytes" and type(tree[1]) is str:
+        return tree[1].encode("latin-1")
+    raise ValueError("bad node")
+
+
 # ---------------------------------------------------------------- verdicts (judge -> trainer)
 # One per test: magic, outcome code, detail length, stderr length, wall seconds; then detail and stderr.
 VERDICT_HEADER = struct.Struct(">BBHHd")

@@ -348,6 +348,7 @@ class Judge:
             raise JudgeUnavailable(f"cannot start a judge process: {exc}") from None
         self.owner = os.getpid()
         self._in, self._out = self.process.stdin.fileno(), self.process.stdout.fileno()
+        os.set_blocking(self._in, False)
         os.set_blocking(self._out, False)
         try:
             self.send(config)
@@ -381,12 +382,20 @@ class Judge:
         return next((int(line.split()[1]) / 1024 for line in status.splitlines() if line.startswith("VmRSS:")), 0.0)
 
     def send(self, message: dict) -> None:
-        """A trusted message (the trainer's own data); a judge that does not take it is a failed judge."""
-        try:
-            self.process.stdin.write(frame(marshal.dumps(message, 4)))
-            self.process.stdin.flush()
-        except (OSError, ValueError) as exc:
-            raise JudgeFailed(f"did not take the job ({type(exc).__name__})") from None
+        """A trusted message (the trainer's own data); a judge that does not take it in time has failed."""
+        view = memoryview(frame(marshal.dumps(message, 4)))
+        deadline = time.monotonic() + START_TIMEOUT_S + JUDGE_GRACE_S  # it may still be closing its last sandbox
+        with selectors.DefaultSelector() as selector:
+            selector.register(self._in, selectors.EVENT_WRITE)
+            while view:
+                if not selector.select(max(0.0, deadline - time.monotonic())) and time.monotonic() >= deadline:
+                    raise JudgeFailed("did not take the job in time", timed_out=True)
+                try:
+                    view = view[os.write(self._in, view):]
+                except BlockingIOError:
+                    continue
+                except OSError as exc:
+                    raise JudgeFailed(f"did not take the job ({type(exc).__name__})") from None
 
     def verdict(self, start_budget: float, test_budget: float) -> TestResult:
         """The next test's verdict: the judge has `start_budget` s to start the test, then `test_budget` s."""

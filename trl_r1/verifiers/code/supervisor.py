@@ -27,7 +27,10 @@ import sys
 import time
 
 if __package__:  # imported as a module (for reading); in the sandbox protocol.py's text precedes this file
-    from .protocol import CHILD_FRAME, HEADER_SIZE, STDERR_TAIL, SUPERVISOR_FRAME, json_frame, read_frame, write_all
+    from .protocol import (
+        CHILD_FRAME, CONTAINERS, HEADER_SIZE, STDERR_TAIL, SUPERVISOR_FRAME, decode_scalar, encode_scalar, json_frame,
+        read_frame, write_all,
+    )
 
 CONTROL_IN, CONTROL_OUT = 10, 11
 RPC_CHILD_IN, RPC_CHILD_OUT = 3, 4  # an assert test's child: requests in, replies out
@@ -438,23 +441,12 @@ def encode(value, handles, depth=0, plain_only=False):
 
     With `plain_only`, return None instead of making a handle (to tell plain data from objects).
     """
-    kind = type(value)
     if depth > 200:
         raise ValueError("nesting too deep")
-    if value is None:
-        return ["none"]
-    if kind is bool:
-        return ["bool", value]
-    if kind is int:
-        return ["int", hex(value)]
-    if kind is float:
-        return ["float", value.hex()]
-    if kind is complex:
-        return ["complex", value.real.hex(), value.imag.hex()]
-    if kind is str:
-        return ["str", value]
-    if kind is bytes:
-        return ["bytes", value.decode("latin-1")]
+    scalar = encode_scalar(value)
+    if scalar is not None:
+        return scalar
+    kind = type(value)
     if kind in (list, tuple, set, frozenset):
         items = [encode(v, handles, depth + 1, plain_only) for v in list(value)]
         return None if None in items else [kind.__name__] + items
@@ -504,24 +496,11 @@ def decode(tree, handles):
     tag = tree[0]
     if tag == "handle":
         return handles[tree[1]]
-    if tag == "none":
-        return None
-    if tag == "bool":
-        return bool(tree[1])
-    if tag == "int":
-        return int(tree[1], 16)
-    if tag == "float":
-        return float.fromhex(tree[1])
-    if tag == "complex":
-        return complex(float.fromhex(tree[1]), float.fromhex(tree[2]))
-    if tag == "str":
-        return tree[1]
-    if tag == "bytes":
-        return tree[1].encode("latin-1")
     if tag == "dict":
         return {decode(k, handles): decode(v, handles) for k, v in tree[1:]}
-    items = [decode(v, handles) for v in tree[1:]]
-    return {"list": list, "tuple": tuple, "set": set, "frozenset": frozenset}[tag](items)
+    if tag in CONTAINERS:
+        return CONTAINERS[tag]([decode(v, handles) for v in tree[1:]])
+    return decode_scalar(tree)
 
 
 def changed(tree, arg, handles):
