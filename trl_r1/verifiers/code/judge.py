@@ -36,6 +36,7 @@ from .runner import (
 )
 from .sandbox import Sandbox, SandboxLimits, SandboxLost, SandboxUnavailable
 
+
 # ------------------------------------------------------------------------------------------------ assert proxies
 class SandboxEnded(BaseException):
     """The program's process ended during an assert test (BaseException: test code cannot catch it)."""
@@ -332,7 +333,8 @@ def _remote_exception(name: Any, message: Any, bases: Any = None) -> Exception:
 TEST_MODULES = {name: importlib.import_module(name) for name in (
     "math", "cmath", "re", "random", "string", "collections", "itertools", "functools", "heapq", "bisect",
     "typing", "sys", "os", "copy", "json", "operator", "statistics", "fractions", "decimal", "datetime", "time",
-    "numbers", "array", "enum", "dataclasses", "textwrap", "unicodedata", "hashlib", "struct",
+    "numbers", "array", "enum", "dataclasses", "textwrap", "unicodedata", "hashlib", "struct", "collections.abc",
+    "posixpath", "io", "base64", "binascii", "calendar", "queue",
 )}
 _MODULES_TESTS_USE = frozenset({
     "math", "cmath", "re", "random", "string", "collections", "itertools", "functools", "heapq", "bisect",
