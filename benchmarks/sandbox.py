@@ -136,6 +136,14 @@ def main() -> None:
     print(f"  ratio ours/plain: throughput {ref_s / ours_s:.2f}x, CPU per program {ref_cpu / ours_cpu:.2f}x less"
           " (latencies of ours: 50 programs through run_tests)")
     # latency when the test hits its limit: one looping test per program
+    asserts = [{"program": f"def add(a, b):\n    return a {'+' if i % 3 else '-'} b",
+                "tests": [{"type": "assert", "code": f"assert add({k}, {i}) == {k + i}"} for k in range(1, 6)]}
+               for i in range(args.jobs)]
+    assert_s, assert_cpu, _, assert_fractions = ours(asserts, args.workers)
+    assert assert_fractions == fractions
+    per_program_ms = assert_cpu / args.jobs * 1e3
+    print(f"  the same programs with 5 assert tests each: {args.jobs / assert_s:6.1f} programs/s  CPU {per_program_ms:5.1f}"
+          f" ms/program (= {args.workers * 1e3 / per_program_ms:5.1f} programs/s on {args.workers} idle cores)")
     honest_ms, honest_rss = trainer_cost(jobs[:20], args.workers)
     adversarial = ADVERSARIAL * 2
     attack_ms, attack_rss = trainer_cost(adversarial, args.workers)
