@@ -406,7 +406,9 @@ class _Job:
                     for _ in self.cases[index:]:
                         self.send(result)
                     return
-                self.send(result)  # first: the trainer's deadline for this test must not include the clean-up
+                if index == len(self.cases) - 1:  # the job's end: nothing of it outlives its last verdict
+                    self._stop()
+                self.send(result)  # mid-job, before replacing the sandbox: the clean-up is on the next test's clock
                 if replace:
                     self._stop()
         finally:

@@ -44,7 +44,7 @@ from .sandbox import SandboxLimits, isolation_problem, seccomp_program
 logger = logging.getLogger("trl_r1.verifiers.code")
 
 GRACE_S = 1.0  # how long past a test's limit the judge waits for the supervisor before killing the sandbox
-JUDGE_GRACE_S = 2.0  # how long past that the trainer waits for the judge's verdict before killing the judge
+JUDGE_GRACE_S = 3.0  # past that, how long the trainer waits for the judge's verdict (and clean-up) before killing it
 JUDGE_START_TIMEOUT_S = 60.0  # a judge process's start (interpreter + imports, on a loaded machine)
 JUDGE_MEMORY_MB = 2048  # RLIMIT_AS of a judge (decoding one 16 MiB reply can take ~450 MiB)
 MAX_IDLE_JUDGES = 16
