@@ -621,3 +621,109 @@ def judge_peaks_mib():
     from trl_r1.verifiers.code.runner import Judge
     return [int(line.split()[1]) >> 10 for judge in Judge._idle
             for line in Path(f"/proc/{judge.process.pid}/status").read_text().splitlines() if line.startswith("VmHWM")]
+
+
+def copied_at_the_boundary(program, test):
+    """The control run: the program in-process, but every argument and result copied (as the values crossing
+    the sandbox boundary are), with only top-level in-place changes copied back (the old rule)."""
+    import copy
+    namespace = {}
+    exec(program, namespace)
+
+    def copying(function):
+        def call(*args):
+            copies = copy.deepcopy(args)
+            result = function(*copies)
+            for arg, changed in zip(args, copies):
+                if type(arg) is list and arg != changed:
+                    arg[:] = changed
+            return copy.deepcopy(result)
+        return call
+    env = {name: copying(value) if callable(value) else value for name, value in namespace.items()}
+    try:
+        exec(test, env)
+    except AssertionError:
+        return False
+    return True
+
+
+IDENTITY_CHEAT = textwrap.dedent("""
+    class Node:
+        def __init__(self, val):
+            self.val = val
+    def clone(node):
+        return node  # wrong: no copy
+    def deep_copy(x):
+        return x  # wrong: no copy
+""")
+
+
+def test_identity_checks_are_answered_truthfully_or_fail_closed():
+    tests = ["n = Node(1)\nc = clone(n)\nassert c is not n and c.val == 1",
+             "a = [1, [2, 3]]\nb = deep_copy(a)\nassert b == a and b is not a and b[1] is not a[1]",
+             "n = Node(1)\nassert id(clone(n)) != id(n)"]
+    # control: with every value a fresh copy, identity checks hold for a clone that returns its input
+    assert copied_at_the_boundary(IDENTITY_CHEAT, tests[0]) and copied_at_the_boundary(IDENTITY_CHEAT, tests[1])
+    report = run_tests(IDENTITY_CHEAT, [check(t) for t in tests])
+    assert report.pass_fraction == 0.0, [(r.outcome.value, r.detail) for r in report.results]
+    # honest programs: sandbox objects compare by handle (one per object), the test's own objects come back as themselves
+    honest = textwrap.dedent("""
+        import enum
+        class Node:
+            def __init__(self, val):
+                self.val = val
+        class Color(enum.Enum):
+            RED = 1
+        def clone(node):
+            return Node(node.val)
+        def same(x):
+            return x
+        def pick(i):
+            return Color(i)
+        def nothing():
+            pass
+    """)
+    tests = ["n = Node(1)\nc = clone(n)\nassert c is not n and c.val == 1 and same(n) is n",
+             "a = [1, [2]]\nassert same(a) is a and same(a)[1] is a[1] and same(a) is not [1, [2]]",
+             "assert pick(1) is Color.RED and nothing() is None and pick(1) is not None",
+             "assert 0 < 1 is not None is not False",  # chained comparisons keep Python's meaning
+             # a copy out of the sandbox has no known identity: fail closed, and hashing an object would
+             # use the judge's identity instead of the program's __hash__/__eq__
+             "assert same([1]) + [] is not None and clone(Node(1)) is not None\nx = same([[1]])[0]\nassert x is not x",
+             "assert len({clone(Node(1)), clone(Node(1))}) == 2"]
+    outcomes = [r.outcome.value for r in run_tests(honest, [check(t) for t in tests]).results]
+    assert outcomes == ["passed"] * 4 + ["wrong_answer"] * 2
+
+
+def test_in_place_changes_reach_the_test_at_any_depth():
+    wrong = textwrap.dedent("""
+        def smallest_sorted(t):
+            t[0].sort()  # wrong: sorts the caller's list
+            return t[0]
+        def sorted_values(d):
+            d['k'].sort()  # wrong: sorts the caller's list
+            return d['k']
+        def replace_value(d):
+            d['k'] = sorted(d['k'])  # the dict changes, the caller's inner list does not
+    """)
+    tests = ["t = ([3, 1, 2],)\nassert smallest_sorted(t) == [1, 2, 3]\nassert t[0] == [3, 1, 2]",
+             "inner = [3, 1, 2]\nd = {'k': inner}\nassert sorted_values(d) == [1, 2, 3]\nassert inner == [3, 1, 2]",
+             "inner = [3, 1, 2]\nd = {'k': inner}\nreplace_value(d)\nassert inner == [1, 2, 3]"]
+    # control: with arguments copied and only top-level lists copied back, "must not modify" tests pass
+    assert copied_at_the_boundary(wrong, tests[0]) and copied_at_the_boundary(wrong, tests[1])
+    report = run_tests(wrong, [check(t) for t in tests])
+    assert report.pass_fraction == 0.0, [(r.outcome.value, r.detail) for r in report.results]
+    honest = textwrap.dedent("""
+        def sort_all(groups):
+            for g in groups:
+                g.sort()
+        def push(state):
+            state['stack'].append(len(state['stack']))
+        def both(a, b):
+            a.append(1)
+            return a is b
+    """)
+    tests = ["g = ([2, 1], [4, 3])\nsort_all(g)\nassert g == ([1, 2], [3, 4])",
+             "s = []\nstate = {'stack': s}\npush(state)\npush(state)\nassert s == [0, 1] and state['stack'] is s",
+             "a = []\nassert both(a, a) and a == [1]\nb = []\nassert not both(b, [])"]
+    assert [r.outcome.value for r in run_tests(honest, [check(t) for t in tests]).results] == ["passed"] * 3

@@ -13,6 +13,7 @@ own import of a fixed list of standard-library modules (`TEST_MODULES`), importe
 
 from __future__ import annotations
 
+import ast
 import builtins
 import collections
 import decimal
@@ -69,16 +70,23 @@ class RemoteObject:
 
     def __call__(self, *args, **kwargs):
         session = self._session
-        reply = session.exchange({"op": "call", "target": self._handle, "args": [session.encode(a) for a in args],
-                                  "kwargs": [[k, session.encode(v)] for k, v in kwargs.items()]})
-        value = session.decode(reply["value"])
+        originals: list = []  # the test's lists, dicts and sets passed in, numbered as the sandbox will
+        refs: dict[int, int] = {}
+        message = {"op": "call", "target": self._handle, "args": [session.encode(a, refs=(originals, refs)) for a in args],
+                   "kwargs": [[k, session.encode(v, refs=(originals, refs))] for k, v in kwargs.items()]}
+        reply = session.exchange(message)
+        value = session.decode(reply["value"], originals=originals)
         mutated = reply.get("mutated")
-        passed = [*args, *kwargs.values()]
-        if not isinstance(mutated, list) or len(mutated) != len(passed):
+        if not isinstance(mutated, list):
             raise RemoteError("malformed reply from the sandbox")
-        for target, tree in zip(passed, mutated):  # in-place changes (nums.sort()) show in the test's objects
-            if tree is not None:
-                _update_in_place(target, session.decode(tree))
+        updates = []
+        for change in mutated:  # in-place changes at any depth (nums.sort(), t[0].append(1)) show in the test's objects
+            if not (isinstance(change, list) and len(change) == 2 and type(change[0]) is int
+                    and 0 <= change[0] < len(originals)):
+                raise RemoteError("malformed reply from the sandbox")
+            updates.append((originals[change[0]], session.decode(change[1], originals=originals, fresh_top=True)))
+        for target, contents in updates:
+            _update_in_place(target, contents)
         return value
 
     def __getattr__(self, name: str):
@@ -119,27 +127,21 @@ class RemoteObject:
     # objects compare by identity by default: refuse instead (arithmetic already raises TypeError, as this
     # class does not define it)
     __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = _refuse
-    __hash__ = object.__hash__
+    __hash__ = None  # a set or dict key would use the judge's identity, not the program's __hash__/__eq__
 
     def __repr__(self) -> str:
         return f"<sandboxed object #{self._handle}>"
 
 
 def _update_in_place(target: Any, value: Any) -> None:
-    """Make the test's list, dict or set equal the sandbox's copy after a call; nested lists keep their identity."""
+    """Give the test's list, dict or set the contents the sandbox's copy has after a call (the items that
+    are the test's own objects arrive as themselves, so identity and aliasing stay as in Python)."""
     if type(target) is not type(value) or type(target) not in (list, dict, set):
         raise RemoteError("malformed reply from the sandbox")
-    if type(target) is list and len(target) == len(value):
-        for i, (old, new) in enumerate(zip(target, value)):
-            if type(old) is list and type(new) is list:
-                _update_in_place(old, new)
-            else:
-                target[i] = new
-        return
-    target.clear()
     if type(target) is list:
-        target.extend(value)
+        target[:] = value
     else:
+        target.clear()
         target.update(value)
 
 
@@ -162,6 +164,22 @@ def _rebuild_stdlib(name: str, value: Any) -> Any:
         except decimal.InvalidOperation:
             pass
     raise ValueError(f"bad {name}")
+
+
+def _stdlib_plain(value: Any) -> Any:
+    """The plain data a standard-library value the test passes in is rebuilt from in the sandbox, else None."""
+    kind = type(value)
+    if kind in (collections.Counter, collections.OrderedDict):
+        return dict(value)
+    if kind is collections.deque:
+        return list(value)
+    if kind is fractions.Fraction:
+        return [value.numerator, value.denominator]
+    if kind is decimal.Decimal:
+        return str(value)
+    if kind is range:
+        return [value.start, value.stop, value.step]
+    return None
 
 
 def _plain_view(base: type) -> type:
@@ -199,6 +217,7 @@ class _AssertSession:
         self.fetched: dict[int, deque] = {}  # items taken from a sandbox iterator in a chunk, not yet used
         self.iterated_bytes = 0
         self.over_budget = False  # iterating took over MAX_ITERATED_BYTES: the host's memory is at stake
+        self.copies: dict[int, Any] = {}  # containers rebuilt from the sandbox's values, by id
 
     def iterate(self, handle: int, single: bool = False):
         """The items of a sandbox object; an iterator's are fetched 1, 2, 4, ... at a time and kept per handle."""
@@ -259,8 +278,10 @@ class _AssertSession:
             raise RemoteError("malformed reply from the sandbox")
         return frame
 
-    def encode(self, value: Any, depth: int = 0) -> list:
-        """An argument as the child's tagged tree: plain data (exact types) or a handle the child gave us."""
+    def encode(self, value: Any, depth: int = 0, refs: tuple[list, dict] | None = None) -> list:
+        """An argument as the child's tagged tree: plain data (exact types), a standard-library value
+        (Counter, deque, Fraction, Decimal, range) or a handle the child gave us. With `refs`, each list,
+        dict and set is numbered in `refs` (the call's originals) and sent again as ``["ref", i]``."""
         if depth > 200:
             raise ValueError("argument nested too deeply")
         kind = type(value)
@@ -271,41 +292,133 @@ class _AssertSession:
         scalar = encode_scalar(value)
         if scalar is not None:
             return scalar
+        if kind in (list, dict, set):
+            originals, seen = refs if refs is not None else ([], {})
+            if id(value) in seen:
+                return ["ref", seen[id(value)]]
+            seen[id(value)] = len(originals)
+            originals.append(value)
+            refs = (originals, seen)
         if kind in (list, tuple, set, frozenset):
-            return [kind.__name__] + [self.encode(v, depth + 1) for v in value]
+            return [kind.__name__] + [self.encode(v, depth + 1, refs) for v in value]
         if kind is dict:
-            return ["dict"] + [[self.encode(k, depth + 1), self.encode(v, depth + 1)] for k, v in value.items()]
+            return ["dict"] + [[self.encode(k, depth + 1, refs), self.encode(v, depth + 1, refs)] for k, v in value.items()]
+        plain = _stdlib_plain(value)
+        if plain is not None:
+            return ["stdlib", kind.__name__, self.encode(plain, depth + 1)]
         raise TypeError(f"cannot pass a {kind.__name__} into the sandbox (only plain data and sandbox objects)")
 
-    def decode(self, tree: Any, depth: int = 0) -> Any:
-        """Rebuild plain data from the child's tagged tree; any malformed node is a protocol error."""
+    def decode(self, tree: Any, depth: int = 0, originals: list | None = None, fresh_top: bool = False) -> Any:
+        """Rebuild plain data from the child's tagged tree; any malformed node is a protocol error.
+
+        ``["ref", i]`` is `originals[i]` (the test's own object passed in this call). Every other container
+        is a new object whose identity says nothing about the program's: it is recorded, and ``is``/``id()``
+        on it raise TypeError in the test (`_Identity`).
+        """
         try:
-            return self._decode(tree, depth)
+            return self._decode(tree, depth, originals or [], fresh_top)
         except RemoteError:
             raise
         except (TypeError, ValueError, IndexError, KeyError, OverflowError, RecursionError) as exc:
             raise RemoteError(f"malformed value from the sandbox ({type(exc).__name__})") from None
 
-    def _decode(self, tree: Any, depth: int) -> Any:
+    def _decode(self, tree: Any, depth: int, originals: list, fresh_top: bool = False) -> Any:
         if not isinstance(tree, list) or not tree or depth > 200:
             raise ValueError("bad node")
         tag, rest = tree[0], tree[1:]
         if tag == "handle" and len(rest) == 1 and type(rest[0]) is int:
             return RemoteObject(self, rest[0])
+        if tag == "ref" and len(rest) == 1 and type(rest[0]) is int and 0 <= rest[0] < len(originals):
+            return originals[rest[0]]
         if tag == "stdlib" and len(rest) == 2 and rest[0] in _STDLIB_TYPES:
-            return _rebuild_stdlib(rest[0], self._decode(rest[1], depth + 1))
+            return self._track(_rebuild_stdlib(rest[0], self._decode(rest[1], depth + 1, originals)))
         if tag == "sub" and len(rest) == 2 and type(rest[0]) is int:
-            value = self._decode(rest[1], depth + 1)
+            value = self._decode(rest[1], depth + 1, originals)
             view = _PLAIN_VIEWS[type(value)](value)  # KeyError for None or bool: a protocol error
             object.__setattr__(view, "_remote", RemoteObject(self, rest[0]))
-            return view
+            return self._track(view)
         if tag == "dict":
             if not all(isinstance(pair, list) and len(pair) == 2 for pair in rest):
                 raise ValueError("bad dict node")
-            return {self._decode(k, depth + 1): self._decode(v, depth + 1) for k, v in rest}
+            value = {self._decode(k, depth + 1, originals): self._decode(v, depth + 1, originals) for k, v in rest}
+            return value if fresh_top else self._track(value)
         if tag in CONTAINERS:
-            return CONTAINERS[tag](self._decode(v, depth + 1) for v in rest)
+            value = CONTAINERS[tag](self._decode(v, depth + 1, originals) for v in rest)
+            return value if fresh_top else self._track(value)
         return decode_scalar(tree)
+
+    def _track(self, value: Any) -> Any:
+        self.copies[id(value)] = value  # kept alive: its id stays its own for the test's lifetime
+        return value
+
+    def is_copy(self, value: Any) -> bool:
+        """Whether `value` is a container rebuilt from the sandbox (its identity is not the program's)."""
+        return self.copies.get(id(value)) is value
+
+
+class _Identity:
+    """``is``, ``is not`` and ``id()`` in the test snippet, answered truthfully or not at all.
+
+    Every value from the sandbox is rebuilt in the judge, so the judge's identity of it says nothing about
+    the program's (``clone(n) is not n`` would hold for a clone that returns its input). Sandbox objects
+    compare by handle (one handle per object), the test's own lists, dicts and sets come back as themselves,
+    and a rebuilt container raises TypeError, failing the test closed.
+    """
+
+    def __init__(self, session: _AssertSession):
+        self.session = session
+
+    def _handle(self, value: Any) -> int | None:
+        if isinstance(value, RemoteObject):
+            return object.__getattribute__(value, "_handle")
+        if type(value) in _VIEW_TYPES:
+            return object.__getattribute__(object.__getattribute__(value, "_remote"), "_handle")
+        return None
+
+    def same(self, a: Any, b: Any) -> bool:
+        if a is None or b is None or type(a) is bool or type(b) is bool:
+            return a is b  # singletons: the same in both processes
+        handle_a, handle_b = self._handle(a), self._handle(b)
+        if handle_a is not None or handle_b is not None:  # a sandbox object is never one of the test's own
+            return handle_a == handle_b
+        if self.session.is_copy(a) or self.session.is_copy(b):
+            raise TypeError("the identity of a value copied out of the sandbox is unknown")
+        return a is b
+
+    def id(self, value: Any) -> int:
+        if self._handle(value) is not None or self.session.is_copy(value):
+            raise TypeError("the identity of a value from the sandbox is unknown")
+        return id(value)
+
+
+class _IdentityRewriter(ast.NodeTransformer):
+    """Rewrite ``a is b`` / ``a is not b`` in the test snippet into calls of `_Identity.same`."""
+
+    def visit_Compare(self, node: ast.Compare) -> ast.AST:
+        self.generic_visit(node)
+        if not any(isinstance(op, (ast.Is, ast.IsNot)) for op in node.ops):
+            return node
+        operands = [node.left, *node.comparators]
+        names = [f"__trl_operand_{id(node)}_{i}__" for i in range(len(operands))]
+        checks = []
+        for i, op in enumerate(node.ops):
+            left, right = ast.Name(names[i], ast.Load()), ast.Name(names[i + 1], ast.Load())
+            if isinstance(op, (ast.Is, ast.IsNot)):
+                check = ast.Call(ast.Name("__trl_same__", ast.Load()), [left, right], [])
+                if isinstance(op, ast.IsNot):
+                    check = ast.UnaryOp(ast.Not(), check)
+            else:
+                check = ast.Compare(left, [op], [right])
+            checks.append(check)
+        # (lambda a, b, c: check(a, b) and check(b, c))(x, y, z): each operand evaluated once, in order
+        body = checks[0] if len(checks) == 1 else ast.BoolOp(ast.And(), checks)
+        function = ast.Lambda(ast.arguments([], [ast.arg(n) for n in names], None, [], [], None, []), body)
+        return ast.copy_location(ast.Call(function, operands, []), node)
+
+
+def _compile_test(code: str):
+    tree = _IdentityRewriter().visit(ast.parse(code, "<test>", "exec"))
+    return compile(ast.fix_missing_locations(tree), "<test>", "exec")
 
 
 def _remote_exception(name: Any, message: Any, bases: Any = None) -> Exception:
@@ -378,6 +491,8 @@ def _test_globals(session: _AssertSession, names: dict) -> dict:
             bound[name] = session.decode(tree)
     namespace = _TestNamespace(session, live_names)
     namespace.update(bound)
+    identity = _Identity(session)
+    namespace.update(__trl_same__=identity.same, id=identity.id)
     return namespace
 
 
@@ -488,7 +603,7 @@ class _Job:
             if not isinstance(names, dict):
                 raise RemoteError("malformed announcement from the sandbox")
             namespace = _test_globals(session, names)
-            exec(compile(case.code, "<test>", "exec"), namespace)
+            exec(_compile_test(case.code), namespace)
         except SandboxEnded:
             pass
         except AssertionError as exc:

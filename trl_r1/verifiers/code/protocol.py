@@ -89,7 +89,10 @@ def write_all(fd, data):
 # A value crosses the sandbox boundary as a JSON-able tree whose first item names its exact type: ["none"],
 # ["bool", b], ["int", hex], ["float", hex], ["complex", real hex, imag hex], ["str", s], ["bytes", latin-1
 # text], [container, *item trees], ["dict", [key tree, value tree], ...]. The supervisor adds ["handle", i],
-# ["stdlib", type name, tree] and ["sub", i, tree] for the program's other objects (see the judge's decoder).
+# ["stdlib", type name, tree] and ["sub", i, tree] for the program's other objects (see the judge's decoder);
+# in a call, ["ref", i] is the i-th list, dict or set of the call's arguments (numbered in pre-order), so the
+# objects the test passed in keep their identity both ways. The judge sends ["stdlib", ...] for Counter,
+# OrderedDict, deque, Fraction, Decimal and range arguments.
 CONTAINERS = {"list": list, "tuple": tuple, "set": set, "frozenset": frozenset}
 
 

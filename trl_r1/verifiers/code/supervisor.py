@@ -436,10 +436,30 @@ def finish_interpreter(code):
     return code
 
 
-def encode(value, handles, depth=0, plain_only=False):
+class Handles(list):
+    """The objects the host holds handles to; one index per object, so equal handles mean the same object."""
+
+    def __init__(self):
+        super().__init__()
+        self.index = {}
+
+    def of(self, value):
+        i = self.index.get(id(value))
+        if i is None:
+            i = self.index[id(value)] = len(self)
+            self.append(value)
+        return i
+
+
+MUTABLE = (list, dict, set)
+
+
+def encode(value, handles, depth=0, plain_only=False, refs=None, top=False):
     """Plain data to a tagged tree; anything else becomes an opaque handle the host cannot compare.
 
-    With `plain_only`, return None instead of making a handle (to tell plain data from objects).
+    With `plain_only`, return None instead of making a handle (to tell plain data from objects). `refs`
+    maps the id of each list, dict and set the host passed in this call to its index: such an object is
+    sent as ``["ref", i]`` (the host's own object, so identity and aliasing stay true), except at the `top`.
     """
     if depth > 200:
         raise ValueError("nesting too deep")
@@ -447,11 +467,13 @@ def encode(value, handles, depth=0, plain_only=False):
     if scalar is not None:
         return scalar
     kind = type(value)
+    if refs is not None and not top and kind in MUTABLE and id(value) in refs:
+        return ["ref", refs[id(value)]]
     if kind in (list, tuple, set, frozenset):
-        items = [encode(v, handles, depth + 1, plain_only) for v in list(value)]
+        items = [encode(v, handles, depth + 1, plain_only, refs) for v in list(value)]
         return None if None in items else [kind.__name__] + items
     if kind is dict:
-        pairs = [[encode(k, handles, depth + 1, plain_only), encode(v, handles, depth + 1, plain_only)]
+        pairs = [[encode(k, handles, depth + 1, plain_only, refs), encode(v, handles, depth + 1, plain_only, refs)]
                  for k, v in list(value.items())]
         return None if any(None in pair for pair in pairs) else ["dict"] + pairs
     stdlib = stdlib_value(value, kind)
@@ -459,11 +481,11 @@ def encode(value, handles, depth=0, plain_only=False):
         return ["stdlib", kind.__name__, encode(stdlib, handles, depth + 1)]
     if plain_only:
         return None
-    handles.append(value)
+    handle = handles.of(value)
     for base, plain in _PLAIN_BASES:  # Counter, namedtuple, IntEnum...: their plain value, read by the base type
         if isinstance(value, base):
-            return ["sub", len(handles) - 1, encode(plain(value), handles, depth + 1)]
-    return ["handle", len(handles) - 1]
+            return ["sub", handle, encode(plain(value), handles, depth + 1)]
+    return ["handle", handle]
 
 
 def stdlib_value(value, kind):
@@ -491,24 +513,57 @@ _PLAIN_BASES = (
 )
 
 
-def decode(tree, handles):
-    """The host's arguments (trusted), from the same tagged tree."""
+def decode(tree, handles, originals):
+    """The host's arguments (trusted), from the same tagged tree; each list, dict and set is appended to
+    `originals` in the order the host numbered them (``["ref", i]`` is the same object again)."""
     tag = tree[0]
     if tag == "handle":
         return handles[tree[1]]
+    if tag == "ref":
+        return originals[tree[1]]
+    if tag == "stdlib":
+        return stdlib_rebuild(tree[1], decode(tree[2], handles, originals))
+    if tag == "list":
+        value = []
+        originals.append(value)
+        value.extend([decode(v, handles, originals) for v in tree[1:]])
+        return value
+    if tag == "set":
+        value = set()
+        originals.append(value)
+        value.update([decode(v, handles, originals) for v in tree[1:]])
+        return value
     if tag == "dict":
-        return {decode(k, handles): decode(v, handles) for k, v in tree[1:]}
+        value = {}
+        originals.append(value)
+        for k, v in tree[1:]:
+            key = decode(k, handles, originals)
+            value[key] = decode(v, handles, originals)
+        return value
     if tag in CONTAINERS:
-        return CONTAINERS[tag]([decode(v, handles) for v in tree[1:]])
+        return CONTAINERS[tag]([decode(v, handles, originals) for v in tree[1:]])
     return decode_scalar(tree)
 
 
-def changed(tree, arg, handles):
-    """The argument's new tree if the call mutated a list, dict or set the host passed in, else None."""
-    if tree[0] not in ("list", "dict", "set"):
-        return None
-    after = encode(arg, handles)
-    return None if after == tree else after
+def stdlib_rebuild(name, plain):
+    """A standard-library value the test passed in (Counter, deque, Fraction, range...), built from plain data."""
+    if name in ("Counter", "OrderedDict", "deque"):
+        import collections
+        return getattr(collections, name)(plain)
+    if name == "Fraction":
+        import fractions
+        return fractions.Fraction(*plain)
+    if name == "Decimal":
+        import decimal
+        return decimal.Decimal(plain)
+    if name == "range":
+        return range(*plain)
+    raise ValueError("unknown type " + str(name))
+
+
+def snapshot(originals, handles, refs):
+    """Each list, dict and set the host passed in, encoded with references to the others."""
+    return [encode(o, handles, refs=refs, top=True) for o in originals]
 
 
 def serve_calls(namespace):
@@ -517,7 +572,7 @@ def serve_calls(namespace):
     Functions, classes and other objects are announced as handles; plain data only by name (``value``),
     so the host reads its current value at each use; modules by their module name.
     """
-    handles = []
+    handles = Handles()
     names = {}
     for name, value in list(namespace.items()):
         if name.startswith("__"):
@@ -543,9 +598,9 @@ def serve_calls(namespace):
             elif op == "len":
                 value = len(handles[request["target"]])
             elif op == "isinstance":
-                value = isinstance(decode(request["value"], handles), handles[request["target"]])
+                value = isinstance(decode(request["value"], handles, []), handles[request["target"]])
             elif op == "getitem":
-                value = handles[request["target"]][decode(request["key"], handles)]
+                value = handles[request["target"]][decode(request["key"], handles, [])]
             elif op == "iterate":  # a container's items, or the next `count` items of an iterator
                 target = handles[request["target"]]
                 iterator = iter(target)
@@ -558,12 +613,15 @@ def serve_calls(namespace):
                 write_all(RPC_CHILD_OUT, json_frame({"value": encode(value, handles), "container": container}))
                 continue
             else:
-                args = [decode(a, handles) for a in request["args"]]
-                kwargs = {k: decode(v, handles) for k, v in request["kwargs"]}
+                originals = []
+                args = [decode(a, handles, originals) for a in request["args"]]
+                kwargs = {k: decode(v, handles, originals) for k, v in request["kwargs"]}
+                refs = {id(o): i for i, o in enumerate(originals)}
+                before = snapshot(originals, handles, refs)
                 value = handles[request["target"]](*args, **kwargs)
-                sent = request["args"] + [v for _, v in request["kwargs"]]
-                reply = {"value": encode(value, handles),  # and the lists, dicts and sets the call changed
-                         "mutated": [changed(tree, arg, handles) for tree, arg in zip(sent, args + list(kwargs.values()))]}
+                after = snapshot(originals, handles, refs)
+                reply = {"value": encode(value, handles, refs=refs),  # and the host's objects the call changed
+                         "mutated": [[i, tree] for i, tree in enumerate(after) if tree != before[i]]}
                 write_all(RPC_CHILD_OUT, json_frame(reply))
                 continue
             reply = {"value": encode(value, handles)}
