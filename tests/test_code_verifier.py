@@ -372,3 +372,14 @@ def test_humaneval_canonical_solutions_all_pass_and_empty_bodies_all_fail():
     assert failed == {}
     empty = run_tests_batch([job(p, "    pass\n") for p in problems], workers=2)
     assert sum(r.pass_fraction for r in empty) == 0 and all(r.error is None for r in empty)
+
+
+def test_exit_and_quit_exist_as_in_python():
+    # the supervisor runs with -S (no site module), which is what defines them in a plain interpreter
+    tests = [stdio("", "done")]
+    assert run_tests("print('done')\nexit()", tests).pass_fraction == 1.0
+    assert run_tests("print('done')\nquit(0)", tests).pass_fraction == 1.0
+    assert run_tests("print('done')\nexit(3)", tests).results[0].outcome.value == "crash"  # a status, as in Python
+    program = "def f():\n    return 1\nif f() != 1:\n    exit(1)"
+    assert run_tests(program, [check("assert f() == 1")]).pass_fraction == 1.0
+

@@ -386,12 +386,27 @@ def remove_tree(path):
 
 
 # ---------------------------------------------------------------- the Python program's side (in the test's child)
+class Quitter:
+    """``exit()`` and ``quit()`` as the ``site`` module defines them (the supervisor runs with ``-S``)."""
+
+    def __init__(self, name):
+        self.name = name
+
+    def __repr__(self):
+        return "Use %s() or Ctrl-D (i.e. EOF) to exit" % self.name
+
+    def __call__(self, code=None):
+        raise SystemExit(code)
+
+
 def run_python_program(source, mode):
     """Run the program as ``__main__`` in this fresh fork (then serve assert calls), and exit like CPython."""
     main = type(sys)("__main__")
     main.__dict__["__builtins__"] = __builtins__
     sys.modules["__main__"] = main
     sys.argv = ["main.py"]
+    builtins = sys.modules["builtins"]
+    builtins.exit, builtins.quit = Quitter("exit"), Quitter("quit")
     code = 0
     try:
         exec(compile(source, "main.py", "exec"), main.__dict__)
