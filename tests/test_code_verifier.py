@@ -383,3 +383,17 @@ def test_exit_and_quit_exist_as_in_python():
     program = "def f():\n    return 1\nif f() != 1:\n    exit(1)"
     assert run_tests(program, [check("assert f() == 1")]).pass_fraction == 1.0
 
+
+def test_a_main_block_runs_for_stdio_tests_only():
+    program = textwrap.dedent("""
+        def add(a, b):
+            return a + b
+        if __name__ == "__main__":
+            a, b = map(int, input().split())
+            print(add(a, b))
+    """)
+    # as in HumanEval's and EvalPlus's harnesses, assert tests import the program under another name
+    assert run_tests(program, [stdio("2 3", "5")]).pass_fraction == 1.0
+    assert run_tests(program, [check("assert add(2, 3) == 5")]).pass_fraction == 1.0
+    unittest_main = program.replace("a, b = map(int, input().split())\n    print(add(a, b))", "import unittest\n    unittest.main()")
+    assert run_tests(unittest_main, [check("assert add(2, 3) == 5")]).pass_fraction == 1.0

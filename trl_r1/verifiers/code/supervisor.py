@@ -400,10 +400,15 @@ class Quitter:
 
 
 def run_python_program(source, mode):
-    """Run the program as ``__main__`` in this fresh fork (then serve assert calls), and exit like CPython."""
-    main = type(sys)("__main__")
+    """Run the program in this fresh fork (then serve assert calls), and exit like CPython.
+
+    A stdio program runs as ``__main__``; for assert tests the program is a module named ``solution``, as
+    in HumanEval's and EvalPlus's harnesses, so its ``if __name__ == "__main__":`` block does not run.
+    """
+    name = "__main__" if mode == "stdio" else "solution"
+    main = type(sys)(name)
     main.__dict__["__builtins__"] = __builtins__
-    sys.modules["__main__"] = main
+    sys.modules[name] = main
     sys.argv = ["main.py"]
     builtins = sys.modules["builtins"]
     builtins.exit, builtins.quit = Quitter("exit"), Quitter("quit")
