@@ -145,3 +145,15 @@ def test_fenced_blocks_are_found_in_linear_time():
         assert extract_program(attack * 8) is None
     ours_s = (time.process_time() - started) / 10
     assert regex_s > 0.02 and ours_s < regex_s / 10, (regex_s, ours_s)  # control: the regex is quadratic
+
+
+def test_multi_megabyte_outputs_pass_and_the_cap_is_configurable():
+    n = 200_000  # about 1.3 MB of output (over the former 1 MiB cap) from a 6-byte input
+    expected = " ".join(map(str, range(1, n + 1)))
+    completion = "```python\nn = int(input())\nprint(*range(1, n + 1))\n```"
+    info = {"language": "python", "test_cases": [{"type": "stdin_stdout", "input": str(n), "output": expected}]}
+    assert code_reward(completions=[completion], verification_info=[info]) == [1.0]
+    capped = CodeReward(max_output_bytes=1 << 20)
+    assert capped(completions=[completion], verification_info=[info]) == [0.0]
+    assert capped(completions=[completion], verification_info=[{**info, "max_output_bytes": 4 << 20}]) == [1.0]
+    assert code_reward(completions=[completion], verification_info=[{**info, "max_output_bytes": 1 << 20}]) == [0.0]

@@ -6,7 +6,7 @@ import json
 import re
 from collections import Counter
 
-from ..verifiers.code import SandboxLimits, TestReport, normalize_tests, resolve_language, run_tests_batch
+from ..verifiers.code import DEFAULT_MAX_OUTPUT, SandboxLimits, TestReport, normalize_tests, resolve_language, run_tests_batch
 from ..verifiers.format import extract_answer
 from .base import RewardFunction, Sample, Score
 
@@ -74,6 +74,8 @@ class CodeReward(RewardFunction):
         limits: memory/process/file limits of each test.
         allow_unsafe: run unsandboxed when isolation is unavailable (trusted code only). Otherwise such
             samples are skipped with the reason, and the error is logged.
+        max_output_bytes: stdout cap per test (default 8 MiB, at most 10 MiB; a ``max_output_bytes`` in
+            `verification_info` takes precedence). It never depends on the expected output.
 
     Example:
         >>> completion = "<think>add them</think><answer>```python\\nprint(sum(map(int, input().split())))\\n```</answer>"
@@ -86,8 +88,10 @@ class CodeReward(RewardFunction):
     __name__ = "code_reward"
 
     def __init__(self, binary: bool = False, timeout_s: float = 5.0, workers: int | None = None,
-                 language: str = "python", limits: SandboxLimits | None = None, allow_unsafe: bool = False):
+                 language: str = "python", limits: SandboxLimits | None = None, allow_unsafe: bool = False,
+                 max_output_bytes: int = DEFAULT_MAX_OUTPUT):
         self.binary = binary
+        self.max_output_bytes = max_output_bytes
         self.timeout_s = timeout_s
         self.workers = workers
         self.language = resolve_language(language).name
@@ -106,7 +110,8 @@ class CodeReward(RewardFunction):
             else:
                 jobs.append(job)
                 owners.append(i)
-        reports = run_tests_batch(jobs, workers=self.workers, limits=self.limits, allow_unsafe=self.allow_unsafe)
+        reports = run_tests_batch(jobs, workers=self.workers, limits=self.limits, allow_unsafe=self.allow_unsafe,
+                                  max_output_bytes=self.max_output_bytes)
         for i, report in zip(owners, reports):
             scores[i] = self._score(report)
         return scores
@@ -130,8 +135,9 @@ class CodeReward(RewardFunction):
             return Score(0.0, "no code block")
         if not program.strip():  # the verifier reports "no program" as an error (None): the sample's fault here
             return Score(0.0, "empty code block")
-        timeout_s = raw.get("timeout_s", self.timeout_s) if isinstance(raw, dict) else self.timeout_s
-        return {"program": program, "tests": raw, "language": language, "timeout_s": timeout_s}
+        settings = raw if isinstance(raw, dict) else {}
+        return {"program": program, "tests": raw, "language": language, "timeout_s": settings.get("timeout_s", self.timeout_s),
+                "max_output_bytes": settings.get("max_output_bytes")}
 
     def _score(self, report: TestReport) -> Score:
         if report.error is not None:

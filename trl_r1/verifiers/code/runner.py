@@ -50,7 +50,8 @@ JUDGE_MEMORY_MB = 2048  # RLIMIT_AS of a judge (decoding one 16 MiB reply can ta
 MAX_IDLE_JUDGES = 16
 JUDGE_IDLE_RSS_MB = 256  # a judge that holds more after a job (it decoded large values) is not kept idle
 START_TIMEOUT_S = 10.0  # starting a sandbox (bwrap + interpreter); compiling adds `compile_timeout_s`
-DEFAULT_MAX_OUTPUT = 1 << 20
+DEFAULT_MAX_OUTPUT = 8 << 20  # stdout per test: multi-MB outputs (constructive problems) pass
+MAX_OUTPUT_BYTES = 10 << 20  # the largest cap: stdout travels JSON-escaped (up to 6x) in one frame of MAX_FRAME
 MAX_REPLY_BYTES = 16 << 20  # one value returned to an assert test (a list of 10^6 ints is about 15 MiB encoded)
 MAX_ITERATED_BYTES = 4 * MAX_REPLY_BYTES  # items one assert test takes from sandbox iterators (list(endless()))
 _DETAIL_CHARS = 200
@@ -204,8 +205,9 @@ def run_tests(
         limits: memory/process/file limits of each test (`SandboxLimits`).
         allow_unsafe: when OS isolation is unavailable, run the program as a plain local subprocess instead
             of refusing. Only for trusted code: the program can then read and write your files.
-        max_output_bytes: stdout cap per test (at least 4x the test's stdin is always allowed; never derived from
-            the expected output, whose length the cap would reveal).
+        max_output_bytes: stdout cap per test, 10 MiB at most (at least 4x the test's stdin is always allowed;
+            never derived from the expected output, whose length the cap would reveal). A job's own
+            ``max_output_bytes`` key (for example from `verification_info`) takes precedence.
         compile_timeout_s: time limit for compiling a C++ program.
 
     Example:
@@ -259,6 +261,9 @@ def _run_job(job: Any, limits: SandboxLimits, allow_unsafe: bool, max_output: in
         timeout_s = float(job.get("timeout_s") or 5.0)
         if not timeout_s > 0:
             raise ValueError(f"timeout_s must be positive, got {timeout_s}")
+        max_output = min(int(job.get("max_output_bytes") or max_output), MAX_OUTPUT_BYTES)
+        if not max_output > 0:
+            raise ValueError(f"max_output_bytes must be positive, got {max_output}")
     except Exception as exc:
         return TestReport((), f"invalid job: {type(exc).__name__}: {_short(str(exc))}")
     program = job.get("program")
