@@ -46,6 +46,8 @@ class Supervisor:
         self.limits = config["limits"]
         self.language = self.source = self.binary = None
         self.tests_run = 0
+        self.scratch_dirs = [self.scratch] + (["/dev/shm"] if self.isolated else [])
+        self.started_ns = time.time_ns()  # the scratch directories' times after each wipe
 
     def serve(self):
         while True:
@@ -168,22 +170,32 @@ class Supervisor:
                 pass
         reap_all()
         clean = True
-        for directory in [self.scratch] + (["/dev/shm"] if self.isolated else []):
+        for directory in self.scratch_dirs:
             try:  # all a test wrote, so nothing carries over to the next
                 os.chmod(directory, 0o1777 if self.isolated else 0o700)
                 for name in os.listdir(directory):
                     remove_tree(os.path.join(directory, name))
                 clean = clean and not os.listdir(directory)
+                os.utime(directory, ns=(self.started_ns, self.started_ns))  # the directory's own metadata is state too
             except OSError:
                 clean = False
+            try:
+                for attribute in os.listxattr(directory):
+                    os.removexattr(directory, attribute)
+                clean = clean and not os.listxattr(directory)
+            except OSError as exc:
+                clean = clean and exc.errno == 95  # EOPNOTSUPP: no extended attributes to carry state
         return clean
 
 
 class Watch:
     """Drive one child to its end: feed stdin, drain stdout/stderr under caps, relay assert calls, kill at the deadline."""
 
-    def __init__(self, pid, stdin_w, stdout_r, stderr_r, rpc_w, rpc_r, deadline, max_output, stdin_data=b""):
+    def __init__(self, pid, stdin_w, stdout_r, stderr_r, rpc_w, rpc_r, deadline, max_output, stdin_data=b"",
+                 scratch_dirs=(), max_inodes=0):
         self.pid, self.deadline, self.max_output = pid, deadline, max_output
+        self.scratch_dirs, self.max_inodes = scratch_dirs, max_inodes  # tmpfs --size does not count inodes
+        self.inodes_exceeded = False
         self.pending = memoryview(stdin_data)
         self.stdin_w, self.stdout_r, self.stderr_r, self.rpc_w, self.rpc_r = stdin_w, stdout_r, stderr_r, rpc_w, rpc_r
         self.stdout, self.stderr, self.rpc_buffer = bytearray(), bytearray(), bytearray()
@@ -203,7 +215,7 @@ class Watch:
         for fd in (self.stdin_w, self.stdout_r, self.stderr_r, self.rpc_r):
             if fd is not None:
                 os.set_blocking(fd, False)
-        while not (self.ended_by_host or self.output_exceeded):
+        while not (self.ended_by_host or self.output_exceeded or self.inodes_exceeded):
             if self.status is None:
                 self._poll_exit()
                 if self.status is not None:  # what it left running may hold the pipes: drain briefly, no more
