@@ -750,3 +750,18 @@ def test_scratch_directory_metadata_is_reset_between_tests():
     assert report.results[0].detail.endswith("got 'False set:carriedTrue False set:carriedTrue'"), report.results[0].detail
     assert report.results[1].outcome.value == "passed", report.results[1].detail
 
+
+def test_the_supervisor_ignores_sigint_and_host_local_files_are_hidden():
+    program = textwrap.dedent("""
+        import os, signal, sys, time
+        if input() == "init":
+            os.kill(1, signal.SIGINT)  # the supervisor is PID 1 of the namespace
+            time.sleep(0.2)
+        else:
+            os.kill(os.getpid(), signal.SIGINT)  # control: SIGINT is delivered as in a plain interpreter
+        print(os.listdir("/usr/local"))
+    """)
+    report = run_tests(program, [stdio("init", "[]"), stdio("self", "[]"), stdio("init", "[]")])
+    assert [r.outcome.value for r in report.results] == ["passed", "crash", "passed"]
+    assert "KeyboardInterrupt" in report.results[1].stderr
+

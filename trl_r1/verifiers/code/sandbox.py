@@ -172,6 +172,7 @@ def bwrap_command(limits: SandboxLimits, seccomp_fd: int, inner: list[str]) -> l
         "--setenv", "MALLOC_ARENA_MAX", "2",  # glibc's per-thread arenas would use up RLIMIT_AS with few threads
         "--hostname", "sandbox",
         "--ro-bind", "/usr", "/usr",
+        *(["--tmpfs", "/usr/local", "--remount-ro", "/usr/local"] if os.path.isdir("/usr/local") else []),  # host-local files
         "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64", "--symlink", "usr/bin", "/bin",
         "--ro-bind-try", "/etc/ld.so.cache", "/etc/ld.so.cache",
         "--dev", "/dev",  # no /proc: nothing to learn about the sandbox's processes, their fds or memory

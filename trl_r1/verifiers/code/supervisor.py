@@ -18,6 +18,7 @@ double the interpreter's start-up time, which is paid once per program. With ``i
 plain local process and kills only the test's process group.
 """
 
+import _signal
 import atexit
 import marshal
 import os
@@ -117,6 +118,7 @@ class Supervisor:
         if pid == 0:
             try:
                 os.setpgid(0, 0)
+                _signal.signal(_signal.SIGINT, _signal.default_int_handler)  # as in a plain interpreter
                 os.chdir(work_dir)
                 null = os.open(os.devnull, os.O_RDWR)
                 install_fds([null if fd is None else fd for fd in child_fds])
@@ -671,6 +673,7 @@ def main():
     for fd in (0, 1):
         os.dup2(null, fd)
     os.close(null)
+    _signal.signal(_signal.SIGINT, _signal.SIG_IGN)  # the namespace's init ignores what it has no handler for
     if config["nproc"] is not None:  # counted per host uid: the host sized it for the uid this sandbox runs as
         resource.setrlimit(resource.RLIMIT_NPROC, (config["nproc"], config["nproc"]))
     Supervisor(config).serve()
