@@ -765,3 +765,16 @@ def test_the_supervisor_ignores_sigint_and_host_local_files_are_hidden():
     assert [r.outcome.value for r in report.results] == ["passed", "crash", "passed"]
     assert "KeyboardInterrupt" in report.results[1].stderr
 
+
+def test_scratch_inodes_are_bounded():
+    program = textwrap.dedent("""
+        import os
+        n = int(input())
+        for i in range(n):
+            os.mkdir("/dev/shm/%x" % i)
+        print(len(os.listdir("/dev/shm")))
+    """)
+    # control: a few thousand entries are fine; empty directories cost no tmpfs bytes, only kernel memory
+    report = run_tests(program, [stdio("2000", "2000"), stdio("10000000", "")], timeout_s=5.0)
+    assert [r.outcome.value for r in report.results] == ["passed", "limit_exceeded"]
+    assert report.results[1].detail == "too many files in the scratch space" and report.results[1].wall_s < 4.0

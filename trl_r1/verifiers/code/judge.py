@@ -648,6 +648,8 @@ def _failure(done: dict) -> TestResult | None:
         return TestResult(Outcome.TIMEOUT, "time limit exceeded", stderr, wall)
     if done.get("output_exceeded"):
         return TestResult(Outcome.LIMIT_EXCEEDED, "output limit exceeded", stderr, wall)
+    if done.get("inodes_exceeded"):
+        return TestResult(Outcome.LIMIT_EXCEEDED, "too many files in the scratch space", stderr, wall)
     signal_number = done.get("signal")
     if signal_number is not None:
         if signal_number == 24:  # SIGXCPU

@@ -56,6 +56,7 @@ class SandboxLimits:
     file_size_mb: int = 16  # RLIMIT_FSIZE: largest file a test may write
     nofile: int = 256  # RLIMIT_NOFILE
     scratch_mb: int = 64  # size of each of the two writable tmpfs, /tmp and /dev/shm (host memory)
+    scratch_inodes: int = 16384  # files + directories in each of them (each costs host kernel memory)
     compile_memory_mb: int = 2048  # RLIMIT_AS of the C++ compiler
 
 

@@ -35,6 +35,7 @@ if __package__:  # imported as a module (for reading); in the sandbox protocol.p
 
 CONTROL_IN, CONTROL_OUT = 10, 11
 RPC_CHILD_IN, RPC_CHILD_OUT = 3, 4  # an assert test's child: requests in, replies out
+INODE_POLL_S = 0.02  # how often the scratch directories' inode counts are read while a test runs
 EXIT_DRAIN_S = 0.1  # after the test's process exits, how long to keep reading pipes its children may hold
 SIGKILL = 9
 
@@ -90,7 +91,8 @@ class Supervisor:
         pid, stdin_w, stdout_r, stderr_r, rpc_w, rpc_r = self._fork_test(mode, timeout_s)
         data = request.get("stdin", "").encode("utf-8", "replace") if mode == "stdio" else b""
         watch = Watch(pid, stdin_w, stdout_r, stderr_r, rpc_w, rpc_r,
-                      time.monotonic() + timeout_s, int(request.get("max_output", 1 << 20)), data)
+                      time.monotonic() + timeout_s, int(request.get("max_output", 1 << 20)), data,
+                      self.scratch_dirs if self.isolated else (), self.limits.get("scratch_inodes", 0))
         watch.wait()
         report = watch.report()
         report["clean"] = self._cleanup(pid)  # else the judge replaces the sandbox before the next test
@@ -235,6 +237,9 @@ class Watch:
                 readers.append(self.exit_r)
             writers = [self.stdin_w] if self.stdin_w is not None else []
             poll_s = remaining if self.exit_r is not None or self.status is not None else min(remaining, 0.01)
+            if self.max_inodes:
+                poll_s = min(poll_s, INODE_POLL_S)
+                self._check_inodes()
             ready_r, ready_w, _ = select.select(readers, writers, [], poll_s)
             if ready_w:
                 self._feed()
@@ -252,6 +257,16 @@ class Watch:
                 self.status = SIGKILL
         for name in ("stdin_w", "stdout_r", "stderr_r", "rpc_w", "rpc_r", "exit_r"):
             self._close(name)
+
+    def _check_inodes(self):
+        """Files and directories in the scratch tmpfs cost host kernel memory that their size limit does not count."""
+        for directory in self.scratch_dirs:
+            try:
+                info = os.statvfs(directory)
+            except OSError:
+                continue
+            if info.f_files - info.f_ffree > self.max_inodes:
+                self.inodes_exceeded = True
 
     def _close(self, name):
         fd = getattr(self, name)
@@ -329,6 +344,7 @@ class Watch:
             "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
             "timed_out": self.timed_out,
             "output_exceeded": self.output_exceeded,
+            "inodes_exceeded": self.inodes_exceeded,
             "ended_by_host": self.ended_by_host,
             "stdout": self.stdout.decode("utf-8", "replace"),
             "stderr": self.stderr.decode("utf-8", "replace"),
