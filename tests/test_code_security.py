@@ -55,8 +55,32 @@ def host_processes(predicate):
     return found
 
 
+def _parent(pid):
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+def _ours_or_orphaned(pid):
+    """Whether a sandbox process was started by this test run (it descends from us) or outlived its sandbox
+    (its parent is init): other engineers' concurrent sandboxes on a shared host are neither."""
+    me, chain = os.getpid(), pid
+    while True:
+        parent = _parent(chain)
+        if parent == me:
+            return True
+        if parent <= 1:  # the top of the chain: an orphaned sandbox process, or someone else's tree
+            try:
+                return UID_FIRST <= Path(f"/proc/{chain}").stat().st_uid < UID_FIRST + UID_COUNT
+            except OSError:
+                return True  # gone while we looked: the caller polls again
+        chain = parent
+
+
 def sandbox_processes():
-    return host_processes(lambda uid, cmd: UID_FIRST <= uid < UID_FIRST + UID_COUNT)
+    found = host_processes(lambda uid, cmd: UID_FIRST <= uid < UID_FIRST + UID_COUNT)
+    return [p for p in found if _ours_or_orphaned(p[0])]
 
 
 @pytest.fixture(autouse=True)
