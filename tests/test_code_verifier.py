@@ -397,3 +397,30 @@ def test_a_main_block_runs_for_stdio_tests_only():
     assert run_tests(program, [check("assert add(2, 3) == 5")]).pass_fraction == 1.0
     unittest_main = program.replace("a, b = map(int, input().split())\n    print(add(a, b))", "import unittest\n    unittest.main()")
     assert run_tests(unittest_main, [check("assert add(2, 3) == 5")]).pass_fraction == 1.0
+
+
+def test_common_idioms_with_program_objects_and_standard_library_arguments():
+    program = textwrap.dedent("""
+        class TreeNode:
+            def __init__(self, val=0, left=None, right=None):
+                self.val, self.left, self.right = val, left, right
+        def depth(root):
+            return 0 if root is None else 1 + max(depth(root.left), depth(root.right))
+        def total(xs):
+            return sum(xs)
+        def top(counter):
+            return counter.most_common(1)[0][0]
+        def half(x):
+            return x / 2
+        def first(d):
+            d.rotate(1)
+            return d[0]
+    """)
+    tests = ["root = TreeNode(1)\nroot.left = TreeNode(2)\nroot.left.right = TreeNode(3)\nassert depth(root) == 3",
+             "assert total(range(10)) == 45 and total(x * x for x in range(3)) == 5",
+             "from collections import Counter, deque\nassert top(Counter('aab')) == 'a' and first(deque([4, 5])) == 5",
+             "from fractions import Fraction\nfrom decimal import Decimal\n"
+             "assert half(Fraction(1, 3)) == Fraction(1, 6) and half(Decimal('0.5')) == Decimal('0.25')",
+             # still refused: comparing two program objects would run the program's __eq__
+             "assert TreeNode(1) != TreeNode(1)"]
+    assert outcomes(run_tests(program, [check(t) for t in tests])) == ["passed"] * 4 + ["wrong_answer"]

@@ -19,11 +19,13 @@ import collections
 import decimal
 import fractions
 import importlib
+import itertools
 import marshal
 import os
 import resource
 import sys
 import time
+import types
 from collections import deque
 from dataclasses import dataclass
 from typing import Any
@@ -118,8 +120,11 @@ class RemoteObject:
             return False
         return self._session.request({"op": "isinstance", "target": self._handle, "value": value})
 
-    def __setattr__(self, name, value):
-        raise TypeError("objects in the sandbox are read-only from the test")
+    def __setattr__(self, name, value):  # root.left = TreeNode(2): set in the sandbox, by the program's own rules
+        if name.startswith("__"):
+            raise TypeError("special attributes of objects in the sandbox are read-only from the test")
+        self._session.request({"op": "setattr", "target": self._handle, "name": name,
+                               "value": self._session.encode(value)})
 
     def _refuse(self, *args):
         raise TypeError("an object from the sandbox cannot be compared")
@@ -166,6 +171,9 @@ def _rebuild_stdlib(name: str, value: Any) -> Any:
     raise ValueError(f"bad {name}")
 
 
+MAX_GENERATOR_ITEMS = 1 << 20
+
+
 def _stdlib_plain(value: Any) -> Any:
     """The plain data a standard-library value the test passes in is rebuilt from in the sandbox, else None."""
     kind = type(value)
@@ -179,7 +187,16 @@ def _stdlib_plain(value: Any) -> Any:
         return str(value)
     if kind is range:
         return [value.start, value.stop, value.step]
+    if kind is types.GeneratorType:  # sum(x * x for x in xs): its items, passed in as an iterator
+        items = list(itertools.islice(value, MAX_GENERATOR_ITEMS + 1))
+        if len(items) > MAX_GENERATOR_ITEMS:
+            raise TypeError(f"cannot pass a generator of more than {MAX_GENERATOR_ITEMS} items into the sandbox")
+        return items
     return None
+
+
+def _read_only(self, name, value):
+    raise TypeError("values from the sandbox are read-only from the test")
 
 
 def _plain_view(base: type) -> type:
@@ -199,7 +216,7 @@ def _plain_view(base: type) -> type:
         return base, (base(self),)
 
     return type(f"sandboxed_{base.__name__}", (base,), {"__getattr__": __getattr__, "__reduce__": __reduce__,
-                                                         "__setattr__": RemoteObject.__setattr__})
+                                                         "__setattr__": _read_only})
 
 
 _PLAIN_VIEWS = {base: _plain_view(base) for base in (int, float, str, bytes, list, tuple, dict, set, frozenset)}
@@ -305,7 +322,7 @@ class _AssertSession:
             return ["dict"] + [[self.encode(k, depth + 1, refs), self.encode(v, depth + 1, refs)] for k, v in value.items()]
         plain = _stdlib_plain(value)
         if plain is not None:
-            return ["stdlib", kind.__name__, self.encode(plain, depth + 1)]
+            return ["stdlib", "iter" if kind is types.GeneratorType else kind.__name__, self.encode(plain, depth + 1)]
         raise TypeError(f"cannot pass a {kind.__name__} into the sandbox (only plain data and sandbox objects)")
 
     def decode(self, tree: Any, depth: int = 0, originals: list | None = None, fresh_top: bool = False) -> Any:
