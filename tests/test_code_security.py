@@ -338,7 +338,8 @@ def test_a_stopped_supervisor_costs_one_test_only():
     def stop_supervisor():
         deadline = time.monotonic() + 5
         while time.monotonic() < deadline:
-            found = host_processes(lambda uid, cmd: UID_FIRST <= uid < UID_FIRST + UID_COUNT and cmd.startswith("/usr/bin/python3"))
+            found = [p for p in host_processes(lambda uid, cmd: UID_FIRST <= uid < UID_FIRST + UID_COUNT
+                                               and cmd.startswith("/usr/bin/python3")) if _ours_or_orphaned(p[0])]
             if len(found) >= 2:  # the supervisor and the test's child (a fork of it): the test is running
                 os.kill(min(found)[0], signal.SIGSTOP)
                 return
@@ -706,6 +707,12 @@ def test_identity_checks_are_answered_truthfully_or_fail_closed():
             return Color(i)
         def nothing():
             pass
+        import copy
+        def deep_copy(x):
+            return copy.deepcopy(x)
+        CACHE = []
+        def cached():
+            return CACHE
     """)
     tests = ["n = Node(1)\nc = clone(n)\nassert c is not n and c.val == 1 and same(n) is n",
              "a = [1, [2]]\nassert same(a) is a and same(a)[1] is a[1] and same(a) is not [1, [2]]",
@@ -713,10 +720,12 @@ def test_identity_checks_are_answered_truthfully_or_fail_closed():
              "assert 0 < 1 is not None is not False",  # chained comparisons keep Python's meaning
              # a copy out of the sandbox has no known identity: fail closed, and hashing an object would
              # use the judge's identity instead of the program's __hash__/__eq__
-             "assert same([1]) + [] is not None and clone(Node(1)) is not None\nx = same([[1]])[0]\nassert x is not x",
+             "a = [1, [2]]\nb = deep_copy(a)\nassert b == a and b is not a and b[1] is not a[1]",
+             "assert cached() is not cached()",  # the same list in the sandbox: unknown here, so a TypeError
              "assert len({clone(Node(1)), clone(Node(1))}) == 2"]
-    outcomes = [r.outcome.value for r in run_tests(honest, [check(t) for t in tests]).results]
-    assert outcomes == ["passed"] * 4 + ["wrong_answer"] * 2
+    results = run_tests(honest, [check(t) for t in tests]).results
+    assert [r.outcome.value for r in results] == ["passed"] * 5 + ["wrong_answer"] * 2
+    assert results[5].detail.startswith("TypeError") and results[6].detail.startswith("TypeError")
 
 
 def test_in_place_changes_reach_the_test_at_any_depth():
