@@ -234,7 +234,9 @@ class _AssertSession:
         self.fetched: dict[int, deque] = {}  # items taken from a sandbox iterator in a chunk, not yet used
         self.iterated_bytes = 0
         self.over_budget = False  # iterating took over MAX_ITERATED_BYTES: the host's memory is at stake
-        self.copies: dict[int, Any] = {}  # containers rebuilt from the sandbox's values, by id
+        self.copies: dict[int, tuple] = {}  # containers rebuilt from the sandbox's values, by id
+        self._passed: frozenset = frozenset()  # ids of the test's objects passed in the call being decoded
+        self._kept: list = []
 
     def iterate(self, handle: int, single: bool = False):
         """The items of a sandbox object; an iterator's are fetched 1, 2, 4, ... at a time and kept per handle."""
@@ -332,6 +334,8 @@ class _AssertSession:
         is a new object whose identity says nothing about the program's: it is recorded, and ``is``/``id()``
         on it raise TypeError in the test (`_Identity`).
         """
+        self._passed = frozenset(map(id, originals or ()))
+        self._kept.append(originals)  # their ids stay theirs while copies refer to them
         try:
             return self._decode(tree, depth, originals or [], fresh_top)
         except RemoteError:
@@ -365,12 +369,19 @@ class _AssertSession:
         return decode_scalar(tree)
 
     def _track(self, value: Any) -> Any:
-        self.copies[id(value)] = value  # kept alive: its id stays its own for the test's lifetime
+        # kept alive (its id stays its own for the test's lifetime), with the test's objects it is known not
+        # to be: those passed in the call it came from (one of them would have come back as a reference)
+        self.copies[id(value)] = (value, self._passed)
         return value
 
     def is_copy(self, value: Any) -> bool:
         """Whether `value` is a container rebuilt from the sandbox (its identity is not the program's)."""
-        return self.copies.get(id(value)) is value
+        entry = self.copies.get(id(value))
+        return entry is not None and entry[0] is value
+
+    def known_distinct(self, copy: Any, other: Any) -> bool:
+        """Whether the sandbox object `copy` was rebuilt from is known not to be the test's object `other`."""
+        return not self.is_copy(other) and id(other) in self.copies[id(copy)][1]
 
 
 class _Identity:
@@ -398,7 +409,12 @@ class _Identity:
         handle_a, handle_b = self._handle(a), self._handle(b)
         if handle_a is not None or handle_b is not None:  # a sandbox object is never one of the test's own
             return handle_a == handle_b
-        if self.session.is_copy(a) or self.session.is_copy(b):
+        copy_a, copy_b = self.session.is_copy(a), self.session.is_copy(b)
+        if copy_a and copy_b and a is b:  # rebuilt from the same node: the same sandbox object
+            return True
+        if (copy_a and self.session.known_distinct(a, b)) or (copy_b and self.session.known_distinct(b, a)):
+            return False  # deep_copy(a) is not a: had the program returned `a`, it would have come back as `a`
+        if copy_a or copy_b:
             raise TypeError("the identity of a value copied out of the sandbox is unknown")
         return a is b
 
