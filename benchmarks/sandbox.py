@@ -147,8 +147,10 @@ def main() -> None:
     honest_ms, honest_rss = trainer_cost(jobs[:20], args.workers)
     adversarial = ADVERSARIAL * 2
     attack_ms, attack_rss = trainer_cost(adversarial, args.workers)
+    tests_per_attack = sum(len(job["tests"]) for job in adversarial) / len(adversarial)
     print(f"  the trainer's own process per program: honest {honest_ms:.2f} ms CPU (RSS {honest_rss:+.1f} MiB over 20),"
-          f" adversarial {attack_ms:.2f} ms CPU (RSS {attack_rss:+.1f} MiB over {len(adversarial)})")
+          f" adversarial {attack_ms:.2f} ms CPU (RSS {attack_rss:+.1f} MiB over {len(adversarial)});"
+          f" per test: honest {honest_ms / len(jobs[0]['tests']):.2f} ms, adversarial {attack_ms / tests_per_attack:.2f} ms")
     looping = [{"program": "x = input()\nwhile x == 'loop':\n    pass\nprint(x)",
                 "tests": [{"type": "stdio", "input": "loop", "output": "loop"}], "timeout_s": args.timeout}] * (4 * args.workers)
     _, _, latencies, fractions = timed(lambda job: run_tests(job["program"], job["tests"], timeout_s=job["timeout_s"]).pass_fraction,

@@ -92,7 +92,7 @@ def write_all(fd, data):
 # ["stdlib", type name, tree] and ["sub", i, tree] for the program's other objects (see the judge's decoder);
 # in a call, ["ref", i] is the i-th list, dict or set of the call's arguments (numbered in pre-order), so the
 # objects the test passed in keep their identity both ways. The judge sends ["stdlib", ...] for Counter,
-# OrderedDict, deque, Fraction, Decimal and range arguments.
+# OrderedDict, deque, Fraction, Decimal, range and ("iter") generator arguments.
 CONTAINERS = {"list": list, "tuple": tuple, "set": set, "frozenset": frozenset}
 
 
