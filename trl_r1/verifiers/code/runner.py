@@ -1,44 +1,57 @@
-"""Judging a program against its tests: stdio and assert semantics, per-test outcomes, a worker pool.
+"""Judging a program against its tests: test formats, per-test outcomes, and the trainer's side of the judge.
 
-Each job gets one sandbox whose supervisor forks a fresh copy of the program per test, so a timeout, crash
-or exit in one test costs that test only; a sandbox that stops answering is killed and replaced before the
-next test. Expected outputs never enter the sandbox:
+The trainer process never runs, imports or decodes anything a program chose. Each worker thread owns a
+judge process (``judge.py``) and sends it jobs; the judge starts the program's sandbox, runs the tests
+and answers with one fixed-layout verdict per test (`protocol.pack_verdict`, at most `MAX_VERDICT`
+bytes). Reading a verdict costs the trainer a constant, and every wait has a deadline: a judge that is
+late, dies, or sends anything malformed is killed, its test fails (0.0, never None), and a fresh judge
+takes the job's remaining tests. Expected outputs never enter the sandbox:
 
-* stdio: the host compares the captured stdout with the expected text.
-* assert: the host itself runs the (trusted) test snippet with its own builtins. The program's top-level
+* stdio: the judge compares the captured stdout with the expected text.
+* assert: the judge runs the (trusted) test snippet with its own builtins. The program's top-level
   functions and objects are bound as proxies: calling one runs it in the sandbox, arguments go in and
   only plain data (None, bool, int, float, complex, str, bytes, list, tuple, dict, set, frozenset) comes
   back, decoded by a strict tag parser; anything else comes back as an opaque handle that supports calls,
-  attribute access, iteration, ``bool()``, ``len`` and indexing (plain results) but refuses ``==`` and arithmetic. Objects with a rigged
-  ``__eq__``, patched builtins or a patched test harness therefore cannot make a failing program pass.
+  attribute access, iteration, ``bool()``, ``len`` and indexing (plain results) but refuses ``==`` and
+  arithmetic. Objects with a rigged ``__eq__``, patched builtins or a patched test harness therefore
+  cannot make a failing program pass.
 """
 
 from __future__ import annotations
 
-import builtins
-import collections
-import decimal
+import atexit
 import enum
-import fractions
-import importlib
 import json
 import logging
+import marshal
 import os
+import selectors
+import signal
+import subprocess
 import sys
+import threading
 import time
-from collections import Counter, deque
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
-from .languages import Language, resolve_language
-from .sandbox import Sandbox, SandboxLimits, SandboxLost, SandboxUnavailable, isolation_problem
+from .languages import resolve_language
+from .protocol import STARTED, VERDICT_HEADER, frame, unpack_verdict_header
+from .sandbox import SandboxLimits, isolation_problem, seccomp_program
 
 logger = logging.getLogger("trl_r1.verifiers.code")
 
-GRACE_S = 1.0  # how long past a test's limit the host waits for the supervisor before killing the sandbox
+GRACE_S = 1.0  # how long past a test's limit the judge waits for the supervisor before killing the sandbox
+JUDGE_GRACE_S = 3.0  # past that, how long the trainer waits for the judge's verdict (and clean-up) before killing it
+JUDGE_START_TIMEOUT_S = 60.0  # a judge process's start (interpreter + imports, on a loaded machine)
+JUDGE_MEMORY_MB = 2048  # RLIMIT_AS of a judge (decoding one 16 MiB reply can take ~450 MiB)
+MAX_IDLE_JUDGES = 16
+JUDGE_IDLE_RSS_MB = 256  # a judge that holds more after a job (it decoded large values) is not kept idle
 START_TIMEOUT_S = 10.0  # starting a sandbox (bwrap + interpreter); compiling adds `compile_timeout_s`
-DEFAULT_MAX_OUTPUT = 1 << 20
+DEFAULT_MAX_OUTPUT = 8 << 20  # stdout per test: multi-MB outputs (constructive problems) pass
+MAX_OUTPUT_BYTES = 10 << 20  # the largest cap: stdout travels JSON-escaped (up to 6x) in one frame of MAX_FRAME
 MAX_REPLY_BYTES = 16 << 20  # one value returned to an assert test (a list of 10^6 ints is about 15 MiB encoded)
 MAX_ITERATED_BYTES = 4 * MAX_REPLY_BYTES  # items one assert test takes from sandbox iterators (list(endless()))
 _DETAIL_CHARS = 200
@@ -169,523 +182,6 @@ def _short(text: str) -> str:
     return text if len(text) <= _DETAIL_CHARS else text[:_DETAIL_CHARS] + "..."
 
 
-# ------------------------------------------------------------------------------------------------ assert proxies
-class SandboxEnded(BaseException):
-    """The program's process ended during an assert test (BaseException: test code cannot catch it)."""
-
-    def __init__(self, done: dict | None):
-        super().__init__("the program's process ended")
-        self.done = done
-
-
-class RemoteError(Exception):
-    """An exception raised inside the sandbox whose type is not a built-in exception."""
-
-
-class RemoteObject:
-    """An object that lives in the sandbox: it can be called, its attributes read and it can be iterated.
-
-    Iterating brings its items back like any returned value (so ``list(gen())``, ``next(gen)`` and
-    ``sorted(map_object)`` work): a container's all at once, an iterator's in growing chunks, so that
-    ``islice`` over an endless generator ends. Truth tests, ``len`` and indexing are the object's own,
-    computed in the sandbox (``while node:`` over a linked list), and their plain result is what the test
-    sees, like a method's. Comparisons, hashing by value and arithmetic are refused: they would hand the
-    test's expected value to the object, and an object whose ``__eq__`` always holds must not satisfy an assertion.
-    """
-
-    __slots__ = ("_session", "_handle")
-
-    def __init__(self, session: "_AssertSession", handle: int):
-        object.__setattr__(self, "_session", session)
-        object.__setattr__(self, "_handle", handle)
-
-    def __call__(self, *args, **kwargs):
-        session = self._session
-        reply = session.exchange({"op": "call", "target": self._handle, "args": [session.encode(a) for a in args],
-                                  "kwargs": [[k, session.encode(v)] for k, v in kwargs.items()]})
-        value = session.decode(reply["value"])
-        mutated = reply.get("mutated")
-        passed = [*args, *kwargs.values()]
-        if not isinstance(mutated, list) or len(mutated) != len(passed):
-            raise RemoteError("malformed reply from the sandbox")
-        for target, tree in zip(passed, mutated):  # in-place changes (nums.sort()) show in the test's objects
-            if tree is not None:
-                _update_in_place(target, session.decode(tree))
-        return value
-
-    def __getattr__(self, name: str):
-        if name.startswith("__"):
-            raise AttributeError(name)
-        return self._session.request({"op": "getattr", "target": self._handle, "name": name})
-
-    def __iter__(self):
-        return self._session.iterate(self._handle)
-
-    def __next__(self):
-        for item in self._session.iterate(self._handle, single=True):
-            return item
-        raise StopIteration
-
-    def __bool__(self):
-        return self._session.request({"op": "bool", "target": self._handle})
-
-    def __len__(self):
-        return self._session.request({"op": "len", "target": self._handle})
-
-    def __getitem__(self, key):
-        return self._session.request({"op": "getitem", "target": self._handle, "key": self._session.encode(key)})
-
-    def __instancecheck__(self, instance):  # isinstance(node, Node) with the program's class
-        try:
-            value = self._session.encode(instance)
-        except TypeError:  # a host object (a lambda, a module) is no instance of the program's classes
-            return False
-        return self._session.request({"op": "isinstance", "target": self._handle, "value": value})
-
-    def __setattr__(self, name, value):
-        raise TypeError("objects in the sandbox are read-only from the test")
-
-    def _refuse(self, *args):
-        raise TypeError("an object from the sandbox cannot be compared")
-
-    # objects compare by identity by default: refuse instead (arithmetic already raises TypeError, as this
-    # class does not define it)
-    __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = _refuse
-    __hash__ = object.__hash__
-
-    def __repr__(self) -> str:
-        return f"<sandboxed object #{self._handle}>"
-
-
-def _update_in_place(target: Any, value: Any) -> None:
-    """Make the test's list, dict or set equal the sandbox's copy after a call; nested lists keep their identity."""
-    if type(target) is not type(value) or type(target) not in (list, dict, set):
-        raise RemoteError("malformed reply from the sandbox")
-    if type(target) is list and len(target) == len(value):
-        for i, (old, new) in enumerate(zip(target, value)):
-            if type(old) is list and type(new) is list:
-                _update_in_place(old, new)
-            else:
-                target[i] = new
-        return
-    target.clear()
-    if type(target) is list:
-        target.extend(value)
-    else:
-        target.update(value)
-
-
-_STDLIB_TYPES = frozenset({"OrderedDict", "Counter", "deque", "Fraction", "Decimal"})
-
-
-def _rebuild_stdlib(name: str, value: Any) -> Any:
-    """The host's own instance of a standard-library type the sandbox sent as plain data (a wrong shape is
-    a ValueError): it compares as that type does (an OrderedDict's order counts, a Counter's zeros do not)."""
-    if name in ("OrderedDict", "Counter") and type(value) is dict:
-        return collections.OrderedDict(value) if name == "OrderedDict" else collections.Counter(value)
-    if name == "deque" and type(value) is list:
-        return collections.deque(value)
-    if (name == "Fraction" and type(value) is list and len(value) == 2 and value[1]
-            and all(type(x) is int and x.bit_length() <= 1 << 16 for x in value)):  # gcd of huge ints: host CPU
-        return fractions.Fraction(*value)
-    if name == "Decimal" and type(value) is str:
-        try:
-            return decimal.Decimal(value)
-        except decimal.InvalidOperation:
-            pass
-    raise ValueError(f"bad {name}")
-
-
-_PLAIN_COLLECTIONS = {"list": list, "tuple": tuple, "set": set, "frozenset": frozenset}
-
-
-def _plain_view(base: type) -> type:
-    """A host-side subclass of `base` for a sandbox object of a subclass of it (Counter, namedtuple, IntEnum).
-
-    Its value is the plain data the sandbox read with the base type's own code, so ``==``, ``len`` and
-    hashing are the host's; attributes the base type lacks (a namedtuple's fields, ``most_common``) are
-    read from the sandbox object, and copies or pickles are plain `base` values.
-    """
-
-    def __getattr__(self, name):
-        if name.startswith("__") or name == "_remote":
-            raise AttributeError(name)
-        return getattr(object.__getattribute__(self, "_remote"), name)
-
-    def __reduce__(self):
-        return base, (base(self),)
-
-    return type(f"sandboxed_{base.__name__}", (base,), {"__getattr__": __getattr__, "__reduce__": __reduce__,
-                                                         "__setattr__": RemoteObject.__setattr__})
-
-
-_PLAIN_VIEWS = {base: _plain_view(base) for base in (int, float, str, bytes, list, tuple, dict, set, frozenset)}
-_VIEW_TYPES = frozenset(_PLAIN_VIEWS.values())
-
-
-class _AssertSession:
-    """The host side of one assert test: relays calls into the child and decodes replies strictly."""
-
-    def __init__(self, sandbox: Sandbox, deadline: float):
-        self.sandbox = sandbox
-        self.deadline = deadline
-        self.done: dict | None = None  # the supervisor's report, once the test's process ended
-        self.lost: SandboxLost | None = None  # the supervisor stopped answering
-        self.fetched: dict[int, deque] = {}  # items taken from a sandbox iterator in a chunk, not yet used
-        self.iterated_bytes = 0
-        self.over_budget = False  # iterating took over MAX_ITERATED_BYTES: the host's memory is at stake
-
-    def iterate(self, handle: int, single: bool = False):
-        """The items of a sandbox object; an iterator's are fetched 1, 2, 4, ... at a time and kept per handle."""
-        fetched = self.fetched.setdefault(handle, deque())
-        count = 1
-        while True:
-            while fetched:
-                yield fetched.popleft()
-            received = self.sandbox.received_bytes
-            reply = self.exchange({"op": "iterate", "target": handle, "count": count})
-            self.iterated_bytes += self.sandbox.received_bytes - received
-            if self.iterated_bytes > MAX_ITERATED_BYTES:
-                self.over_budget = True
-                raise SandboxEnded(None)
-            items = self.decode(reply["value"])
-            if type(items) is not list:
-                raise RemoteError("malformed reply from the sandbox")
-            if reply.get("container") is True:  # not an iterator: each iteration starts afresh
-                if single:
-                    raise TypeError("an object from the sandbox that is not an iterator")
-                yield from items
-                return
-            if not items:
-                return
-            fetched.extend(items)
-            count = min(2 * count, 4096)
-
-    def request(self, message: dict) -> Any:
-        return self.decode(self.exchange(message)["value"])
-
-    def exchange(self, message: dict) -> dict:
-        """The child's reply to one request, with a ``value``; an exception raised there is raised here."""
-        if self.done is not None or self.lost is not None or self.over_budget:
-            raise SandboxEnded(self.done)
-        try:
-            self.sandbox.send(message, self.deadline)
-        except SandboxLost as exc:
-            self.lost = exc
-            raise SandboxEnded(None) from None
-        reply = self.receive()
-        if "error" in reply:
-            raise _remote_exception(reply.get("error"), reply.get("message"), reply.get("bases"))
-        if "value" not in reply:
-            raise RemoteError("malformed reply from the sandbox")
-        return reply
-
-    def receive(self) -> dict:
-        """The child's next frame; the supervisor's ``done`` (the child ended) or silence raises SandboxEnded."""
-        try:
-            kind, frame = self.sandbox.receive(self.deadline)
-        except SandboxLost as exc:  # raised as SandboxEnded, so that the test's `except Exception` cannot hide it
-            self.lost = exc
-            raise SandboxEnded(None) from None
-        if kind == "S":
-            self.done = frame if isinstance(frame, dict) else {}
-            raise SandboxEnded(self.done)
-        if not isinstance(frame, dict):
-            raise RemoteError("malformed reply from the sandbox")
-        return frame
-
-    def encode(self, value: Any, depth: int = 0) -> list:
-        """An argument as the child's tagged tree: plain data (exact types) or a handle the child gave us."""
-        if depth > 200:
-            raise ValueError("argument nested too deeply")
-        kind = type(value)
-        if value is None:
-            return ["none"]
-        if isinstance(value, RemoteObject):
-            return ["handle", object.__getattribute__(value, "_handle")]
-        if kind in _VIEW_TYPES:  # a Counter or namedtuple that came out of the sandbox goes back as itself
-            return ["handle", object.__getattribute__(object.__getattribute__(value, "_remote"), "_handle")]
-        if kind is bool:
-            return ["bool", value]
-        if kind is int:
-            return ["int", hex(value)]
-        if kind is float:
-            return ["float", value.hex()]
-        if kind is complex:
-            return ["complex", value.real.hex(), value.imag.hex()]
-        if kind is str:
-            return ["str", value]
-        if kind is bytes:
-            return ["bytes", value.decode("latin-1")]
-        if kind in (list, tuple, set, frozenset):
-            return [kind.__name__] + [self.encode(v, depth + 1) for v in value]
-        if kind is dict:
-            return ["dict"] + [[self.encode(k, depth + 1), self.encode(v, depth + 1)] for k, v in value.items()]
-        raise TypeError(f"cannot pass a {kind.__name__} into the sandbox (only plain data and sandbox objects)")
-
-    def decode(self, tree: Any, depth: int = 0) -> Any:
-        """Rebuild plain data from the child's tagged tree; any malformed node is a protocol error."""
-        try:
-            return self._decode(tree, depth)
-        except RemoteError:
-            raise
-        except (TypeError, ValueError, IndexError, KeyError, OverflowError, RecursionError) as exc:
-            raise RemoteError(f"malformed value from the sandbox ({type(exc).__name__})") from None
-
-    def _decode(self, tree: Any, depth: int) -> Any:
-        if not isinstance(tree, list) or not tree or depth > 200:
-            raise ValueError("bad node")
-        tag, rest = tree[0], tree[1:]
-        if tag == "none" and not rest:
-            return None
-        if tag == "bool" and len(rest) == 1 and type(rest[0]) is bool:
-            return rest[0]
-        if tag == "int" and len(rest) == 1 and type(rest[0]) is str:
-            return int(rest[0], 16)
-        if tag == "float" and len(rest) == 1 and type(rest[0]) is str:
-            return float.fromhex(rest[0])
-        if tag == "complex" and len(rest) == 2 and all(type(x) is str for x in rest):
-            return complex(float.fromhex(rest[0]), float.fromhex(rest[1]))
-        if tag == "str" and len(rest) == 1 and type(rest[0]) is str:
-            return rest[0]
-        if tag == "bytes" and len(rest) == 1 and type(rest[0]) is str:
-            return rest[0].encode("latin-1")
-        if tag == "handle" and len(rest) == 1 and type(rest[0]) is int:
-            return RemoteObject(self, rest[0])
-        if tag == "stdlib" and len(rest) == 2 and rest[0] in _STDLIB_TYPES:
-            return _rebuild_stdlib(rest[0], self._decode(rest[1], depth + 1))
-        if tag == "sub" and len(rest) == 2 and type(rest[0]) is int:
-            value = self._decode(rest[1], depth + 1)
-            view = _PLAIN_VIEWS[type(value)](value)  # KeyError for None or bool: a protocol error
-            object.__setattr__(view, "_remote", RemoteObject(self, rest[0]))
-            return view
-        if tag == "dict":
-            if not all(isinstance(pair, list) and len(pair) == 2 for pair in rest):
-                raise ValueError("bad dict node")
-            return {self._decode(k, depth + 1): self._decode(v, depth + 1) for k, v in rest}
-        if tag in _PLAIN_COLLECTIONS:
-            return _PLAIN_COLLECTIONS[tag](self._decode(v, depth + 1) for v in rest)
-        raise ValueError("bad node")
-
-
-def _remote_exception(name: Any, message: Any, bases: Any = None) -> Exception:
-    """A host exception for one raised in the sandbox: the built-in type of that name or of its nearest
-    built-in base class (a program's ``class Invalid(ValueError)`` is caught by ``except ValueError``),
-    else RemoteError."""
-    text = _short(message) if isinstance(message, str) else ""
-    for candidate in [name, *(bases if isinstance(bases, list) else [])]:
-        kind = getattr(builtins, candidate, None) if isinstance(candidate, str) else None
-        if isinstance(kind, type) and issubclass(kind, (StopIteration, StopAsyncIteration)):
-            # as PEP 479 does for generators: else it would end the test's map()/all() early, passing it
-            return RuntimeError(f"{name} raised in the sandbox: {text}")
-        if isinstance(kind, type) and issubclass(kind, Exception):
-            try:
-                return kind(text)
-            except Exception:
-                continue
-    return RemoteError(f"{name}: {text}")
-
-
-# Modules that test snippets often use without importing them (the prompt's code did): never the program's.
-_MODULES_TESTS_USE = frozenset({
-    "math", "cmath", "re", "random", "string", "collections", "itertools", "functools", "heapq", "bisect",
-    "typing", "sys", "os", "copy", "json", "operator", "statistics", "fractions", "decimal", "datetime", "time",
-})
-
-
-class _TestNamespace(dict):
-    """The globals the test snippet runs in; the program's plain top-level data is read live on each use."""
-
-    def __init__(self, session: _AssertSession, live_names: set[str]):
-        super().__init__(__builtins__=builtins, __name__="__test__")
-        self._session = session
-        self._live_names = live_names
-
-    def __missing__(self, name: str) -> Any:
-        if name in self._live_names:
-            return self._session.request({"op": "getglobal", "name": name})
-        raise KeyError(name)
-
-
-def _test_globals(session: _AssertSession, names: dict) -> dict:
-    """The namespace the test snippet runs in: the program's top-level names as proxies or live values.
-
-    Names of builtins are not taken from the program (a program cannot redefine ``abs`` for the test),
-    and modules are the host's own import of that standard-library module, never the program's object.
-    """
-    live_names = set()
-    bound: dict[str, Any] = {}
-    for name, tree in names.items():
-        if not isinstance(name, str) or name.startswith("__") or hasattr(builtins, name):
-            continue
-        if name in _MODULES_TESTS_USE:  # whatever the program bound to this name, the test gets the real module
-            bound[name] = importlib.import_module(name)
-        elif isinstance(tree, list) and len(tree) == 2 and tree[0] == "module" and isinstance(tree[1], str):
-            if tree[1].partition(".")[0] in sys.stdlib_module_names:
-                bound[name] = importlib.import_module(tree[1])
-        elif tree == ["value"]:
-            live_names.add(name)
-        else:
-            bound[name] = session.decode(tree)
-    namespace = _TestNamespace(session, live_names)
-    namespace.update(bound)
-    return namespace
-
-
-# ------------------------------------------------------------------------------------------------ one job
-@dataclass
-class _Job:
-    program: str
-    cases: list[TestCase]
-    language: Language
-    timeout_s: float
-    limits: SandboxLimits
-    allow_unsafe: bool
-    max_output: int
-    compile_timeout_s: float
-    sandbox: Sandbox | None = None
-    results: list[TestResult] = field(default_factory=list)
-
-    def run(self) -> TestReport:
-        try:
-            for case in self.cases:
-                if case.problem is not None:
-                    self.results.append(TestResult(Outcome.ERROR, case.problem))
-                    continue
-                if case.kind == "assert" and not self.language.supports_assert:
-                    self.results.append(TestResult(Outcome.ERROR, f"assert tests need Python, not {self.language.name}"))
-                    continue
-                if self.sandbox is None:
-                    failure = self._start()
-                    if failure is not None:
-                        self.results.append(failure)
-                        if failure.outcome is Outcome.COMPILE_ERROR:  # the same source will not compile again
-                            self.results += [failure] * (len(self.cases) - len(self.results))
-                            break
-                        continue
-                try:
-                    self.results.append(self._run_case(case))
-                except (SandboxLost, OSError) as exc:  # the supervisor stopped answering: replace the sandbox
-                    timed_out = getattr(exc, "timed_out", False)
-                    self.results.append(TestResult(Outcome.TIMEOUT if timed_out else Outcome.CRASH, str(exc)))
-                    self._stop()
-        finally:
-            self._stop()
-        return TestReport(tuple(self.results))
-
-    def _start(self) -> TestResult | None:
-        """Start a sandbox and load the program (compiling C++); a TestResult says why that failed."""
-        started = time.monotonic()
-        budget = START_TIMEOUT_S + (self.compile_timeout_s if self.language.compile_command else 0.0)
-        try:
-            self.sandbox = Sandbox(self.limits, unsafe=self.allow_unsafe and isolation_problem() is not None)
-            reply = self.sandbox.request({
-                "op": "load", "language": self.language.name, "source": self.program,
-                "compile": list(self.language.compile_command or ()), "compile_timeout_s": self.compile_timeout_s,
-            }, started + budget)
-        except (SandboxLost, SandboxUnavailable, OSError) as exc:
-            self._stop()
-            return TestResult(Outcome.ERROR, f"sandbox failed to start: {exc}", wall_s=time.monotonic() - started)
-        if not reply.get("ok"):
-            self._stop()
-            detail = "compiler timed out" if reply.get("timed_out") else "compilation failed"
-            return TestResult(Outcome.COMPILE_ERROR, detail, stderr=str(reply.get("stderr", "")),
-                              wall_s=time.monotonic() - started)
-        return None
-
-    def _stop(self) -> None:
-        if self.sandbox is not None:
-            self.sandbox.close()
-            self.sandbox = None
-
-    def _run_case(self, case: TestCase) -> TestResult:
-        deadline = time.monotonic() + self.timeout_s + GRACE_S
-        if case.kind == "stdio":
-            done = self.sandbox.request({
-                "op": "run", "mode": "stdio", "timeout_s": self.timeout_s, "stdin": case.input,
-                "max_output": max(self.max_output, 4 * len(case.output)),
-            }, deadline)
-            failure = _failure(done)
-            if failure is not None:
-                return failure
-            if outputs_match(str(done.get("stdout", "")), case.output):
-                return TestResult(Outcome.PASSED, wall_s=_wall(done))
-            detail = f"expected {_short(case.output.strip())!r}, got {_short(str(done.get('stdout', '')).strip())!r}"
-            return TestResult(Outcome.WRONG_ANSWER, detail, str(done.get("stderr", "")), _wall(done))
-        return self._run_assert(case, deadline)
-
-    def _run_assert(self, case: TestCase, deadline: float) -> TestResult:
-        session = _AssertSession(self.sandbox, deadline)
-        self.sandbox.send({"op": "run", "mode": "assert", "timeout_s": self.timeout_s,
-                           "max_output": max(self.max_output, MAX_REPLY_BYTES)}, deadline)
-        verdict: TestResult | None = None
-        try:
-            ready = session.receive()
-            names = ready.get("ready")
-            if not isinstance(names, dict):
-                raise RemoteError("malformed announcement from the sandbox")
-            namespace = _test_globals(session, names)
-            exec(compile(case.code, "<test>", "exec"), namespace)
-        except SandboxEnded:
-            pass
-        except AssertionError as exc:
-            verdict = TestResult(Outcome.WRONG_ANSWER, f"AssertionError: {_short(str(exc))}".rstrip(": "))
-        except SyntaxError as exc:
-            verdict = TestResult(Outcome.ERROR, f"the test does not compile: {exc}")
-        except Exception as exc:  # the test raised (a remote exception, a refused comparison, a NameError...)
-            verdict = TestResult(Outcome.WRONG_ANSWER, f"{type(exc).__name__}: {_short(str(exc))}")
-        if session.done is None and session.lost is None:
-            self.sandbox.send({"op": "end"}, deadline)
-            while session.done is None and session.lost is None:  # late frames from the child are dropped
-                try:
-                    session.receive()
-                except SandboxEnded:
-                    break
-        if session.lost is not None:
-            raise session.lost
-        done = session.done
-        if session.over_budget and done.get("ended_by_host"):
-            return TestResult(Outcome.LIMIT_EXCEEDED, f"iterating took over {MAX_ITERATED_BYTES >> 20} MiB from the sandbox",
-                              str(done.get("stderr", "")), _wall(done))
-        if not done.get("ended_by_host"):  # the program's process ended (or was killed) before the test did
-            return _failure(done) or TestResult(Outcome.CRASH, "the program exited during the test",
-                                                str(done.get("stderr", "")), _wall(done))
-        if verdict is not None:
-            return TestResult(verdict.outcome, verdict.detail, str(done.get("stderr", "")), _wall(done))
-        return TestResult(Outcome.PASSED, wall_s=_wall(done))
-
-
-def _wall(done: dict) -> float:
-    value = done.get("wall_s")
-    return float(value) if isinstance(value, (int, float)) else 0.0
-
-
-def _failure(done: dict) -> TestResult | None:
-    """The outcome of a process that did not finish cleanly (None when it exited 0 in time)."""
-    stderr = str(done.get("stderr", ""))
-    wall = _wall(done)
-    if done.get("timed_out"):
-        return TestResult(Outcome.TIMEOUT, "time limit exceeded", stderr, wall)
-    if done.get("output_exceeded"):
-        return TestResult(Outcome.LIMIT_EXCEEDED, "output limit exceeded", stderr, wall)
-    signal_number = done.get("signal")
-    if signal_number is not None:
-        if signal_number == 24:  # SIGXCPU
-            return TestResult(Outcome.TIMEOUT, "CPU time limit exceeded", stderr, wall)
-        if signal_number == 25:  # SIGXFSZ
-            return TestResult(Outcome.LIMIT_EXCEEDED, "file size limit exceeded", stderr, wall)
-        return TestResult(Outcome.CRASH, f"killed by signal {signal_number}", stderr, wall)
-    returncode = done.get("returncode")
-    if returncode == 0:
-        return None
-    last_line = stderr.strip().rsplit("\n", 1)[-1]
-    if last_line.startswith("MemoryError"):
-        return TestResult(Outcome.LIMIT_EXCEEDED, "memory limit exceeded", stderr, wall)
-    if "[Errno 27]" in last_line or "[Errno 28]" in last_line:  # EFBIG / ENOSPC: file size or scratch space
-        return TestResult(Outcome.LIMIT_EXCEEDED, "file size or disk limit exceeded", stderr, wall)
-    return TestResult(Outcome.CRASH, f"exit status {returncode}", stderr, wall)
-
-
 # ------------------------------------------------------------------------------------------------ public API
 def run_tests(
     program: str,
@@ -709,7 +205,9 @@ def run_tests(
         limits: memory/process/file limits of each test (`SandboxLimits`).
         allow_unsafe: when OS isolation is unavailable, run the program as a plain local subprocess instead
             of refusing. Only for trusted code: the program can then read and write your files.
-        max_output_bytes: stdout cap per test (at least 4x the expected output is always allowed).
+        max_output_bytes: stdout cap per test, 10 MiB at most (at least 4x the test's stdin is always allowed;
+            never derived from the expected output, whose length the cap would reveal). A job's own
+            ``max_output_bytes`` key (for example from `verification_info`) takes precedence.
         compile_timeout_s: time limit for compiling a C++ program.
 
     Example:
@@ -734,17 +232,20 @@ def run_tests_batch(
     max_output_bytes: int = DEFAULT_MAX_OUTPUT,
     compile_timeout_s: float = 20.0,
 ) -> list[TestReport]:
-    """Run many jobs (``{"program", "tests", "timeout_s"?, "language"?}``) over `workers` threads (default: CPUs).
+    """Run many jobs (``{"program", "tests", "timeout_s"?, "language"?}``) over `workers` judges (default:
+    `trl_r1.workers.default_workers`, this rank's share of the node's CPUs).
 
-    Threads suffice: each one waits on its own sandbox, with the GIL released. Reports come back in order.
+    Threads suffice: each one waits on its own judge process, with the GIL released. Reports come back in order.
 
     >>> reports = run_tests_batch([{"program": "print(1)", "tests": [{"type": "stdio", "input": "", "output": "1"}]},
     ...                            {"program": "print(2)", "tests": [{"type": "stdio", "input": "", "output": "1"}]}])
     >>> [r.pass_fraction for r in reports]
     [1.0, 0.0]
     """
+    from ...workers import default_workers  # here: the judge loads this package on its own, without trl_r1
+
     limits = limits or SandboxLimits()
-    workers = workers or len(os.sched_getaffinity(0)) or 1
+    workers = workers or default_workers()
     if not jobs:
         return []
     with ThreadPoolExecutor(max_workers=min(workers, len(jobs)), thread_name_prefix="trl-r1-sandbox") as pool:
@@ -760,6 +261,9 @@ def _run_job(job: Any, limits: SandboxLimits, allow_unsafe: bool, max_output: in
         timeout_s = float(job.get("timeout_s") or 5.0)
         if not timeout_s > 0:
             raise ValueError(f"timeout_s must be positive, got {timeout_s}")
+        max_output = min(int(job.get("max_output_bytes") or max_output), MAX_OUTPUT_BYTES)
+        if not max_output > 0:
+            raise ValueError(f"max_output_bytes must be positive, got {max_output}")
     except Exception as exc:
         return TestReport((), f"invalid job: {type(exc).__name__}: {_short(str(exc))}")
     program = job.get("program")
@@ -769,8 +273,190 @@ def _run_job(job: Any, limits: SandboxLimits, allow_unsafe: bool, max_output: in
     if problem is not None:
         logger.error("code verifier refuses to run untrusted code: %s (pass allow_unsafe=True to run it unsandboxed)", problem)
         return TestReport(tuple(TestResult(Outcome.ERROR, problem) for _ in cases), f"sandbox unavailable: {problem}")
+    request = {"op": "job", "program": program, "language": language.name, "timeout_s": timeout_s,
+               "limits": asdict(limits), "unsafe": allow_unsafe and isolation_problem() is not None,
+               "max_output": int(max_output), "compile_timeout_s": float(compile_timeout_s)}
+    start_budget = START_TIMEOUT_S + (compile_timeout_s if language.compile_command else 0.0) + JUDGE_GRACE_S
     try:
-        return _Job(program, cases, language, timeout_s, limits, allow_unsafe, max_output, compile_timeout_s).run()
+        return TestReport(tuple(_judged(request, cases, start_budget, timeout_s + GRACE_S + JUDGE_GRACE_S)))
+    except JudgeUnavailable as exc:  # our side failed before any program ran: not the sample's fault
+        logger.error("code verifier: %s", exc)
+        return TestReport(tuple(TestResult(Outcome.ERROR, str(exc)) for _ in cases), f"verifier error: {exc}")
     except Exception as exc:  # a verifier bug must not reach the trainer
         logger.warning("code verifier failed on a job", exc_info=True)
         return TestReport((), f"verifier error: {type(exc).__name__}: {_short(str(exc))}")
+
+
+def _judged(request: dict, cases: list[TestCase], start_budget: float, test_budget: float) -> list[TestResult]:
+    """The verdicts of `cases`; a failed judge fails its test, and a fresh one takes the remaining tests."""
+    results: list[TestResult] = []
+    while len(results) < len(cases):
+        remaining = cases[len(results):]
+        judge = Judge.acquire()
+        try:
+            judge.send({**request, "cases": [(c.kind, c.input, c.output, c.code, c.problem) for c in remaining]})
+            for _ in remaining:
+                results.append(judge.verdict(start_budget, test_budget))
+        except JudgeFailed as exc:
+            judge.kill()
+            results.append(TestResult(Outcome.TIMEOUT if exc.timed_out else Outcome.CRASH, f"the judge {exc}"))
+            continue
+        except BaseException:
+            judge.kill()
+            raise
+        judge.release()
+    return results
+
+
+# ------------------------------------------------------------------------------------------------ judges
+class JudgeUnavailable(RuntimeError):
+    """A judge process could not be started (before any program ran)."""
+
+
+class JudgeFailed(Exception):
+    """A judge broke the protocol, died or was late (`timed_out`): the test in progress fails."""
+
+    def __init__(self, message: str, timed_out: bool = False):
+        super().__init__(message)
+        self.timed_out = timed_out
+
+
+# The judge is loaded from this directory under a private name, with the standard library only (-I):
+# the package's __init__ would import more than a judge needs, and trl_r1 may not be importable there.
+_JUDGE_BOOT = (
+    "import importlib, importlib.util, sys\n"
+    "spec = importlib.util.spec_from_file_location('trl_r1_code_judge', sys.argv[1] + '/__init__.py',"
+    " submodule_search_locations=[sys.argv[1]])\n"
+    "package = importlib.util.module_from_spec(spec)\nsys.modules[spec.name] = package\n"
+    "spec.loader.exec_module(package)\nimportlib.import_module(spec.name + '.judge').main()\n"
+)
+_OUTCOMES = list(Outcome)
+
+
+class Judge:
+    """The trainer's handle on one judge process: sends it jobs, reads back only fixed-layout verdicts.
+
+    Judges are reused across jobs (an idle pool per trainer process) and killed on any failure.
+    """
+
+    _idle: list["Judge"] = []
+    _lock = threading.Lock()
+
+    def __init__(self):
+        config = {"memory_mb": JUDGE_MEMORY_MB, "seccomp": None if isolation_problem() else seccomp_program()}
+        try:
+            self.process = subprocess.Popen(
+                [sys.executable, "-I", "-c", _JUDGE_BOOT, str(Path(__file__).resolve().parent)],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env={}, cwd="/",
+                start_new_session=True, close_fds=True)
+        except OSError as exc:
+            raise JudgeUnavailable(f"cannot start a judge process: {exc}") from None
+        self.owner = os.getpid()
+        self._in, self._out = self.process.stdin.fileno(), self.process.stdout.fileno()
+        os.set_blocking(self._in, False)
+        os.set_blocking(self._out, False)
+        try:
+            self.send(config)
+            if self._read(VERDICT_HEADER.size, time.monotonic() + JUDGE_START_TIMEOUT_S)[1] != STARTED:
+                raise JudgeFailed("did not start")
+        except JudgeFailed as exc:
+            self.kill()
+            raise JudgeUnavailable(f"the judge process {exc}") from None
+
+    @classmethod
+    def acquire(cls) -> "Judge":
+        with cls._lock:
+            while cls._idle:
+                judge = cls._idle.pop()
+                if judge.owner == os.getpid() and judge.process.poll() is None:
+                    return judge
+        return cls()
+
+    def release(self) -> None:
+        with self._lock:
+            if len(self._idle) < MAX_IDLE_JUDGES and self.owner == os.getpid() and self._rss_mb() < JUDGE_IDLE_RSS_MB:
+                self._idle.append(self)
+                return
+        self.kill()
+
+    def _rss_mb(self) -> float:
+        try:
+            status = Path(f"/proc/{self.process.pid}/status").read_text()
+        except OSError:
+            return float("inf")
+        return next((int(line.split()[1]) / 1024 for line in status.splitlines() if line.startswith("VmRSS:")), 0.0)
+
+    def send(self, message: dict) -> None:
+        """A trusted message (the trainer's own data); a judge that does not take it in time has failed."""
+        view = memoryview(frame(marshal.dumps(message, 4)))
+        deadline = time.monotonic() + START_TIMEOUT_S + JUDGE_GRACE_S  # it may still be closing its last sandbox
+        with selectors.DefaultSelector() as selector:
+            selector.register(self._in, selectors.EVENT_WRITE)
+            while view:
+                if not selector.select(max(0.0, deadline - time.monotonic())) and time.monotonic() >= deadline:
+                    raise JudgeFailed("did not take the job in time", timed_out=True)
+                try:
+                    view = view[os.write(self._in, view):]
+                except BlockingIOError:
+                    continue
+                except OSError as exc:
+                    raise JudgeFailed(f"did not take the job ({type(exc).__name__})") from None
+
+    def verdict(self, start_budget: float, test_budget: float) -> TestResult:
+        """The next test's verdict: the judge has `start_budget` s to start the test, then `test_budget` s."""
+        deadline = time.monotonic() + start_budget
+        while True:
+            try:
+                code, detail_size, stderr_size, wall = unpack_verdict_header(self._read(VERDICT_HEADER.size, deadline))
+            except ValueError:
+                raise JudgeFailed("sent a malformed verdict") from None
+            if code == STARTED and not detail_size and not stderr_size:
+                deadline = time.monotonic() + test_budget
+                continue
+            if code >= len(_OUTCOMES):
+                raise JudgeFailed("sent a malformed verdict")
+            body = self._read(detail_size + stderr_size, deadline)
+            return TestResult(_OUTCOMES[code], body[:detail_size].decode("utf-8", "replace"),
+                              body[detail_size:].decode("utf-8", "replace"), wall)
+
+    def _read(self, size: int, deadline: float) -> bytes:
+        """Exactly `size` bytes (at most a verdict's) before `deadline`."""
+        data = bytearray()
+        with selectors.DefaultSelector() as selector:
+            selector.register(self._out, selectors.EVENT_READ)
+            while len(data) < size:
+                if not selector.select(max(0.0, deadline - time.monotonic())) and time.monotonic() >= deadline:
+                    raise JudgeFailed("did not answer in time", timed_out=True)
+                try:
+                    chunk = os.read(self._out, size - len(data))
+                except BlockingIOError:
+                    continue
+                except OSError as exc:
+                    raise JudgeFailed(f"went away ({type(exc).__name__})") from None
+                if not chunk:
+                    raise JudgeFailed("exited")
+                data += chunk
+        return bytes(data)
+
+    def kill(self) -> None:
+        """End the judge; its sandboxes die with it (bwrap's --die-with-parent, then the PID namespace)."""
+        try:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        for stream in (self.process.stdin, self.process.stdout):
+            try:
+                stream.close()
+            except OSError:
+                pass
+        self.process.wait()
+
+
+@atexit.register
+def close_idle_judges() -> None:
+    """End the idle judge processes (they also end when the trainer process does)."""
+    with Judge._lock:
+        idle, Judge._idle[:] = list(Judge._idle), []
+    for judge in idle:
+        if judge.owner == os.getpid():
+            judge.kill()

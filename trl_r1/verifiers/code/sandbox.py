@@ -6,7 +6,7 @@ The sandbox (``bwrap``) gets new user, PID, network, IPC, UTS, mount and cgroup 
 the host runs as root, bwrap itself is started as an unprivileged uid taken from a pool of slots (one per
 live sandbox, locked across processes with ``flock``), so the sandbox has no host-root file access and
 ``RLIMIT_NPROC`` bounds its processes; as an ordinary user it runs as that user. Inside, the trusted
-supervisor (``supervisor.py``) forks one child per test under rlimits; see `Sandbox` for the protocol.
+supervisor (``protocol.py`` + ``supervisor.py``) forks one child per test under rlimits; see `Sandbox`.
 """
 
 from __future__ import annotations
@@ -26,12 +26,13 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-SUPERVISOR_SOURCE = (Path(__file__).with_name("supervisor.py")).read_text()
+from .protocol import HEADER_SIZE, MAX_FRAME, frame
+
+# the supervisor is one script: the shared wire codec, then the supervisor (the sandbox cannot import us)
+SUPERVISOR_SOURCE = Path(__file__).with_name("protocol.py").read_text() + "\n" + Path(__file__).with_name("supervisor.py").read_text()
 SANDBOX_PYTHON = "/usr/bin/python3"  # lives under the read-only /usr bind (a pyenv under /root would not)
 UID_FIRST, UID_COUNT = 61000, 1000  # host uids owned by no account, one per live sandbox when we are root
 UID_LOCK_DIR = Path(tempfile.gettempdir()) / "trl-r1-sandbox-uids"
-HEADER_SIZE = 4
-MAX_FRAME = 64 << 20
 
 
 class SandboxUnavailable(RuntimeError):
@@ -55,6 +56,7 @@ class SandboxLimits:
     file_size_mb: int = 16  # RLIMIT_FSIZE: largest file a test may write
     nofile: int = 256  # RLIMIT_NOFILE
     scratch_mb: int = 64  # size of each of the two writable tmpfs, /tmp and /dev/shm (host memory)
+    scratch_inodes: int = 16384  # files + directories in each of them (each costs host kernel memory)
     compile_memory_mb: int = 2048  # RLIMIT_AS of the C++ compiler
 
 
@@ -68,6 +70,10 @@ _DENIED_SYSCALLS = (
     "settimeofday", "adjtimex", "kexec_load", "kexec_file_load", "init_module", "finit_module",
     "delete_module", "reboot", "swapon", "swapoff", "acct", "quotactl", "syslog", "vhangup",
     "lookup_dcookie", "personality", "uselib", "iopl", "ioperm",
+    # memory outside RLIMIT_AS and state that outlives a test: SysV IPC, POSIX message queues, memfd
+    "shmget", "shmat", "shmctl", "semget", "semop", "semtimedop", "semctl", "msgget", "msgsnd", "msgrcv", "msgctl",
+    "mq_open", "mq_unlink", "mq_timedsend", "mq_timedreceive", "mq_notify", "mq_getsetattr",
+    "memfd_create", "memfd_secret",
 )
 
 
@@ -167,6 +173,7 @@ def bwrap_command(limits: SandboxLimits, seccomp_fd: int, inner: list[str]) -> l
         "--setenv", "MALLOC_ARENA_MAX", "2",  # glibc's per-thread arenas would use up RLIMIT_AS with few threads
         "--hostname", "sandbox",
         "--ro-bind", "/usr", "/usr",
+        *(["--tmpfs", "/usr/local", "--remount-ro", "/usr/local"] if os.path.isdir("/usr/local") else []),  # host-local files
         "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64", "--symlink", "usr/bin", "/bin",
         "--ro-bind-try", "/etc/ld.so.cache", "/etc/ld.so.cache",
         "--dev", "/dev",  # no /proc: nothing to learn about the sandbox's processes, their fds or memory
@@ -180,16 +187,17 @@ def bwrap_command(limits: SandboxLimits, seccomp_fd: int, inner: list[str]) -> l
 
 
 class Sandbox:
-    """One running supervisor: isolated in bwrap, or (``unsafe=True``) a plain local subprocess.
+    """One running supervisor: isolated in bwrap, or (``unsafe=True``) a plain local subprocess. Driven by
+    the judge process (and by `isolation_problem`'s probe); the trainer never reads its frames.
 
-    Frames are a 4-byte big-endian length, then the payload: ``marshal`` from us (trusted data), JSON from
-    the sandbox after one byte that says who wrote it, ``S`` (the supervisor) or ``C`` (relayed from an
-    assert test's child, so untrusted). Every read and write has a deadline, so a stopped or flooding
+    Frames (`protocol`): ``marshal`` from us (trusted data), JSON from the sandbox after one byte that says
+    who wrote it, ``S`` (the supervisor) or ``C`` (relayed from an assert test's child, so untrusted). Every read and write has a deadline, so a stopped or flooding
     sandbox costs its own test only. Use a sandbox from the thread that created it: bwrap's
     ``--die-with-parent`` kills it when that thread ends.
     """
 
-    def __init__(self, limits: SandboxLimits = SandboxLimits(), *, unsafe: bool = False, python: str | None = None):
+    def __init__(self, limits: SandboxLimits = SandboxLimits(), *, unsafe: bool = False, python: str | None = None,
+                 seccomp: bytes | None = None):
         self.limits = limits
         self.unsafe = unsafe
         self._slot: UidSlot | None = None
@@ -210,7 +218,7 @@ class Sandbox:
         inner = supervisor_command(python or SANDBOX_PYTHON, config)
         read_fd, write_fd = os.pipe()  # bwrap reads the BPF program from this fd
         try:
-            os.write(write_fd, seccomp_program())
+            os.write(write_fd, seccomp if seccomp is not None else seccomp_program())
             os.close(write_fd)
             write_fd = -1
             user = {"user": uid, "group": uid, "extra_groups": []} if self._slot.uid is not None else {}
@@ -235,8 +243,7 @@ class Sandbox:
 
     # -------------------------------------------------------------------------------------------- frames
     def send(self, message: dict, deadline: float) -> None:
-        data = marshal.dumps(message, 4)  # plain data from us, so the supervisor needs no json
-        view = memoryview(len(data).to_bytes(HEADER_SIZE, "big") + data)
+        view = memoryview(frame(marshal.dumps(message, 4)))  # plain data from us, so the supervisor needs no json
         with selectors.DefaultSelector() as selector:
             selector.register(self._in, selectors.EVENT_WRITE)
             while view:

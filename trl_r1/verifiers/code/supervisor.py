@@ -12,12 +12,13 @@ JSON, which the host parses strictly):
   the test itself (expected values never enter the sandbox). At the deadline, on an output overflow, or
   when the test ends, every other process in the sandbox is killed and the test's directory removed.
 
-This file is self-contained (the host sends it as bytecode compiled by the sandbox's interpreter, not as
-an import from the package) and imports only what starts fast: ``json``, ``signal``, ``traceback`` would
+The sandbox cannot import the package: the judge sends ``protocol.py`` followed by this file as bytecode
+compiled by the sandbox's interpreter, so the frame codec is the one the judge uses. It imports only what starts fast: ``json``, ``signal``, ``traceback`` would
 double the interpreter's start-up time, which is paid once per program. With ``isolated`` false (the caller opted in to unsafe execution) it runs as a
 plain local process and kills only the test's process group.
 """
 
+import _signal
 import atexit
 import marshal
 import os
@@ -26,71 +27,17 @@ import select
 import sys
 import time
 
+if __package__:  # imported as a module (for reading); in the sandbox protocol.py's text precedes this file
+    from .protocol import (
+        CHILD_FRAME, CONTAINERS, HEADER_SIZE, STDERR_TAIL, SUPERVISOR_FRAME, decode_scalar, encode_scalar, json_frame,
+        read_frame, write_all,
+    )
+
 CONTROL_IN, CONTROL_OUT = 10, 11
 RPC_CHILD_IN, RPC_CHILD_OUT = 3, 4  # an assert test's child: requests in, replies out
-HEADER_SIZE = 4
-MAX_FRAME = 64 << 20
-# Frames to the host start with one byte saying who wrote them, so a test cannot forge the supervisor's.
-SUPERVISOR_FRAME, CHILD_FRAME = b"S", b"C"
-STDERR_TAIL = 4096
+INODE_POLL_S = 0.02  # how often the scratch directories' inode counts are read while a test runs
 EXIT_DRAIN_S = 0.1  # after the test's process exits, how long to keep reading pipes its children may hold
 SIGKILL = 9
-
-
-# ---------------------------------------------------------------- frames
-_JSON_ESCAPES = {c: "\\u%04x" % c for c in [*range(32), *range(0xD800, 0xE000)]}
-_JSON_ESCAPES.update({ord('"'): '\\"', ord("\\"): "\\\\"})
-
-
-def dump_json(value):
-    """JSON text of plain data (what ``json.dumps`` gives, without the cost of importing json)."""
-    if value is None:
-        return "null"
-    if value is True:
-        return "true"
-    if value is False:
-        return "false"
-    kind = type(value)
-    if kind is str:
-        return '"' + value.translate(_JSON_ESCAPES) + '"'
-    if kind is int or kind is float:
-        return repr(value)
-    if kind is list or kind is tuple:
-        return "[" + ",".join([dump_json(v) for v in value]) + "]"
-    if kind is dict:
-        return "{" + ",".join([dump_json(str(k)) + ":" + dump_json(v) for k, v in value.items()]) + "}"
-    raise TypeError("not plain data: %s" % kind.__name__)
-
-
-def read_exact(fd, n):
-    chunks = []
-    while n:
-        chunk = os.read(fd, n)
-        if not chunk:
-            raise EOFError
-        chunks.append(chunk)
-        n -= len(chunk)
-    return b"".join(chunks)
-
-
-def read_frame(fd):
-    """One raw frame (header included) from a trusted writer."""
-    header = read_exact(fd, HEADER_SIZE)
-    size = int.from_bytes(header, "big")
-    if size > MAX_FRAME:
-        raise EOFError
-    return header + read_exact(fd, size)
-
-
-def json_frame(obj, kind=b""):
-    data = kind + dump_json(obj).encode("utf-8")
-    return len(data).to_bytes(HEADER_SIZE, "big") + data
-
-
-def write_all(fd, data):
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
 
 
 # ---------------------------------------------------------------- the supervisor
@@ -101,6 +48,8 @@ class Supervisor:
         self.limits = config["limits"]
         self.language = self.source = self.binary = None
         self.tests_run = 0
+        self.scratch_dirs = [self.scratch] + (["/dev/shm"] if self.isolated else [])
+        self.started_ns = time.time_ns()  # the scratch directories' times after each wipe
 
     def serve(self):
         while True:
@@ -142,10 +91,12 @@ class Supervisor:
         pid, stdin_w, stdout_r, stderr_r, rpc_w, rpc_r = self._fork_test(mode, timeout_s)
         data = request.get("stdin", "").encode("utf-8", "replace") if mode == "stdio" else b""
         watch = Watch(pid, stdin_w, stdout_r, stderr_r, rpc_w, rpc_r,
-                      time.monotonic() + timeout_s, int(request.get("max_output", 1 << 20)), data)
+                      time.monotonic() + timeout_s, int(request.get("max_output", 1 << 20)), data,
+                      self.scratch_dirs if self.isolated else (), self.limits.get("scratch_inodes", 0))
         watch.wait()
-        self._cleanup(pid)
-        return watch.report()
+        report = watch.report()
+        report["clean"] = self._cleanup(pid)  # else the judge replaces the sandbox before the next test
+        return report
 
     # ------------------------------------------------------------ children (the code after fork runs in the child)
     def _fork_test(self, mode, timeout_s):
@@ -169,6 +120,7 @@ class Supervisor:
         if pid == 0:
             try:
                 os.setpgid(0, 0)
+                _signal.signal(_signal.SIGINT, _signal.default_int_handler)  # as in a plain interpreter
                 os.chdir(work_dir)
                 null = os.open(os.devnull, os.O_RDWR)
                 install_fds([null if fd is None else fd for fd in child_fds])
@@ -205,7 +157,7 @@ class Supervisor:
         return pid, stderr_r
 
     def _cleanup(self, pid):
-        """Kill whatever the test left running, reap it, and remove every file tests wrote."""
+        """Kill whatever the test left running, reap it, remove every file tests wrote; True when all is gone."""
         if self.isolated:
             deadline = time.monotonic() + 2.0
             while time.monotonic() < deadline:
@@ -221,16 +173,33 @@ class Supervisor:
             except (ProcessLookupError, PermissionError):
                 pass
         reap_all()
-        for directory in [self.scratch] + (["/dev/shm"] if self.isolated else []):
-            for name in os.listdir(directory):  # all a test wrote, so nothing carries over to the next
-                remove_tree(os.path.join(directory, name))
+        clean = True
+        for directory in self.scratch_dirs:
+            try:  # all a test wrote, so nothing carries over to the next
+                os.chmod(directory, 0o1777 if self.isolated else 0o700)
+                for name in os.listdir(directory):
+                    remove_tree(os.path.join(directory, name))
+                clean = clean and not os.listdir(directory)
+                os.utime(directory, ns=(self.started_ns, self.started_ns))  # the directory's own metadata is state too
+            except OSError:
+                clean = False
+            try:
+                for attribute in os.listxattr(directory):
+                    os.removexattr(directory, attribute)
+                clean = clean and not os.listxattr(directory)
+            except OSError as exc:
+                clean = clean and exc.errno == 95  # EOPNOTSUPP: no extended attributes to carry state
+        return clean
 
 
 class Watch:
     """Drive one child to its end: feed stdin, drain stdout/stderr under caps, relay assert calls, kill at the deadline."""
 
-    def __init__(self, pid, stdin_w, stdout_r, stderr_r, rpc_w, rpc_r, deadline, max_output, stdin_data=b""):
+    def __init__(self, pid, stdin_w, stdout_r, stderr_r, rpc_w, rpc_r, deadline, max_output, stdin_data=b"",
+                 scratch_dirs=(), max_inodes=0):
         self.pid, self.deadline, self.max_output = pid, deadline, max_output
+        self.scratch_dirs, self.max_inodes = scratch_dirs, max_inodes  # tmpfs --size does not count inodes
+        self.inodes_exceeded = False
         self.pending = memoryview(stdin_data)
         self.stdin_w, self.stdout_r, self.stderr_r, self.rpc_w, self.rpc_r = stdin_w, stdout_r, stderr_r, rpc_w, rpc_r
         self.stdout, self.stderr, self.rpc_buffer = bytearray(), bytearray(), bytearray()
@@ -250,7 +219,7 @@ class Watch:
         for fd in (self.stdin_w, self.stdout_r, self.stderr_r, self.rpc_r):
             if fd is not None:
                 os.set_blocking(fd, False)
-        while not (self.ended_by_host or self.output_exceeded):
+        while not (self.ended_by_host or self.output_exceeded or self.inodes_exceeded):
             if self.status is None:
                 self._poll_exit()
                 if self.status is not None:  # what it left running may hold the pipes: drain briefly, no more
@@ -268,6 +237,9 @@ class Watch:
                 readers.append(self.exit_r)
             writers = [self.stdin_w] if self.stdin_w is not None else []
             poll_s = remaining if self.exit_r is not None or self.status is not None else min(remaining, 0.01)
+            if self.max_inodes:
+                poll_s = min(poll_s, INODE_POLL_S)
+                self._check_inodes()
             ready_r, ready_w, _ = select.select(readers, writers, [], poll_s)
             if ready_w:
                 self._feed()
@@ -285,6 +257,16 @@ class Watch:
                 self.status = SIGKILL
         for name in ("stdin_w", "stdout_r", "stderr_r", "rpc_w", "rpc_r", "exit_r"):
             self._close(name)
+
+    def _check_inodes(self):
+        """Files and directories in the scratch tmpfs cost host kernel memory that their size limit does not count."""
+        for directory in self.scratch_dirs:
+            try:
+                info = os.statvfs(directory)
+            except OSError:
+                continue
+            if info.f_files - info.f_ffree > self.max_inodes:
+                self.inodes_exceeded = True
 
     def _close(self, name):
         fd = getattr(self, name)
@@ -362,6 +344,7 @@ class Watch:
             "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
             "timed_out": self.timed_out,
             "output_exceeded": self.output_exceeded,
+            "inodes_exceeded": self.inodes_exceeded,
             "ended_by_host": self.ended_by_host,
             "stdout": self.stdout.decode("utf-8", "replace"),
             "stderr": self.stderr.decode("utf-8", "replace"),
@@ -394,13 +377,26 @@ def reap_all():
 
 
 def remove_tree(path):
-    """``shutil.rmtree`` without importing shutil (best effort: a test may have made things undeletable)."""
+    """``shutil.rmtree`` without importing shutil, after giving back the owner's permissions a test took away
+    (its files are ours: same uid, and nothing in the sandbox can change an owner)."""
     if os.path.islink(path) or not os.path.isdir(path):
         try:
             os.unlink(path)
         except OSError:
             pass
         return
+    try:
+        os.chmod(path, 0o700)
+    except OSError:
+        pass
+    for root, dirs, files in os.walk(path):
+        for name in dirs:  # top-down: a directory is opened up before os.walk lists it
+            target = os.path.join(root, name)
+            try:
+                if not os.path.islink(target):
+                    os.chmod(target, 0o700)
+            except OSError:
+                pass
     for root, dirs, files in os.walk(path, topdown=False):
         for name in files:
             try:
@@ -420,12 +416,32 @@ def remove_tree(path):
 
 
 # ---------------------------------------------------------------- the Python program's side (in the test's child)
+class Quitter:
+    """``exit()`` and ``quit()`` as the ``site`` module defines them (the supervisor runs with ``-S``)."""
+
+    def __init__(self, name):
+        self.name = name
+
+    def __repr__(self):
+        return "Use %s() or Ctrl-D (i.e. EOF) to exit" % self.name
+
+    def __call__(self, code=None):
+        raise SystemExit(code)
+
+
 def run_python_program(source, mode):
-    """Run the program as ``__main__`` in this fresh fork (then serve assert calls), and exit like CPython."""
-    main = type(sys)("__main__")
+    """Run the program in this fresh fork (then serve assert calls), and exit like CPython.
+
+    A stdio program runs as ``__main__``; for assert tests the program is a module named ``solution``, as
+    in HumanEval's and EvalPlus's harnesses, so its ``if __name__ == "__main__":`` block does not run.
+    """
+    name = "__main__" if mode == "stdio" else "solution"
+    main = type(sys)(name)
     main.__dict__["__builtins__"] = __builtins__
-    sys.modules["__main__"] = main
+    sys.modules[name] = main
     sys.argv = ["main.py"]
+    builtins = sys.modules["builtins"]
+    builtins.exit, builtins.quit = Quitter("exit"), Quitter("quit")
     code = 0
     try:
         exec(compile(source, "main.py", "exec"), main.__dict__)
@@ -470,33 +486,44 @@ def finish_interpreter(code):
     return code
 
 
-def encode(value, handles, depth=0, plain_only=False):
+class Handles(list):
+    """The objects the host holds handles to; one index per object, so equal handles mean the same object."""
+
+    def __init__(self):
+        super().__init__()
+        self.index = {}
+
+    def of(self, value):
+        i = self.index.get(id(value))
+        if i is None:
+            i = self.index[id(value)] = len(self)
+            self.append(value)
+        return i
+
+
+MUTABLE = (list, dict, set)
+
+
+def encode(value, handles, depth=0, plain_only=False, refs=None, top=False):
     """Plain data to a tagged tree; anything else becomes an opaque handle the host cannot compare.
 
-    With `plain_only`, return None instead of making a handle (to tell plain data from objects).
+    With `plain_only`, return None instead of making a handle (to tell plain data from objects). `refs`
+    maps the id of each list, dict and set the host passed in this call to its index: such an object is
+    sent as ``["ref", i]`` (the host's own object, so identity and aliasing stay true), except at the `top`.
     """
-    kind = type(value)
     if depth > 200:
         raise ValueError("nesting too deep")
-    if value is None:
-        return ["none"]
-    if kind is bool:
-        return ["bool", value]
-    if kind is int:
-        return ["int", hex(value)]
-    if kind is float:
-        return ["float", value.hex()]
-    if kind is complex:
-        return ["complex", value.real.hex(), value.imag.hex()]
-    if kind is str:
-        return ["str", value]
-    if kind is bytes:
-        return ["bytes", value.decode("latin-1")]
+    scalar = encode_scalar(value)
+    if scalar is not None:
+        return scalar
+    kind = type(value)
+    if refs is not None and not top and kind in MUTABLE and id(value) in refs:
+        return ["ref", refs[id(value)]]
     if kind in (list, tuple, set, frozenset):
-        items = [encode(v, handles, depth + 1, plain_only) for v in list(value)]
+        items = [encode(v, handles, depth + 1, plain_only, refs) for v in list(value)]
         return None if None in items else [kind.__name__] + items
     if kind is dict:
-        pairs = [[encode(k, handles, depth + 1, plain_only), encode(v, handles, depth + 1, plain_only)]
+        pairs = [[encode(k, handles, depth + 1, plain_only, refs), encode(v, handles, depth + 1, plain_only, refs)]
                  for k, v in list(value.items())]
         return None if any(None in pair for pair in pairs) else ["dict"] + pairs
     stdlib = stdlib_value(value, kind)
@@ -504,11 +531,11 @@ def encode(value, handles, depth=0, plain_only=False):
         return ["stdlib", kind.__name__, encode(stdlib, handles, depth + 1)]
     if plain_only:
         return None
-    handles.append(value)
+    handle = handles.of(value)
     for base, plain in _PLAIN_BASES:  # Counter, namedtuple, IntEnum...: their plain value, read by the base type
         if isinstance(value, base):
-            return ["sub", len(handles) - 1, encode(plain(value), handles, depth + 1)]
-    return ["handle", len(handles) - 1]
+            return ["sub", handle, encode(plain(value), handles, depth + 1)]
+    return ["handle", handle]
 
 
 def stdlib_value(value, kind):
@@ -536,37 +563,59 @@ _PLAIN_BASES = (
 )
 
 
-def decode(tree, handles):
-    """The host's arguments (trusted), from the same tagged tree."""
+def decode(tree, handles, originals):
+    """The host's arguments (trusted), from the same tagged tree; each list, dict and set is appended to
+    `originals` in the order the host numbered them (``["ref", i]`` is the same object again)."""
     tag = tree[0]
     if tag == "handle":
         return handles[tree[1]]
-    if tag == "none":
-        return None
-    if tag == "bool":
-        return bool(tree[1])
-    if tag == "int":
-        return int(tree[1], 16)
-    if tag == "float":
-        return float.fromhex(tree[1])
-    if tag == "complex":
-        return complex(float.fromhex(tree[1]), float.fromhex(tree[2]))
-    if tag == "str":
-        return tree[1]
-    if tag == "bytes":
-        return tree[1].encode("latin-1")
+    if tag == "ref":
+        return originals[tree[1]]
+    if tag == "stdlib":
+        return stdlib_rebuild(tree[1], decode(tree[2], handles, []))  # numbered apart, as the host does
+    if tag == "list":
+        value = []
+        originals.append(value)
+        value.extend([decode(v, handles, originals) for v in tree[1:]])
+        return value
+    if tag == "set":
+        value = set()
+        originals.append(value)
+        value.update([decode(v, handles, originals) for v in tree[1:]])
+        return value
     if tag == "dict":
-        return {decode(k, handles): decode(v, handles) for k, v in tree[1:]}
-    items = [decode(v, handles) for v in tree[1:]]
-    return {"list": list, "tuple": tuple, "set": set, "frozenset": frozenset}[tag](items)
+        value = {}
+        originals.append(value)
+        for k, v in tree[1:]:
+            key = decode(k, handles, originals)
+            value[key] = decode(v, handles, originals)
+        return value
+    if tag in CONTAINERS:
+        return CONTAINERS[tag]([decode(v, handles, originals) for v in tree[1:]])
+    return decode_scalar(tree)
 
 
-def changed(tree, arg, handles):
-    """The argument's new tree if the call mutated a list, dict or set the host passed in, else None."""
-    if tree[0] not in ("list", "dict", "set"):
-        return None
-    after = encode(arg, handles)
-    return None if after == tree else after
+def stdlib_rebuild(name, plain):
+    """A standard-library value the test passed in (Counter, deque, Fraction, range...), built from plain data."""
+    if name in ("Counter", "OrderedDict", "deque"):
+        import collections
+        return getattr(collections, name)(plain)
+    if name == "Fraction":
+        import fractions
+        return fractions.Fraction(*plain)
+    if name == "Decimal":
+        import decimal
+        return decimal.Decimal(plain)
+    if name == "range":
+        return range(*plain)
+    if name == "iter":  # a generator the test passed in
+        return iter(plain)
+    raise ValueError("unknown type " + str(name))
+
+
+def snapshot(originals, handles, refs):
+    """Each list, dict and set the host passed in, encoded with references to the others."""
+    return [encode(o, handles, refs=refs, top=True) for o in originals]
 
 
 def serve_calls(namespace):
@@ -575,7 +624,7 @@ def serve_calls(namespace):
     Functions, classes and other objects are announced as handles; plain data only by name (``value``),
     so the host reads its current value at each use; modules by their module name.
     """
-    handles = []
+    handles = Handles()
     names = {}
     for name, value in list(namespace.items()):
         if name.startswith("__"):
@@ -596,14 +645,16 @@ def serve_calls(namespace):
                 value = namespace[request["name"]]
             elif op == "getattr":
                 value = getattr(handles[request["target"]], request["name"])
+            elif op == "setattr":
+                value = setattr(handles[request["target"]], request["name"], decode(request["value"], handles, []))
             elif op == "bool":
                 value = bool(handles[request["target"]])
             elif op == "len":
                 value = len(handles[request["target"]])
             elif op == "isinstance":
-                value = isinstance(decode(request["value"], handles), handles[request["target"]])
+                value = isinstance(decode(request["value"], handles, []), handles[request["target"]])
             elif op == "getitem":
-                value = handles[request["target"]][decode(request["key"], handles)]
+                value = handles[request["target"]][decode(request["key"], handles, [])]
             elif op == "iterate":  # a container's items, or the next `count` items of an iterator
                 target = handles[request["target"]]
                 iterator = iter(target)
@@ -616,12 +667,15 @@ def serve_calls(namespace):
                 write_all(RPC_CHILD_OUT, json_frame({"value": encode(value, handles), "container": container}))
                 continue
             else:
-                args = [decode(a, handles) for a in request["args"]]
-                kwargs = {k: decode(v, handles) for k, v in request["kwargs"]}
+                originals = []
+                args = [decode(a, handles, originals) for a in request["args"]]
+                kwargs = {k: decode(v, handles, originals) for k, v in request["kwargs"]}
+                refs = {id(o): i for i, o in enumerate(originals)}
+                before = snapshot(originals, handles, refs)
                 value = handles[request["target"]](*args, **kwargs)
-                sent = request["args"] + [v for _, v in request["kwargs"]]
-                reply = {"value": encode(value, handles),  # and the lists, dicts and sets the call changed
-                         "mutated": [changed(tree, arg, handles) for tree, arg in zip(sent, args + list(kwargs.values()))]}
+                after = snapshot(originals, handles, refs)
+                reply = {"value": encode(value, handles, refs=refs),  # and the host's objects the call changed
+                         "mutated": [[i, tree] for i, tree in enumerate(after) if tree != before[i]]}
                 write_all(RPC_CHILD_OUT, json_frame(reply))
                 continue
             reply = {"value": encode(value, handles)}
@@ -639,6 +693,7 @@ def main():
     for fd in (0, 1):
         os.dup2(null, fd)
     os.close(null)
+    _signal.signal(_signal.SIGINT, _signal.SIG_IGN)  # the namespace's init ignores what it has no handler for
     if config["nproc"] is not None:  # counted per host uid: the host sized it for the uid this sandbox runs as
         resource.setrlimit(resource.RLIMIT_NPROC, (config["nproc"], config["nproc"]))
     Supervisor(config).serve()
