@@ -253,7 +253,10 @@ def vllm_unsupported_reason(model_name_or_path: str, load_in_4bit: bool = False)
             return "vLLM runs bitsandbytes 4-bit on CUDA only"
         from transformers import AutoConfig
 
-        config = AutoConfig.from_pretrained(model_name_or_path)
+        try:
+            config = AutoConfig.from_pretrained(model_name_or_path)
+        except Exception:  # not a model transformers can read either: the backend that loads it will say why
+            return None
         text_config = config.get_text_config() if hasattr(config, "get_text_config") else config
         head_dim = getattr(text_config, "head_dim", None) or (
             text_config.hidden_size // text_config.num_attention_heads)
