@@ -2,7 +2,7 @@
 
 Three backends share one interface (`Generator.generate(prompts, params, seed)` -> k `Completion`s per prompt):
 
-* `VLLMGenerator`: vLLM's offline engine (optionally with a LoRA adapter), when `vllm` is installed;
+* `VLLMGenerator`: vLLM's offline engine (optionally with a LoRA adapter), when vLLM can serve the model here;
 * `TransformersGenerator`: `model.generate` on a whole prompt batch with `num_return_sequences=k` (one call for
   all k samples of all prompts), on any device, with a PEFT adapter on a 4-bit base if asked;
 * `OpenAIGenerator`: any OpenAI-compatible HTTP endpoint (`vllm serve`, SGLang, TGI, hosted APIs), with bounded
@@ -178,8 +178,9 @@ class VLLMGenerator:
     """vLLM's offline engine (`pip install trl-r1[vllm]`); a LoRA adapter is served with `enable_lora`.
 
     Sampling is seeded once per engine (`seed`), not per request: a per-request seed gives each request its own
-    RNG, which vLLM's CPU sampler cannot rewind when a request is preempted (`CPU Generator does not use offset`
-    once the KV cache fills). A run is reproducible from its seed for the same batches in the same order.
+    RNG, which vLLM rewinds when chunked prefill discards a token, and a CPU RNG cannot be rewound (`CPU Generator
+    does not use offset` once a batch's prompts exceed one engine step). A run is reproducible from its seed for
+    the same batches in the same order.
 
     Args:
         model_name_or_path: a local checkpoint or Hub id.
@@ -242,7 +243,7 @@ def vllm_unsupported_reason(model_name_or_path: str, load_in_4bit: bool = False)
         return "vLLM is not installed (pip install trl-r1[vllm])"
     try:
         from vllm.platforms import current_platform
-    except Exception as exc:  # a broken install (e.g. a mismatched torchvision) must not stop the run
+    except Exception as exc:  # a broken install must not stop the run
         return f"vLLM does not import ({type(exc).__name__}: {exc})"
     on_cpu = current_platform.is_cpu()
     if not on_cpu and not current_platform.is_cuda_alike():
