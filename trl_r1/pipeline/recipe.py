@@ -163,6 +163,9 @@ class EvaluationConfig:
     top_p: float = field(default=0.95, metadata={"help": "Nucleus sampling threshold (R1 §3.1: 0.95)."})
     max_new_tokens: int = field(default=512, metadata={"help": "Generation budget per sample (default 512)."})
     batch_size: int = field(default=16, metadata={"help": "Prompts per generate call (default 16)."})
+    backend: str = field(default="auto", metadata={
+        "help": "Generation backend: auto (vLLM when it can serve the model here, else transformers), vllm or "
+        "transformers.", "choices": ["auto", "vllm", "transformers"]})
     rewards: list[Any] | None = field(default=None, metadata={
         "help": "Rewards reported as metrics (default: the RL stage's rewards, else format + math)."})
     stages: list[str] = field(default_factory=lambda: ["base", "cold_start", "rl", "final_sft"], metadata={
