@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The vLLM suite (tests/vllm) in its own environment: CPU vLLM pins its own torch and transformers, so it never
+# The vLLM suite (tests/vllm_engine) in its own environment: CPU vLLM pins its own torch and transformers, so it never
 # goes into the main one. Builds the environment once (~4 min, ~4 GB; reused while the pins below are unchanged),
 # then runs the tests with a real engine on CPU.
 # Usage: bash scripts/test_vllm.sh [pytest args]      env: TRL_R1_VLLM_VENV (default ~/.cache/trl-r1/venv-vllm)
@@ -30,6 +30,6 @@ $PIP --no-deps -c "$VENV/constraints.txt" -e .
 
 export OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 HF_HUB_DISABLE_TELEMETRY=1 TOKENIZERS_PARALLELISM=false
 export VLLM_CPU_KVCACHE_SPACE=1 VLLM_ENABLE_V1_MULTIPROCESSING=0 VLLM_LOGGING_LEVEL=WARNING
-# tests/vllm, and the main suite's generation-backend tests with vLLM importable (`auto` must fall back cleanly)
+# tests/vllm_engine, and the main suite's generation-backend tests with vLLM importable (`auto` must fall back cleanly)
 "$VENV/bin/python" -m pytest -p no:cacheprovider -W "ignore:TRL currently supports vLLM" \
-  tests/vllm tests/test_generation.py tests/test_rejection_sampling.py "$@"
+  tests/vllm_engine tests/test_generation.py tests/test_rejection_sampling.py "$@"

@@ -8,8 +8,9 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import pytest  # noqa: E402
 
-# tests/vllm needs vLLM, which the main environment does not install: scripts/test_vllm.sh runs it in its own
-collect_ignore = [] if importlib.util.find_spec("vllm") else ["vllm"]
+# (not named tests/vllm: scripts run from tests/ would import that folder as the vllm package)
+# tests/vllm_engine needs vLLM, which the main environment does not install: scripts/test_vllm.sh runs it in its own
+collect_ignore = [] if importlib.util.find_spec("vllm") else ["vllm_engine"]
 
 
 @pytest.fixture(scope="session")
