@@ -7,15 +7,9 @@ operation per step ("3 + 4 is 7. 7 + 5 is 12."), so every problem is built from 
 one-step facts. Problems are split by operand tuple: the ``test`` split holds problems never seen in
 training, which a model can only solve by having learnt the steps, not the problems.
 
-Two knobs make it a task where RL has something to do:
-
-- ``error_rate`` (cold start): the worked steps come from a sloppy annotator whose step results are off by
-  one at that rate; the chain goes on from the wrong value, so the trace is fluent and self-consistent but
-  its answer is wrong. SFT on them teaches the steps *and* the slips; samples are then often wrong, though
-  right in some of k tries (pass@1 well below pass@k), and only a reward that checks the answer separates them.
-- `base_corpus_dataset`: worked solutions in mixed styles, few of them with the R1 tags. Briefly pretraining a
-  random model on it gives the R1-Zero route a *base* model: it can do the steps and has seen the tags, but
-  rarely uses them, like a real base model (see `trl_r1.testing.tiny.build_tiny_model(pretrain=...)`).
+`base_corpus_dataset` gives the R1-Zero route a *base* model: briefly pretraining a random model on worked
+solutions, few of them with the R1 tags, makes a model that can do the steps and has seen the tags but rarely
+uses them, like a real base model (see `trl_r1.testing.tiny.build_tiny_model(pretrain=...)`).
 """
 
 from __future__ import annotations
@@ -45,40 +39,30 @@ class Problem:
     def question(self) -> str:
         return f"What is {f' {self.op} '.join(map(str, self.operands))}?"
 
-    def reasoning(self, error_rate: float = 0.0, rng: random.Random | None = None) -> tuple[str, int]:
-        """The worked steps, one operation each, and the value they end on.
-
-        With `error_rate`, each step's result is off by one at that rate and the chain goes on from it.
+    def reasoning(self) -> str:
+        """The worked steps the cold-start set teaches, one operation each.
 
         >>> Problem((3, 4, 5)).reasoning()
-        ('3 + 4 is 7. 7 + 5 is 12.', 12)
-        >>> Problem((3, 4, 5)).reasoning(error_rate=1.0, rng=random.Random(0))
-        ('3 + 4 is 8. 8 + 5 is 14.', 14)
+        '3 + 4 is 7. 7 + 5 is 12.'
         """
         steps, total = [], self.operands[0]
         for operand in self.operands[1:]:
             result = OPERATORS[self.op](total, operand)
-            if error_rate and (rng or random).random() < error_rate:
-                result += (rng or random).choice((-1, 1)) if result > 0 else 1
             steps.append(f"{total} {self.op} {operand} is {result}.")
             total = result
-        return " ".join(steps), total
+        return " ".join(steps)
 
-    def completion(self, error_rate: float = 0.0, rng: random.Random | None = None, *, skip: bool = False) -> str:
-        """The R1-format target: reasoning in ``<think>``, the number it ends on in ``<answer>``; `skip`: the
-        right answer with an empty ``<think>`` (worked out in one's head).
+    def completion(self) -> str:
+        """The R1-format target: reasoning in ``<think>``, the bare number in ``<answer>``."""
+        return f"<think>{self.reasoning()}</think> <answer>{self.answer}</answer>"
 
-        >>> Problem((3, 4, 5)).completion(skip=True)
-        '<think></think> <answer>12</answer>'
+    def plain_completion(self) -> str:
+        """The same worked steps without the R1 tags, as a textbook would write them.
+
+        >>> Problem((3, 4, 5)).plain_completion()
+        '3 + 4 is 7. 7 + 5 is 12. The answer is 12.'
         """
-        reasoning, answer = ("", self.answer) if skip else self.reasoning(error_rate, rng)
-        return f"<think>{reasoning}</think> <answer>{answer}</answer>"
-
-    def plain_completion(self, error_rate: float = 0.0, rng: random.Random | None = None, *,
-                         skip: bool = False) -> str:
-        """The same without the R1 tags, as a textbook would write it (`skip`: the answer alone)."""
-        reasoning, answer = ("", self.answer) if skip else self.reasoning(error_rate, rng)
-        return f"{reasoning} The answer is {answer}.".lstrip()
+        return f"{self.reasoning()} The answer is {self.answer}."
 
 
 def problems(split: Split = "train", *, max_operand: int = 9, num_terms: int = 2, operators: str = "+",
@@ -135,14 +119,11 @@ def arithmetic_dataset(split: Split = "train", *, num_rows: int | None = None, m
 
 def cold_start_dataset(num_rows: int = 64, *, num_problems: int | None = None, max_operand: int = 9,
                        num_terms: int = 2, operators: str = "+", test_fraction: float = 0.2, seed: int = 0,
-                       error_rate: float = 0.0, skip_rate: float = 0.0, sample_seed: int | None = None):
+                       sample_seed: int | None = None):
     """A small cold-start chain-of-thought set: ``messages`` conversations from the train split only.
 
     `num_problems` limits it to that many distinct problems (R1's cold start is small next to its RL prompts),
-    repeated up to `num_rows`. `error_rate`: the chance that a step's result is off by one (a sloppy annotator;
-    each row draws its own slips). `skip_rate`: the share of rows that give the right answer with no worked
-    steps (an empty ``<think>``): a model that copies that style must add three numbers in one go, which it
-    does far worse than step by step. `sample_seed` (default `seed + 1`) orders the rows and draws slips/skips.
+    repeated up to `num_rows` in an order seeded by `sample_seed` (default `seed + 1`).
 
     >>> ds = cold_start_dataset(4)
     >>> ds[0]["messages"][1]["content"].startswith("<think>")
@@ -157,29 +138,23 @@ def cold_start_dataset(num_rows: int = 64, *, num_problems: int | None = None, m
 
     pool = problems("train", max_operand=max_operand, num_terms=num_terms, operators=operators,
                     test_fraction=test_fraction, seed=seed)[:num_problems]
-    sample_seed = seed + 1 if sample_seed is None else sample_seed
-    rng = random.Random(sample_seed + 10_007)
     return Dataset.from_list([
-        {"messages": [{"role": "user", "content": p.question},
-                      {"role": "assistant", "content": p.completion(error_rate, rng, skip=rng.random() < skip_rate)}]}
-        for p in _rows(pool, num_rows, sample_seed)
+        {"messages": [{"role": "user", "content": p.question}, {"role": "assistant", "content": p.completion()}]}
+        for p in _rows(pool, num_rows, seed + 1 if sample_seed is None else sample_seed)
     ])
 
 
-def base_corpus_dataset(num_rows: int = 2000, *, tagged_fraction: float = 0.1, error_rate: float = 0.0,
-                        skip_rate: float = 0.0, max_operand: int = 9, num_terms: int = 2, operators: str = "+", test_fraction: float = 0.2,
+def base_corpus_dataset(num_rows: int = 2000, *, tagged_fraction: float = 0.1, max_operand: int = 9, num_terms: int = 2, operators: str = "+", test_fraction: float = 0.2,
                         seed: int = 0, sample_seed: int | None = None):
     """Pretraining documents for an R1-Zero *base* model: train-split problems with worked solutions, mostly in
-    plain text ("... The answer is 12."), a `tagged_fraction` of them in the R1 tag format, with slips at
-    `error_rate` and answers without working at `skip_rate` as in `cold_start_dataset` (text found in the wild
-    is neither all right nor all worked out).
+    plain text ("... The answer is 12."), a `tagged_fraction` of them in the R1 tag format.
 
     A real base model has seen worked solutions and tag-like markup without being tuned to answer in any one
     format; this is that prior at toy scale. ``messages`` rows (trained on every token, prompt included).
 
     >>> rows = base_corpus_dataset(1000, tagged_fraction=0.1)
     >>> sum(r["messages"][1]["content"].startswith("<think>") for r in rows)
-    86
+    107
     >>> rows[1]["messages"][1]["content"]
     '1 + 0 is 1. The answer is 1.'
     """
@@ -192,8 +167,7 @@ def base_corpus_dataset(num_rows: int = 2000, *, tagged_fraction: float = 0.1, e
     return Dataset.from_list([
         {"messages": [{"role": "user", "content": p.question},
                       {"role": "assistant",
-                       "content": (p.completion if rng.random() < tagged_fraction else p.plain_completion)(
-                           error_rate, rng, skip=rng.random() < skip_rate)}]}
+                       "content": p.completion() if rng.random() < tagged_fraction else p.plain_completion()}]}
         for p in _rows(pool, num_rows, sample_seed)
     ])
 
