@@ -7,7 +7,7 @@ held-out problems and their evaluation stay fixed) and prints, per evaluated sta
 std and 95% interval across seeds (Student t), pass@k at the evaluation's k, then each seed's row with its gains
 and wall / CPU time. Every number is CPU-measured; nothing is a formula.
 
-Run (the main job's recipe, 3 seeds one after the other, ~4-5 min each on a quiet 2-core machine):
+Run (the main job's recipe, 3 seeds one after the other; each ran in about 160 s of CPU time, one thread):
 
     OMP_NUM_THREADS=1 python benchmarks/learning.py recipes/tiny/pipeline.yaml --seeds 0 1 2
 
@@ -132,7 +132,7 @@ def print_tables(runs: list[dict[str, Any]], summary: dict[str, Any], metric: st
     walls = [r["wall_s"] for r in runs]
     cpus = [r["cpu_s"] for r in runs]
     print(f"\nwall time per run: {min(walls):.0f}-{max(walls):.0f} s; CPU time per run: {min(cpus):.0f}-{max(cpus):.0f} s "
-          f"(CPU time / 2 cores is about the wall time on a quiet 2-core machine when the run uses both)")
+          f"(with OMP_NUM_THREADS=1 a run uses one core: on a quiet machine its wall time is about its CPU time)")
 
 
 def main(argv: list[str] | None = None) -> int:
