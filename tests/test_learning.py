@@ -1,8 +1,10 @@
-"""Learning, for real: the main job's recipe, shortened to CI size, must still show what RL is for.
+"""Learning, for real: the tiny recipes shortened to CI size must still show R1's two effects.
 
 - RL after the cold start raises held-out accuracy beyond noise (the 95% intervals of the two evaluations do not
   overlap). The same run with the advantages' sign flipped, or with the rewards zeroed, must *not*: so this test
   fails if the trainer stops following the reward, not only if the code crashes.
+- R1-Zero: RL from the base model, with format + accuracy rewards and no cold start, makes the base model use
+  the <think>/<answer> format it rarely used, from the reward alone.
 """
 
 import shutil
@@ -13,6 +15,7 @@ import yaml
 
 from trl_r1 import trainers
 from trl_r1.pipeline import run_recipe
+from trl_r1.pipeline.stages import read_record
 
 ROOT = Path(__file__).resolve().parents[1]
 ACCURACY = "math_accuracy_reward"
@@ -72,6 +75,17 @@ def test_rl_raises_held_out_accuracy_beyond_noise_and_sabotage_does_not(cold_sta
         assert rewards[-1] > rewards[0] + 0.05, rewards
     else:
         assert not beyond_noise and gain < 0.05, (sabotage, before, after)
+
+
+def test_r1_zero_learns_the_format_from_reward_alone(tmp_path):
+    data = yaml.safe_load((ROOT / "recipes/tiny/zero.yaml").read_text())
+    data["run_dir"] = str(tmp_path / "zero")
+    data["rl"]["max_steps"] = 40
+    report = run_recipe(data, echo=lambda _: None)
+    assert set(data) & {"cold_start", "final_sft"} == set()  # nothing but RL touches the base model
+    base, rl = report["evaluation"]["base"], report["evaluation"]["rl"]
+    assert base["format_reward"] < 0.3 and rl["format_reward"] > 0.8, (base, rl)
+    assert read_record(tmp_path / "zero" / "rl").status == "done"
 
 
 def _history(stage_dir: Path) -> list[dict]:
