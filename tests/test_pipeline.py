@@ -23,7 +23,7 @@ def shortened_tiny_recipe(run_dir: Path) -> dict:
     data = yaml.safe_load((ROOT / "recipes/tiny/pipeline.yaml").read_text())
     data["run_dir"] = str(run_dir)
     data["model"]["tiny"] = {}
-    data["cold_start"].update(dataset_kwargs={"num_rows": 256}, num_train_epochs=3)
+    data["cold_start"].update(dataset_kwargs={"num_rows": 256}, num_train_epochs=3, per_device_train_batch_size=8)
     data["rl"].update(max_steps=4, save_steps=2, per_device_train_batch_size=16, dataset_kwargs={"num_rows": 64})
     data["rejection_sampling"].update(dataset_kwargs={}, max_prompts=None)
     data["final_sft"]["max_steps"] = 4

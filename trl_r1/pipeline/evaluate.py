@@ -1,13 +1,16 @@
 """Held-out evaluation between stages: sample answers to unseen prompts and score them with trl-r1's rewards.
 
 R1 reports pass@1 estimated from k samples at temperature 0.6 (§3.1); the defaults follow it. Each reward's
-mean is reported under its name (so `math_accuracy_reward` is the held-out accuracy), next to the mean
+mean is reported under its name (so `math_accuracy_reward` is the held-out accuracy), with a 95% interval
+(`<name>/ci95`: a bootstrap over prompts, since the k samples of one prompt are not independent) and
+pass@k (`<name>/pass@k`: the share of prompts with at least one of their k samples scoring 1), next to the mean
 completion length and the share of truncated completions.
 """
 
 from __future__ import annotations
 
 import logging
+import random
 from typing import Any
 
 from ..verifiers.format import with_think_prefix
@@ -27,7 +30,7 @@ def evaluate_model(model_path: str, prompts: Any, config: EvaluationConfig, rewa
                                seed=seed)
     params = SamplingParams(config.num_samples, config.max_new_tokens, config.temperature, config.top_p)
     rows = [prompts[i] for i in range(min(len(prompts), config.num_prompts or len(prompts)))]
-    scores: dict[str, list[float]] = {f.__name__: [] for f in funcs}
+    scores: dict[str, list[float]] = {f.__name__: [] for f in funcs}  # prompt-major: k samples per prompt
     lengths: list[int] = []
     truncated = 0
     for start in range(0, len(rows), config.batch_size):
@@ -45,8 +48,41 @@ def evaluate_model(model_path: str, prompts: Any, config: EvaluationConfig, rewa
         for func in funcs:
             values = func(completions=completions, **columns)
             scores[func.__name__].extend(0.0 if v is None else float(v) for v in values)
-    results = {name: sum(v) / len(v) for name, v in scores.items() if v}
+    results: dict[str, Any] = {}
+    for name, values in scores.items():
+        if values:
+            per_prompt = [values[i:i + config.num_samples] for i in range(0, len(values), config.num_samples)]
+            results[name] = sum(values) / len(values)
+            results[f"{name}/ci95"] = bootstrap_interval(per_prompt, seed=seed)
+            results[f"{name}/pass@{config.num_samples}"] = pass_at_k(per_prompt)
     results["mean_length"] = sum(lengths) / max(len(lengths), 1)
     results["truncated_ratio"] = truncated / max(len(lengths), 1)
     results["num_completions"] = len(lengths)
     return results
+
+
+def pass_at_k(per_prompt: list[list[float]]) -> float:
+    """Share of prompts where at least one sample scored 1 (pass@k with k = samples per prompt).
+
+    >>> pass_at_k([[0.0, 1.0], [0.0, 0.0], [1.0, 1.0]])
+    0.6666666666666666
+    """
+    return sum(any(v >= 1.0 for v in group) for group in per_prompt) / max(len(per_prompt), 1)
+
+
+def bootstrap_interval(per_prompt: list[list[float]], *, level: float = 0.95, resamples: int = 1000,
+                       seed: int = 0) -> list[float]:
+    """Percentile bootstrap interval of the mean score, resampling whole prompts (their samples are correlated).
+
+    Seeded, so the same scores always give the same interval.
+
+    >>> bootstrap_interval([[1.0, 1.0]] * 50 + [[0.0, 0.0]] * 50)
+    [0.4, 0.6]
+    """
+    means = [sum(g) / len(g) for g in per_prompt if g]
+    if not means:
+        return [0.0, 0.0]
+    rng, n = random.Random(seed), len(means)
+    stats = sorted(sum(rng.choices(means, k=n)) / n for _ in range(resamples))
+    tail = (1.0 - level) / 2
+    return [round(stats[int(tail * resamples)], 4), round(stats[min(int((1 - tail) * resamples), resamples - 1)], 4)]

@@ -88,11 +88,20 @@ def markdown(report: dict[str, Any]) -> str:
                      f"{_cell(row.get('accepted'))} |")
     evaluations = report["evaluation"]
     if evaluations:
-        metrics = sorted({k for e in evaluations.values() for k in e if k != "num_completions"})
-        lines += ["", "## Held-out evaluation", "", "| after | " + " | ".join(metrics) + " |",
-                  "|---|" + "---|" * len(metrics)]
+        rewards = reward_metrics(evaluations)
+        k = _k(evaluations)
+        header = [f"{m} (95% CI)" for m in rewards] + [f"{m} pass@{k}" for m in rewards[:1] if k] + \
+            ["mean length", "truncated"]
+        lines += ["", "## Held-out evaluation", "",
+                  "Mean reward over k samples per held-out prompt (pass@1), its 95% bootstrap interval over prompts, "
+                  "and pass@k (a prompt counts if any of its k samples scores 1).", "",
+                  "| after | " + " | ".join(header) + " |", "|---|" + "---|" * len(header)]
         for stage, values in evaluations.items():
-            lines.append(f"| {stage} | " + " | ".join(_cell(values.get(m)) for m in metrics) + " |")
+            cells = [_with_interval(values, m) for m in rewards]
+            cells += [_cell(values.get(f"{m}/pass@{k}")) for m in rewards[:1] if k]
+            cells += [_cell(values.get("mean_length")), _cell(values.get("truncated_ratio"))]
+            lines.append(f"| {stage} | " + " | ".join(cells) + " |")
+        lines += ["", "What each stage changed:", ""] + [f"- {s}" for s in stage_changes(evaluations)]
     if report["curves"]:
         lines += ["", "## Curves", ""] + [f"![{name}]({path})" for name, path in report["curves"].items()]
     return "\n".join(lines) + "\n"
@@ -112,12 +121,66 @@ def terminal_summary(report: dict[str, Any]) -> str:
     evaluations = report["evaluation"]
     if evaluations:
         lines.append("-" * 72)
-        metrics = [m for m in sorted({k for e in evaluations.values() for k in e}) if m.endswith("reward")]
-        for metric in metrics:
-            values = "  ".join(f"{stage}={_cell(e.get(metric))}" for stage, e in evaluations.items())
-            lines.append(f"held-out {metric}: {values}")
+        k = _k(evaluations)
+        for metric in reward_metrics(evaluations):
+            values = "  ".join(f"{stage}={_with_interval(e, metric)}" for stage, e in evaluations.items())
+            lines.append(f"held-out {metric} [95% CI]: {values}")
+            if k and any(f"{metric}/pass@{k}" in e for e in evaluations.values()):
+                values = "  ".join(f"{stage}={_cell(e.get(f'{metric}/pass@{k}'))}" for stage, e in evaluations.items())
+                lines.append(f"held-out {metric} pass@{k}: {values}")
+        lines.append("-" * 72)
+        lines += stage_changes(evaluations)
     lines.append("=" * 72)
     return "\n".join(lines)
+
+
+def reward_metrics(evaluations: dict[str, dict]) -> list[str]:
+    """The reward means in the evaluations, accuracy-like ones first (format last)."""
+    names = {k for e in evaluations.values() for k in e if k.endswith("reward") and "/" not in k}
+    return sorted(names, key=lambda n: (n.startswith("format"), n))
+
+
+def stage_changes(evaluations: dict[str, dict]) -> list[str]:
+    """One sentence per evaluated stage: how its held-out scores moved from the previous evaluation, and whether
+    the move is beyond noise (the two 95% intervals do not overlap).
+
+    >>> stage_changes({"base": {"math_accuracy_reward": 0.1, "math_accuracy_reward/ci95": [0.05, 0.15]},
+    ...                "rl": {"math_accuracy_reward": 0.5, "math_accuracy_reward/ci95": [0.42, 0.58]}})
+    ['rl: math_accuracy_reward 0.1 -> 0.5 (+0.4, beyond noise).']
+    """
+    sentences, previous = [], None
+    for stage, values in evaluations.items():
+        if previous is not None:
+            moves = []
+            for metric in reward_metrics(evaluations):
+                if metric in values and metric in previous:
+                    before, after = previous[metric], values[metric]
+                    moves.append(f"{metric} {_cell(before)} -> {_cell(after)} ({after - before:+.3g}, "
+                                 f"{_significance(previous.get(metric + '/ci95'), values.get(metric + '/ci95'))})")
+            if moves:
+                sentences.append(f"{stage}: " + "; ".join(moves) + ".")
+        previous = values
+    return sentences
+
+
+def _significance(before: list[float] | None, after: list[float] | None) -> str:
+    if not before or not after:
+        return "no interval"
+    return "within noise" if before[0] <= after[1] and after[0] <= before[1] else "beyond noise"
+
+
+def _k(evaluations: dict[str, dict]) -> int | None:
+    for values in evaluations.values():
+        for key in values:
+            if "/pass@" in key:
+                return int(key.rsplit("@", 1)[1])
+    return None
+
+
+def _with_interval(values: dict[str, Any], metric: str) -> str:
+    interval = values.get(f"{metric}/ci95")
+    text = _cell(values.get(metric))
+    return f"{text} [{_cell(interval[0])}, {_cell(interval[1])}]" if interval and text else text
 
 
 def _trend(row: dict[str, Any], label: str) -> str:
@@ -164,12 +227,16 @@ def _plot(run_dir: Path, histories: dict[str, list[dict[str, Any]]], evaluations
             fig.savefig(run_dir / CURVES[curve], dpi=100)
             drawn[curve] = CURVES[curve]
         plt.close(fig)
-    metrics = sorted({k for e in evaluations.values() for k in e if k.endswith("reward")})
+    metrics = reward_metrics(evaluations)
     if metrics:
         fig, ax = plt.subplots(figsize=(7, 4))
         stages = list(evaluations)
         for metric in metrics:
-            ax.plot(stages, [evaluations[s].get(metric, float("nan")) for s in stages], marker="o", label=metric)
+            means = [evaluations[s].get(metric, float("nan")) for s in stages]
+            lows = [(evaluations[s].get(metric + "/ci95") or [m, m])[0] for s, m in zip(stages, means)]
+            highs = [(evaluations[s].get(metric + "/ci95") or [m, m])[1] for s, m in zip(stages, means)]
+            line, = ax.plot(stages, means, marker="o", label=f"{metric} (95% CI)")
+            ax.fill_between(stages, lows, highs, color=line.get_color(), alpha=0.2)
         ax.set_ylabel("held-out mean reward"), ax.set_ylim(-0.05, 1.05), ax.grid(alpha=0.3), ax.legend(fontsize=7)
         fig.tight_layout()
         fig.savefig(run_dir / CURVES["evaluation"], dpi=100)

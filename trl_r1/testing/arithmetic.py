@@ -6,6 +6,10 @@ reward compares with the completion's ``<answer>`` block). The chain of thought 
 operation per step ("3 + 4 is 7. 7 + 5 is 12."), so every problem is built from the same small table of
 one-step facts. Problems are split by operand tuple: the ``test`` split holds problems never seen in
 training, which a model can only solve by having learnt the steps, not the problems.
+
+`base_corpus_dataset` gives the R1-Zero route a *base* model: briefly pretraining a random model on worked
+solutions, few of them with the R1 tags, makes a model that can do the steps and has seen the tags but rarely
+uses them, like a real base model (see `trl_r1.testing.tiny.build_tiny_model(pretrain=...)`).
 """
 
 from __future__ import annotations
@@ -52,6 +56,14 @@ class Problem:
         """The R1-format target: reasoning in ``<think>``, the bare number in ``<answer>``."""
         return f"<think>{self.reasoning()}</think> <answer>{self.answer}</answer>"
 
+    def plain_completion(self) -> str:
+        """The same worked steps without the R1 tags, as a textbook would write them.
+
+        >>> Problem((3, 4, 5)).plain_completion()
+        '3 + 4 is 7. 7 + 5 is 12. The answer is 12.'
+        """
+        return f"{self.reasoning()} The answer is {self.answer}."
+
 
 def problems(split: Split = "train", *, max_operand: int = 9, num_terms: int = 2, operators: str = "+",
              test_fraction: float = 0.2, seed: int = 0) -> list[Problem]:
@@ -84,10 +96,12 @@ def problems(split: Split = "train", *, max_operand: int = 9, num_terms: int = 2
 
 
 def arithmetic_dataset(split: Split = "train", *, num_rows: int | None = None, max_operand: int = 9,
-                       num_terms: int = 2, operators: str = "+", test_fraction: float = 0.2, seed: int = 0):
+                       num_terms: int = 2, operators: str = "+", test_fraction: float = 0.2, seed: int = 0,
+                       sample_seed: int | None = None):
     """RL / evaluation prompts: a conversational ``prompt`` and the gold ``solution`` (a string).
 
-    `num_rows` repeats or truncates the problems in a seeded shuffled order (None: each problem once).
+    `num_rows` repeats or truncates the problems in a shuffled order seeded by `sample_seed` (default `seed`;
+    `seed` alone fixes the train/test split), None: each problem once in split order.
 
     >>> ds = arithmetic_dataset("test", num_rows=3)
     >>> ds.column_names, ds[0]["prompt"][0]["role"], ds.num_rows
@@ -99,16 +113,17 @@ def arithmetic_dataset(split: Split = "train", *, num_rows: int | None = None, m
                     test_fraction=test_fraction, seed=seed)
     return Dataset.from_list([
         {"prompt": [{"role": "user", "content": p.question}], "solution": str(p.answer)}
-        for p in _rows(pool, num_rows, seed)
+        for p in _rows(pool, num_rows, seed if sample_seed is None else sample_seed)
     ])
 
 
 def cold_start_dataset(num_rows: int = 64, *, num_problems: int | None = None, max_operand: int = 9,
-                       num_terms: int = 2, operators: str = "+", test_fraction: float = 0.2, seed: int = 0):
+                       num_terms: int = 2, operators: str = "+", test_fraction: float = 0.2, seed: int = 0,
+                       sample_seed: int | None = None):
     """A small cold-start chain-of-thought set: ``messages`` conversations from the train split only.
 
     `num_problems` limits it to that many distinct problems (R1's cold start is small next to its RL prompts),
-    repeated up to `num_rows`.
+    repeated up to `num_rows` in an order seeded by `sample_seed` (default `seed + 1`).
 
     >>> ds = cold_start_dataset(4)
     >>> ds[0]["messages"][1]["content"].startswith("<think>")
@@ -125,7 +140,35 @@ def cold_start_dataset(num_rows: int = 64, *, num_problems: int | None = None, m
                     test_fraction=test_fraction, seed=seed)[:num_problems]
     return Dataset.from_list([
         {"messages": [{"role": "user", "content": p.question}, {"role": "assistant", "content": p.completion()}]}
-        for p in _rows(pool, num_rows, seed + 1)
+        for p in _rows(pool, num_rows, seed + 1 if sample_seed is None else sample_seed)
+    ])
+
+
+def base_corpus_dataset(num_rows: int = 2000, *, tagged_fraction: float = 0.1, max_operand: int = 9, num_terms: int = 2, operators: str = "+", test_fraction: float = 0.2,
+                        seed: int = 0, sample_seed: int | None = None):
+    """Pretraining documents for an R1-Zero *base* model: train-split problems with worked solutions, mostly in
+    plain text ("... The answer is 12."), a `tagged_fraction` of them in the R1 tag format.
+
+    A real base model has seen worked solutions and tag-like markup without being tuned to answer in any one
+    format; this is that prior at toy scale. ``messages`` rows (trained on every token, prompt included).
+
+    >>> rows = base_corpus_dataset(1000, tagged_fraction=0.1)
+    >>> sum(r["messages"][1]["content"].startswith("<think>") for r in rows)
+    107
+    >>> rows[1]["messages"][1]["content"]
+    '1 + 0 is 1. The answer is 1.'
+    """
+    from datasets import Dataset
+
+    pool = problems("train", max_operand=max_operand, num_terms=num_terms, operators=operators,
+                    test_fraction=test_fraction, seed=seed)
+    sample_seed = seed + 2 if sample_seed is None else sample_seed
+    rng = random.Random(sample_seed + 20_011)
+    return Dataset.from_list([
+        {"messages": [{"role": "user", "content": p.question},
+                      {"role": "assistant",
+                       "content": p.completion() if rng.random() < tagged_fraction else p.plain_completion()}]}
+        for p in _rows(pool, num_rows, sample_seed)
     ])
 
 

@@ -83,11 +83,16 @@ def build_tiny_model(
     max_position_embeddings: int = 1024,
     prefill_think: bool = False,
     seed: int = 0,
+    head_dim: int | None = None,
+    pretrain: dict | None = None,
 ) -> Path:
     """Build a tiny Qwen2-architecture causal LM + tokenizer and save both to `output_dir`.
 
     Returns the directory, loadable with `AutoModelForCausalLM.from_pretrained` / `AutoTokenizer`.
     Building is deterministic for a given seed and takes about a second; an existing build is reused.
+    `head_dim` defaults to hidden_size / num_heads. `pretrain` makes it a *base* model rather than a random one:
+    a short causal-LM pass over `trl_r1.testing.arithmetic.base_corpus_dataset` (see `pretrain_base`; the dict
+    holds its keyword arguments), what the R1-Zero recipe starts from.
 
     Example:
         >>> import tempfile
@@ -110,6 +115,7 @@ def build_tiny_model(
     config = Qwen2Config(
         vocab_size=len(tok), hidden_size=hidden_size, intermediate_size=2 * hidden_size,
         num_hidden_layers=num_layers, num_attention_heads=num_heads, num_key_value_heads=max(1, num_heads // 2),
+        head_dim=head_dim or hidden_size // num_heads,
         max_position_embeddings=max_position_embeddings, tie_word_embeddings=True,
         eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id, bos_token_id=None,
     )
@@ -117,9 +123,35 @@ def build_tiny_model(
     model = Qwen2ForCausalLM(config)
     model.generation_config.eos_token_id = tok.eos_token_id
     model.generation_config.pad_token_id = tok.pad_token_id
+    if pretrain:
+        model = pretrain_base(model, tok, seed=seed, **pretrain)
     model.save_pretrained(out)
     tok.save_pretrained(out)
     return out
+
+
+def pretrain_base(model, tokenizer, *, max_steps: int = 300, learning_rate: float = 2e-3, batch_size: int = 16,
+                  seed: int = 0, **corpus_kwargs):
+    """Train `model` on every token of the base corpus (prompt and solution alike, as pretraining does) with
+    TRL's SFTTrainer, and return it. `corpus_kwargs` go to `base_corpus_dataset`."""
+    import tempfile
+
+    from trl import SFTConfig, SFTTrainer
+
+    from .arithmetic import base_corpus_dataset
+
+    corpus_kwargs.setdefault("num_rows", max_steps * batch_size)
+    corpus_kwargs.setdefault("sample_seed", seed)
+    with tempfile.TemporaryDirectory() as tmp:
+        args = SFTConfig(
+            output_dir=tmp, max_steps=max_steps, per_device_train_batch_size=batch_size, learning_rate=learning_rate,
+            lr_scheduler_type="constant", use_cpu=True, bf16=False, report_to="none", save_strategy="no",
+            logging_strategy="no", gradient_checkpointing=False, disable_tqdm=True, seed=seed, max_length=64,
+        )
+        trainer = SFTTrainer(model=model, args=args, processing_class=tokenizer,
+                             train_dataset=base_corpus_dataset(**corpus_kwargs))
+        trainer.train()
+    return trainer.model
 
 
 def main(argv: list[str] | None = None) -> int:
