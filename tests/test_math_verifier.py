@@ -272,6 +272,38 @@ def test_hard_limit_kills_c_level_work_from_a_non_main_thread():
         pool.close()
 
 
+_UNDER_RLIMIT = """
+import resource, sys
+limit = int(sys.argv[1])
+resource.setrlimit(resource.RLIMIT_AS, (limit, limit))  # a hard limit, as `ulimit -v` or a job scheduler sets it
+from trl_r1.verifiers.math import check
+from trl_r1.verifiers.math.pool import WorkerPool
+print(check(r"\\frac{\\sqrt{2}}{2}", r"So the answer is $\\boxed{\\frac{1}{\\sqrt{2}}}$.").equivalent)
+print(check("3", r"So the answer is $\\boxed{3}$ or $\\boxed{4}$.").equivalent)
+pool = WorkerPool("builtins:bytearray", workers=1, memory_limit_bytes=64 << 20)  # below the inherited hard limit
+print(pool.run([(256 << 20,), (3,)], timeout_s=60))
+pool.close()
+print(resource.getrlimit(resource.RLIMIT_AS) == (limit, limit))
+"""
+
+
+@pytest.mark.parametrize("limit_gib", [1.5, 4])
+def test_verifier_works_under_an_inherited_hard_address_space_limit(limit_gib):
+    """Workers may only lower their soft limit: raising the inherited hard one fails and killed every worker."""
+    import subprocess
+    import sys
+
+    result = subprocess.run(
+        [sys.executable, "-c", _UNDER_RLIMIT, str(int(limit_gib * (1 << 30)))],
+        capture_output=True, text=True, timeout=240,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    lines = result.stdout.splitlines()
+    assert lines[:2] == ["True", "False"]
+    assert lines[2] == "[('error', 'out of memory'), ('ok', bytearray(b'\\x00\\x00\\x00'))]"  # the worker's own cap holds
+    assert lines[3] == "True"
+
+
 def test_a_crashing_worker_costs_its_task_only():
     pool = WorkerPool("os:_exit", workers=1)
     try:

@@ -86,7 +86,22 @@ def get_reward_funcs(names: list[str | dict[str, Any]]) -> list[Callable[..., li
     return funcs
 
 
+# rewards whose verifiers are heavy (sympy, sandboxes) are exported lazily: imported on first attribute access
+_LAZY_EXPORTS = {
+    "MathAccuracyReward": "trl_r1.rewards.math", "math_accuracy_reward": "trl_r1.rewards.math",
+    "CodeReward": "trl_r1.rewards.code", "code_reward": "trl_r1.rewards.code",
+    "LanguageConsistencyReward": "trl_r1.rewards.language",
+    "language_consistency_reward": "trl_r1.rewards.language",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY_EXPORTS:
+        return getattr(importlib.import_module(_LAZY_EXPORTS[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = [
     "RewardFunction", "Sample", "Score", "FormatReward", "format_reward", "soft_format_reward",
-    "REWARD_REGISTRY", "get_reward_func", "get_reward_funcs",
+    "REWARD_REGISTRY", "get_reward_func", "get_reward_funcs", *_LAZY_EXPORTS,
 ]

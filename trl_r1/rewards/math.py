@@ -18,7 +18,7 @@ class MathAccuracyReward(RewardFunction):
             ``... #### 72``).
         fallback_columns: columns tried in order when `gold_column` is absent or empty for a sample.
         timeout_s: hard wall-clock limit of one sympy check; a check past it is killed and scores 0.0.
-        workers: worker processes for sympy checks (default: half the CPU cores, at most 8).
+        workers: worker processes for sympy checks (default: half of this rank's CPUs, at most 8; see `trl_r1.workers`).
 
     Example:
         >>> reward = MathAccuracyReward()

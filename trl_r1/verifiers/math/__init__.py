@@ -19,12 +19,12 @@ True
 from __future__ import annotations
 
 import logging
-import os
 import re
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from ...workers import default_workers
 from .extraction import final_answer, gold_answer
 from .pool import WorkerPool
 from .screening import canonical, quick_verdict, strip_assignment
@@ -41,11 +41,6 @@ class Verdict:
 
     equivalent: bool | None
     reason: str | None = None
-
-
-def default_workers() -> int:
-    """Half the CPU cores (at most 8): sympy checks share the machine with the trainer."""
-    return max(1, min(8, (os.cpu_count() or 2) // 2))
 
 
 def verify(gold: str, completion: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> bool | None:
@@ -113,7 +108,7 @@ _pools_lock = threading.Lock()
 
 def _pool(workers: int | None) -> WorkerPool:
     """The shared pool with this many workers (started on first use, reused by every later call)."""
-    size = workers or default_workers()
+    size = workers or default_workers(share=0.5, cap=8)  # sympy checks share this rank's CPUs with the trainer
     with _pools_lock:
         if size not in _pools:
             _pools[size] = WorkerPool(f"{__name__}.equivalence:verdict", size)

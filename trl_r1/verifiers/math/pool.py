@@ -56,12 +56,21 @@ def _serve(target: str, memory_limit_bytes: int) -> None:
 
 
 def _limit_memory(extra_bytes: int) -> None:
-    """Cap the worker's address space at its current size plus `extra_bytes` (giant integers raise MemoryError)."""
+    """Cap the worker's address space at its current size plus `extra_bytes` (giant integers raise MemoryError).
+
+    Only the soft limit is lowered, never above an inherited hard limit (``ulimit -v``, a scheduler's cap): an
+    unprivileged process may not raise its hard limit, and a lower inherited limit already protects the node.
+    """
     import resource
 
     with open("/proc/self/statm") as statm:
         current = int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
-    resource.setrlimit(resource.RLIMIT_AS, (current + extra_bytes, resource.RLIM_INFINITY))
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    wanted = current + extra_bytes
+    for limit in (soft, hard):
+        if limit != resource.RLIM_INFINITY:
+            wanted = min(wanted, limit)
+    resource.setrlimit(resource.RLIMIT_AS, (wanted, hard))
 
 
 class _Worker:
