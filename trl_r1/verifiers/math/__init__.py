@@ -1,7 +1,8 @@
 """Math answer verification: is the final answer of a completion equivalent to the gold answer?
 
 `verify(gold, completion)` reads the completion's committed final answer (answer block, else last ``\\boxed{}``,
-else "the answer is ..."; hedged or multi-valued answers are wrong), settles plain numbers, choice letters, text
+else "the answer is ..."; hedged or multi-valued answers are wrong; with ``answer_policy="bare"``, the default
+here, also a completion that is nothing but an answer or closes with an answer line, see `extraction`), settles plain numbers, choice letters, text
 answers and identical forms in the calling process, and sends the rest to sympy in worker processes under a
 hard wall-clock limit (see `pool`). Inputs that would make sympy run away are recognised by rule and compared as
 text (see `screening.pathology`). `verify_batch` checks many pairs in parallel.
@@ -14,6 +15,10 @@ True
 False
 >>> verify("", "The answer is 1") is None
 True
+>>> verify("-5", "-5"), verify("-5", "-5", answer_policy="marked")  # a bare answer: graded, not an RL reward
+(True, False)
+>>> verify("9", "Adding 4 and 5 gives 9 apples.")  # a number in prose is never the answer
+False
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ...workers import default_workers
-from .extraction import final_answer, gold_answer
+from .extraction import ANSWER_POLICIES, final_answer, gold_answer
 from .pool import WorkerPool
 from .screening import canonical, quick_verdict, strip_assignment
 
@@ -43,31 +48,41 @@ class Verdict:
     reason: str | None = None
 
 
-def verify(gold: str, completion: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> bool | None:
-    """Whether the completion's final answer is equivalent to `gold`; None when the gold is unusable."""
-    return check(gold, completion, timeout_s).equivalent
+def verify(
+    gold: str, completion: str, timeout_s: float = DEFAULT_TIMEOUT_S, answer_policy: str = "bare"
+) -> bool | None:
+    """Whether the completion's final answer is equivalent to `gold`; None when the gold is unusable.
+
+    `answer_policy` is "bare" (default: grading; an unmarked completion that is only an answer counts) or
+    "marked" (R1 rewards: the answer must be in an answer block, a box or an answer statement).
+    """
+    return check(gold, completion, timeout_s, answer_policy).equivalent
 
 
 def verify_batch(
-    pairs: Iterable[tuple[str, str]], workers: int | None = None, timeout_s: float = DEFAULT_TIMEOUT_S
+    pairs: Iterable[tuple[str, str]], workers: int | None = None, timeout_s: float = DEFAULT_TIMEOUT_S,
+    answer_policy: str = "bare",
 ) -> list[bool | None]:
     """`verify` for many (gold, completion) pairs, the sympy checks in parallel on `workers` processes."""
-    return [v.equivalent for v in check_batch(pairs, workers, timeout_s)]
+    return [v.equivalent for v in check_batch(pairs, workers, timeout_s, answer_policy)]
 
 
-def check(gold: str, completion: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> Verdict:
+def check(gold: str, completion: str, timeout_s: float = DEFAULT_TIMEOUT_S, answer_policy: str = "bare") -> Verdict:
     """`verify` with the reason for rule-based outcomes (no answer, hedge, unusable gold, timeout)."""
-    return check_batch([(gold, completion)], timeout_s=timeout_s)[0]
+    return check_batch([(gold, completion)], timeout_s=timeout_s, answer_policy=answer_policy)[0]
 
 
 def check_batch(
-    pairs: Iterable[tuple[str, str]], workers: int | None = None, timeout_s: float = DEFAULT_TIMEOUT_S
+    pairs: Iterable[tuple[str, str]], workers: int | None = None, timeout_s: float = DEFAULT_TIMEOUT_S,
+    answer_policy: str = "bare",
 ) -> list[Verdict]:
     """Verdicts for many (gold, completion) pairs; identical sympy checks run once."""
+    if answer_policy not in ANSWER_POLICIES:
+        raise ValueError(f"answer_policy must be one of {ANSWER_POLICIES}, got {answer_policy!r}")
     verdicts: list[Verdict | None] = []
     tasks: dict[tuple[str, str], list[int]] = {}
     for index, (gold, completion) in enumerate(pairs):
-        prepared = _prepare(gold, completion)
+        prepared = _prepare(gold, completion, answer_policy)
         if isinstance(prepared, Verdict):
             verdicts.append(prepared)
         else:
@@ -85,12 +100,13 @@ def check_batch(
     return verdicts
 
 
-def _prepare(gold: str, completion: str) -> Verdict | tuple[str, str]:
+def _prepare(gold: str, completion: str, answer_policy: str) -> Verdict | tuple[str, str]:
     """A verdict decided without sympy, or the canonical (gold, answer) pair that needs it."""
     gold_part = gold_answer(gold)
     if gold_part.text is None:
         return Verdict(None, gold_part.reason)
-    answer = final_answer(completion, allow_or=re.search(r"\bor\b", gold_part.text) is not None)
+    allow_or = re.search(r"\bor\b", gold_part.text) is not None
+    answer = final_answer(completion, allow_or=allow_or, policy=answer_policy)
     if answer.text is None:
         return Verdict(False, answer.reason)
     if len(answer.text) > MAX_ANSWER_CHARS:
@@ -115,4 +131,4 @@ def _pool(workers: int | None) -> WorkerPool:
         return _pools[size]
 
 
-__all__ = ["Verdict", "verify", "verify_batch", "check", "check_batch", "final_answer", "gold_answer", "DEFAULT_TIMEOUT_S"]
+__all__ = ["ANSWER_POLICIES", "Verdict", "verify", "verify_batch", "check", "check_batch", "final_answer", "gold_answer", "DEFAULT_TIMEOUT_S"]

@@ -28,7 +28,7 @@ from latex2sympy2_extended import latex2sympy
 from latex2sympy2_extended.latex2sympy2 import _Latex2Sympy
 from latex2sympy2_extended.math_normalization import NormalizationConfig, normalize_latex
 
-from .screening import parse_number, rounds_to
+from .screening import parse_number, rounds_to, split_top_level
 
 PARSE_CONFIG = NormalizationConfig(basic_latex=True, units=False, malformed_operators=True, nits=False, boxed="none")
 DIGITS = 40  # working precision of numeric comparisons
@@ -120,27 +120,6 @@ def _latex_to_sympy(text: str):
         return _SLLParser().parse(normalize_latex(text, PARSE_CONFIG))
     except Exception:  # SLL reports a syntax error: LL decides (and raises if the text is really invalid)
         return latex2sympy(text, normalization_config=PARSE_CONFIG)
-
-
-def split_top_level(text: str) -> list[str]:
-    """Split at commas outside brackets, unless the whole text is one bracketed group or a 1,234 number.
-
-    >>> split_top_level("1,-2"), split_top_level("(1,-2)"), split_top_level("12,345")
-    (['1', '-2'], ['(1,-2)'], ['12,345'])
-    """
-    if parse_number(text) is not None:
-        return [text]
-    parts, depth, start = [], 0, 0
-    for i, char in enumerate(text):
-        if char in "([{":
-            depth += 1
-        elif char in ")]}":
-            depth -= 1
-        elif char == "," and depth == 0 and text[i - 1: i + 1] != "\\,":
-            parts.append(text[start:i])
-            start = i + 1
-    parts.append(text[start:])
-    return [p for p in parts if p] if len(parts) > 1 else [text]
 
 
 def equal(gold, pred, pred_text: str = "") -> bool:

@@ -4,6 +4,15 @@ The completion's answer is, in this order: the content of the (last) ``<answer>`
 ``</think>``, see `trl_r1.verifiers.format.extract_answer`), and within it the last ``\\boxed{}``, else the last
 "the answer is ..." / "Answer:" / "####" statement, else the whole answer block. An answer that does not commit
 to one value (hedge words, "3 or 5", a question mark, boxes joined by "or") is rejected here, before any math.
+
+Two answer policies (`ANSWER_POLICIES`) decide what happens when none of these markers is present:
+
+* ``"marked"`` (the RL reward's default): no marker, no answer. A number somewhere in prose is never read as the
+  answer, so a policy cannot be rewarded for ending its reasoning on the right number by chance.
+* ``"bare"`` (`verify`'s default, for grading): also a completion that is nothing but an answer (``-5``,
+  ``x = 3``, ``7,425,000``, ``28 percent``, ``$\\frac{1}{2}$``), a one-sentence statement of a value ("The
+  angle is 90."), or one whose last line is an answer line (``Answer $9$``, ``**Answer** 9``). Prose with a
+  number in it is still no answer, and hedges and negations ("about 5", "not 5", "at least 5") are rejected.
 """
 
 from __future__ import annotations
@@ -18,7 +27,9 @@ MAX_CHAINED_BOXES = 20  # boxes listed one after another that still form one ans
 MAX_GOLD_CHARS = 1000  # a longer gold without a box or "####" marker is a solution we cannot read an answer from
 
 _BOX = re.compile(r"\\(?:boxed|fbox)\s*\{")
-_BOX_SEPARATOR = re.compile(r"^(?:\s|\$|,|;|\\quad|\\qquad|\\text\{\s*(?:and|or)\s*\}|\band\b|\bor\b|\\,|\\;)*$")
+_BOX_SEPARATOR = re.compile(  # between boxes of one answer: math delimiters, punctuation, "and" / "or", spacing
+    r"^(?:\s|\$|,|;|\\[()\[\]]|\\quad|\\qquad|\\text\{\s*(?:and|or)\s*\}|\band\b|\bor\b|\\,|\\;)*$"
+)
 _STATEMENT = re.compile(r"(?i)\banswer\s*(?:is|:|=)\s*:?|####")  # "the (final) answer is", "Answer:", GSM8K's ####
 _SENTENCE_END = re.compile(r"\.(?=\s|$)|\n")
 _MATH_SPAN = re.compile(r"\$\$(.+?)\$\$|(?<!\\)\$(.+?)(?<!\\)\$|\\\((.+?)\\\)|\\\[(.+?)\\\]", re.S)
@@ -28,6 +39,20 @@ _REMARK = re.compile(  # "42 (since 6 times 7 is 42)", "6 (not 7)", "8 (option C
 _HEDGE = re.compile(
     r"(?i)\b(?:or|maybe|perhaps|possibly|probably|either|guess|not\s+sure|unsure|uncertain|unclear|"
     r"might\s+be|could\s+be|cannot\s+be\s+determined|undetermined)\b|\?"
+)
+
+
+ANSWER_POLICIES = ("marked", "bare")
+MAX_BARE_CHARS = 200  # a longer unmarked line is prose, not a bare answer
+MAX_BARE_WORDS = 3  # words outside math a bare answer may hold: units ("square units"), a text answer ("odd")
+_ANSWER_LINE = re.compile(  # "Answer $9$", "**Final answer** 9", "## Answer: 9" as the last line
+    r"(?i)^[#*\s]*(?:final\s+)?answer\b[*:.\s-]*(?P<value>\S.*)$"
+)
+_ONE_SENTENCE = re.compile(r"^[A-Z][a-z]*(?:\s+[a-zA-Z$\\{}_^()]+){0,6}?\s+(?:is|are|equals)\s+(?P<value>.+?)\.?$")
+_NOT_A_VALUE = re.compile(  # words that make a line prose, a bound or a hedge rather than a value
+    r"(?i)\b(?:not|no|never|wrong|incorrect|false|except|than|least|most|between|about|around|approximately|"
+    r"roughly|nearly|almost|over|under|above|below|if|unless|think|assume|suppose|try|is|are|was|were|be|"
+    r"equals?|answer|so|then|thus|hence|therefore|because|since|we|it|this|that|get|got|find|found)\b"
 )
 
 
@@ -104,8 +129,51 @@ def _copula_value(sentence: str) -> str:
     return sentence[copula[-1].end():].strip() if copula and sentence[copula[-1].end():].strip() else sentence
 
 
-def final_answer(completion: str, allow_or: bool = False) -> Answer:
+def _bare_value(text: str) -> str | None:
+    """`text` when it is nothing but a value (math, a number with a unit, a short text answer), else None."""
+    text = text.strip().rstrip(".").strip()
+    if not text or len(text) > MAX_BARE_CHARS or "\n" in text.strip("$"):
+        return None
+    outside = re.sub(r"\\text\{[^{}]*\}", " ", _MATH_SPAN.sub(" ", text))  # words inside math / \text are math
+    outside = re.sub(r"\\[a-zA-Z]+", " ", outside)
+    words = re.findall(r"[A-Za-z]{2,}", outside)
+    if len(words) > MAX_BARE_WORDS or _NOT_A_VALUE.search(outside):
+        return None
+    if re.search(r"[.!](?=\s+\S)", re.sub(r"\d\.\d", "0", outside)):  # two sentences
+        return None
+    bracket = re.fullmatch(r"\[\s*([^\[\],]+?)\s*\]", text)  # Geometry3K's "[90]"
+    return bracket.group(1) if bracket else text
+
+
+def _bare_answer(region: str) -> str | None:
+    """The value of an unmarked answer region (policy "bare"): the whole region when it is only a value, the
+    value a one-sentence statement gives ("The angle is 90."), or the value on a closing answer line."""
+    region = region.strip()
+    lines = [line for line in region.splitlines() if line.strip()]
+    if not lines:
+        return None
+    line = _ANSWER_LINE.match(lines[-1].strip())
+    if line:
+        return _bare_value(line.group("value").replace("**", ""))
+    opening = list(re.finditer(r"(?im)^[#*\s]*(?:final\s+)?answer\b[*:.\s-]*", region))
+    if opening and _MATH_SPAN.fullmatch(region[opening[-1].end():].strip().rstrip(".")):  # Answer \\[ 9 \\]
+        return region[opening[-1].end():].strip().rstrip(".")
+    if _MATH_SPAN.fullmatch(region.rstrip(". ")):  # one display block, possibly over several lines
+        return region.rstrip(". ")
+    if len(lines) > 1:
+        return None
+    value = _bare_value(region)
+    if value is not None:
+        return value
+    sentence = _ONE_SENTENCE.match(region)
+    return _bare_value(sentence.group("value")) if sentence else None
+
+
+def final_answer(completion: str, allow_or: bool = False, policy: str = "marked") -> Answer:
     """The answer a completion commits to, or why it has none ("or" is a hedge unless `allow_or`).
+
+    `policy` is "marked" (an answer marker is required) or "bare" (an unmarked completion that is only an answer
+    counts too; see the module docstring).
 
     >>> final_answer("<think>2+3=5</think><answer>5</answer>").text
     '5'
@@ -117,11 +185,20 @@ def final_answer(completion: str, allow_or: bool = False) -> Answer:
     "hedged: boxes joined by 'or'"
     >>> final_answer("<answer>maybe 7</answer>").reason
     'hedged: maybe'
+    >>> final_answer("7,425,000").reason, final_answer("7,425,000", policy="bare").text
+    ('no final answer', '7,425,000')
+    >>> final_answer("So we get 5 apples in total.", policy="bare").reason
+    'no final answer'
     """
+    if policy not in ANSWER_POLICIES:
+        raise ValueError(f"answer policy must be one of {ANSWER_POLICIES}, got {policy!r}")
     if not isinstance(completion, str):
         return Answer(None, "completion is not text")
     region = extract_answer(completion)
     answer = _last_boxed(region, allow_or)
+    statements = list(_STATEMENT.finditer(region))
+    if answer is not None and statements and statements[-1].start() > boxed_contents(region)[-1][1]:
+        answer = None  # "... \\boxed{200} ... The final answer is $10,455$": the later statement is the answer
     if answer is None:
         statement = _statement(region)
         if statement is not None:
@@ -129,6 +206,8 @@ def final_answer(completion: str, allow_or: bool = False) -> Answer:
         elif ANSWER_OPEN in completion:  # the block, or the value its one sentence states ("The total is 42.")
             sentence = not _SENTENCE_END.search(region.rstrip(". ")) and re.match(r"[A-Z][a-z]*\s[^\d=]*\bis\b", region)
             answer = Answer(_copula_value(region) if sentence else region)
+        elif policy == "bare" and _bare_answer(region) is not None:
+            answer = Answer(_bare_answer(region))
         else:
             return Answer(None, "no final answer")
     if answer.text is None:
@@ -160,9 +239,11 @@ def gold_answer(gold: object) -> Answer:
         gold = repr(gold) if isinstance(gold, float) else str(gold)
     if not isinstance(gold, str):
         return Answer(None, f"gold is a {type(gold).__name__}, not text")
-    answer = _last_boxed(gold, allow_or=True)
+    answer = _last_boxed(gold, allow_or=True)  # chained boxes: \\(\\boxed{1}\\) and \\(\\boxed{-2}\\) is "1, -2"
     if answer is None and "####" in gold:
         answer = Answer(gold.rsplit("####", 1)[1].strip())
+    if answer is None and _STATEMENT.search(gold):  # "answer is 0.6666667", a solution ending "The final answer is $28\\%$"
+        answer = Answer(_statement(gold))
     if answer is None:
         if len(gold) > MAX_GOLD_CHARS:
             return Answer(None, "gold is a long text without a boxed or #### answer")

@@ -77,7 +77,7 @@ def canonical(text: str) -> str:
     >>> canonical("32, 349"), canonical("32,349")
     ('32, 349', '32,349')
     """
-    text = text.strip()
+    text = re.sub(r"(?<!\\)\\$", "", text.strip()).strip()  # "185\\": a stray backslash ends nothing
     for symbol, command in _UNICODE.items():
         text = text.replace(symbol, command)
     text = _PLAIN_EXP.sub(r"e^{\1}", _PLAIN_PI.sub(r"\\pi ", text))
@@ -125,11 +125,17 @@ def or_joins_relations(text: str, relation: re.Pattern = _RELATION, word: re.Pat
 def strip_assignment(gold: str, pred: str) -> tuple[str, str]:
     """``x=5`` against ``5``: keep the right-hand side of the one that is an assignment (last part of a chain).
 
+    A side that labels its values (``AB=4,CD=5``, ``|AB|=1``, ``\\frac{NO}{BO}=\\frac{1}{2}``, ``\\lim_{x\\to0}f(x)=1``)
+    is reduced to the values when the other side holds no equation.
+
     >>> strip_assignment("5", "x=2+3=5")
     ('5', '5')
     >>> strip_assignment("y=2x+3", "y=3+2x")
     ('y=2x+3', 'y=3+2x')
+    >>> strip_assignment("AB=4,CD=5", "4,5")
+    ('4,5', '4,5')
     """
+    gold, pred = _chain_ends(gold), _chain_ends(pred)
     gold_is = bool(_ASSIGNMENT.match(gold)) and "," not in gold or bool(_TUPLE_ASSIGNMENT.match(gold))
     pred_is = bool(_ASSIGNMENT.match(pred)) and "," not in pred or bool(_TUPLE_ASSIGNMENT.match(pred))
     if _TUPLE_ASSIGNMENT.match(gold) and "=" in pred and not _TUPLE_ASSIGNMENT.match(pred):  # against x=1, y=2
@@ -140,7 +146,68 @@ def strip_assignment(gold: str, pred: str) -> tuple[str, str]:
         gold = gold.rsplit("=", 1)[1]
     elif (pred_is or _plain_value(pred) and parse_number(gold) is not None) and "=" not in gold:
         pred = pred.rsplit("=", 1)[1]  # also m+n=16+7=23 against 23: the computed value
+    elif "=" in gold and "=" not in pred:
+        gold = _stated_values(gold) or gold
+    elif "=" in pred and "=" not in gold:
+        pred = _stated_values(pred) or pred
     return gold, pred
+
+
+def _chain_ends(text: str) -> str:
+    """``x=5+5+1=11`` as ``x=11``: an assignment chain states the value it ends on."""
+    if text.count("=") > 1 and _ASSIGNMENT.match(text) and "," not in text and not re.search(r"[<>]|\\[lg]e", text):
+        return text.split("=", 1)[0] + "=" + text.rsplit("=", 1)[1]
+    return text
+
+
+def _stated_values(text: str) -> str | None:
+    """The values of ``label=value`` parts (``AB=4,CD=5`` -> ``4,5``), or None unless every part is one.
+
+    A label is a name or a quantity (``AB``, ``|z|``, ``\\frac{NO}{BO}``, ``f(2)``, ``\\lim_{x\\to0}...``); the value
+    holds no variable. An equation in one unknown (``x^2=4``, ``2x=10``) states no value.
+    """
+    values = []
+    for part in re.split(r";", text):
+        for item in split_top_level(part):
+            lhs, equals, rhs = item.rpartition("=")
+            lhs = lhs.split("=", 1)[0]
+            if not equals or not lhs or re.search(r"[a-zA-Z]", re.sub(r"\\[a-zA-Z]+", "", rhs)):
+                return None
+            if not (_ASSIGNMENT.match(item) or _labels_a_quantity(lhs) and parse_number(rhs) != Number(Fraction(0))):
+                return None  # "a+b=0" is an equation
+            values.append(rhs)
+    return ",".join(values) if values else None
+
+
+def _labels_a_quantity(lhs: str) -> bool:
+    """Whether the left-hand side names a quantity (``AB``, ``m+n``, ``|z|``, ``f(2)``, ``\\frac{NO}{BO}``) rather than
+    being an expression in unknowns (``2x``, ``x^2``, ``a+3z``: an equation, not a stated value)."""
+    if re.search(r"\d\s*[a-zA-Z(]|[a-z]\s*\^", re.sub(r"\\[a-zA-Z]+|_\{?\w+\}?", "", lhs)):
+        return False  # a coefficient or a power of a variable
+    if re.search(r"\\(?:lim|sum|prod|int|max|min|log|ln|angle|triangle|overline|frac)\b|[|(_]", lhs):
+        return True
+    return len(set(re.findall(r"[a-zA-Z]", re.sub(r"\\[a-zA-Z]+", "", lhs)))) > 1
+
+
+def split_top_level(text: str) -> list[str]:
+    """Split at commas outside brackets, unless the whole text is one bracketed group or a 1,234 number.
+
+    >>> split_top_level("1,-2"), split_top_level("(1,-2)"), split_top_level("12,345")
+    (['1', '-2'], ['(1,-2)'], ['12,345'])
+    """
+    if parse_number(text) is not None:
+        return [text]
+    parts, depth, start = [], 0, 0
+    for i, char in enumerate(text):
+        if char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+        elif char == "," and depth == 0 and text[i - 1: i + 1] != "\\,":
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return [p for p in parts if p] if len(parts) > 1 else [text]
 
 
 def _assignments(text: str) -> str:
@@ -228,6 +295,9 @@ def numbers_equal(gold: Number, pred: Number) -> bool:
     if (gold.decimals is None) != (pred.decimals is None):
         decimal, exact = (pred, gold) if gold.decimals is None else (gold, pred)
         return any(rounds_to(decimal, value) for value in exact.candidates())
+    if gold.decimals is not None and gold.decimals != pred.decimals:  # 0.0666668 is 0.066666793 rounded
+        shorter, longer = (gold, pred) if gold.decimals < pred.decimals else (pred, gold)
+        return any(rounds_to(shorter, value) for value in longer.candidates())
     return False
 
 
