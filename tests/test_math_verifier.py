@@ -428,3 +428,101 @@ def test_red_team_extraction_regressions(completion, expected):
 
 def test_a_remark_in_parentheses_does_not_hide_a_hedge():
     assert check("6", "The answer is 6 (or 7).").reason == "hedged: or"
+
+
+@pytest.mark.parametrize(
+    "gold, completion, expected",
+    [
+        ("\\(\\boxed{1}\\) and \\(\\boxed{-2}\\)", boxed("-2"), False),  # one of two required values
+        ("\\(\\boxed{1}\\) and \\(\\boxed{-2}\\)", boxed("-2, 1"), True),
+        ("\\[\\boxed{1}\\] and \\[\\boxed{-2}\\]", boxed("1"), False),
+        ("$\\boxed{3}$, $\\boxed{5}$", boxed("3,5"), True),
+        ("\\boxed{1} papers and \\boxed{2} bins", boxed("1, 2"), True),
+        ("\\boxed{1} papers and \\boxed{2} bins", boxed("2"), False),
+        ("\\boxed{2}", "So \\(\\boxed{1}\\) and \\(\\boxed{2}\\)", False),  # a two-valued answer to one value
+    ],
+)
+def test_multi_box_golds_need_every_value(gold, completion, expected):
+    assert verify(gold, completion) is expected
+
+
+@pytest.mark.parametrize(
+    "gold, answer, expected",
+    [
+        ("AB=4,CD=5", "4, 5", True),
+        ("AB=4,CD=5", "5", False),
+        ("|AB|=1", "1", True),
+        ("\\frac{NO}{BO}=\\frac{1}{\\sqrt{6}}", "\\frac{\\sqrt{6}}{6}", True),
+        ("\\lim_{x\\to 0}\\frac{\\sin x}{x}=1", "1", True),
+        ("f(2)=7", "7", True),
+        ("m+n=23", "23", True),
+        ("a+3z=0", "0", False),  # an equation, not a labelled value
+        ("2x+z=1", "1", False),
+        ("a^2+b=0", "0", False),
+        ("x^2=4", "4", False),
+        ("AB=4,CD=5", "AB=4, CD=5", True),
+    ],
+)
+def test_labelled_golds_are_reduced_to_their_values(gold, answer, expected):
+    assert verify(gold, boxed(answer)) is expected
+
+
+@pytest.mark.parametrize(
+    "completion",
+    ["-5", "x = -5", "$-5$", "\\(-5\\)", "Answer $-5$", "Work: 3 - 8.\nAnswer: $-5$", "**Answer** -5", "-5.",
+     "Answer\n\\[\n-5\n\\]", "The result is $-5$."],
+)
+def test_bare_answers_are_graded_in_bare_mode_only(completion):
+    assert verify("-5", completion) is True
+    assert verify("-5", completion, answer_policy="bare") is True
+    assert verify("-5", completion, answer_policy="marked") is ("Answer:" in completion)  # marked: needs a marker
+
+
+@pytest.mark.parametrize(
+    "gold, completion",
+    [("7425000", "7,425,000"), ("28\\%", "28 percent"), ("10", "10 square units"), ("\\text{odd}", "odd"),
+     ("(1,2)", "(1, 2)"), ("\\frac{1}{2}", "$\\dfrac12$")],
+)
+def test_bare_answer_forms(gold, completion):
+    assert verify(gold, completion) is True
+
+
+@pytest.mark.parametrize(
+    "completion",
+    [
+        "I added 2 and 3 to get 5.",  # a number in prose is never the answer
+        "We get 5 apples in total, then eat 2.",
+        "about 5", "approximately 5", "at least 5", "not 5", "5 is wrong", "5 or 6", "maybe 5", "5?",
+        "3 or 5", "5 (or 6)", "more than 5", "between 4 and 6", "5, 6",
+        "Let me think.\n5\nAnd then more reasoning follows here.",
+    ],
+)
+def test_bare_mode_never_rewards_prose_hedges_or_incomplete_answers(completion):
+    assert verify("5", completion) is False
+    assert verify("5", completion, answer_policy="marked") is False
+
+
+def test_bare_mode_refuses_a_hedged_or_partial_multi_answer():
+    assert verify("3, 4", "3 or 4") is False
+    assert verify("3, 4", "3") is False
+    assert verify("3, 4", "4, 3") is True
+
+
+def test_answer_policy_is_validated():
+    with pytest.raises(ValueError, match="answer_policy"):
+        verify("1", "1", answer_policy="lenient")
+
+
+@pytest.mark.parametrize(
+    "gold, completion, expected",
+    [
+        ("x=11", "$x = 5+5+1 = 11$", True),  # an assignment chain states its last value
+        ("answer is 0.6666667", "The final answer is \\boxed{2/3}.", True),  # a gold written as a statement
+        ("0.066666793", "\\boxed{0.0666668}", True),  # the shorter decimal is the longer one rounded
+        ("2.232", "\\boxed{2.23}", False),  # only 3 significant digits: not enough to match by rounding
+        ("185", "\\boxed{185\\}", True),  # a stray backslash
+        ("10455", "so $\\boxed{200}$ then. Final Answer: The final answer is $10,455$. I hope it is correct.", True),
+    ],
+)
+def test_third_party_suite_regressions(gold, completion, expected):
+    assert verify(gold, completion) is expected

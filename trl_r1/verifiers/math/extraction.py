@@ -27,8 +27,9 @@ MAX_CHAINED_BOXES = 20  # boxes listed one after another that still form one ans
 MAX_GOLD_CHARS = 1000  # a longer gold without a box or "####" marker is a solution we cannot read an answer from
 
 _BOX = re.compile(r"\\(?:boxed|fbox)\s*\{")
-_BOX_SEPARATOR = re.compile(  # between boxes of one answer: math delimiters, punctuation, "and" / "or", spacing
-    r"^(?:\s|\$|,|;|\\[()\[\]]|\\quad|\\qquad|\\text\{\s*(?:and|or)\s*\}|\band\b|\bor\b|\\,|\\;)*$"
+_BOX_SEPARATOR = re.compile(  # between boxes of one answer: a unit word, math delimiters, punctuation, and/or
+    r"^(?:\s*[a-zA-Z]{2,}(?=\s*(?:,|;|and\b|\\text\{\s*and)))?"  # "\\boxed{1} papers and \\boxed{2} bins"
+    r"(?:\s|\$|,|;|\\[()\[\]]|\\quad|\\qquad|\\text\{[^{}]{0,24}\b(?:and|or)\s*\}|\band\b|\bor\b|\\,|\\;)*$"
 )
 _STATEMENT = re.compile(r"(?i)\banswer\s*(?:is|:|=)\s*:?|####")  # "the (final) answer is", "Answer:", GSM8K's ####
 _SENTENCE_END = re.compile(r"\.(?=\s|$)|\n")
@@ -46,7 +47,7 @@ ANSWER_POLICIES = ("marked", "bare")
 MAX_BARE_CHARS = 200  # a longer unmarked line is prose, not a bare answer
 MAX_BARE_WORDS = 3  # words outside math a bare answer may hold: units ("square units"), a text answer ("odd")
 _ANSWER_LINE = re.compile(  # "Answer $9$", "**Final answer** 9", "## Answer: 9" as the last line
-    r"(?i)^[#*\s]*(?:final\s+)?answer\b[*:.\s-]*(?P<value>\S.*)$"
+    r"(?i)^[#*\s]*(?:final\s+)?answer\b[*:.\s]*(?P<value>\S.*)$"
 )
 _ONE_SENTENCE = re.compile(r"^[A-Z][a-z]*(?:\s+[a-zA-Z$\\{}_^()]+){0,6}?\s+(?:is|are|equals)\s+(?P<value>.+?)\.?$")
 _NOT_A_VALUE = re.compile(  # words that make a line prose, a bound or a hedge rather than a value
@@ -155,7 +156,7 @@ def _bare_answer(region: str) -> str | None:
     line = _ANSWER_LINE.match(lines[-1].strip())
     if line:
         return _bare_value(line.group("value").replace("**", ""))
-    opening = list(re.finditer(r"(?im)^[#*\s]*(?:final\s+)?answer\b[*:.\s-]*", region))
+    opening = list(re.finditer(r"(?im)^[#*\s]*(?:final\s+)?answer\b[*:.\s]*", region))
     if opening and _MATH_SPAN.fullmatch(region[opening[-1].end():].strip().rstrip(".")):  # Answer \\[ 9 \\]
         return region[opening[-1].end():].strip().rstrip(".")
     if _MATH_SPAN.fullmatch(region.rstrip(". ")):  # one display block, possibly over several lines

@@ -104,6 +104,7 @@ def canonical(text: str) -> str:
         text = text[1:-1].strip()
     text = re.sub(r"(\\[a-zA-Z]+)\s+(?=[a-zA-Z])", "\\1\0", text)  # keep "\\pi r" from becoming "\\pir"
     text = re.sub(r"(?<=\d),\s+(?=\d)", ",\0", text)  # "32, 349" is a list; "32,349" is a number
+    text = re.sub(r"(?<=\d)\s+(?=\d)(?!\d{3}(?!\d))", ",\0", text)  # "5 6" is two numbers; "1 234" is one
     return re.sub(r"\s+", "", text).replace("\0", " ")
 
 
