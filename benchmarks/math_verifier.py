@@ -180,6 +180,8 @@ def main() -> None:
                 if verdict != case["label"]:
                     where = f" [{case['where'].split('@')[0]}::{case['where'].split('::')[-1]}]" if "where" in case else ""
                     print(f"  label={case['label']!s:5} gold={case['gold'][:60]!r} completion=...{case['completion'][-80:]!r}{where}")
+                    if case.get("note"):
+                        print(f"      note: {case['note']}")
 
 
 if __name__ == "__main__":

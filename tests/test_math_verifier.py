@@ -493,7 +493,7 @@ def test_bare_answer_forms(gold, completion):
         "I added 2 and 3 to get 5.",  # a number in prose is never the answer
         "We get 5 apples in total, then eat 2.",
         "about 5", "approximately 5", "at least 5", "not 5", "5 is wrong", "5 or 6", "maybe 5", "5?",
-        "3 or 5", "5 (or 6)", "more than 5", "between 4 and 6", "5, 6",
+        "3 or 5", "5 (or 6)", "more than 5", "between 4 and 6", "5, 6", "~5", "$\\approx 5$", "5 5", "$5$ $5$",
         "Let me think.\n5\nAnd then more reasoning follows here.",
     ],
 )
@@ -522,6 +522,13 @@ def test_answer_policy_is_validated():
         ("2.232", "\\boxed{2.23}", False),  # only 3 significant digits: not enough to match by rounding
         ("185", "\\boxed{185\\}", True),  # a stray backslash
         ("10455", "so $\\boxed{200}$ then. Final Answer: The final answer is $10,455$. I hope it is correct.", True),
+        ("(3,2),(1,1)", "\\boxed{(1, 1), (3,2), (3, 2)}", True),  # a set element written twice counts once
+        ("(3,2),(1,1)", "\\boxed{(1, 1), (1, 1)}", False),
+        ("y_1=2x+1, y_2=x^2", "\\(y_1 = \\boxed{1+2x}\\) and \\(y_2 = \\boxed{x^2}\\)", True),  # labelled boxes
+        ("y_1=2x+1, y_2=x^2", "\\(y_1 = \\boxed{1+2x}\\)", False),
+        ("3", "Final Answer: Jane started growing Sphere 3 hours ago. I hope it is correct.", True),
+        ("3", "Final Answer: Jane did not start growing it 3 hours ago.", False),
+        ("3", "Final Answer: Jane started growing it 3 hours after 5 pm.", False),
     ],
 )
 def test_third_party_suite_regressions(gold, completion, expected):

@@ -176,10 +176,10 @@ def _lists_equal(gold, pred) -> bool:
     """A bare list against a list, tuple or set: in order when either side is a tuple, else as sets."""
     gold_items = gold.items if isinstance(gold, BareList) else _tuple_items(gold) or _set_items(gold)
     pred_items = pred.items if isinstance(pred, BareList) else _tuple_items(pred) or _set_items(pred)
-    if gold_items is None or pred_items is None or len(gold_items) != len(pred_items):
+    if gold_items is None or pred_items is None:
         return False
     if _tuple_items(gold) or _tuple_items(pred):
-        return all(equal(g, p) for g, p in zip(gold_items, pred_items))
+        return len(gold_items) == len(pred_items) and all(equal(g, p) for g, p in zip(gold_items, pred_items))
     return _unordered_equal(gold_items, pred_items)
 
 
@@ -197,7 +197,11 @@ def _set_items(value) -> tuple | None:
 
 
 def _unordered_equal(gold_items, pred_items) -> bool:
-    """A one-to-one matching of equal items (greedy is exact here: equality is transitive)."""
+    """A one-to-one matching of equal items (greedy is exact here: equality is transitive); an item written twice
+    in a set or unordered list counts once, as in a set."""
+    gold_items, pred_items = list(dict.fromkeys(gold_items)), list(dict.fromkeys(pred_items))
+    if len(gold_items) != len(pred_items):
+        return False
     remaining = list(pred_items)
     for g in gold_items:
         match = next((i for i, p in enumerate(remaining) if equal(g, p)), None)

@@ -29,7 +29,7 @@ MAX_GOLD_CHARS = 1000  # a longer gold without a box or "####" marker is a solut
 _BOX = re.compile(r"\\(?:boxed|fbox)\s*\{")
 _BOX_SEPARATOR = re.compile(  # between boxes of one answer: a unit word, math delimiters, punctuation, and/or
     r"^(?:\s*[a-zA-Z]{2,}(?=\s*(?:,|;|and\b|\\text\{\s*and)))?"  # "\\boxed{1} papers and \\boxed{2} bins"
-    r"(?:\s|\$|,|;|\\[()\[\]]|\\quad|\\qquad|\\text\{[^{}]{0,24}\b(?:and|or)\s*\}|\band\b|\bor\b|\\,|\\;)*$"
+    r"(?:\s|\$|,|;|\\[()\[\]]|\b[a-zA-Z](?:_\{?\w+\}?)?\s*=|\\quad|\\qquad|\\text\{[^{}]{0,24}\b(?:and|or)\s*\}|\band\b|\bor\b|\\,|\\;)*$"
 )
 _STATEMENT = re.compile(r"(?i)\banswer\s*(?:is|:|=)\s*:?|####")  # "the (final) answer is", "Answer:", GSM8K's ####
 _SENTENCE_END = re.compile(r"\.(?=\s|$)|\n")
@@ -124,16 +124,24 @@ def _statement(text: str) -> str | None:
 
 def _copula_value(sentence: str) -> str:
     """The value a sentence states: what follows its last "is" ("The largest $n$ is 34" -> "34"), without a
-    closing remark in parentheses ("42 (since 6 times 7 is 42)" -> "42")."""
+    closing remark in parentheses ("42 (since 6 times 7 is 42)" -> "42"); in a worded statement without math, its
+    one number ("Jane started growing it 3 hours ago" -> "3")."""
     sentence = _REMARK.sub("", sentence.strip())
     copula = list(re.finditer(r"\bis\b", sentence))
-    return sentence[copula[-1].end():].strip() if copula and sentence[copula[-1].end():].strip() else sentence
+    value = sentence[copula[-1].end():].strip() if copula and sentence[copula[-1].end():].strip() else sentence
+    numbers = re.findall(r"(?<![\w.])-?\d[\d,]*(?:\.\d+)?%?(?![\w.])", value)
+    worded = len(re.findall(r"[A-Za-z]{2,}", value)) >= 3 and not re.search(r"[$\\=<>^]", value)
+    if worded and len(numbers) == 1 and not _NOT_A_VALUE.search(re.sub(r"\b(?:is|are|was|were|it|that|this|we)\b", "", value)):
+        return numbers[0]
+    return value
 
 
 def _bare_value(text: str) -> str | None:
     """`text` when it is nothing but a value (math, a number with a unit, a short text answer), else None."""
     text = text.strip().rstrip(".").strip()
     if not text or len(text) > MAX_BARE_CHARS or "\n" in text.strip("$"):
+        return None
+    if re.match(r"[$\s]*(?:~|≈|\\approx|\\sim)", text):  # "~5", "≈ 5": an estimate
         return None
     outside = re.sub(r"\\text\{[^{}]*\}", " ", _MATH_SPAN.sub(" ", text))  # words inside math / \text are math
     outside = re.sub(r"\\[a-zA-Z]+", " ", outside)

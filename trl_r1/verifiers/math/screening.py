@@ -104,7 +104,8 @@ def canonical(text: str) -> str:
         text = text[1:-1].strip()
     text = re.sub(r"(\\[a-zA-Z]+)\s+(?=[a-zA-Z])", "\\1\0", text)  # keep "\\pi r" from becoming "\\pir"
     text = re.sub(r"(?<=\d),\s+(?=\d)", ",\0", text)  # "32, 349" is a list; "32,349" is a number
-    text = re.sub(r"(?<=\d)\s+(?=\d)(?!\d{3}(?!\d))", ",\0", text)  # "5 6" is two numbers; "1 234" is one
+    if re.fullmatch(r"[-+\d\s.]+", text):  # "5 6" is two numbers; "1 234" is one
+        text = re.sub(r"(?<=\d)\s+(?=\d)(?!\d{3}(?!\d))", ",\0", text)
     return re.sub(r"\s+", "", text).replace("\0", " ")
 
 
@@ -165,17 +166,18 @@ def _stated_values(text: str) -> str | None:
     """The values of ``label=value`` parts (``AB=4,CD=5`` -> ``4,5``), or None unless every part is one.
 
     A label is a name or a quantity (``AB``, ``|z|``, ``\\frac{NO}{BO}``, ``f(2)``, ``\\lim_{x\\to0}...``); the value
-    holds no variable. An equation in one unknown (``x^2=4``, ``2x=10``) states no value.
+    holds no variable unless the label is a name (``y_1=2x+3``). An equation in one unknown (``x^2=4``, ``2x=10``) states no value.
     """
     values = []
     for part in re.split(r";", text):
         for item in split_top_level(part):
             lhs, equals, rhs = item.rpartition("=")
             lhs = lhs.split("=", 1)[0]
-            if not equals or not lhs or re.search(r"[a-zA-Z]", re.sub(r"\\[a-zA-Z]+", "", rhs)):
+            if not equals or not lhs:
                 return None
-            if not (_ASSIGNMENT.match(item) or _labels_a_quantity(lhs) and parse_number(rhs) != Number(Fraction(0))):
-                return None  # "a+b=0" is an equation
+            constant = not re.search(r"[a-zA-Z]", re.sub(r"\\[a-zA-Z]+", "", rhs))
+            if not (_ASSIGNMENT.match(item) or constant and _labels_a_quantity(lhs) and parse_number(rhs) != Number(Fraction(0))):
+                return None  # "a+b=0" is an equation, not a labelled value
             values.append(rhs)
     return ",".join(values) if values else None
 
