@@ -529,6 +529,12 @@ def test_answer_policy_is_validated():
         ("3", "Final Answer: Jane started growing Sphere 3 hours ago. I hope it is correct.", True),
         ("3", "Final Answer: Jane did not start growing it 3 hours ago.", False),
         ("3", "Final Answer: Jane started growing it 3 hours after 5 pm.", False),
+        ("\\begin{pmatrix}1&2\\\\3&4\\end{pmatrix}", "\\boxed{\\left[\\begin{array}{cc}1&2\\\\3&4\\end{array}\\right]}", True),
+        ("\\begin{pmatrix}1&2\\\\3&4\\end{pmatrix}", "\\boxed{\\left[\\begin{array}{cc}1&2\\\\3&5\\end{array}\\right]}", False),
+        ("p=5,q=2;p=7,q=2", "\\boxed{(5,2),(7,2)}", True),  # groups of assignments are tuples
+        ("p=5,q=2;p=7,q=2", "\\boxed{(5,2)}", False),
+        ("5", "Result: $5$", True),  # a labelled bare answer
+        ("5", "Guess: 5", False),
     ],
 )
 def test_third_party_suite_regressions(gold, completion, expected):

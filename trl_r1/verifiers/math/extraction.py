@@ -57,6 +57,9 @@ _NOT_A_VALUE = re.compile(  # words that make a line prose, a bound or a hedge r
 )
 
 
+_NOT_A_LABEL = re.compile(r"(?i)\b(?:guess|estimate|estimated|attempt|check|step|hint|note|example|wrong|draft)\b")
+
+
 @dataclass(frozen=True)
 class Answer:
     """An extracted final answer (`text`), or the reason there is none (`text is None`)."""
@@ -151,7 +154,14 @@ def _bare_value(text: str) -> str | None:
     if re.search(r"[.!](?=\s+\S)", re.sub(r"\d\.\d", "0", outside)):  # two sentences
         return None
     bracket = re.fullmatch(r"\[\s*([^\[\],]+?)\s*\]", text)  # Geometry3K's "[90]"
-    return bracket.group(1) if bracket else text
+    if bracket:
+        return bracket.group(1)
+    labelled = re.fullmatch(r"(?P<label>[A-Za-z][A-Za-z ]{0,30}):\s*(?P<value>\S.*)", text)  # "Result: $5$"
+    if labelled:
+        if _NOT_A_VALUE.search(labelled["label"]) or _NOT_A_LABEL.search(labelled["label"]):
+            return None
+        return _bare_value(labelled["value"])
+    return text
 
 
 def _bare_answer(region: str) -> str | None:

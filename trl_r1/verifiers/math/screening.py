@@ -41,6 +41,9 @@ _WORDED = (  # answers written in words that have a symbol: \text{all real numbe
     (re.compile(r"(?i)^(?:\\text\{)?\s*(?:positive\s+)?infinity\s*\}?$"), r"\\infty"),
     (re.compile(r"(?i)^(?:\\text\{)?\s*(?:does\s+not\s+exist|DNE)\s*\}?$"), r"\\text{DNE}"),
 )
+_ARRAY_MATRIX = re.compile(  # an array in brackets (or alone) is a matrix
+    r"(?:\\m?left)?[\[(]?\s*\\begin\{array\}\{[lcr|\s]*\}(.*?)\\end\{array\}\s*(?:\\m?right)?[\])]?", re.S
+)
 _REPEATING = re.compile(r"(?<![\d.])(\d*)\.(\d*)\\overline\{(\d+)\}")  # 0.1\overline{6}
 _TEXT_NUMBER = re.compile(r"\\text\{\s*([-\d.,]+)\s*\}")  # \text{18} is the number 18
 _LIST_WORD = re.compile(r",?\s*(?:\\text\{\s*(?:and|or)\s*\}|\b(?:and|or)\b)\s*,?")  # "1, 2, and 3" is a list
@@ -83,6 +86,7 @@ def canonical(text: str) -> str:
     text = _PLAIN_EXP.sub(r"e^{\1}", _PLAIN_PI.sub(r"\\pi ", text))
     text = _SPACING.sub(" ", re.sub(r"(?<!\\)\\!\s*", "", text))  # "\!" is a negative space: 32,\! 349
     text = re.sub(r"\\[dtc]frac", r"\\frac", text)
+    text = _ARRAY_MATRIX.sub(r"\\begin{pmatrix}\1\\end{pmatrix}", text)  # [\begin{array}{cc}...\end{array}]
     text = re.sub(r"\\langle(?![a-zA-Z])", "(", re.sub(r"\\rangle(?![a-zA-Z])", ")", text))  # a vector <1, 2>
     text = re.sub(r"\\varnothing(?![a-zA-Z])|\\empty(?![a-zA-Z])", r"\\emptyset ", text)
     text = _REPEATING.sub(_repeating_fraction, text)
@@ -168,8 +172,11 @@ def _stated_values(text: str) -> str | None:
     A label is a name or a quantity (``AB``, ``|z|``, ``\\frac{NO}{BO}``, ``f(2)``, ``\\lim_{x\\to0}...``); the value
     holds no variable unless the label is a name (``y_1=2x+3``). An equation in one unknown (``x^2=4``, ``2x=10``) states no value.
     """
+    groups = [split_top_level(part) for part in text.split(";")]
+    if len(groups) > 1 and all(len(items) > 1 and all(_ASSIGNMENT.match(i) for i in items) for items in groups):
+        return ",".join("(" + ",".join(i.split("=", 1)[1] for i in items) + ")" for items in groups)  # p=5,q=2;p=7,q=2
     values = []
-    for part in re.split(r";", text):
+    for part in text.split(";"):
         for item in split_top_level(part):
             lhs, equals, rhs = item.rpartition("=")
             lhs = lhs.split("=", 1)[0]
