@@ -539,3 +539,18 @@ def test_answer_policy_is_validated():
 )
 def test_third_party_suite_regressions(gold, completion, expected):
     assert verify(gold, completion) is expected
+
+
+@pytest.mark.parametrize(
+    "completion, expected",
+    [
+        ("Answer: 5\nWait, actually it is 6.", False),  # taken back with another value: not a committed answer
+        ("So the answer is \\boxed{5}. Wait, actually it is 6.", False),
+        ("The answer is 5. Actually no, 6.", False),
+        ("Hence, the answer is $\\boxed{5}$.\n\nWait, let me double-check... yes, 5.", True),  # a check, same value
+        ("The answer is 5. I hope it is correct.", True),
+    ],
+)
+def test_an_answer_taken_back_afterwards_is_a_hedge(completion, expected):
+    for policy in ("marked", "bare"):
+        assert verify("5", completion, answer_policy=policy) is expected

@@ -57,6 +57,7 @@ _NOT_A_VALUE = re.compile(  # words that make a line prose, a bound or a hedge r
 )
 
 
+_REVISION = re.compile(r"(?i)\b(?:wait|actually|correction|instead|mistake|oops)\b")
 _NOT_A_LABEL = re.compile(r"(?i)\b(?:guess|estimate|estimated|attempt|check|step|hint|note|example|wrong|draft)\b")
 
 
@@ -139,6 +140,17 @@ def _copula_value(sentence: str) -> str:
     return value
 
 
+def _revised(after: str, answer: str) -> bool:
+    """Whether the text after the answer takes it back with another value ("Wait, actually it is 6"); a check that
+    repeats the answer ("Wait, let me double-check... yes, 5.") does not."""
+    revision = _REVISION.search(after)
+    if not revision:
+        return False
+    stated = set(re.findall(r"\d+(?:\.\d+)?", answer.replace(",", "")))
+    later = re.findall(r"\d+(?:\.\d+)?", after[revision.end():].replace(",", ""))
+    return any(number not in stated for number in later)
+
+
 def _bare_value(text: str) -> str | None:
     """`text` when it is nothing but a value (math, a number with a unit, a short text answer), else None."""
     text = text.strip().rstrip(".").strip()
@@ -218,9 +230,16 @@ def final_answer(completion: str, allow_or: bool = False, policy: str = "marked"
     statements = list(_STATEMENT.finditer(region))
     if answer is not None and statements and statements[-1].start() > boxed_contents(region)[-1][1]:
         answer = None  # "... \\boxed{200} ... The final answer is $10,455$": the later statement is the answer
+    if answer is not None and answer.text and _revised(region[boxed_contents(region)[-1][1]:], answer.text):
+        return Answer(None, "hedged: revised after the answer")
     if answer is None:
         statement = _statement(region)
         if statement is not None:
+            rest = region[statements[-1].end():].lstrip()
+            math = _MATH_SPAN.match(rest)
+            end = math.end() if math else (_SENTENCE_END.search(rest).end() if _SENTENCE_END.search(rest) else len(rest))
+            if _revised(rest[end:], statement):
+                return Answer(None, "hedged: revised after the answer")
             answer = Answer(statement)
         elif ANSWER_OPEN in completion:  # the block, or the value its one sentence states ("The total is 42.")
             sentence = not _SENTENCE_END.search(region.rstrip(". ")) and re.match(r"[A-Z][a-z]*\s[^\d=]*\bis\b", region)
