@@ -554,3 +554,38 @@ def test_third_party_suite_regressions(gold, completion, expected):
 def test_an_answer_taken_back_afterwards_is_a_hedge(completion, expected):
     for policy in ("marked", "bare"):
         assert verify("5", completion, answer_policy=policy) is expected
+
+
+def _answer_block(text):
+    return f"<think>\nLet me compute carefully.\n</think>\n<answer>{text}</answer>"
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "\\boxed{42} (I might be wrong)", "$\\boxed{42}$ is my guess", "\\boxed{42} (unsure)", "\\boxed{42} (not certain)",
+        "\\boxed{42} -- I'm not confident", "\\boxed{42}, but I may have made an error", "\\boxed{42} (could also be 41)",
+        "\\boxed{42} if I'm right", "\\boxed{42} (assuming no mistakes)", "\\boxed{42}; alternatively 41",
+        "\\boxed{42}, else 41", "\\boxed{42} (double-check: might be 41)", "\\boxed{42}. Hmm, or 41.", "Maybe \\boxed{42}",
+        "I'd guess \\boxed{42}", "Possibly \\boxed{42}", "My best guess: \\boxed{42}", "Tentatively, \\boxed{42}",
+        "Perhaps \\boxed{42}", "The answer is 42 (unsure)", "The answer is 42. Alternatively 41.",
+    ],
+)
+def test_a_hedge_around_the_box_is_a_hedge(answer):
+    # red team 2, F1: the hedge rule reads the answer's sentence and the rest of the answer span, not only the box
+    verdict = check("42", _answer_block(answer), answer_policy="marked")
+    assert verdict.equivalent is False and verdict.reason.startswith("hedged")
+
+
+@pytest.mark.parametrize(
+    "completion",
+    [
+        _answer_block("\\boxed{42} is the answer"), _answer_block("so the total is \\boxed{42} apples"),
+        _answer_block("\\boxed{42}, since 6*7=42"), _answer_block("Either way, \\boxed{42}"),
+        "Final Answer: The final answer is $42$. I hope it is correct.",
+        "We may either add or multiply. Multiplying, 6*7=42.\nSo the answer is $\\boxed{42}$.",  # hedges in reasoning
+        _answer_block("The answer is 42 apples, since 6 times 7 is 42."),
+    ],
+)
+def test_honest_restatements_around_the_box_are_not_hedges(completion):
+    assert check("42", completion, answer_policy="marked").equivalent is True

@@ -58,7 +58,13 @@ _NOT_A_VALUE = re.compile(  # words that make a line prose, a bound or a hedge r
 
 
 _REVISION = re.compile(r"(?i)\b(?:wait|actually|correction|instead|mistake|oops)\b")
-_NOT_A_LABEL = re.compile(r"(?i)\b(?:guess|estimate|estimated|attempt|check|step|hint|note|example|wrong|draft)\b")
+_CONTEXT_HEDGE = re.compile(  # hedges and alternatives in the text around a marked answer, inside the answer span
+    r"(?i)\b(?:or|alternatively|else|maybe|perhaps|possibly|probably|either(?!\s+way)|guess(?:ing)?|unsure|uncertain|"
+    r"tentative(?:ly)?|not\s+(?:sure|certain|confident)|might|may\s+(?:be|have)|could\s+(?:also\s+)?be|"
+    r"if\s+(?:I\s*['’]?\s*a?m|I\s+am|this\s+is|that\s+is|it\s+is)\s+(?:right|correct)|if\s+correct|"
+    r"assuming\s+(?:no|I|my|the\s+above)\b[^.]{0,20}?(?:mistakes?|errors?|correct|right))\b|\?"
+)
+
 
 
 @dataclass(frozen=True)
@@ -110,6 +116,19 @@ def _last_boxed(text: str, allow_or: bool = False) -> Answer | None:
     return Answer(", ".join(values))
 
 
+def _hedged_context(region: str, start: int, end: int) -> str | None:
+    """The hedge or alternative around the marked answer ``region[start:end]`` (``Maybe \\boxed{42}``,
+    ``\\boxed{42} (could also be 41)``, ``\\boxed{42}; alternatively 41``), if any: read in the answer's own
+    sentence before it and the rest of the answer span after it, outside boxes and math."""
+    spans = [(s, e) for s, e, _ in boxed_contents(region)] + [m.span() for m in _MATH_SPAN.finditer(region)]
+    chars = list(region)
+    for s, e in spans:
+        chars[s:e] = " " * (e - s)
+    before = re.split(r"(?<![\d\\])[.!](?=\s)|\n", "".join(chars[:start]))[-1]
+    hedge = _CONTEXT_HEDGE.search(f"{before} \x00 {''.join(chars[end:])}")
+    return re.sub(r"\s+", " ", hedge.group().lower()) if hedge else None
+
+
 def _statement(text: str) -> str | None:
     """The value in the last "the answer is X" / "Answer: X" / "#### X" statement, up to the sentence's end.
 
@@ -130,7 +149,8 @@ def _copula_value(sentence: str) -> str:
     """The value a sentence states: what follows its last "is" ("The largest $n$ is 34" -> "34"), without a
     closing remark in parentheses ("42 (since 6 times 7 is 42)" -> "42"); in a worded statement without math, its
     one number ("Jane started growing it 3 hours ago" -> "3")."""
-    sentence = _REMARK.sub("", sentence.strip())
+    remark = _REMARK.search(sentence.strip())
+    sentence = sentence.strip()[: remark.start()] if remark and not _CONTEXT_HEDGE.search(remark.group()) else sentence.strip()
     copula = list(re.finditer(r"\bis\b", sentence))
     value = sentence[copula[-1].end():].strip() if copula and sentence[copula[-1].end():].strip() else sentence
     numbers = re.findall(r"(?<![\w.])-?\d[\d,]*(?:\.\d+)?%?(?![\w.])", value)
@@ -232,6 +252,10 @@ def final_answer(completion: str, allow_or: bool = False, policy: str = "marked"
         answer = None  # "... \\boxed{200} ... The final answer is $10,455$": the later statement is the answer
     if answer is not None and answer.text and _revised(region[boxed_contents(region)[-1][1]:], answer.text):
         return Answer(None, "hedged: revised after the answer")
+    if answer is not None and answer.text:
+        hedge = _hedged_context(region, boxed_contents(region)[-1][0], boxed_contents(region)[-1][1])
+        if hedge and not (allow_or and hedge == "or"):
+            return Answer(None, f"hedged: {hedge}")
     if answer is None:
         statement = _statement(region)
         if statement is not None:
@@ -240,6 +264,10 @@ def final_answer(completion: str, allow_or: bool = False, policy: str = "marked"
             end = math.end() if math else (_SENTENCE_END.search(rest).end() if _SENTENCE_END.search(rest) else len(rest))
             if _revised(rest[end:], statement):
                 return Answer(None, "hedged: revised after the answer")
+            offset = len(region) - len(rest)
+            hedge = _hedged_context(region, statements[-1].start(), offset + end)
+            if hedge and not (allow_or and hedge == "or"):
+                return Answer(None, f"hedged: {hedge}")
             answer = Answer(statement)
         elif ANSWER_OPEN in completion:  # the block, or the value its one sentence states ("The total is 42.")
             sentence = not _SENTENCE_END.search(region.rstrip(". ")) and re.match(r"[A-Z][a-z]*\s[^\d=]*\bis\b", region)
