@@ -589,3 +589,21 @@ def test_a_hedge_around_the_box_is_a_hedge(answer):
 )
 def test_honest_restatements_around_the_box_are_not_hedges(completion):
     assert check("42", completion, answer_policy="marked").equivalent is True
+
+
+@pytest.mark.parametrize(
+    "separator",
+    ["\\\\", "\\\\[2pt]", "\\newline", "\\hspace{1cm}", "\\ ", "~", "\\:", "\\enspace", "\\\\ \\\\", "\\medskip",
+     "\\vspace{1em}", "<br>", " | ", " / ", "\\mid", "\n\n", "\\quad"],
+)
+def test_boxes_separated_by_layout_only_are_several_answers(separator):
+    # red team 2, F2: any layout between two boxes (no words, no values) lists them; never the last box alone
+    completion = _answer_block(f"\\boxed{{41}}{separator}\\boxed{{42}}")
+    assert final_answer(completion).text == "41, 42"
+    assert check("42", completion, answer_policy="marked").equivalent is False
+    assert check("41, 42", completion, answer_policy="marked").equivalent is True
+
+
+def test_an_explicit_self_correction_between_boxes_reads_the_later_box():
+    assert check("42", _answer_block("\\boxed{41} Wait, actually \\boxed{42}"), answer_policy="marked").equivalent is True
+    assert check("41", _answer_block("\\boxed{41} Wait, actually \\boxed{42}"), answer_policy="marked").equivalent is False

@@ -64,7 +64,10 @@ _CONTEXT_HEDGE = re.compile(  # hedges and alternatives in the text around a mar
     r"if\s+(?:I\s*['’]?\s*a?m|I\s+am|this\s+is|that\s+is|it\s+is)\s+(?:right|correct)|if\s+correct|"
     r"assuming\s+(?:no|I|my|the\s+above)\b[^.]{0,20}?(?:mistakes?|errors?|correct|right))\b|\?"
 )
-
+_LATEX_SPACING = re.compile(  # markup that only lays out boxes: line breaks, spaces, rules, HTML tags
+    r"\\\\(?:\[[^\]]*\])?|\\[a-zA-Z]+\*?(?:\{[^{}]*\}|\[[^\]]*\])*|\\.|<[^<>]{0,20}>"
+)
+_NOT_A_LABEL = re.compile(r"(?i)\b(?:guess|estimate|estimated|attempt|check|step|hint|note|example|wrong|draft)\b")
 
 
 @dataclass(frozen=True)
@@ -107,13 +110,21 @@ def _last_boxed(text: str, allow_or: bool = False) -> Answer | None:
     chain = [boxes[-1]]  # from the last box backwards
     for box in reversed(boxes[-MAX_CHAINED_BOXES:-1]):
         between = text[box[1]: chain[-1][0]]
-        if len(between) > 40 or not _BOX_SEPARATOR.match(between):
-            break
+        if not _layout_only(between) and (len(between) > 40 or not _BOX_SEPARATOR.match(between)):
+            break  # reasoning or an explicit self-correction lies between: the later box is the answer
         if not allow_or and re.search(r"\bor\b", between):
             return Answer(None, "hedged: boxes joined by 'or'")
         chain.append(box)
     values = list(dict.fromkeys(content for _, _, content in reversed(chain)))
     return Answer(", ".join(values))
+
+
+def _layout_only(between: str) -> bool:
+    """Whether the text between two boxes holds no words or values, only layout (``\\\\``, ``~``, ``\\hspace{1cm}``,
+    ``<br>``, `` | ``, `` / ``, ``\\mid``): then the boxes are listed side by side as one multi-valued answer, never
+    read as the last box alone."""
+    rest = _LATEX_SPACING.sub(" ", between)
+    return len(between) <= 200 and not re.search(r"[A-Za-z0-9]", rest) and not _REVISION.search(between)
 
 
 def _hedged_context(region: str, start: int, end: int) -> str | None:
