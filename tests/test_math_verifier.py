@@ -607,3 +607,80 @@ def test_boxes_separated_by_layout_only_are_several_answers(separator):
 def test_an_explicit_self_correction_between_boxes_reads_the_later_box():
     assert check("42", _answer_block("\\boxed{41} Wait, actually \\boxed{42}"), answer_policy="marked").equivalent is True
     assert check("41", _answer_block("\\boxed{41} Wait, actually \\boxed{42}"), answer_policy="marked").equivalent is False
+
+
+_FORK = """
+import os, sys
+from trl_r1.verifiers.math.pool import WorkerPool
+pool = WorkerPool("math:factorial", workers=1)
+print(pool.run([(5,)], timeout_s=60), flush=True)  # the parent's worker is running
+pid = os.fork()
+if pid == 0:  # the child times out (a kill and a replacement, of its own workers only), then carries on
+    print("child", pool.run([(10**9,), (4,)], timeout_s=1.0), flush=True)
+    os._exit(0)
+os.waitpid(pid, 0)
+print("parent", pool.run([(3,)], timeout_s=60), flush=True)
+pool.close()
+"""
+
+
+def test_a_forked_child_and_its_parent_both_keep_working():
+    """red team 2: the pool was inherited by fork children, so a child's timeout killed the parent's worker."""
+    import subprocess
+    import sys
+
+    result = subprocess.run([sys.executable, "-c", _FORK], capture_output=True, text=True, timeout=240)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.splitlines() == [
+        "[('ok', 120)]",
+        "child [('timeout', 'over the 1s limit'), ('ok', 24)]",
+        "parent [('ok', 6)]",
+    ]
+    assert "Traceback" not in result.stderr
+
+
+_ORPHAN = """
+import sys
+from trl_r1.verifiers.math.pool import WorkerPool
+pool = WorkerPool("math:factorial", workers=1)
+pool.run([(1,)], timeout_s=60)
+print(pool._pool[0].process.pid, flush=True)
+pool.run([(10**9,)], timeout_s=600)  # killed with SIGKILL while its worker computes
+"""
+
+
+def test_a_worker_dies_with_the_process_that_started_it():
+    """red team 2: a worker orphaned by a SIGKILL of its caller kept computing factorial(10**9) for minutes."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    caller = subprocess.Popen([sys.executable, "-c", _ORPHAN], stdout=subprocess.PIPE, text=True)
+    worker_pid = int(caller.stdout.readline())
+    time.sleep(1.0)
+    caller.send_signal(signal.SIGKILL)
+    caller.wait()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            os.kill(worker_pid, 0)
+            with open(f"/proc/{worker_pid}/stat") as stat:
+                if stat.read().split(")")[-1].split()[0] == "Z":  # a zombie has exited (not yet reaped)
+                    break
+        except (ProcessLookupError, FileNotFoundError):
+            break
+        time.sleep(0.2)
+    else:
+        os.kill(worker_pid, signal.SIGKILL)
+        pytest.fail("the orphaned worker was still running 30 s after its caller was killed")
+
+
+def test_no_traceback_when_the_caller_exits_while_a_spare_boots():
+    import subprocess
+    import sys
+
+    script = "from trl_r1.verifiers.math import verify; print(verify('\\\\sqrt{2}', '\\\\boxed{2^{1/2}}'))"
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=240)
+    assert result.stdout.strip() == "True"
+    assert "Traceback" not in result.stderr and "BrokenPipeError" not in result.stderr

@@ -8,6 +8,11 @@ Workers are fresh interpreters (``python -c "...; _serve(target, memory)"``) tal
 `multiprocessing` children: nothing of the caller is inherited (threads, CUDA, locks) and the caller's script is
 never re-imported, so no ``if __name__ == "__main__"`` guard is needed. The pool keeps one spare worker booted, so
 a timeout does not make the next task wait for an interpreter to start.
+
+A process forked from the caller (DataLoader workers, ``multiprocessing``'s fork start method) does not share
+the caller's workers: after a fork the child forgets them (closing only its copies of their pipes) and boots its
+own on first use. A worker exits when the process that started it is gone (even after a SIGKILL), so an orphan
+never keeps computing.
 """
 
 from __future__ import annotations
@@ -18,19 +23,23 @@ import subprocess
 import sys
 import threading
 import time
+import weakref
 from collections import deque
+from concurrent.futures import ThreadPoolExecutor
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Any
 
 BOOT_TIMEOUT_S = 120.0  # a worker that is not ready by then is broken (import error, exhausted machine)
 _READY = "ready"
-_WORKER_MAIN = f"import sys; from {__name__} import _serve; _serve(sys.argv[1], int(sys.argv[2]))"
+PARENT_POLL_S = 0.5  # how often a worker checks that the process that started it is alive
+_WORKER_MAIN = f"import sys; from {__name__} import _serve; _serve(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]))"
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[3])  # the directory holding `trl_r1`
 
 
-def _serve(target: str, memory_limit_bytes: int) -> None:
+def _serve(target: str, memory_limit_bytes: int, parent_pid: int) -> None:
     """Worker main: load `module:function`, then answer each task with ("ok", result) or ("error", reason)."""
+    _die_with_parent(parent_pid)
     replies = Connection(os.dup(1), readable=False)
     os.dup2(2, 1)  # stray prints of the checked code go to stderr, not into the reply pipe
     tasks = Connection(0, writable=False)
@@ -38,7 +47,10 @@ def _serve(target: str, memory_limit_bytes: int) -> None:
     function = getattr(importlib.import_module(module), name)
     if memory_limit_bytes:
         _limit_memory(memory_limit_bytes)
-    replies.send(_READY)
+    try:
+        replies.send(_READY)
+    except OSError:  # the caller exited while this worker booted (a spare at interpreter exit)
+        return
     while True:
         try:
             args = tasks.recv()
@@ -52,7 +64,51 @@ def _serve(target: str, memory_limit_bytes: int) -> None:
             message = ("error", "recursion too deep")
         except Exception as exc:  # a bug or a sympy failure costs this task only
             message = ("error", f"{type(exc).__name__}: {exc}"[:200])
-        replies.send(message)
+        try:
+            replies.send(message)
+        except OSError:
+            return
+
+
+def _die_with_parent(parent_pid: int) -> None:
+    """Make this worker exit when the process that started it is gone, even in the middle of C-level work.
+
+    On Linux the kernel sends SIGKILL (PR_SET_PDEATHSIG; it fires when the *thread* that started the worker
+    exits, which is why `_spawn` starts workers from one long-lived thread). Elsewhere a thread polls the parent.
+    """
+    import ctypes
+    import signal
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        armed = sys.platform.startswith("linux") and libc.prctl(1, signal.SIGKILL) == 0  # 1: PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        armed = False
+    if os.getppid() != parent_pid:  # the parent died before the signal was armed
+        os._exit(1)
+    if not armed:
+        threading.Thread(target=_poll_parent, args=(parent_pid,), daemon=True).start()
+
+
+def _poll_parent(parent_pid: int) -> None:
+    while os.getppid() == parent_pid:
+        time.sleep(PARENT_POLL_S)
+    os._exit(1)
+
+
+_spawner: ThreadPoolExecutor | None = None
+_spawner_lock = threading.Lock()
+
+
+def _spawn(*args, **kwargs) -> subprocess.Popen:
+    """`subprocess.Popen` from one long-lived thread, so that a worker's death signal is not set off when the
+    (possibly short-lived) thread that asked for it exits."""
+    global _spawner
+    with _spawner_lock:
+        if _spawner is None:
+            _spawner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="math-verifier-spawner")
+        spawner = _spawner
+    return spawner.submit(subprocess.Popen, *args, **kwargs).result()
 
 
 def _limit_memory(extra_bytes: int) -> None:
@@ -76,8 +132,8 @@ def _limit_memory(extra_bytes: int) -> None:
 class _Worker:
     def __init__(self, target: str, memory_limit_bytes: int):
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [_PACKAGE_ROOT, os.environ.get("PYTHONPATH")])))
-        self.process = subprocess.Popen(
-            [sys.executable, "-c", _WORKER_MAIN, target, str(memory_limit_bytes)],
+        self.process = _spawn(
+            [sys.executable, "-c", _WORKER_MAIN, target, str(memory_limit_bytes), str(os.getpid())],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, close_fds=True,
         )
         self.tasks = Connection(os.dup(self.process.stdin.fileno()), readable=False)
@@ -90,6 +146,9 @@ class _Worker:
     def kill(self) -> None:
         self.process.kill()
         self.process.wait()
+        self.close_pipes()
+
+    def close_pipes(self) -> None:
         self.tasks.close()
         self.replies.close()
 
@@ -114,6 +173,16 @@ class WorkerPool:
         self._pool: list[_Worker] = []
         self._spare: _Worker | None = None
         self._lock = threading.Lock()
+        _POOLS.add(self)
+
+    def _forget_after_fork(self) -> None:
+        """In a forked child: drop the parent's workers without touching them (only our copies of their pipes
+        close), so the child boots its own and the parent's keep serving the parent."""
+        for worker in self._pool + [self._spare]:
+            if worker is not None:
+                worker.close_pipes()
+                worker.process.returncode = 0  # not ours to reap
+        self._pool, self._spare, self._lock = [], None, threading.Lock()
 
     def _replace(self, worker: _Worker) -> None:
         """Kill a worker and put the spare in its place; boot a new spare (ready by the next timeout)."""
@@ -181,3 +250,17 @@ class WorkerPool:
                     worker.kill()
             self._pool.clear()
             self._spare = None
+
+
+_POOLS: weakref.WeakSet[WorkerPool] = weakref.WeakSet()
+
+
+def _forget_pools_after_fork() -> None:
+    global _spawner, _spawner_lock
+    _spawner, _spawner_lock = None, threading.Lock()  # the spawner thread did not survive the fork
+    for pool in list(_POOLS):
+        pool._forget_after_fork()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pools_after_fork)
