@@ -684,3 +684,23 @@ def test_no_traceback_when_the_caller_exits_while_a_spare_boots():
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=240)
     assert result.stdout.strip() == "True"
     assert "Traceback" not in result.stderr and "BrokenPipeError" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    "gold, answer, expected",
+    [
+        ("5\\sqrt{2}\\text{ cm}", "5\\sqrt{2}\\text{ m}", False),  # red team 2: a wrong unit
+        ("5\\sqrt{2}\\text{ cm}", "5\\sqrt{2}\\text{ cm}", True),
+        ("5\\sqrt{2}\\text{ cm}", "5\\sqrt{2}", True),  # a unit on one side only: the number decides
+        ("4\\text{ cm}^2", "4 \\text{ square centimeters}", True),
+        ("4\\text{ cm}^2", "4\\text{ cm}", False),
+        ("30\\text{ meters}", "30\\,\\mathrm{m}", True),
+        ("12 apples", "12 oranges", True),  # count nouns are not physical units: left alone
+        ("1", "\\infty^0", False),  # indeterminate forms never equal a value (sympy evaluates oo**0 to 1)
+        ("1", "1^{\\infty}", False),
+        ("1", "0^0", False),
+        ("1", "10^0", True),
+    ],
+)
+def test_units_and_indeterminate_forms(gold, answer, expected):
+    assert check(gold, _answer_block(f"\\boxed{{{answer}}}"), answer_policy="marked").equivalent is expected

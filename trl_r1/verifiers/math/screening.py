@@ -113,6 +113,58 @@ def canonical(text: str) -> str:
     return re.sub(r"\s+", "", text).replace("\0", " ")
 
 
+_LENGTH_MASS_TIME = {  # physical units whose names differ only by a prefix or a plural: "cm" is not "m"
+    "m": ("meter", "metre"), "km": ("kilometer", "kilometre"), "cm": ("centimeter", "centimetre"),
+    "mm": ("millimeter", "millimetre"), "in": ("inch", "inche"), "ft": ("foot", "feet"), "yd": ("yard",),
+    "mi": ("mile",), "g": ("gram",), "kg": ("kilogram",), "mg": ("milligram",), "lb": ("pound", "lbs"),
+    "s": ("second", "sec"), "min": ("minute",), "h": ("hour", "hr"), "l": ("liter", "litre"),
+    "ml": ("milliliter", "millilitre"), "km/h": ("kph", "kmh"), "m/s": (), "mph": (),
+}
+_UNIT_NAMES = {name: unit for unit, names in _LENGTH_MASS_TIME.items() for name in (unit, *names)}
+_POWER_WORDS = {"square": "^2", "sq": "^2", "cubic": "^3", "cu": "^3"}
+
+
+def physical_unit(text: str) -> str | None:
+    """The physical unit an answer ends with, normalised (``5\\sqrt{2}\\text{ cm}`` -> ``cm``, ``4 square
+    meters`` -> ``m^2``), or None when it has none we know (a count noun such as "apples" is not one).
+
+    >>> physical_unit(r"5\\sqrt{2}\\text{ cm}"), physical_unit(r"4\\,\\mathrm{m}^2"), physical_unit("12 apples")
+    ('cm', 'm^2', None)
+    """
+    text = _TEXT_COMMANDS.sub(r"\\text{", _SPACING.sub(" ", text.strip()))
+    match = _TRAILING_UNIT.search(text)
+    if not match:
+        return None
+    words = re.sub(r"\\text|[{}()\\]", " ", match.group()).lower().split()
+    power = ""
+    if words and re.fullmatch(r"\^?[23]", words[-1]):
+        power = "^" + words.pop()[-1]
+    elif words and re.fullmatch(r".*\^[23]", words[-1]):
+        power, words[-1] = "^" + words[-1][-1], words[-1][:-2]
+    if words and words[0] in _POWER_WORDS:
+        power = _POWER_WORDS[words.pop(0)]
+    if len(words) != 1:
+        return None
+    name = words[0].rstrip(".")
+    unit = _UNIT_NAMES.get(name) or (_UNIT_NAMES.get(name[:-1]) if name.endswith("s") and len(name) > 3 else None)
+    return unit + power if unit else None
+
+
+_INDETERMINATE = re.compile(  # forms sympy evaluates (oo**0 is 1) but mathematics leaves undefined
+    r"\\infty\^\{?0\}?(?![\d.])|(?<![\d.])0\^\{?0\}?(?![\d.])|(?<![\d.])1\^\{?\\infty|\\infty-\\infty"
+    r"|\\frac\{0\}\{0\}|\\frac\{\\infty\}\{\\infty\}|(?<![\d.])0(?:\\cdot|\\times)\\infty|\\infty(?:\\cdot|\\times)0(?![\d.])"
+)
+
+
+def indeterminate(text: str) -> bool:
+    """Whether a canonical answer holds an indeterminate form (``\\infty^0``, ``0^0``, ``1^\\infty``, ``0/0``).
+
+    >>> indeterminate(r"\\infty^0"), indeterminate(r"10^0"), indeterminate(r"\\infty")
+    (True, False, False)
+    """
+    return bool(_INDETERMINATE.search(text))
+
+
 def _repeating_fraction(match: re.Match) -> str:
     """``0.1\\overline{6}`` as the exact fraction it denotes (``\\frac{1}{6}``)."""
     whole, fixed, period = match.groups()
