@@ -2,6 +2,7 @@
 
     python benchmarks/math_verifier.py [--cases benchmarks/data/math_cases.jsonl] [--show-errors]
     python benchmarks/math_verifier.py --cases benchmarks/data/math_third_party.jsonl   # other projects' suites
+    python benchmarks/math_verifier.py --cases benchmarks/data/math_red_team_2.jsonl    # red team 2's probes
 
 Cases are (gold, completion, label) rows: published grader test cases (Math-Verify's tests and issues, the
 Hendrycks/Qwen graders) rewritten as model-style completions, MATH-500-style bare-LaTeX golds, GSM8K-style golds
@@ -13,6 +14,11 @@ hendrycks/math, AReaL, TRL, open-r1), each with the repository, commit, file and
 verdict that test asserts. A case whose completion marks its answer (box, answer block, "the answer is") is
 checked with ``answer_policy="marked"``; one that is only an answer with ``"bare"`` (the case's
 ``answer_policy``). Results are printed per source, split into marked and bare cases.
+
+``math_red_team_2.jsonl`` holds the second red team's 603 probes (source ``red_team_2``; 7 duplicates of cases
+already here dropped): MATH/GSM8K/AIME/AMC/Minerva/Olympiad-style answers, R1-style outputs and gaming probes
+(hedges around a box, boxes split by layout), each with the red team's label and policy; a ``note`` marks the
+labels that are debatable, kept as the red team wrote them.
 
 Both sides check the cases one after another in one process each: ours with one sympy worker process
 (`workers=1`), math-verify in a child process whose main thread runs its SIGALRM timeouts. math-verify can hang
