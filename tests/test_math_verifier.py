@@ -704,3 +704,25 @@ def test_no_traceback_when_the_caller_exits_while_a_spare_boots():
 )
 def test_units_and_indeterminate_forms(gold, answer, expected):
     assert check(gold, _answer_block(f"\\boxed{{{answer}}}"), answer_policy="marked").equivalent is expected
+
+
+def test_the_time_limit_counts_cpu_time_so_waiting_for_a_cpu_does_not_kill_a_check():
+    """red team 2: under load the 2 s wall-clock limit zeroed correct answers. A task that waits (here: sleeps,
+    as a check starved of CPU does) past its limit finishes; one that computes past it is killed; the wall-clock
+    backstop (WALL_BACKSTOP x the limit) kills anything."""
+    from trl_r1.verifiers.math import pool as pool_module
+
+    sleeper, computer = WorkerPool("time:sleep", workers=1), WorkerPool("math:factorial", workers=1)
+    try:
+        sleeper.run([(0,)], timeout_s=60)
+        computer.run([(1,)], timeout_s=60)
+        assert sleeper.run([(1.5,)], timeout_s=0.5) == [("ok", None)]  # 1.5 s of wall time, ~0 s of CPU
+        start = time.perf_counter()
+        assert computer.run([(10**9,)], timeout_s=0.5)[0][0] == "timeout"
+        assert time.perf_counter() - start < 0.5 * pool_module.WALL_BACKSTOP + 5
+        start = time.perf_counter()
+        assert sleeper.run([(60,)], timeout_s=0.3)[0][0] == "timeout"  # the backstop: 3 s
+        assert time.perf_counter() - start < 0.3 * pool_module.WALL_BACKSTOP + 5
+    finally:
+        sleeper.close()
+        computer.close()

@@ -30,6 +30,7 @@ from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Any
 
+WALL_BACKSTOP = 10.0  # a task is killed after this many times its limit in wall-clock time, whatever its CPU time
 BOOT_TIMEOUT_S = 120.0  # a worker that is not ready by then is broken (import error, exhausted machine)
 _READY = "ready"
 PARENT_POLL_S = 0.5  # how often a worker checks that the process that started it is alive
@@ -129,6 +130,9 @@ def _limit_memory(extra_bytes: int) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (wanted, hard))
 
 
+_CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
 class _Worker:
     def __init__(self, target: str, memory_limit_bytes: int):
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [_PACKAGE_ROOT, os.environ.get("PYTHONPATH")])))
@@ -143,6 +147,15 @@ class _Worker:
         self.ready = False
         self.started = time.monotonic()
 
+    def cpu_seconds(self) -> float | None:
+        """CPU time the worker has used so far (Linux /proc), None where it cannot be read."""
+        try:
+            with open(f"/proc/{self.process.pid}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS  # utime + stime
+        except (OSError, IndexError, ValueError):
+            return None
+
     def kill(self) -> None:
         self.process.kill()
         self.process.wait()
@@ -155,6 +168,9 @@ class _Worker:
 
 class WorkerPool:
     """Run ``module:function(*args)`` for many tasks on `workers` processes, each task under a hard `timeout_s`.
+
+    The limit is the worker's CPU time (Linux; wall-clock time elsewhere), so a task that waited for a CPU on a
+    loaded machine is not killed for it; `WALL_BACKSTOP` times the limit in wall-clock time kills it regardless.
 
     `run` returns, per task, ("ok", result), ("timeout", reason) or ("error", reason), in task order. It is
     thread-safe (calls are serialised) and starts the workers on first use. A pool owns processes and is not
@@ -198,7 +214,7 @@ class WorkerPool:
                 self._spare = _Worker(self.target, self.memory_limit_bytes)
             results: list[tuple[str, Any] | None] = [None] * len(tasks)
             queue = deque(range(len(tasks)))
-            running: dict[_Worker, tuple[int, float]] = {}
+            running: dict[_Worker, list] = {}  # worker: [task index, deadline, wall start, CPU start]
             while queue or running:
                 for worker in list(self._pool):
                     if queue and worker.ready and worker not in running:
@@ -209,20 +225,27 @@ class WorkerPool:
                             queue.appendleft(index)
                             self._replace(worker)
                             continue
-                        running[worker] = (index, time.monotonic() + timeout_s)
+                        now = time.monotonic()
+                        running[worker] = [index, now + timeout_s, now, worker.cpu_seconds()]
                 self._collect(running, results)
                 now = time.monotonic()
-                for worker, (index, deadline) in list(running.items()):
-                    if now >= deadline:
-                        del running[worker]
-                        results[index] = ("timeout", f"over the {timeout_s:g}s limit")
-                        self._replace(worker)
+                for worker, (index, deadline, started, cpu_start) in list(running.items()):
+                    if now < deadline:
+                        continue
+                    cpu_now = worker.cpu_seconds()
+                    used = cpu_now - cpu_start if cpu_now is not None and cpu_start is not None else now - started
+                    if used < timeout_s and now < started + WALL_BACKSTOP * timeout_s:
+                        running[worker][1] = now + max(timeout_s - used, 0.05)  # waited for a CPU, not computing
+                        continue
+                    del running[worker]
+                    results[index] = ("timeout", f"over the {timeout_s:g}s limit")
+                    self._replace(worker)
             return results
 
     def _collect(self, running: dict, results: list) -> None:
         """Wait for the next message (a result, or a worker becoming ready) or the nearest deadline."""
         booting = [w for w in self._pool + [self._spare] if w is not None and not w.ready]
-        deadlines = [deadline for _, deadline in running.values()] + [w.started + BOOT_TIMEOUT_S for w in booting]
+        deadlines = [task[1] for task in running.values()] + [w.started + BOOT_TIMEOUT_S for w in booting]
         listening = {w.replies: w for w in booting + list(running)}
         for conn in wait(list(listening), timeout=max(0.0, min(deadlines) - time.monotonic())):
             worker = listening[conn]
@@ -231,14 +254,14 @@ class WorkerPool:
             except (EOFError, OSError):
                 if worker not in running:
                     raise RuntimeError(f"a math verifier worker failed to start: {self.target}") from None
-                index, _ = running.pop(worker)
+                index = running.pop(worker)[0]
                 self._replace(worker)  # reaps it, so its exit code is known
                 results[index] = ("error", f"worker died (exit code {worker.process.returncode})")
                 continue
             if message == _READY:
                 worker.ready = True
             else:
-                index, _ = running.pop(worker)
+                index = running.pop(worker)[0]
                 results[index] = message
         if any(not w.ready and time.monotonic() > w.started + BOOT_TIMEOUT_S for w in booting):
             raise RuntimeError(f"a math verifier worker did not start within {BOOT_TIMEOUT_S:g}s")
