@@ -36,7 +36,7 @@ from .screening import canonical, indeterminate, physical_unit, quick_verdict, s
 
 logger = logging.getLogger("trl_r1.verifiers.math")
 
-DEFAULT_TIMEOUT_S = 2.0  # hard wall-clock limit of one sympy check (the worker is killed past it)
+DEFAULT_TIMEOUT_S = 2.0  # hard limit of one sympy check in worker CPU seconds (the worker is killed past it)
 MAX_ANSWER_CHARS = 5_000  # a longer "final answer" is an essay, not an answer: wrong without reading it
 
 

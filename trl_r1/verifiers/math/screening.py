@@ -150,14 +150,15 @@ def physical_unit(text: str) -> str | None:
     return unit + power if unit else None
 
 
-_INDETERMINATE = re.compile(  # forms sympy evaluates (oo**0 is 1) but mathematics leaves undefined
-    r"\\infty\^\{?0\}?(?![\d.])|(?<![\d.])0\^\{?0\}?(?![\d.])|(?<![\d.])1\^\{?\\infty|\\infty-\\infty"
+_INDETERMINATE = re.compile(  # forms sympy evaluates (oo**0 is 1) but mathematics leaves undefined; 0^0 is 1
+    r"\\infty\^\{?0\}?(?![\d.])|(?<![\d.])1\^\{?\\infty|\\infty-\\infty"
     r"|\\frac\{0\}\{0\}|\\frac\{\\infty\}\{\\infty\}|(?<![\d.])0(?:\\cdot|\\times)\\infty|\\infty(?:\\cdot|\\times)0(?![\d.])"
 )
 
 
 def indeterminate(text: str) -> bool:
-    """Whether a canonical answer holds an indeterminate form (``\\infty^0``, ``0^0``, ``1^\\infty``, ``0/0``).
+    """Whether a canonical answer holds an indeterminate form (``\\infty^0``, ``1^\\infty``, ``0/0``); ``0^0`` is 1
+    by the convention of combinatorics and power series.
 
     >>> indeterminate(r"\\infty^0"), indeterminate(r"10^0"), indeterminate(r"\\infty")
     (True, False, False)
