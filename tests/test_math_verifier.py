@@ -726,3 +726,25 @@ def test_the_time_limit_counts_cpu_time_so_waiting_for_a_cpu_does_not_kill_a_che
     finally:
         sleeper.close()
         computer.close()
+
+
+@pytest.mark.parametrize(
+    "gold, completion, expected",
+    [  # red team 2's cheap false negatives; \boxed 42 stays wrong (TeX boxes one token: it is \boxed{4}2)
+        ("42", _answer_block("\\boxed{\\boxed{42}}"), True),
+        ("41", _answer_block("\\boxed{\\boxed{42}}"), False),
+        ("42", _answer_block("\\boxed{\\operatorname{lcm}(6,7)}"), True),
+        ("1", _answer_block("\\boxed{0.999\\ldots}"), True),
+        ("\\frac{1}{6}", _answer_block("\\boxed{0.1666\\ldots}"), True),
+        ("1", _answer_block("\\boxed{0.99}"), False),
+        ("(-\\infty, 0) \\cup (0, +\\infty)", "$\\boxed{\\mathbb{R}\\setminus\\{0\\}}$", True),
+        ("(-\\infty, 1) \\cup (1, +\\infty)", "$\\boxed{\\mathbb{R}\\setminus\\{0\\}}$", False),
+    ],
+)
+def test_nested_boxes_lcm_repeating_dots_and_set_minus(gold, completion, expected):
+    assert check(gold, completion, answer_policy="marked").equivalent is expected
+
+
+@pytest.mark.parametrize("completion, expected", [("12 (since 3 times 4 is 12)", True), ("12 (maybe 13)", False), ("12 (or 13)", False)])
+def test_a_bare_answer_with_a_closing_remark(completion, expected):
+    assert verify("12", completion) is expected

@@ -93,7 +93,7 @@ def boxed_contents(text: str) -> list[tuple[int, int, str]]:
     found = []
     for match in _BOX.finditer(text):
         end = closing.get(match.end() - 1)
-        if end is not None:
+        if end is not None and not (found and match.start() < found[-1][1]):  # a box inside a box is its content
             found.append((match.start(), end + 1, text[match.end(): end].strip()))
     return found
 
@@ -185,6 +185,9 @@ def _revised(after: str, answer: str) -> bool:
 def _bare_value(text: str) -> str | None:
     """`text` when it is nothing but a value (math, a number with a unit, a short text answer), else None."""
     text = text.strip().rstrip(".").strip()
+    remark = _REMARK.search(text)  # "12 (since 3 times 4 is 12)"
+    if remark and not _CONTEXT_HEDGE.search(remark.group()):
+        text = text[: remark.start()].strip()
     if not text or len(text) > MAX_BARE_CHARS or "\n" in text.strip("$"):
         return None
     if re.match(r"[$\s]*(?:~|≈|\\approx|\\sim)", text):  # "~5", "≈ 5": an estimate
@@ -336,4 +339,8 @@ def _strip_wrappers(text: str) -> str:
     if math:
         text = next(g for g in math.groups() if g is not None)
     text = text.replace("**", "").replace("\\$", "").replace("$", "").strip()
-    return re.sub(r"[.;]+$", "", text).strip()
+    text = re.sub(r"[.;]+$", "", text).strip()
+    inner = boxed_contents(text)
+    if len(inner) == 1 and inner[0][:2] == (0, len(text)):  # \boxed{\boxed{42}}
+        return _strip_wrappers(inner[0][2])
+    return text

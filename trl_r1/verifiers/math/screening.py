@@ -44,6 +44,8 @@ _WORDED = (  # answers written in words that have a symbol: \text{all real numbe
 _ARRAY_MATRIX = re.compile(  # an array in brackets (or alone) is a matrix
     r"(?:\\m?left)?[\[(]?\s*\\begin\{array\}\{[lcr|\s]*\}(.*?)\\end\{array\}\s*(?:\\m?right)?[\])]?", re.S
 )
+_DOTS_REPEATING = re.compile(r"(?<![\d.])(\d*)\.(\d*?)(\d)\3{2,}\s*(?:\\[lc]?dots|\.\.\.)")  # 0.999\ldots, 0.1666...
+_SET_MINUS_POINT = re.compile(r"\\mathbb\{R\}\s*\\setminus\s*\\\{\s*(-?\d+(?:\.\d+)?)\s*\\\}")  # \mathbb{R}\setminus\{0\}
 _REPEATING = re.compile(r"(?<![\d.])(\d*)\.(\d*)\\overline\{(\d+)\}")  # 0.1\overline{6}
 _TEXT_NUMBER = re.compile(r"\\text\{\s*([-\d.,]+)\s*\}")  # \text{18} is the number 18
 _LIST_WORD = re.compile(r",?\s*(?:\\text\{\s*(?:and|or)\s*\}|\b(?:and|or)\b)\s*,?")  # "1, 2, and 3" is a list
@@ -89,8 +91,11 @@ def canonical(text: str) -> str:
     text = _ARRAY_MATRIX.sub(r"\\begin{pmatrix}\1\\end{pmatrix}", text)  # [\begin{array}{cc}...\end{array}]
     text = re.sub(r"\\langle(?![a-zA-Z])", "(", re.sub(r"\\rangle(?![a-zA-Z])", ")", text))  # a vector <1, 2>
     text = re.sub(r"\\varnothing(?![a-zA-Z])|\\empty(?![a-zA-Z])", r"\\emptyset ", text)
+    text = _DOTS_REPEATING.sub(r"\1.\2\\overline{\3}", text)
     text = _REPEATING.sub(_repeating_fraction, text)
+    text = _SET_MINUS_POINT.sub(r"(-\\infty,\1)\\cup(\1,\\infty)", text)
     text = _TEXT_COMMANDS.sub(r"\\text{", text)
+    text = re.sub(r"\\text\{\s*(lcm|gcd)\s*\}", r"\\operatorname{\1}", text)  # \operatorname{lcm}(6,7) is 42
     for worded, symbol in _WORDED:
         text = worded.sub(symbol, text)
     text = _TRIG_DEGREES.sub(r"\1\2(\\frac{\3\\pi}{180})", text)
