@@ -1,11 +1,24 @@
 """Math verifier benchmark: trl_r1.verifiers.math against math-verify 0.9.0, side by side, in one run.
 
     python benchmarks/math_verifier.py [--cases benchmarks/data/math_cases.jsonl] [--show-errors]
+    python benchmarks/math_verifier.py --cases benchmarks/data/math_third_party.jsonl   # other projects' suites
+    python benchmarks/math_verifier.py --cases benchmarks/data/math_red_team_2.jsonl    # red team 2's probes
 
 Cases are (gold, completion, label) rows: published grader test cases (Math-Verify's tests and issues, the
 Hendrycks/Qwen graders) rewritten as model-style completions, MATH-500-style bare-LaTeX golds, GSM8K-style golds
-(bare and full ``#### X`` solutions), hedged and multi-valued answers, and pathological inputs. math-verify gets
-the gold wrapped in ``\\boxed{}`` (GSM8K golds cut after ``####`` first), its recommended use.
+(bare and full ``#### X`` solutions), hedged and multi-valued answers, and pathological inputs, checked with the RL reward's ``answer_policy="marked"``. math-verify gets the gold
+wrapped in ``\\boxed{}`` (GSM8K golds cut after ``####`` first), its recommended use.
+
+``math_third_party.jsonl`` holds test cases of other projects' graders (Math-Verify, NeMo-Skills, Qwen2.5-Math,
+hendrycks/math, AReaL, TRL, open-r1), each with the repository, commit, file and test it comes from and the
+verdict that test asserts. A case whose completion marks its answer (box, answer block, "the answer is") is
+checked with ``answer_policy="marked"``; one that is only an answer with ``"bare"`` (the case's
+``answer_policy``). Results are printed per source, split into marked and bare cases.
+
+``math_red_team_2.jsonl`` holds the second red team's 603 probes (source ``red_team_2``; 7 duplicates of cases
+already here dropped): MATH/GSM8K/AIME/AMC/Minerva/Olympiad-style answers, R1-style outputs and gaming probes
+(hedges around a box, boxes split by layout), each with the red team's label and policy; a ``note`` marks the
+labels that are debatable, kept as the red team wrote them.
 
 Both sides check the cases one after another in one process each: ours with one sympy worker process
 (`workers=1`), math-verify in a child process whose main thread runs its SIGALRM timeouts. math-verify can hang
@@ -34,19 +47,25 @@ def load_cases(path: Path) -> list[dict]:
         return [json.loads(line) for line in f if line.strip()]
 
 
-def run_ours(cases: list[dict], timeout_s: float) -> tuple[list[bool], list[float]]:
+def run_ours(cases: list[dict], timeout_s: float, policy: str | None = None) -> tuple[list[bool], list[float]]:
+    """Our verdicts one case after another; `policy` None: each case's own `answer_policy` (else "marked")."""
     from trl_r1.verifiers.math import check
 
     check("1", r"\boxed{\sqrt{1}}")  # start the worker before timing, as a training run would have
     verdicts, seconds = [], []
     for case in cases:
         start = time.perf_counter()
-        verdicts.append(bool(check(case["gold"], case["completion"], timeout_s).equivalent))
+        answer_policy = policy or case.get("answer_policy", "marked")
+        verdicts.append(bool(check(case["gold"], case["completion"], timeout_s, answer_policy).equivalent))
         seconds.append(time.perf_counter() - start)
     return verdicts, seconds
 
 
-def math_verify_gold(gold: str) -> str:
+def math_verify_gold(case: dict) -> str:
+    """The gold as math-verify is meant to get it: as its own tests pass it, else bare answers wrapped in a box."""
+    if "reference_gold" in case:
+        return case["reference_gold"]
+    gold = case["gold"]
     return "\\boxed{" + (gold.rsplit("####", 1)[1].strip() if "####" in gold else gold) + "}"
 
 
@@ -61,7 +80,7 @@ def serve_math_verify(path: str, start: int) -> None:
     for case in load_cases(Path(path))[start:]:
         begin = time.perf_counter()
         try:
-            ok = bool(verify(parse(math_verify_gold(case["gold"])), parse(case["completion"])))
+            ok = bool(verify(parse(math_verify_gold(case)), parse(case["completion"])))
         except BaseException:  # its TimeoutException derives from BaseException
             ok = False
         print(json.dumps([ok, time.perf_counter() - begin]), flush=True)
@@ -111,6 +130,24 @@ def summary(cases: list[dict], verdicts: list[bool], seconds: list[float]) -> di
     }
 
 
+def print_by_source(cases: list[dict], ours: list[bool], theirs: list[bool]) -> None:
+    """Accuracy and false positives (wrong answers accepted / wrong answers) per source and kind, as a table."""
+    print(f"\n| source | answers | cases | trl_r1 accuracy | math-verify accuracy | trl_r1 FP | math-verify FP |")
+    print("|---|---|---:|---:|---:|---:|---:|")
+    groups: dict[tuple[str, str], list[int]] = {}
+    for i, case in enumerate(cases):
+        groups.setdefault((case["source"], case["kind"]), []).append(i)
+        groups.setdefault(("all", case["kind"]), []).append(i)
+    for (source, kind), index in sorted(groups.items(), key=lambda item: (item[0][0] == "all", item[0])):
+        negatives = sum(not cases[i]["label"] for i in index)
+        row = [source, kind, str(len(index))]
+        for verdicts in (ours, theirs):
+            row.append(f"{sum(verdicts[i] == cases[i]['label'] for i in index) / len(index):.1%}")
+        for verdicts in (ours, theirs):
+            row.append(f"{sum(verdicts[i] and not cases[i]['label'] for i in index)}/{negatives}")
+        print("| " + " | ".join(row) + " |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--cases", type=Path, default=DEFAULT_CASES)
@@ -133,18 +170,24 @@ def main() -> None:
     print(f"{'cases/s':22}{a['cases_per_s']:>12.1f}{b['cases_per_s']:>14.1f}")
     print(f"{'throughput ratio':22}{a['cases_per_s'] / b['cases_per_s']:>12.2f}x")
 
-    print(f"\n{'accuracy by kind':22}{'trl_r1':>12}{'math-verify':>14}{'cases':>8}")
-    for kind, count in Counter(c["kind"] for c in cases).items():
-        index = [i for i, c in enumerate(cases) if c["kind"] == kind]
-        ours_acc = sum(ours[i] == cases[i]["label"] for i in index) / count
-        theirs_acc = sum(theirs[i] == cases[i]["label"] for i in index) / count
-        print(f"{kind:22}{ours_acc:>12.1%}{theirs_acc:>14.1%}{count:>8}")
+    if any("where" in c for c in cases):
+        print_by_source(cases, ours, theirs)
+    else:
+        print(f"\n{'accuracy by kind':22}{'trl_r1':>12}{'math-verify':>14}{'cases':>8}")
+        for kind, count in Counter(c["kind"] for c in cases).items():
+            index = [i for i, c in enumerate(cases) if c["kind"] == kind]
+            ours_acc = sum(ours[i] == cases[i]["label"] for i in index) / count
+            theirs_acc = sum(theirs[i] == cases[i]["label"] for i in index) / count
+            print(f"{kind:22}{ours_acc:>12.1%}{theirs_acc:>14.1%}{count:>8}")
     if args.show_errors:
         for name, verdicts in (("trl_r1", ours), ("math-verify", theirs)):
             print(f"\n{name} errors:")
             for case, verdict in zip(cases, verdicts):
                 if verdict != case["label"]:
-                    print(f"  label={case['label']!s:5} gold={case['gold'][:60]!r} completion=...{case['completion'][-80:]!r}")
+                    where = f" [{case['where'].split('@')[0]}::{case['where'].split('::')[-1]}]" if "where" in case else ""
+                    print(f"  label={case['label']!s:5} gold={case['gold'][:60]!r} completion=...{case['completion'][-80:]!r}{where}")
+                    if case.get("note"):
+                        print(f"      note: {case['note']}")
 
 
 if __name__ == "__main__":

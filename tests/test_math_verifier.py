@@ -272,6 +272,38 @@ def test_hard_limit_kills_c_level_work_from_a_non_main_thread():
         pool.close()
 
 
+_UNDER_RLIMIT = """
+import resource, sys
+limit = int(sys.argv[1])
+resource.setrlimit(resource.RLIMIT_AS, (limit, limit))  # a hard limit, as `ulimit -v` or a job scheduler sets it
+from trl_r1.verifiers.math import check
+from trl_r1.verifiers.math.pool import WorkerPool
+print(check(r"\\frac{\\sqrt{2}}{2}", r"So the answer is $\\boxed{\\frac{1}{\\sqrt{2}}}$.").equivalent)
+print(check("3", r"So the answer is $\\boxed{3}$ or $\\boxed{4}$.").equivalent)
+pool = WorkerPool("builtins:bytearray", workers=1, memory_limit_bytes=64 << 20)  # below the inherited hard limit
+print(pool.run([(256 << 20,), (3,)], timeout_s=60))
+pool.close()
+print(resource.getrlimit(resource.RLIMIT_AS) == (limit, limit))
+"""
+
+
+@pytest.mark.parametrize("limit_gib", [1.5, 4])
+def test_verifier_works_under_an_inherited_hard_address_space_limit(limit_gib):
+    """Workers may only lower their soft limit: raising the inherited hard one fails and killed every worker."""
+    import subprocess
+    import sys
+
+    result = subprocess.run(
+        [sys.executable, "-c", _UNDER_RLIMIT, str(int(limit_gib * (1 << 30)))],
+        capture_output=True, text=True, timeout=240,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    lines = result.stdout.splitlines()
+    assert lines[:2] == ["True", "False"]
+    assert lines[2] == "[('error', 'out of memory'), ('ok', bytearray(b'\\x00\\x00\\x00'))]"  # the worker's own cap holds
+    assert lines[3] == "True"
+
+
 def test_a_crashing_worker_costs_its_task_only():
     pool = WorkerPool("os:_exit", workers=1)
     try:
@@ -396,3 +428,323 @@ def test_red_team_extraction_regressions(completion, expected):
 
 def test_a_remark_in_parentheses_does_not_hide_a_hedge():
     assert check("6", "The answer is 6 (or 7).").reason == "hedged: or"
+
+
+@pytest.mark.parametrize(
+    "gold, completion, expected",
+    [
+        ("\\(\\boxed{1}\\) and \\(\\boxed{-2}\\)", boxed("-2"), False),  # one of two required values
+        ("\\(\\boxed{1}\\) and \\(\\boxed{-2}\\)", boxed("-2, 1"), True),
+        ("\\[\\boxed{1}\\] and \\[\\boxed{-2}\\]", boxed("1"), False),
+        ("$\\boxed{3}$, $\\boxed{5}$", boxed("3,5"), True),
+        ("\\boxed{1} papers and \\boxed{2} bins", boxed("1, 2"), True),
+        ("\\boxed{1} papers and \\boxed{2} bins", boxed("2"), False),
+        ("\\boxed{2}", "So \\(\\boxed{1}\\) and \\(\\boxed{2}\\)", False),  # a two-valued answer to one value
+    ],
+)
+def test_multi_box_golds_need_every_value(gold, completion, expected):
+    assert verify(gold, completion) is expected
+
+
+@pytest.mark.parametrize(
+    "gold, answer, expected",
+    [
+        ("AB=4,CD=5", "4, 5", True),
+        ("AB=4,CD=5", "5", False),
+        ("|AB|=1", "1", True),
+        ("\\frac{NO}{BO}=\\frac{1}{\\sqrt{6}}", "\\frac{\\sqrt{6}}{6}", True),
+        ("\\lim_{x\\to 0}\\frac{\\sin x}{x}=1", "1", True),
+        ("f(2)=7", "7", True),
+        ("m+n=23", "23", True),
+        ("a+3z=0", "0", False),  # an equation, not a labelled value
+        ("2x+z=1", "1", False),
+        ("a^2+b=0", "0", False),
+        ("x^2=4", "4", False),
+        ("AB=4,CD=5", "AB=4, CD=5", True),
+    ],
+)
+def test_labelled_golds_are_reduced_to_their_values(gold, answer, expected):
+    assert verify(gold, boxed(answer)) is expected
+
+
+@pytest.mark.parametrize(
+    "completion",
+    ["-5", "x = -5", "$-5$", "\\(-5\\)", "Answer $-5$", "Work: 3 - 8.\nAnswer: $-5$", "**Answer** -5", "-5.",
+     "Answer\n\\[\n-5\n\\]", "The result is $-5$."],
+)
+def test_bare_answers_are_graded_in_bare_mode_only(completion):
+    assert verify("-5", completion) is True
+    assert verify("-5", completion, answer_policy="bare") is True
+    assert verify("-5", completion, answer_policy="marked") is ("Answer:" in completion)  # marked: needs a marker
+
+
+@pytest.mark.parametrize(
+    "gold, completion",
+    [("7425000", "7,425,000"), ("28\\%", "28 percent"), ("10", "10 square units"), ("\\text{odd}", "odd"),
+     ("(1,2)", "(1, 2)"), ("\\frac{1}{2}", "$\\dfrac12$")],
+)
+def test_bare_answer_forms(gold, completion):
+    assert verify(gold, completion) is True
+
+
+@pytest.mark.parametrize(
+    "completion",
+    [
+        "I added 2 and 3 to get 5.",  # a number in prose is never the answer
+        "We get 5 apples in total, then eat 2.",
+        "about 5", "approximately 5", "at least 5", "not 5", "5 is wrong", "5 or 6", "maybe 5", "5?",
+        "3 or 5", "5 (or 6)", "more than 5", "between 4 and 6", "5, 6", "~5", "$\\approx 5$", "5 5", "$5$ $5$",
+        "Let me think.\n5\nAnd then more reasoning follows here.",
+    ],
+)
+def test_bare_mode_never_rewards_prose_hedges_or_incomplete_answers(completion):
+    assert verify("5", completion) is False
+    assert verify("5", completion, answer_policy="marked") is False
+
+
+def test_bare_mode_refuses_a_hedged_or_partial_multi_answer():
+    assert verify("3, 4", "3 or 4") is False
+    assert verify("3, 4", "3") is False
+    assert verify("3, 4", "4, 3") is True
+
+
+def test_answer_policy_is_validated():
+    with pytest.raises(ValueError, match="answer_policy"):
+        verify("1", "1", answer_policy="lenient")
+
+
+@pytest.mark.parametrize(
+    "gold, completion, expected",
+    [
+        ("x=11", "$x = 5+5+1 = 11$", True),  # an assignment chain states its last value
+        ("answer is 0.6666667", "The final answer is \\boxed{2/3}.", True),  # a gold written as a statement
+        ("0.066666793", "\\boxed{0.0666668}", True),  # the shorter decimal is the longer one rounded
+        ("2.232", "\\boxed{2.23}", False),  # only 3 significant digits: not enough to match by rounding
+        ("185", "\\boxed{185\\}", True),  # a stray backslash
+        ("10455", "so $\\boxed{200}$ then. Final Answer: The final answer is $10,455$. I hope it is correct.", True),
+        ("(3,2),(1,1)", "\\boxed{(1, 1), (3,2), (3, 2)}", True),  # a set element written twice counts once
+        ("(3,2),(1,1)", "\\boxed{(1, 1), (1, 1)}", False),
+        ("y_1=2x+1, y_2=x^2", "\\(y_1 = \\boxed{1+2x}\\) and \\(y_2 = \\boxed{x^2}\\)", True),  # labelled boxes
+        ("y_1=2x+1, y_2=x^2", "\\(y_1 = \\boxed{1+2x}\\)", False),
+        ("3", "Final Answer: Jane started growing Sphere 3 hours ago. I hope it is correct.", True),
+        ("3", "Final Answer: Jane did not start growing it 3 hours ago.", False),
+        ("3", "Final Answer: Jane started growing it 3 hours after 5 pm.", False),
+        ("\\begin{pmatrix}1&2\\\\3&4\\end{pmatrix}", "\\boxed{\\left[\\begin{array}{cc}1&2\\\\3&4\\end{array}\\right]}", True),
+        ("\\begin{pmatrix}1&2\\\\3&4\\end{pmatrix}", "\\boxed{\\left[\\begin{array}{cc}1&2\\\\3&5\\end{array}\\right]}", False),
+        ("p=5,q=2;p=7,q=2", "\\boxed{(5,2),(7,2)}", True),  # groups of assignments are tuples
+        ("p=5,q=2;p=7,q=2", "\\boxed{(5,2)}", False),
+        ("5", "Result: $5$", True),  # a labelled bare answer
+        ("5", "Guess: 5", False),
+    ],
+)
+def test_third_party_suite_regressions(gold, completion, expected):
+    assert verify(gold, completion) is expected
+
+
+@pytest.mark.parametrize(
+    "completion, expected",
+    [
+        ("Answer: 5\nWait, actually it is 6.", False),  # taken back with another value: not a committed answer
+        ("So the answer is \\boxed{5}. Wait, actually it is 6.", False),
+        ("The answer is 5. Actually no, 6.", False),
+        ("Hence, the answer is $\\boxed{5}$.\n\nWait, let me double-check... yes, 5.", True),  # a check, same value
+        ("The answer is 5. I hope it is correct.", True),
+    ],
+)
+def test_an_answer_taken_back_afterwards_is_a_hedge(completion, expected):
+    for policy in ("marked", "bare"):
+        assert verify("5", completion, answer_policy=policy) is expected
+
+
+def _answer_block(text):
+    return f"<think>\nLet me compute carefully.\n</think>\n<answer>{text}</answer>"
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "\\boxed{42} (I might be wrong)", "$\\boxed{42}$ is my guess", "\\boxed{42} (unsure)", "\\boxed{42} (not certain)",
+        "\\boxed{42} -- I'm not confident", "\\boxed{42}, but I may have made an error", "\\boxed{42} (could also be 41)",
+        "\\boxed{42} if I'm right", "\\boxed{42} (assuming no mistakes)", "\\boxed{42}; alternatively 41",
+        "\\boxed{42}, else 41", "\\boxed{42} (double-check: might be 41)", "\\boxed{42}. Hmm, or 41.", "Maybe \\boxed{42}",
+        "I'd guess \\boxed{42}", "Possibly \\boxed{42}", "My best guess: \\boxed{42}", "Tentatively, \\boxed{42}",
+        "Perhaps \\boxed{42}", "The answer is 42 (unsure)", "The answer is 42. Alternatively 41.",
+    ],
+)
+def test_a_hedge_around_the_box_is_a_hedge(answer):
+    # red team 2, F1: the hedge rule reads the answer's sentence and the rest of the answer span, not only the box
+    verdict = check("42", _answer_block(answer), answer_policy="marked")
+    assert verdict.equivalent is False and verdict.reason.startswith("hedged")
+
+
+@pytest.mark.parametrize(
+    "completion",
+    [
+        _answer_block("\\boxed{42} is the answer"), _answer_block("so the total is \\boxed{42} apples"),
+        _answer_block("\\boxed{42}, since 6*7=42"), _answer_block("Either way, \\boxed{42}"),
+        "Final Answer: The final answer is $42$. I hope it is correct.",
+        "We may either add or multiply. Multiplying, 6*7=42.\nSo the answer is $\\boxed{42}$.",  # hedges in reasoning
+        _answer_block("The answer is 42 apples, since 6 times 7 is 42."),
+    ],
+)
+def test_honest_restatements_around_the_box_are_not_hedges(completion):
+    assert check("42", completion, answer_policy="marked").equivalent is True
+
+
+@pytest.mark.parametrize(
+    "separator",
+    ["\\\\", "\\\\[2pt]", "\\newline", "\\hspace{1cm}", "\\ ", "~", "\\:", "\\enspace", "\\\\ \\\\", "\\medskip",
+     "\\vspace{1em}", "<br>", " | ", " / ", "\\mid", "\n\n", "\\quad"],
+)
+def test_boxes_separated_by_layout_only_are_several_answers(separator):
+    # red team 2, F2: any layout between two boxes (no words, no values) lists them; never the last box alone
+    completion = _answer_block(f"\\boxed{{41}}{separator}\\boxed{{42}}")
+    assert final_answer(completion).text == "41, 42"
+    assert check("42", completion, answer_policy="marked").equivalent is False
+    assert check("41, 42", completion, answer_policy="marked").equivalent is True
+
+
+def test_an_explicit_self_correction_between_boxes_reads_the_later_box():
+    assert check("42", _answer_block("\\boxed{41} Wait, actually \\boxed{42}"), answer_policy="marked").equivalent is True
+    assert check("41", _answer_block("\\boxed{41} Wait, actually \\boxed{42}"), answer_policy="marked").equivalent is False
+
+
+_FORK = """
+import os, sys
+from trl_r1.verifiers.math.pool import WorkerPool
+pool = WorkerPool("math:factorial", workers=1)
+print(pool.run([(5,)], timeout_s=60), flush=True)  # the parent's worker is running
+pid = os.fork()
+if pid == 0:  # the child times out (a kill and a replacement, of its own workers only), then carries on
+    print("child", pool.run([(10**9,), (4,)], timeout_s=1.0), flush=True)
+    os._exit(0)
+os.waitpid(pid, 0)
+print("parent", pool.run([(3,)], timeout_s=60), flush=True)
+pool.close()
+"""
+
+
+def test_a_forked_child_and_its_parent_both_keep_working():
+    """red team 2: the pool was inherited by fork children, so a child's timeout killed the parent's worker."""
+    import subprocess
+    import sys
+
+    result = subprocess.run([sys.executable, "-c", _FORK], capture_output=True, text=True, timeout=240)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.splitlines() == [
+        "[('ok', 120)]",
+        "child [('timeout', 'over the 1s limit'), ('ok', 24)]",
+        "parent [('ok', 6)]",
+    ]
+    assert "Traceback" not in result.stderr
+
+
+_ORPHAN = """
+import sys
+from trl_r1.verifiers.math.pool import WorkerPool
+pool = WorkerPool("math:factorial", workers=1)
+pool.run([(1,)], timeout_s=60)
+print(pool._pool[0].process.pid, flush=True)
+pool.run([(10**9,)], timeout_s=600)  # killed with SIGKILL while its worker computes
+"""
+
+
+def test_a_worker_dies_with_the_process_that_started_it():
+    """red team 2: a worker orphaned by a SIGKILL of its caller kept computing factorial(10**9) for minutes."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    caller = subprocess.Popen([sys.executable, "-c", _ORPHAN], stdout=subprocess.PIPE, text=True)
+    worker_pid = int(caller.stdout.readline())
+    time.sleep(1.0)
+    caller.send_signal(signal.SIGKILL)
+    caller.wait()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            os.kill(worker_pid, 0)
+            with open(f"/proc/{worker_pid}/stat") as stat:
+                if stat.read().split(")")[-1].split()[0] == "Z":  # a zombie has exited (not yet reaped)
+                    break
+        except (ProcessLookupError, FileNotFoundError):
+            break
+        time.sleep(0.2)
+    else:
+        os.kill(worker_pid, signal.SIGKILL)
+        pytest.fail("the orphaned worker was still running 30 s after its caller was killed")
+
+
+def test_no_traceback_when_the_caller_exits_while_a_spare_boots():
+    import subprocess
+    import sys
+
+    script = "from trl_r1.verifiers.math import verify; print(verify('\\\\sqrt{2}', '\\\\boxed{2^{1/2}}'))"
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=240)
+    assert result.stdout.strip() == "True"
+    assert "Traceback" not in result.stderr and "BrokenPipeError" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    "gold, answer, expected",
+    [
+        ("5\\sqrt{2}\\text{ cm}", "5\\sqrt{2}\\text{ m}", False),  # red team 2: a wrong unit
+        ("5\\sqrt{2}\\text{ cm}", "5\\sqrt{2}\\text{ cm}", True),
+        ("5\\sqrt{2}\\text{ cm}", "5\\sqrt{2}", True),  # a unit on one side only: the number decides
+        ("4\\text{ cm}^2", "4 \\text{ square centimeters}", True),
+        ("4\\text{ cm}^2", "4\\text{ cm}", False),
+        ("30\\text{ meters}", "30\\,\\mathrm{m}", True),
+        ("12 apples", "12 oranges", True),  # count nouns are not physical units: left alone
+        ("1", "\\infty^0", False),  # indeterminate forms never equal a value (sympy evaluates oo**0 to 1)
+        ("1", "1^{\\infty}", False),
+        ("0", "0^0 - 1", True),  # 0^0 is 1 (the convention of combinatorics and power series)
+        ("1", "10^0", True),
+    ],
+)
+def test_units_and_indeterminate_forms(gold, answer, expected):
+    assert check(gold, _answer_block(f"\\boxed{{{answer}}}"), answer_policy="marked").equivalent is expected
+
+
+def test_the_time_limit_counts_cpu_time_so_waiting_for_a_cpu_does_not_kill_a_check():
+    """red team 2: under load the 2 s wall-clock limit zeroed correct answers. A task that waits (here: sleeps,
+    as a check starved of CPU does) past its limit finishes; one that computes past it is killed; the wall-clock
+    backstop (WALL_BACKSTOP x the limit) kills anything."""
+    from trl_r1.verifiers.math import pool as pool_module
+
+    sleeper, computer = WorkerPool("time:sleep", workers=1), WorkerPool("math:factorial", workers=1)
+    try:
+        sleeper.run([(0,)], timeout_s=60)
+        computer.run([(1,)], timeout_s=60)
+        assert sleeper.run([(1.5,)], timeout_s=0.5) == [("ok", None)]  # 1.5 s of wall time, ~0 s of CPU
+        start = time.perf_counter()
+        assert computer.run([(10**9,)], timeout_s=0.5)[0][0] == "timeout"
+        assert time.perf_counter() - start < 0.5 * pool_module.WALL_BACKSTOP + 5
+        start = time.perf_counter()
+        assert sleeper.run([(60,)], timeout_s=0.3)[0][0] == "timeout"  # the backstop: 3 s
+        assert time.perf_counter() - start < 0.3 * pool_module.WALL_BACKSTOP + 5
+    finally:
+        sleeper.close()
+        computer.close()
+
+
+@pytest.mark.parametrize(
+    "gold, completion, expected",
+    [  # red team 2's cheap false negatives; \boxed 42 stays wrong (TeX boxes one token: it is \boxed{4}2)
+        ("42", _answer_block("\\boxed{\\boxed{42}}"), True),
+        ("41", _answer_block("\\boxed{\\boxed{42}}"), False),
+        ("42", _answer_block("\\boxed{\\operatorname{lcm}(6,7)}"), True),
+        ("1", _answer_block("\\boxed{0.999\\ldots}"), True),
+        ("\\frac{1}{6}", _answer_block("\\boxed{0.1666\\ldots}"), True),
+        ("1", _answer_block("\\boxed{0.99}"), False),
+        ("(-\\infty, 0) \\cup (0, +\\infty)", "$\\boxed{\\mathbb{R}\\setminus\\{0\\}}$", True),
+        ("(-\\infty, 1) \\cup (1, +\\infty)", "$\\boxed{\\mathbb{R}\\setminus\\{0\\}}$", False),
+    ],
+)
+def test_nested_boxes_lcm_repeating_dots_and_set_minus(gold, completion, expected):
+    assert check(gold, completion, answer_policy="marked").equivalent is expected
+
+
+@pytest.mark.parametrize("completion, expected", [("12 (since 3 times 4 is 12)", True), ("12 (maybe 13)", False), ("12 (or 13)", False)])
+def test_a_bare_answer_with_a_closing_remark(completion, expected):
+    assert verify("12", completion) is expected

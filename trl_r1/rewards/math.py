@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..verifiers.math import DEFAULT_TIMEOUT_S, check_batch
+from ..verifiers.math import ANSWER_POLICIES, DEFAULT_TIMEOUT_S, check_batch
 from .base import RewardFunction, Sample, Score
 
 
@@ -17,8 +17,11 @@ class MathAccuracyReward(RewardFunction):
         gold_column: dataset column holding the gold answer (a bare or boxed answer, a boxed solution, or GSM8K's
             ``... #### 72``).
         fallback_columns: columns tried in order when `gold_column` is absent or empty for a sample.
-        timeout_s: hard wall-clock limit of one sympy check; a check past it is killed and scores 0.0.
-        workers: worker processes for sympy checks (default: half the CPU cores, at most 8).
+        timeout_s: hard limit of one sympy check in its worker's CPU seconds (wall-clock off Linux; a 10x wall-clock backstop); a check past it is killed and scores 0.0.
+        answer_policy: "marked" (default, R1): the answer must be marked (answer block, box, "the answer is",
+            "Answer:", "####"), so a number in prose never scores; "bare": a completion that is nothing but an
+            answer, or closes with an answer line (``Answer $9$``), counts too (SFT'd models, non-R1 prompts).
+        workers: worker processes for sympy checks (default: half of this rank's CPUs, at most 8; see `trl_r1.workers`).
 
     Example:
         >>> reward = MathAccuracyReward()
@@ -29,6 +32,10 @@ class MathAccuracyReward(RewardFunction):
         [1.0]
         >>> reward(completions=["The answer is 3."], solution=[""])
         [None]
+        >>> reward(completions=["-5", "Answer $-5$"], solution=["-5", "-5"])  # unmarked: no reward for RL
+        [0.0, 0.0]
+        >>> MathAccuracyReward(answer_policy="bare")(completions=["-5", "Answer $-5$"], solution=["-5", "-5"])
+        [1.0, 1.0]
     """
 
     __name__ = "math_accuracy_reward"
@@ -39,11 +46,15 @@ class MathAccuracyReward(RewardFunction):
         fallback_columns: tuple[str, ...] = ("answer",),
         timeout_s: float = DEFAULT_TIMEOUT_S,
         workers: int | None = None,
+        answer_policy: str = "marked",
     ):
+        if answer_policy not in ANSWER_POLICIES:
+            raise ValueError(f"answer_policy must be one of {ANSWER_POLICIES}, got {answer_policy!r}")
         self.gold_column = gold_column
         self.fallback_columns = tuple(fallback_columns)
         self.timeout_s = timeout_s
         self.workers = workers
+        self.answer_policy = answer_policy
 
     @property
     def reference_columns(self) -> tuple[str, ...]:
@@ -61,7 +72,9 @@ class MathAccuracyReward(RewardFunction):
     def score_batch(self, samples: list[Sample]) -> list[Score]:
         golds = [self.gold(sample) for sample in samples]
         todo = [i for i, gold in enumerate(golds) if gold is not None]
-        verdicts = check_batch([(golds[i], samples[i].text) for i in todo], self.workers, self.timeout_s)
+        verdicts = check_batch(
+            [(golds[i], samples[i].text) for i in todo], self.workers, self.timeout_s, self.answer_policy
+        )
         columns = "/".join((self.gold_column, *self.fallback_columns))
         scores = [Score(None, f"missing gold: no value in column {columns}")] * len(samples)
         for i, verdict in zip(todo, verdicts):

@@ -1,7 +1,8 @@
 """Math answer verification: is the final answer of a completion equivalent to the gold answer?
 
 `verify(gold, completion)` reads the completion's committed final answer (answer block, else last ``\\boxed{}``,
-else "the answer is ..."; hedged or multi-valued answers are wrong), settles plain numbers, choice letters, text
+else "the answer is ..."; hedged or multi-valued answers are wrong; with ``answer_policy="bare"``, the default
+here, also a completion that is nothing but an answer or closes with an answer line, see `extraction`), settles plain numbers, choice letters, text
 answers and identical forms in the calling process, and sends the rest to sympy in worker processes under a
 hard wall-clock limit (see `pool`). Inputs that would make sympy run away are recognised by rule and compared as
 text (see `screening.pathology`). `verify_batch` checks many pairs in parallel.
@@ -14,24 +15,28 @@ True
 False
 >>> verify("", "The answer is 1") is None
 True
+>>> verify("-5", "-5"), verify("-5", "-5", answer_policy="marked")  # a bare answer: graded, not an RL reward
+(True, False)
+>>> verify("9", "Adding 4 and 5 gives 9 apples.")  # a number in prose is never the answer
+False
 """
 
 from __future__ import annotations
 
 import logging
-import os
 import re
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from .extraction import final_answer, gold_answer
+from ...workers import default_workers
+from .extraction import ANSWER_POLICIES, final_answer, gold_answer
 from .pool import WorkerPool
-from .screening import canonical, quick_verdict, strip_assignment
+from .screening import canonical, indeterminate, physical_unit, quick_verdict, strip_assignment
 
 logger = logging.getLogger("trl_r1.verifiers.math")
 
-DEFAULT_TIMEOUT_S = 2.0  # hard wall-clock limit of one sympy check (the worker is killed past it)
+DEFAULT_TIMEOUT_S = 2.0  # hard limit of one sympy check in worker CPU seconds (the worker is killed past it)
 MAX_ANSWER_CHARS = 5_000  # a longer "final answer" is an essay, not an answer: wrong without reading it
 
 
@@ -43,36 +48,41 @@ class Verdict:
     reason: str | None = None
 
 
-def default_workers() -> int:
-    """Half the CPU cores (at most 8): sympy checks share the machine with the trainer."""
-    return max(1, min(8, (os.cpu_count() or 2) // 2))
+def verify(
+    gold: str, completion: str, timeout_s: float = DEFAULT_TIMEOUT_S, answer_policy: str = "bare"
+) -> bool | None:
+    """Whether the completion's final answer is equivalent to `gold`; None when the gold is unusable.
 
-
-def verify(gold: str, completion: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> bool | None:
-    """Whether the completion's final answer is equivalent to `gold`; None when the gold is unusable."""
-    return check(gold, completion, timeout_s).equivalent
+    `answer_policy` is "bare" (default: grading; an unmarked completion that is only an answer counts) or
+    "marked" (R1 rewards: the answer must be in an answer block, a box or an answer statement).
+    """
+    return check(gold, completion, timeout_s, answer_policy).equivalent
 
 
 def verify_batch(
-    pairs: Iterable[tuple[str, str]], workers: int | None = None, timeout_s: float = DEFAULT_TIMEOUT_S
+    pairs: Iterable[tuple[str, str]], workers: int | None = None, timeout_s: float = DEFAULT_TIMEOUT_S,
+    answer_policy: str = "bare",
 ) -> list[bool | None]:
     """`verify` for many (gold, completion) pairs, the sympy checks in parallel on `workers` processes."""
-    return [v.equivalent for v in check_batch(pairs, workers, timeout_s)]
+    return [v.equivalent for v in check_batch(pairs, workers, timeout_s, answer_policy)]
 
 
-def check(gold: str, completion: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> Verdict:
+def check(gold: str, completion: str, timeout_s: float = DEFAULT_TIMEOUT_S, answer_policy: str = "bare") -> Verdict:
     """`verify` with the reason for rule-based outcomes (no answer, hedge, unusable gold, timeout)."""
-    return check_batch([(gold, completion)], timeout_s=timeout_s)[0]
+    return check_batch([(gold, completion)], timeout_s=timeout_s, answer_policy=answer_policy)[0]
 
 
 def check_batch(
-    pairs: Iterable[tuple[str, str]], workers: int | None = None, timeout_s: float = DEFAULT_TIMEOUT_S
+    pairs: Iterable[tuple[str, str]], workers: int | None = None, timeout_s: float = DEFAULT_TIMEOUT_S,
+    answer_policy: str = "bare",
 ) -> list[Verdict]:
     """Verdicts for many (gold, completion) pairs; identical sympy checks run once."""
+    if answer_policy not in ANSWER_POLICIES:
+        raise ValueError(f"answer_policy must be one of {ANSWER_POLICIES}, got {answer_policy!r}")
     verdicts: list[Verdict | None] = []
     tasks: dict[tuple[str, str], list[int]] = {}
     for index, (gold, completion) in enumerate(pairs):
-        prepared = _prepare(gold, completion)
+        prepared = _prepare(gold, completion, answer_policy)
         if isinstance(prepared, Verdict):
             verdicts.append(prepared)
         else:
@@ -90,17 +100,23 @@ def check_batch(
     return verdicts
 
 
-def _prepare(gold: str, completion: str) -> Verdict | tuple[str, str]:
+def _prepare(gold: str, completion: str, answer_policy: str) -> Verdict | tuple[str, str]:
     """A verdict decided without sympy, or the canonical (gold, answer) pair that needs it."""
     gold_part = gold_answer(gold)
     if gold_part.text is None:
         return Verdict(None, gold_part.reason)
-    answer = final_answer(completion, allow_or=re.search(r"\bor\b", gold_part.text) is not None)
+    allow_or = re.search(r"\bor\b", gold_part.text) is not None
+    answer = final_answer(completion, allow_or=allow_or, policy=answer_policy)
     if answer.text is None:
         return Verdict(False, answer.reason)
     if len(answer.text) > MAX_ANSWER_CHARS:
         return Verdict(False, "answer too long")
+    gold_unit, answer_unit = physical_unit(gold_part.text), physical_unit(answer.text)
+    if gold_unit and answer_unit and gold_unit != answer_unit:
+        return Verdict(False, f"units differ: {answer_unit} for {gold_unit}")
     gold_text, answer_text = strip_assignment(canonical(gold_part.text), canonical(answer.text))
+    if indeterminate(answer_text) and not indeterminate(gold_text):
+        return Verdict(False, "indeterminate form")
     equivalent, reason = quick_verdict(gold_text, answer_text)
     if equivalent is not None:
         return Verdict(equivalent, reason)
@@ -113,11 +129,11 @@ _pools_lock = threading.Lock()
 
 def _pool(workers: int | None) -> WorkerPool:
     """The shared pool with this many workers (started on first use, reused by every later call)."""
-    size = workers or default_workers()
+    size = workers or default_workers(share=0.5, cap=8)  # sympy checks share this rank's CPUs with the trainer
     with _pools_lock:
         if size not in _pools:
             _pools[size] = WorkerPool(f"{__name__}.equivalence:verdict", size)
         return _pools[size]
 
 
-__all__ = ["Verdict", "verify", "verify_batch", "check", "check_batch", "final_answer", "gold_answer", "DEFAULT_TIMEOUT_S"]
+__all__ = ["ANSWER_POLICIES", "Verdict", "verify", "verify_batch", "check", "check_batch", "final_answer", "gold_answer", "DEFAULT_TIMEOUT_S"]

@@ -28,7 +28,7 @@ from latex2sympy2_extended import latex2sympy
 from latex2sympy2_extended.latex2sympy2 import _Latex2Sympy
 from latex2sympy2_extended.math_normalization import NormalizationConfig, normalize_latex
 
-from .screening import parse_number, rounds_to
+from .screening import parse_number, rounds_to, split_top_level
 
 PARSE_CONFIG = NormalizationConfig(basic_latex=True, units=False, malformed_operators=True, nits=False, boxed="none")
 DIGITS = 40  # working precision of numeric comparisons
@@ -122,27 +122,6 @@ def _latex_to_sympy(text: str):
         return latex2sympy(text, normalization_config=PARSE_CONFIG)
 
 
-def split_top_level(text: str) -> list[str]:
-    """Split at commas outside brackets, unless the whole text is one bracketed group or a 1,234 number.
-
-    >>> split_top_level("1,-2"), split_top_level("(1,-2)"), split_top_level("12,345")
-    (['1', '-2'], ['(1,-2)'], ['12,345'])
-    """
-    if parse_number(text) is not None:
-        return [text]
-    parts, depth, start = [], 0, 0
-    for i, char in enumerate(text):
-        if char in "([{":
-            depth += 1
-        elif char in ")]}":
-            depth -= 1
-        elif char == "," and depth == 0 and text[i - 1: i + 1] != "\\,":
-            parts.append(text[start:i])
-            start = i + 1
-    parts.append(text[start:])
-    return [p for p in parts if p] if len(parts) > 1 else [text]
-
-
 def equal(gold, pred, pred_text: str = "") -> bool:
     """Whether a parsed prediction equals a parsed gold (see the module docstring for the rules)."""
     if _is_assignment(pred) and not isinstance(gold, sympy.Eq):  # x \in \{1,2\} against 1, 2
@@ -197,10 +176,10 @@ def _lists_equal(gold, pred) -> bool:
     """A bare list against a list, tuple or set: in order when either side is a tuple, else as sets."""
     gold_items = gold.items if isinstance(gold, BareList) else _tuple_items(gold) or _set_items(gold)
     pred_items = pred.items if isinstance(pred, BareList) else _tuple_items(pred) or _set_items(pred)
-    if gold_items is None or pred_items is None or len(gold_items) != len(pred_items):
+    if gold_items is None or pred_items is None:
         return False
     if _tuple_items(gold) or _tuple_items(pred):
-        return all(equal(g, p) for g, p in zip(gold_items, pred_items))
+        return len(gold_items) == len(pred_items) and all(equal(g, p) for g, p in zip(gold_items, pred_items))
     return _unordered_equal(gold_items, pred_items)
 
 
@@ -218,7 +197,11 @@ def _set_items(value) -> tuple | None:
 
 
 def _unordered_equal(gold_items, pred_items) -> bool:
-    """A one-to-one matching of equal items (greedy is exact here: equality is transitive)."""
+    """A one-to-one matching of equal items (greedy is exact here: equality is transitive); an item written twice
+    in a set or unordered list counts once, as in a set."""
+    gold_items, pred_items = list(dict.fromkeys(gold_items)), list(dict.fromkeys(pred_items))
+    if len(gold_items) != len(pred_items):
+        return False
     remaining = list(pred_items)
     for g in gold_items:
         match = next((i for i, p in enumerate(remaining) if equal(g, p)), None)

@@ -4,6 +4,15 @@ The completion's answer is, in this order: the content of the (last) ``<answer>`
 ``</think>``, see `trl_r1.verifiers.format.extract_answer`), and within it the last ``\\boxed{}``, else the last
 "the answer is ..." / "Answer:" / "####" statement, else the whole answer block. An answer that does not commit
 to one value (hedge words, "3 or 5", a question mark, boxes joined by "or") is rejected here, before any math.
+
+Two answer policies (`ANSWER_POLICIES`) decide what happens when none of these markers is present:
+
+* ``"marked"`` (the RL reward's default): no marker, no answer. A number somewhere in prose is never read as the
+  answer, so a policy cannot be rewarded for ending its reasoning on the right number by chance.
+* ``"bare"`` (`verify`'s default, for grading): also a completion that is nothing but an answer (``-5``,
+  ``x = 3``, ``7,425,000``, ``28 percent``, ``$\\frac{1}{2}$``), a one-sentence statement of a value ("The
+  angle is 90."), or one whose last line is an answer line (``Answer $9$``, ``**Answer** 9``). Prose with a
+  number in it is still no answer, and hedges and negations ("about 5", "not 5", "at least 5") are rejected.
 """
 
 from __future__ import annotations
@@ -18,7 +27,10 @@ MAX_CHAINED_BOXES = 20  # boxes listed one after another that still form one ans
 MAX_GOLD_CHARS = 1000  # a longer gold without a box or "####" marker is a solution we cannot read an answer from
 
 _BOX = re.compile(r"\\(?:boxed|fbox)\s*\{")
-_BOX_SEPARATOR = re.compile(r"^(?:\s|\$|,|;|\\quad|\\qquad|\\text\{\s*(?:and|or)\s*\}|\band\b|\bor\b|\\,|\\;)*$")
+_BOX_SEPARATOR = re.compile(  # between boxes of one answer: a unit word, math delimiters, punctuation, and/or
+    r"^(?:\s*[a-zA-Z]{2,}(?=\s*(?:,|;|and\b|\\text\{\s*and)))?"  # "\\boxed{1} papers and \\boxed{2} bins"
+    r"(?:\s|\$|,|;|\\[()\[\]]|\b[a-zA-Z](?:_\{?\w+\}?)?\s*=|\\quad|\\qquad|\\text\{[^{}]{0,24}\b(?:and|or)\s*\}|\band\b|\bor\b|\\,|\\;)*$"
+)
 _STATEMENT = re.compile(r"(?i)\banswer\s*(?:is|:|=)\s*:?|####")  # "the (final) answer is", "Answer:", GSM8K's ####
 _SENTENCE_END = re.compile(r"\.(?=\s|$)|\n")
 _MATH_SPAN = re.compile(r"\$\$(.+?)\$\$|(?<!\\)\$(.+?)(?<!\\)\$|\\\((.+?)\\\)|\\\[(.+?)\\\]", re.S)
@@ -29,6 +41,33 @@ _HEDGE = re.compile(
     r"(?i)\b(?:or|maybe|perhaps|possibly|probably|either|guess|not\s+sure|unsure|uncertain|unclear|"
     r"might\s+be|could\s+be|cannot\s+be\s+determined|undetermined)\b|\?"
 )
+
+
+ANSWER_POLICIES = ("marked", "bare")
+MAX_BARE_CHARS = 200  # a longer unmarked line is prose, not a bare answer
+MAX_BARE_WORDS = 3  # words outside math a bare answer may hold: units ("square units"), a text answer ("odd")
+_ANSWER_LINE = re.compile(  # "Answer $9$", "**Final answer** 9", "## Answer: 9" as the last line
+    r"(?i)^[#*\s]*(?:final\s+)?answer\b[*:.\s]*(?P<value>\S.*)$"
+)
+_ONE_SENTENCE = re.compile(r"^[A-Z][a-z]*(?:\s+[a-zA-Z$\\{}_^()]+){0,6}?\s+(?:is|are|equals)\s+(?P<value>.+?)\.?$")
+_NOT_A_VALUE = re.compile(  # words that make a line prose, a bound or a hedge rather than a value
+    r"(?i)\b(?:not|no|never|wrong|incorrect|false|except|than|least|most|between|about|around|approximately|"
+    r"roughly|nearly|almost|over|under|above|below|if|unless|think|assume|suppose|try|is|are|was|were|be|"
+    r"equals?|answer|so|then|thus|hence|therefore|because|since|we|it|this|that|get|got|find|found)\b"
+)
+
+
+_REVISION = re.compile(r"(?i)\b(?:wait|actually|correction|instead|mistake|oops)\b")
+_CONTEXT_HEDGE = re.compile(  # hedges and alternatives in the text around a marked answer, inside the answer span
+    r"(?i)\b(?:or|alternatively|else|maybe|perhaps|possibly|probably|either(?!\s+way)|guess(?:ing)?|unsure|uncertain|"
+    r"tentative(?:ly)?|not\s+(?:sure|certain|confident)|might|may\s+(?:be|have)|could\s+(?:also\s+)?be|"
+    r"if\s+(?:I\s*['’]?\s*a?m|I\s+am|this\s+is|that\s+is|it\s+is)\s+(?:right|correct)|if\s+correct|"
+    r"assuming\s+(?:no|I|my|the\s+above)\b[^.]{0,20}?(?:mistakes?|errors?|correct|right))\b|\?"
+)
+_LATEX_SPACING = re.compile(  # markup that only lays out boxes: line breaks, spaces, rules, HTML tags
+    r"\\\\(?:\[[^\]]*\])?|\\[a-zA-Z]+\*?(?:\{[^{}]*\}|\[[^\]]*\])*|\\.|<[^<>]{0,20}>"
+)
+_NOT_A_LABEL = re.compile(r"(?i)\b(?:guess|estimate|estimated|attempt|check|step|hint|note|example|wrong|draft)\b")
 
 
 @dataclass(frozen=True)
@@ -54,7 +93,7 @@ def boxed_contents(text: str) -> list[tuple[int, int, str]]:
     found = []
     for match in _BOX.finditer(text):
         end = closing.get(match.end() - 1)
-        if end is not None:
+        if end is not None and not (found and match.start() < found[-1][1]):  # a box inside a box is its content
             found.append((match.start(), end + 1, text[match.end(): end].strip()))
     return found
 
@@ -71,13 +110,34 @@ def _last_boxed(text: str, allow_or: bool = False) -> Answer | None:
     chain = [boxes[-1]]  # from the last box backwards
     for box in reversed(boxes[-MAX_CHAINED_BOXES:-1]):
         between = text[box[1]: chain[-1][0]]
-        if len(between) > 40 or not _BOX_SEPARATOR.match(between):
-            break
+        if not _layout_only(between) and (len(between) > 40 or not _BOX_SEPARATOR.match(between)):
+            break  # reasoning or an explicit self-correction lies between: the later box is the answer
         if not allow_or and re.search(r"\bor\b", between):
             return Answer(None, "hedged: boxes joined by 'or'")
         chain.append(box)
     values = list(dict.fromkeys(content for _, _, content in reversed(chain)))
     return Answer(", ".join(values))
+
+
+def _layout_only(between: str) -> bool:
+    """Whether the text between two boxes holds no words or values, only layout (``\\\\``, ``~``, ``\\hspace{1cm}``,
+    ``<br>``, `` | ``, `` / ``, ``\\mid``): then the boxes are listed side by side as one multi-valued answer, never
+    read as the last box alone."""
+    rest = _LATEX_SPACING.sub(" ", between)
+    return len(between) <= 200 and not re.search(r"[A-Za-z0-9]", rest) and not _REVISION.search(between)
+
+
+def _hedged_context(region: str, start: int, end: int) -> str | None:
+    """The hedge or alternative around the marked answer ``region[start:end]`` (``Maybe \\boxed{42}``,
+    ``\\boxed{42} (could also be 41)``, ``\\boxed{42}; alternatively 41``), if any: read in the answer's own
+    sentence before it and the rest of the answer span after it, outside boxes and math."""
+    spans = [(s, e) for s, e, _ in boxed_contents(region)] + [m.span() for m in _MATH_SPAN.finditer(region)]
+    chars = list(region)
+    for s, e in spans:
+        chars[s:e] = " " * (e - s)
+    before = re.split(r"(?<![\d\\])[.!](?=\s)|\n", "".join(chars[:start]))[-1]
+    hedge = _CONTEXT_HEDGE.search(f"{before} \x00 {''.join(chars[end:])}")
+    return re.sub(r"\s+", " ", hedge.group().lower()) if hedge else None
 
 
 def _statement(text: str) -> str | None:
@@ -98,14 +158,87 @@ def _statement(text: str) -> str | None:
 
 def _copula_value(sentence: str) -> str:
     """The value a sentence states: what follows its last "is" ("The largest $n$ is 34" -> "34"), without a
-    closing remark in parentheses ("42 (since 6 times 7 is 42)" -> "42")."""
-    sentence = _REMARK.sub("", sentence.strip())
+    closing remark in parentheses ("42 (since 6 times 7 is 42)" -> "42"); in a worded statement without math, its
+    one number ("Jane started growing it 3 hours ago" -> "3")."""
+    remark = _REMARK.search(sentence.strip())
+    sentence = sentence.strip()[: remark.start()] if remark and not _CONTEXT_HEDGE.search(remark.group()) else sentence.strip()
     copula = list(re.finditer(r"\bis\b", sentence))
-    return sentence[copula[-1].end():].strip() if copula and sentence[copula[-1].end():].strip() else sentence
+    value = sentence[copula[-1].end():].strip() if copula and sentence[copula[-1].end():].strip() else sentence
+    numbers = re.findall(r"(?<![\w.])-?\d[\d,]*(?:\.\d+)?%?(?![\w.])", value)
+    worded = len(re.findall(r"[A-Za-z]{2,}", value)) >= 3 and not re.search(r"[$\\=<>^]", value)
+    if worded and len(numbers) == 1 and not _NOT_A_VALUE.search(re.sub(r"\b(?:is|are|was|were|it|that|this|we)\b", "", value)):
+        return numbers[0]
+    return value
 
 
-def final_answer(completion: str, allow_or: bool = False) -> Answer:
+def _revised(after: str, answer: str) -> bool:
+    """Whether the text after the answer takes it back with another value ("Wait, actually it is 6"); a check that
+    repeats the answer ("Wait, let me double-check... yes, 5.") does not."""
+    revision = _REVISION.search(after)
+    if not revision:
+        return False
+    stated = set(re.findall(r"\d+(?:\.\d+)?", answer.replace(",", "")))
+    later = re.findall(r"\d+(?:\.\d+)?", after[revision.end():].replace(",", ""))
+    return any(number not in stated for number in later)
+
+
+def _bare_value(text: str) -> str | None:
+    """`text` when it is nothing but a value (math, a number with a unit, a short text answer), else None."""
+    text = text.strip().rstrip(".").strip()
+    remark = _REMARK.search(text)  # "12 (since 3 times 4 is 12)"
+    if remark and not _CONTEXT_HEDGE.search(remark.group()):
+        text = text[: remark.start()].strip()
+    if not text or len(text) > MAX_BARE_CHARS or "\n" in text.strip("$"):
+        return None
+    if re.match(r"[$\s]*(?:~|≈|\\approx|\\sim)", text):  # "~5", "≈ 5": an estimate
+        return None
+    outside = re.sub(r"\\text\{[^{}]*\}", " ", _MATH_SPAN.sub(" ", text))  # words inside math / \text are math
+    outside = re.sub(r"\\[a-zA-Z]+", " ", outside)
+    words = re.findall(r"[A-Za-z]{2,}", outside)
+    if len(words) > MAX_BARE_WORDS or _NOT_A_VALUE.search(outside):
+        return None
+    if re.search(r"[.!](?=\s+\S)", re.sub(r"\d\.\d", "0", outside)):  # two sentences
+        return None
+    bracket = re.fullmatch(r"\[\s*([^\[\],]+?)\s*\]", text)  # Geometry3K's "[90]"
+    if bracket:
+        return bracket.group(1)
+    labelled = re.fullmatch(r"(?P<label>[A-Za-z][A-Za-z ]{0,30}):\s*(?P<value>\S.*)", text)  # "Result: $5$"
+    if labelled:
+        if _NOT_A_VALUE.search(labelled["label"]) or _NOT_A_LABEL.search(labelled["label"]):
+            return None
+        return _bare_value(labelled["value"])
+    return text
+
+
+def _bare_answer(region: str) -> str | None:
+    """The value of an unmarked answer region (policy "bare"): the whole region when it is only a value, the
+    value a one-sentence statement gives ("The angle is 90."), or the value on a closing answer line."""
+    region = region.strip()
+    lines = [line for line in region.splitlines() if line.strip()]
+    if not lines:
+        return None
+    line = _ANSWER_LINE.match(lines[-1].strip())
+    if line:
+        return _bare_value(line.group("value").replace("**", ""))
+    opening = list(re.finditer(r"(?im)^[#*\s]*(?:final\s+)?answer\b[*:.\s]*", region))
+    if opening and _MATH_SPAN.fullmatch(region[opening[-1].end():].strip().rstrip(".")):  # Answer \\[ 9 \\]
+        return region[opening[-1].end():].strip().rstrip(".")
+    if _MATH_SPAN.fullmatch(region.rstrip(". ")):  # one display block, possibly over several lines
+        return region.rstrip(". ")
+    if len(lines) > 1:
+        return None
+    value = _bare_value(region)
+    if value is not None:
+        return value
+    sentence = _ONE_SENTENCE.match(region)
+    return _bare_value(sentence.group("value")) if sentence else None
+
+
+def final_answer(completion: str, allow_or: bool = False, policy: str = "marked") -> Answer:
     """The answer a completion commits to, or why it has none ("or" is a hedge unless `allow_or`).
+
+    `policy` is "marked" (an answer marker is required) or "bare" (an unmarked completion that is only an answer
+    counts too; see the module docstring).
 
     >>> final_answer("<think>2+3=5</think><answer>5</answer>").text
     '5'
@@ -117,18 +250,44 @@ def final_answer(completion: str, allow_or: bool = False) -> Answer:
     "hedged: boxes joined by 'or'"
     >>> final_answer("<answer>maybe 7</answer>").reason
     'hedged: maybe'
+    >>> final_answer("7,425,000").reason, final_answer("7,425,000", policy="bare").text
+    ('no final answer', '7,425,000')
+    >>> final_answer("So we get 5 apples in total.", policy="bare").reason
+    'no final answer'
     """
+    if policy not in ANSWER_POLICIES:
+        raise ValueError(f"answer policy must be one of {ANSWER_POLICIES}, got {policy!r}")
     if not isinstance(completion, str):
         return Answer(None, "completion is not text")
     region = extract_answer(completion)
     answer = _last_boxed(region, allow_or)
+    statements = list(_STATEMENT.finditer(region))
+    if answer is not None and statements and statements[-1].start() > boxed_contents(region)[-1][1]:
+        answer = None  # "... \\boxed{200} ... The final answer is $10,455$": the later statement is the answer
+    if answer is not None and answer.text and _revised(region[boxed_contents(region)[-1][1]:], answer.text):
+        return Answer(None, "hedged: revised after the answer")
+    if answer is not None and answer.text:
+        hedge = _hedged_context(region, boxed_contents(region)[-1][0], boxed_contents(region)[-1][1])
+        if hedge and not (allow_or and hedge == "or"):
+            return Answer(None, f"hedged: {hedge}")
     if answer is None:
         statement = _statement(region)
         if statement is not None:
+            rest = region[statements[-1].end():].lstrip()
+            math = _MATH_SPAN.match(rest)
+            end = math.end() if math else (_SENTENCE_END.search(rest).end() if _SENTENCE_END.search(rest) else len(rest))
+            if _revised(rest[end:], statement):
+                return Answer(None, "hedged: revised after the answer")
+            offset = len(region) - len(rest)
+            hedge = _hedged_context(region, statements[-1].start(), offset + end)
+            if hedge and not (allow_or and hedge == "or"):
+                return Answer(None, f"hedged: {hedge}")
             answer = Answer(statement)
         elif ANSWER_OPEN in completion:  # the block, or the value its one sentence states ("The total is 42.")
             sentence = not _SENTENCE_END.search(region.rstrip(". ")) and re.match(r"[A-Z][a-z]*\s[^\d=]*\bis\b", region)
             answer = Answer(_copula_value(region) if sentence else region)
+        elif policy == "bare" and _bare_answer(region) is not None:
+            answer = Answer(_bare_answer(region))
         else:
             return Answer(None, "no final answer")
     if answer.text is None:
@@ -160,9 +319,11 @@ def gold_answer(gold: object) -> Answer:
         gold = repr(gold) if isinstance(gold, float) else str(gold)
     if not isinstance(gold, str):
         return Answer(None, f"gold is a {type(gold).__name__}, not text")
-    answer = _last_boxed(gold, allow_or=True)
+    answer = _last_boxed(gold, allow_or=True)  # chained boxes: \\(\\boxed{1}\\) and \\(\\boxed{-2}\\) is "1, -2"
     if answer is None and "####" in gold:
         answer = Answer(gold.rsplit("####", 1)[1].strip())
+    if answer is None and _STATEMENT.search(gold):  # "answer is 0.6666667", a solution ending "The final answer is $28\\%$"
+        answer = Answer(_statement(gold))
     if answer is None:
         if len(gold) > MAX_GOLD_CHARS:
             return Answer(None, "gold is a long text without a boxed or #### answer")
@@ -178,4 +339,8 @@ def _strip_wrappers(text: str) -> str:
     if math:
         text = next(g for g in math.groups() if g is not None)
     text = text.replace("**", "").replace("\\$", "").replace("$", "").strip()
-    return re.sub(r"[.;]+$", "", text).strip()
+    text = re.sub(r"[.;]+$", "", text).strip()
+    inner = boxed_contents(text)
+    if len(inner) == 1 and inner[0][:2] == (0, len(text)):  # \boxed{\boxed{42}}
+        return _strip_wrappers(inner[0][2])
+    return text

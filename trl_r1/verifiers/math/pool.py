@@ -8,6 +8,11 @@ Workers are fresh interpreters (``python -c "...; _serve(target, memory)"``) tal
 `multiprocessing` children: nothing of the caller is inherited (threads, CUDA, locks) and the caller's script is
 never re-imported, so no ``if __name__ == "__main__"`` guard is needed. The pool keeps one spare worker booted, so
 a timeout does not make the next task wait for an interpreter to start.
+
+A process forked from the caller (DataLoader workers, ``multiprocessing``'s fork start method) does not share
+the caller's workers: after a fork the child forgets them (closing only its copies of their pipes) and boots its
+own on first use. A worker exits when the process that started it is gone (even after a SIGKILL), so an orphan
+never keeps computing.
 """
 
 from __future__ import annotations
@@ -18,19 +23,24 @@ import subprocess
 import sys
 import threading
 import time
+import weakref
 from collections import deque
+from concurrent.futures import ThreadPoolExecutor
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Any
 
+WALL_BACKSTOP = 10.0  # a task is killed after this many times its limit in wall-clock time, whatever its CPU time
 BOOT_TIMEOUT_S = 120.0  # a worker that is not ready by then is broken (import error, exhausted machine)
 _READY = "ready"
-_WORKER_MAIN = f"import sys; from {__name__} import _serve; _serve(sys.argv[1], int(sys.argv[2]))"
+PARENT_POLL_S = 0.5  # how often a worker checks that the process that started it is alive
+_WORKER_MAIN = f"import sys; from {__name__} import _serve; _serve(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]))"
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[3])  # the directory holding `trl_r1`
 
 
-def _serve(target: str, memory_limit_bytes: int) -> None:
+def _serve(target: str, memory_limit_bytes: int, parent_pid: int) -> None:
     """Worker main: load `module:function`, then answer each task with ("ok", result) or ("error", reason)."""
+    _die_with_parent(parent_pid)
     replies = Connection(os.dup(1), readable=False)
     os.dup2(2, 1)  # stray prints of the checked code go to stderr, not into the reply pipe
     tasks = Connection(0, writable=False)
@@ -38,7 +48,10 @@ def _serve(target: str, memory_limit_bytes: int) -> None:
     function = getattr(importlib.import_module(module), name)
     if memory_limit_bytes:
         _limit_memory(memory_limit_bytes)
-    replies.send(_READY)
+    try:
+        replies.send(_READY)
+    except OSError:  # the caller exited while this worker booted (a spare at interpreter exit)
+        return
     while True:
         try:
             args = tasks.recv()
@@ -52,23 +65,79 @@ def _serve(target: str, memory_limit_bytes: int) -> None:
             message = ("error", "recursion too deep")
         except Exception as exc:  # a bug or a sympy failure costs this task only
             message = ("error", f"{type(exc).__name__}: {exc}"[:200])
-        replies.send(message)
+        try:
+            replies.send(message)
+        except OSError:
+            return
+
+
+def _die_with_parent(parent_pid: int) -> None:
+    """Make this worker exit when the process that started it is gone, even in the middle of C-level work.
+
+    On Linux the kernel sends SIGKILL (PR_SET_PDEATHSIG; it fires when the *thread* that started the worker
+    exits, which is why `_spawn` starts workers from one long-lived thread). Elsewhere a thread polls the parent.
+    """
+    import ctypes
+    import signal
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        armed = sys.platform.startswith("linux") and libc.prctl(1, signal.SIGKILL) == 0  # 1: PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        armed = False
+    if os.getppid() != parent_pid:  # the parent died before the signal was armed
+        os._exit(1)
+    if not armed:
+        threading.Thread(target=_poll_parent, args=(parent_pid,), daemon=True).start()
+
+
+def _poll_parent(parent_pid: int) -> None:
+    while os.getppid() == parent_pid:
+        time.sleep(PARENT_POLL_S)
+    os._exit(1)
+
+
+_spawner: ThreadPoolExecutor | None = None
+_spawner_lock = threading.Lock()
+
+
+def _spawn(*args, **kwargs) -> subprocess.Popen:
+    """`subprocess.Popen` from one long-lived thread, so that a worker's death signal is not set off when the
+    (possibly short-lived) thread that asked for it exits."""
+    global _spawner
+    with _spawner_lock:
+        if _spawner is None:
+            _spawner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="math-verifier-spawner")
+        spawner = _spawner
+    return spawner.submit(subprocess.Popen, *args, **kwargs).result()
 
 
 def _limit_memory(extra_bytes: int) -> None:
-    """Cap the worker's address space at its current size plus `extra_bytes` (giant integers raise MemoryError)."""
+    """Cap the worker's address space at its current size plus `extra_bytes` (giant integers raise MemoryError).
+
+    Only the soft limit is lowered, never above an inherited hard limit (``ulimit -v``, a scheduler's cap): an
+    unprivileged process may not raise its hard limit, and a lower inherited limit already protects the node.
+    """
     import resource
 
     with open("/proc/self/statm") as statm:
         current = int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
-    resource.setrlimit(resource.RLIMIT_AS, (current + extra_bytes, resource.RLIM_INFINITY))
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    wanted = current + extra_bytes
+    for limit in (soft, hard):
+        if limit != resource.RLIM_INFINITY:
+            wanted = min(wanted, limit)
+    resource.setrlimit(resource.RLIMIT_AS, (wanted, hard))
+
+
+_CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
 class _Worker:
     def __init__(self, target: str, memory_limit_bytes: int):
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [_PACKAGE_ROOT, os.environ.get("PYTHONPATH")])))
-        self.process = subprocess.Popen(
-            [sys.executable, "-c", _WORKER_MAIN, target, str(memory_limit_bytes)],
+        self.process = _spawn(
+            [sys.executable, "-c", _WORKER_MAIN, target, str(memory_limit_bytes), str(os.getpid())],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, close_fds=True,
         )
         self.tasks = Connection(os.dup(self.process.stdin.fileno()), readable=False)
@@ -78,15 +147,30 @@ class _Worker:
         self.ready = False
         self.started = time.monotonic()
 
+    def cpu_seconds(self) -> float | None:
+        """CPU time the worker has used so far (Linux /proc), None where it cannot be read."""
+        try:
+            with open(f"/proc/{self.process.pid}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS  # utime + stime
+        except (OSError, IndexError, ValueError):
+            return None
+
     def kill(self) -> None:
         self.process.kill()
         self.process.wait()
+        self.close_pipes()
+
+    def close_pipes(self) -> None:
         self.tasks.close()
         self.replies.close()
 
 
 class WorkerPool:
     """Run ``module:function(*args)`` for many tasks on `workers` processes, each task under a hard `timeout_s`.
+
+    The limit is the worker's CPU time (Linux; wall-clock time elsewhere), so a task that waited for a CPU on a
+    loaded machine is not killed for it; `WALL_BACKSTOP` times the limit in wall-clock time kills it regardless.
 
     `run` returns, per task, ("ok", result), ("timeout", reason) or ("error", reason), in task order. It is
     thread-safe (calls are serialised) and starts the workers on first use. A pool owns processes and is not
@@ -105,6 +189,16 @@ class WorkerPool:
         self._pool: list[_Worker] = []
         self._spare: _Worker | None = None
         self._lock = threading.Lock()
+        _POOLS.add(self)
+
+    def _forget_after_fork(self) -> None:
+        """In a forked child: drop the parent's workers without touching them (only our copies of their pipes
+        close), so the child boots its own and the parent's keep serving the parent."""
+        for worker in self._pool + [self._spare]:
+            if worker is not None:
+                worker.close_pipes()
+                worker.process.returncode = 0  # not ours to reap
+        self._pool, self._spare, self._lock = [], None, threading.Lock()
 
     def _replace(self, worker: _Worker) -> None:
         """Kill a worker and put the spare in its place; boot a new spare (ready by the next timeout)."""
@@ -120,7 +214,7 @@ class WorkerPool:
                 self._spare = _Worker(self.target, self.memory_limit_bytes)
             results: list[tuple[str, Any] | None] = [None] * len(tasks)
             queue = deque(range(len(tasks)))
-            running: dict[_Worker, tuple[int, float]] = {}
+            running: dict[_Worker, list] = {}  # worker: [task index, deadline, wall start, CPU start]
             while queue or running:
                 for worker in list(self._pool):
                     if queue and worker.ready and worker not in running:
@@ -131,20 +225,27 @@ class WorkerPool:
                             queue.appendleft(index)
                             self._replace(worker)
                             continue
-                        running[worker] = (index, time.monotonic() + timeout_s)
+                        now = time.monotonic()
+                        running[worker] = [index, now + timeout_s, now, worker.cpu_seconds()]
                 self._collect(running, results)
                 now = time.monotonic()
-                for worker, (index, deadline) in list(running.items()):
-                    if now >= deadline:
-                        del running[worker]
-                        results[index] = ("timeout", f"over the {timeout_s:g}s limit")
-                        self._replace(worker)
+                for worker, (index, deadline, started, cpu_start) in list(running.items()):
+                    if now < deadline:
+                        continue
+                    cpu_now = worker.cpu_seconds()
+                    used = cpu_now - cpu_start if cpu_now is not None and cpu_start is not None else now - started
+                    if used < timeout_s and now < started + WALL_BACKSTOP * timeout_s:
+                        running[worker][1] = now + max(timeout_s - used, 0.05)  # waited for a CPU, not computing
+                        continue
+                    del running[worker]
+                    results[index] = ("timeout", f"over the {timeout_s:g}s limit")
+                    self._replace(worker)
             return results
 
     def _collect(self, running: dict, results: list) -> None:
         """Wait for the next message (a result, or a worker becoming ready) or the nearest deadline."""
         booting = [w for w in self._pool + [self._spare] if w is not None and not w.ready]
-        deadlines = [deadline for _, deadline in running.values()] + [w.started + BOOT_TIMEOUT_S for w in booting]
+        deadlines = [task[1] for task in running.values()] + [w.started + BOOT_TIMEOUT_S for w in booting]
         listening = {w.replies: w for w in booting + list(running)}
         for conn in wait(list(listening), timeout=max(0.0, min(deadlines) - time.monotonic())):
             worker = listening[conn]
@@ -153,14 +254,14 @@ class WorkerPool:
             except (EOFError, OSError):
                 if worker not in running:
                     raise RuntimeError(f"a math verifier worker failed to start: {self.target}") from None
-                index, _ = running.pop(worker)
+                index = running.pop(worker)[0]
                 self._replace(worker)  # reaps it, so its exit code is known
                 results[index] = ("error", f"worker died (exit code {worker.process.returncode})")
                 continue
             if message == _READY:
                 worker.ready = True
             else:
-                index, _ = running.pop(worker)
+                index = running.pop(worker)[0]
                 results[index] = message
         if any(not w.ready and time.monotonic() > w.started + BOOT_TIMEOUT_S for w in booting):
             raise RuntimeError(f"a math verifier worker did not start within {BOOT_TIMEOUT_S:g}s")
@@ -172,3 +273,17 @@ class WorkerPool:
                     worker.kill()
             self._pool.clear()
             self._spare = None
+
+
+_POOLS: weakref.WeakSet[WorkerPool] = weakref.WeakSet()
+
+
+def _forget_pools_after_fork() -> None:
+    global _spawner, _spawner_lock
+    _spawner, _spawner_lock = None, threading.Lock()  # the spawner thread did not survive the fork
+    for pool in list(_POOLS):
+        pool._forget_after_fork()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pools_after_fork)

@@ -41,6 +41,11 @@ _WORDED = (  # answers written in words that have a symbol: \text{all real numbe
     (re.compile(r"(?i)^(?:\\text\{)?\s*(?:positive\s+)?infinity\s*\}?$"), r"\\infty"),
     (re.compile(r"(?i)^(?:\\text\{)?\s*(?:does\s+not\s+exist|DNE)\s*\}?$"), r"\\text{DNE}"),
 )
+_ARRAY_MATRIX = re.compile(  # an array in brackets (or alone) is a matrix
+    r"(?:\\m?left)?[\[(]?\s*\\begin\{array\}\{[lcr|\s]*\}(.*?)\\end\{array\}\s*(?:\\m?right)?[\])]?", re.S
+)
+_DOTS_REPEATING = re.compile(r"(?<![\d.])(\d*)\.(\d*?)(\d)\3{2,}\s*(?:\\[lc]?dots|\.\.\.)")  # 0.999\ldots, 0.1666...
+_SET_MINUS_POINT = re.compile(r"\\mathbb\{R\}\s*\\setminus\s*\\\{\s*(-?\d+(?:\.\d+)?)\s*\\\}")  # \mathbb{R}\setminus\{0\}
 _REPEATING = re.compile(r"(?<![\d.])(\d*)\.(\d*)\\overline\{(\d+)\}")  # 0.1\overline{6}
 _TEXT_NUMBER = re.compile(r"\\text\{\s*([-\d.,]+)\s*\}")  # \text{18} is the number 18
 _LIST_WORD = re.compile(r",?\s*(?:\\text\{\s*(?:and|or)\s*\}|\b(?:and|or)\b)\s*,?")  # "1, 2, and 3" is a list
@@ -77,16 +82,20 @@ def canonical(text: str) -> str:
     >>> canonical("32, 349"), canonical("32,349")
     ('32, 349', '32,349')
     """
-    text = text.strip()
+    text = re.sub(r"(?<!\\)\\$", "", text.strip()).strip()  # "185\\": a stray backslash ends nothing
     for symbol, command in _UNICODE.items():
         text = text.replace(symbol, command)
     text = _PLAIN_EXP.sub(r"e^{\1}", _PLAIN_PI.sub(r"\\pi ", text))
     text = _SPACING.sub(" ", re.sub(r"(?<!\\)\\!\s*", "", text))  # "\!" is a negative space: 32,\! 349
     text = re.sub(r"\\[dtc]frac", r"\\frac", text)
+    text = _ARRAY_MATRIX.sub(r"\\begin{pmatrix}\1\\end{pmatrix}", text)  # [\begin{array}{cc}...\end{array}]
     text = re.sub(r"\\langle(?![a-zA-Z])", "(", re.sub(r"\\rangle(?![a-zA-Z])", ")", text))  # a vector <1, 2>
     text = re.sub(r"\\varnothing(?![a-zA-Z])|\\empty(?![a-zA-Z])", r"\\emptyset ", text)
+    text = _DOTS_REPEATING.sub(r"\1.\2\\overline{\3}", text)
     text = _REPEATING.sub(_repeating_fraction, text)
+    text = _SET_MINUS_POINT.sub(r"(-\\infty,\1)\\cup(\1,\\infty)", text)
     text = _TEXT_COMMANDS.sub(r"\\text{", text)
+    text = re.sub(r"\\text\{\s*(lcm|gcd)\s*\}", r"\\operatorname{\1}", text)  # \operatorname{lcm}(6,7) is 42
     for worded, symbol in _WORDED:
         text = worded.sub(symbol, text)
     text = _TRIG_DEGREES.sub(r"\1\2(\\frac{\3\\pi}{180})", text)
@@ -104,7 +113,62 @@ def canonical(text: str) -> str:
         text = text[1:-1].strip()
     text = re.sub(r"(\\[a-zA-Z]+)\s+(?=[a-zA-Z])", "\\1\0", text)  # keep "\\pi r" from becoming "\\pir"
     text = re.sub(r"(?<=\d),\s+(?=\d)", ",\0", text)  # "32, 349" is a list; "32,349" is a number
+    if re.fullmatch(r"[-+\d\s.]+", text):  # "5 6" is two numbers; "1 234" is one
+        text = re.sub(r"(?<=\d)\s+(?=\d)(?!\d{3}(?!\d))", ",\0", text)
     return re.sub(r"\s+", "", text).replace("\0", " ")
+
+
+_LENGTH_MASS_TIME = {  # physical units whose names differ only by a prefix or a plural: "cm" is not "m"
+    "m": ("meter", "metre"), "km": ("kilometer", "kilometre"), "cm": ("centimeter", "centimetre"),
+    "mm": ("millimeter", "millimetre"), "in": ("inch", "inche"), "ft": ("foot", "feet"), "yd": ("yard",),
+    "mi": ("mile",), "g": ("gram",), "kg": ("kilogram",), "mg": ("milligram",), "lb": ("pound", "lbs"),
+    "s": ("second", "sec"), "min": ("minute",), "h": ("hour", "hr"), "l": ("liter", "litre"),
+    "ml": ("milliliter", "millilitre"), "km/h": ("kph", "kmh"), "m/s": (), "mph": (),
+}
+_UNIT_NAMES = {name: unit for unit, names in _LENGTH_MASS_TIME.items() for name in (unit, *names)}
+_POWER_WORDS = {"square": "^2", "sq": "^2", "cubic": "^3", "cu": "^3"}
+
+
+def physical_unit(text: str) -> str | None:
+    """The physical unit an answer ends with, normalised (``5\\sqrt{2}\\text{ cm}`` -> ``cm``, ``4 square
+    meters`` -> ``m^2``), or None when it has none we know (a count noun such as "apples" is not one).
+
+    >>> physical_unit(r"5\\sqrt{2}\\text{ cm}"), physical_unit(r"4\\,\\mathrm{m}^2"), physical_unit("12 apples")
+    ('cm', 'm^2', None)
+    """
+    text = _TEXT_COMMANDS.sub(r"\\text{", _SPACING.sub(" ", text.strip()))
+    match = _TRAILING_UNIT.search(text)
+    if not match:
+        return None
+    words = re.sub(r"\\text|[{}()\\]", " ", match.group()).lower().split()
+    power = ""
+    if words and re.fullmatch(r"\^?[23]", words[-1]):
+        power = "^" + words.pop()[-1]
+    elif words and re.fullmatch(r".*\^[23]", words[-1]):
+        power, words[-1] = "^" + words[-1][-1], words[-1][:-2]
+    if words and words[0] in _POWER_WORDS:
+        power = _POWER_WORDS[words.pop(0)]
+    if len(words) != 1:
+        return None
+    name = words[0].rstrip(".")
+    unit = _UNIT_NAMES.get(name) or (_UNIT_NAMES.get(name[:-1]) if name.endswith("s") and len(name) > 3 else None)
+    return unit + power if unit else None
+
+
+_INDETERMINATE = re.compile(  # forms sympy evaluates (oo**0 is 1) but mathematics leaves undefined; 0^0 is 1
+    r"\\infty\^\{?0\}?(?![\d.])|(?<![\d.])1\^\{?\\infty|\\infty-\\infty"
+    r"|\\frac\{0\}\{0\}|\\frac\{\\infty\}\{\\infty\}|(?<![\d.])0(?:\\cdot|\\times)\\infty|\\infty(?:\\cdot|\\times)0(?![\d.])"
+)
+
+
+def indeterminate(text: str) -> bool:
+    """Whether a canonical answer holds an indeterminate form (``\\infty^0``, ``1^\\infty``, ``0/0``); ``0^0`` is 1
+    by the convention of combinatorics and power series.
+
+    >>> indeterminate(r"\\infty^0"), indeterminate(r"10^0"), indeterminate(r"\\infty")
+    (True, False, False)
+    """
+    return bool(_INDETERMINATE.search(text))
 
 
 def _repeating_fraction(match: re.Match) -> str:
@@ -125,11 +189,17 @@ def or_joins_relations(text: str, relation: re.Pattern = _RELATION, word: re.Pat
 def strip_assignment(gold: str, pred: str) -> tuple[str, str]:
     """``x=5`` against ``5``: keep the right-hand side of the one that is an assignment (last part of a chain).
 
+    A side that labels its values (``AB=4,CD=5``, ``|AB|=1``, ``\\frac{NO}{BO}=\\frac{1}{2}``, ``\\lim_{x\\to0}f(x)=1``)
+    is reduced to the values when the other side holds no equation.
+
     >>> strip_assignment("5", "x=2+3=5")
     ('5', '5')
     >>> strip_assignment("y=2x+3", "y=3+2x")
     ('y=2x+3', 'y=3+2x')
+    >>> strip_assignment("AB=4,CD=5", "4,5")
+    ('4,5', '4,5')
     """
+    gold, pred = _chain_ends(gold), _chain_ends(pred)
     gold_is = bool(_ASSIGNMENT.match(gold)) and "," not in gold or bool(_TUPLE_ASSIGNMENT.match(gold))
     pred_is = bool(_ASSIGNMENT.match(pred)) and "," not in pred or bool(_TUPLE_ASSIGNMENT.match(pred))
     if _TUPLE_ASSIGNMENT.match(gold) and "=" in pred and not _TUPLE_ASSIGNMENT.match(pred):  # against x=1, y=2
@@ -140,7 +210,72 @@ def strip_assignment(gold: str, pred: str) -> tuple[str, str]:
         gold = gold.rsplit("=", 1)[1]
     elif (pred_is or _plain_value(pred) and parse_number(gold) is not None) and "=" not in gold:
         pred = pred.rsplit("=", 1)[1]  # also m+n=16+7=23 against 23: the computed value
+    elif "=" in gold and "=" not in pred:
+        gold = _stated_values(gold) or gold
+    elif "=" in pred and "=" not in gold:
+        pred = _stated_values(pred) or pred
     return gold, pred
+
+
+def _chain_ends(text: str) -> str:
+    """``x=5+5+1=11`` as ``x=11``: an assignment chain states the value it ends on."""
+    if text.count("=") > 1 and _ASSIGNMENT.match(text) and "," not in text and not re.search(r"[<>]|\\[lg]e", text):
+        return text.split("=", 1)[0] + "=" + text.rsplit("=", 1)[1]
+    return text
+
+
+def _stated_values(text: str) -> str | None:
+    """The values of ``label=value`` parts (``AB=4,CD=5`` -> ``4,5``), or None unless every part is one.
+
+    A label is a name or a quantity (``AB``, ``|z|``, ``\\frac{NO}{BO}``, ``f(2)``, ``\\lim_{x\\to0}...``); the value
+    holds no variable unless the label is a name (``y_1=2x+3``). An equation in one unknown (``x^2=4``, ``2x=10``) states no value.
+    """
+    groups = [split_top_level(part) for part in text.split(";")]
+    if len(groups) > 1 and all(len(items) > 1 and all(_ASSIGNMENT.match(i) for i in items) for items in groups):
+        return ",".join("(" + ",".join(i.split("=", 1)[1] for i in items) + ")" for items in groups)  # p=5,q=2;p=7,q=2
+    values = []
+    for part in text.split(";"):
+        for item in split_top_level(part):
+            lhs, equals, rhs = item.rpartition("=")
+            lhs = lhs.split("=", 1)[0]
+            if not equals or not lhs:
+                return None
+            constant = not re.search(r"[a-zA-Z]", re.sub(r"\\[a-zA-Z]+", "", rhs))
+            if not (_ASSIGNMENT.match(item) or constant and _labels_a_quantity(lhs) and parse_number(rhs) != Number(Fraction(0))):
+                return None  # "a+b=0" is an equation, not a labelled value
+            values.append(rhs)
+    return ",".join(values) if values else None
+
+
+def _labels_a_quantity(lhs: str) -> bool:
+    """Whether the left-hand side names a quantity (``AB``, ``m+n``, ``|z|``, ``f(2)``, ``\\frac{NO}{BO}``) rather than
+    being an expression in unknowns (``2x``, ``x^2``, ``a+3z``: an equation, not a stated value)."""
+    if re.search(r"\d\s*[a-zA-Z(]|[a-z]\s*\^", re.sub(r"\\[a-zA-Z]+|_\{?\w+\}?", "", lhs)):
+        return False  # a coefficient or a power of a variable
+    if re.search(r"\\(?:lim|sum|prod|int|max|min|log|ln|angle|triangle|overline|frac)\b|[|(_]", lhs):
+        return True
+    return len(set(re.findall(r"[a-zA-Z]", re.sub(r"\\[a-zA-Z]+", "", lhs)))) > 1
+
+
+def split_top_level(text: str) -> list[str]:
+    """Split at commas outside brackets, unless the whole text is one bracketed group or a 1,234 number.
+
+    >>> split_top_level("1,-2"), split_top_level("(1,-2)"), split_top_level("12,345")
+    (['1', '-2'], ['(1,-2)'], ['12,345'])
+    """
+    if parse_number(text) is not None:
+        return [text]
+    parts, depth, start = [], 0, 0
+    for i, char in enumerate(text):
+        if char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+        elif char == "," and depth == 0 and text[i - 1: i + 1] != "\\,":
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return [p for p in parts if p] if len(parts) > 1 else [text]
 
 
 def _assignments(text: str) -> str:
@@ -228,6 +363,9 @@ def numbers_equal(gold: Number, pred: Number) -> bool:
     if (gold.decimals is None) != (pred.decimals is None):
         decimal, exact = (pred, gold) if gold.decimals is None else (gold, pred)
         return any(rounds_to(decimal, value) for value in exact.candidates())
+    if gold.decimals is not None and gold.decimals != pred.decimals:  # 0.0666668 is 0.066666793 rounded
+        shorter, longer = (gold, pred) if gold.decimals < pred.decimals else (pred, gold)
+        return any(rounds_to(shorter, value) for value in longer.candidates())
     return False
 
 
