@@ -34,7 +34,9 @@ def load_dataset_spec(name: str, *, split: str = "train", config: str | None = N
         if isinstance(dataset, datasets.DatasetDict):
             dataset = dataset[split]
     else:
-        dataset = datasets.load_dataset(name, config, split=split, **kwargs)
+        from ..rehearsal.fixtures import mirror_path  # TRL_R1_DATA_DIR: a local mirror of the Hub repo, same loader
+
+        dataset = datasets.load_dataset(mirror_path(name), config, split=split, **kwargs)
     if max_samples is not None:
         dataset = dataset.select(range(min(max_samples, len(dataset))))
     return dataset
