@@ -54,17 +54,30 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dry-run", action="store_true", help="validate and print the resolved plan, run nothing")
     parser.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
                         help="override one recipe key, e.g. --set rl.learning_rate=1e-6 (value parsed as YAML)")
+    parser.add_argument("--smoke", action="store_true", help="rehearse the recipe on CPU: its real model shape "
+                        "(2 narrow layers), tokenizer, chat template and dataset schemas, 1 step per stage "
+                        "(trl_r1.pipeline.smoke); writes under --run-dir, default <run_dir>-smoke")
     args = parser.parse_args(argv)
     _setup_logging()
 
     def work() -> None:
         data = read_yaml(args.recipe)
+        if args.smoke:  # smoke hook 1/2: recipe -> smoke recipe (builds the rehearsed model and data mirrors)
+            from .smoke import prepare_smoke
+
+            data = prepare_smoke(data, args.run_dir or f"{str(data.get('run_dir', 'runs/recipe')).rstrip('/')}-smoke")
         for item in args.set:
             _apply_override(data, item)
-        if args.run_dir:
+        if args.run_dir and not args.smoke:
             data["run_dir"] = args.run_dir
         run_recipe(load_recipe(data, check_hardware=not args.dry_run), from_stage=args.from_stage,
                    dry_run=args.dry_run)
+        if args.smoke and not args.dry_run:  # smoke hook 2/2: did it train on real tokens and accept samples?
+            from .smoke import check_smoke_run
+
+            problems = check_smoke_run(data["run_dir"])
+            if problems:
+                raise StageError("smoke run: " + "; ".join(problems))
 
     return _exit_code("trl-r1 run", work)
 

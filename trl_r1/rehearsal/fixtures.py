@@ -6,9 +6,10 @@ takes the same code path, configs and split syntax as the Hub id. Point the pipe
 ``TRL_R1_DATA_DIR=<root>``: `trl_r1.pipeline.data.load_dataset_spec` then loads ``<root>/<dataset id>``
 instead of the Hub id when that directory exists.
 
-The columns, nesting, dtypes, configs and splits come from each dataset card (`CARDS`); the rows are synthetic
-(small arithmetic problems with correct answers, stdin/stdout code problems with correct tests), so rewards
-score real successes and failures.
+The columns, nesting, dtypes, configs and splits come from each dataset card (`CARDS`); the rows are synthetic:
+arithmetic problems whose answer is always 7 and stdin/stdout problems that all ask for a + b (with correct
+gold answers and tests), so that one rehearsed answer per task solves every row and rewards score real
+successes (and the untrained model's real failures).
 
 >>> import tempfile, datasets
 >>> root = write_mirrors(tempfile.mkdtemp(), rows=8)
@@ -63,13 +64,15 @@ def _features(spec: dict[str, Any]):
 
 
 def _problems(rows: int, seed: int) -> list[tuple[str, str, str]]:
+    """Arithmetic problems (question, reasoning, answer) whose answer is always 7, with varied operands and
+    wording: one fixed, correct R1 answer then solves every row (`trl_r1.pipeline.smoke` rehearses it)."""
     rng = random.Random(seed)
     out = []
     for _ in range(rows):
-        a, b = rng.randint(2, 60), rng.randint(2, 60)
-        op, value = rng.choice([("+", a + b), ("-", a - b), ("\\times", a * b)])
-        reasoning = f"We compute ${a} {op} {b}$. That gives ${value}$."
-        out.append((f"What is ${a} {op} {b}$?", reasoning, str(value)))
+        b = rng.randint(0, 40)
+        a, op = rng.choice([(7 - b, "+"), (7 + b, "-")]) if b <= 7 else (7 + b, "-")
+        question = rng.choice(["What is ${a} {op} {b}$?", "Compute ${a} {op} {b}$.", "Evaluate ${a} {op} {b}$."])
+        out.append((question.format(a=a, op=op, b=b), f"We compute ${a} {op} {b} = 7$.", "7"))
     return out
 
 
@@ -78,7 +81,7 @@ def mixture_of_thoughts(config: str, rows: int, seed: int = 0) -> list[dict[str,
     data = []
     for i, (question, reasoning, answer) in enumerate(_problems(rows, seed)):
         if config == "code" or (config == "all" and i % 2):
-            user = f"Write a Python program that reads two integers and prints their sum. Case {i}."
+            user = f"Read two integers a and b from standard input and print a + b. (Case {i}.)"
             reply = ("<think>\nRead both numbers from stdin and add them.\n</think>\n\n```python\n"
                      "a, b = map(int, input().split())\nprint(a + b)\n```")
             source = "open-r1/codeforces-cots"
@@ -107,13 +110,12 @@ def verifiable_coding(rows: int, seed: int = 0) -> list[dict[str, Any]]:
     rng = random.Random(seed)
     data = []
     for i in range(rows):
-        k = rng.randint(1, 9)
-        tests = [{"fn_name": None, "input": f"{a} {b}\n", "output": f"{a + b + k}\n", "type": "stdin_stdout"}
+        tests = [{"fn_name": None, "input": f"{a} {b}\n", "output": f"{a + b}\n", "type": "stdin_stdout"}
                  for a, b in ((rng.randint(0, 99), rng.randint(0, 99)) for _ in range(3))]
         data.append({
             "source": "codeforces", "task_type": "verifiable_code", "in_source_id": f"{1000 + i}_A",
-            "problem_statement": f"Read two integers a and b from standard input and print a + b + {k}.",
-            "gold_standard_solution": f"```python\na, b = map(int, input().split())\nprint(a + b + {k})\n```",
+            "problem_statement": f"Read two integers a and b from standard input and print a + b. (Problem {i}.)",
+            "gold_standard_solution": "```python\na, b = map(int, input().split())\nprint(a + b)\n```",
             "problem_id": f"vcu_{i}",
             "metadata": {"difficulty": "EASY", "memory_limit": "256 megabytes", "memory_limit_bytes": 268435456,
                          "problem_url": f"https://codeforces.com/problemset/problem/{1000 + i}/A",

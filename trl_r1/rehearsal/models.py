@@ -284,6 +284,83 @@ def build_model(name: str, output_dir: str | Path, size: str = "smoke", *, seed:
     return output_dir
 
 
+def rehearse_answers(model_dir: str | Path, answers: dict[str, str], *, steps: int = 100, lr: float = 1e-2,
+                     seed: int = 0) -> Path:
+    """Teach a random model one well-formed answer per task, ended by its chat template's end-of-turn token.
+
+    A random model never ends a completion (no EOS), so nothing it writes can be scored, accepted or trained on
+    with `mask_truncated_completions`. 100 full-precision steps on the fixtures' prompts (rendered
+    with the model's own chat template, loss on the assistant turn only) make it answer every math prompt with
+    `answers["math"]` and every code prompt with `answers["code"]`, then stop. Saved in float32 in place;
+    skipped when already done with the same answers.
+    """
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from .fixtures import deepmath, math500, mixture_of_thoughts, verifiable_coding
+
+    model_dir = Path(model_dir)
+    marker, stamp = model_dir / "rehearsed.json", {"answers": answers, "steps": steps, "lr": lr, "seed": seed}
+    try:
+        if json.loads(marker.read_text()) == stamp:
+            return model_dir
+    except (OSError, ValueError):
+        pass
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    prompts = {"math": [r["prompt"][0]["content"] for r in deepmath(48, seed=seed)]
+               + [r["problem"] for r in math500(24, seed=seed + 1)]
+               + [r["messages"][0]["content"] for r in mixture_of_thoughts("math", 24, seed=seed + 2)],
+               "code": [r["problem_statement"] for r in verifiable_coding(48, seed=seed)]
+               + [r["messages"][0]["content"] for r in mixture_of_thoughts("code", 48, seed=seed + 3)]}
+    examples = []
+    for task, answer in answers.items():
+        for prompt in prompts[task]:
+            user = [{"role": "user", "content": prompt}]
+            head = tokenizer.apply_chat_template(user, add_generation_prompt=True, tokenize=False)
+            full = tokenizer.apply_chat_template([*user, {"role": "assistant", "content": answer}], tokenize=False)
+            if not full.startswith(head):
+                raise RuntimeError(f"{model_dir}: the chat template renders the prompt differently inside a "
+                                   "conversation; cannot rehearse")
+            head_ids = tokenizer(head, add_special_tokens=False)["input_ids"]
+            full_ids = tokenizer(full, add_special_tokens=False)["input_ids"]
+            examples.append((full_ids, len(head_ids)))
+    torch.manual_seed(seed)
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
+    model.train()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
+    generator = torch.Generator().manual_seed(seed)
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    answer_ids = torch.tensor(sorted({t for ids, start in examples for t in ids[start:]}))
+    vocab = model.get_output_embeddings().weight.shape[0]
+    for _ in range(steps):
+        batch = [examples[i] for i in torch.randint(len(examples), (8,), generator=generator).tolist()]
+        width = max(len(ids) for ids, _ in batch)
+        input_ids = torch.full((len(batch), width), pad)
+        labels = torch.full((len(batch), width), -100)
+        mask = torch.zeros((len(batch), width), dtype=torch.long)
+        for row, (ids, start) in enumerate(batch):
+            input_ids[row, :len(ids)] = torch.tensor(ids)
+            labels[row, start:len(ids)] = torch.tensor(ids[start:])
+            mask[row, :len(ids)] = 1
+        hidden = model.model(input_ids=input_ids, attention_mask=mask).last_hidden_state[:, :-1]
+        targets = labels[:, 1:]
+        keep = targets != -100
+        # Sampled softmax: the answer tokens against 4096 random others (the full 152k-way head costs ~20x more
+        # on a CPU); each step draws new negatives, so every token is pushed down a few times over the run.
+        candidates = torch.unique(torch.cat([answer_ids, torch.randint(vocab, (4096,), generator=generator)]))
+        weight = model.get_output_embeddings().weight[candidates]
+        logits = hidden[keep] @ weight.T
+        loss = torch.nn.functional.cross_entropy(logits, torch.searchsorted(candidates, targets[keep]))
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+    model.eval()
+    model.save_pretrained(model_dir)
+    stamp["final_loss"] = round(loss.item(), 5)
+    marker.write_text(json.dumps(stamp, indent=1))
+    return model_dir
+
+
 def num_parameters(name: str, size: str = "full") -> int:
     """Parameter count of a size, computed from the config (nothing is allocated).
 
@@ -305,4 +382,4 @@ def num_parameters(name: str, size: str = "full") -> int:
 
 
 __all__ = ["MODELS", "SIZES", "SOURCES", "ModelSpec", "build_config", "build_model", "build_tokenizer",
-           "chat_template", "model_spec", "num_parameters"]
+           "chat_template", "model_spec", "num_parameters", "rehearse_answers"]
