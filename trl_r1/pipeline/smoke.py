@@ -6,8 +6,9 @@ hour depends on: the model's real architecture family, vocabulary, tokenizer, sp
 checkpointing, the adapter hand-off, every stage (cold start, RL, rejection sampling, final SFT) and the
 evaluation, the datasets' ids, configs, splits and columns (`trl_r1.rehearsal.fixtures` mirrors, loaded through
 the same `load_dataset` path), the rewards and their weights, `mask_truncated_completions`. It shrinks steps (1
-per stage), batch sizes, sequence lengths, sample counts and the model's depth and widths; it runs on the CPU
-in float32 (bf16 needs a GPU).
+per stage), batch sizes, sequence lengths, sample counts and the model's depth and widths, evaluates once (after
+the last trained stage instead of after every stage), drops vLLM keys, and runs on the CPU in float32 (bf16
+needs a GPU).
 
 A random model never ends a completion, so `mask_truncated_completions` would mask every token and rejection
 sampling would accept nothing. `prepare_smoke` therefore first *rehearses* the base model: a few hundred
@@ -20,6 +21,7 @@ accepted samples.
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -72,13 +74,16 @@ def smoke_recipe(data: dict[str, Any], *, model_dir: str | Path, run_dir: str | 
     if "rl" in out:
         out["rl"].update(RL_SMOKE)
         out["rl"]["max_samples"] = MAX_SAMPLES
-        for key in ("vllm_mode", "use_vllm", "vllm_gpu_memory_utilization"):  # generation stays in transformers
-            out["rl"].pop(key, None)
+        for key in [k for k in out["rl"] if k == "use_vllm" or k.startswith("vllm_")]:
+            out["rl"].pop(key)  # no vLLM on a CPU: generation stays in transformers
     if "rejection_sampling" in out:
         out["rejection_sampling"].update(RS_SMOKE)
         out["rejection_sampling"].pop("backend", None)
     if "evaluation" in out:
         out["evaluation"].update(EVAL_SMOKE)
+        stages = [s for s in ("cold_start", "rl", "rejection_sampling", "final_sft") if s in out]
+        last = [s for s in out["evaluation"].get("stages", ["final_sft"]) if s != "base"][-1:]
+        out["evaluation"]["stages"] = last or stages[-1:]  # evaluated once, after the last trained stage
     return out
 
 
@@ -111,9 +116,14 @@ def prepare_smoke(data: dict[str, Any], work_dir: str | Path, *, run_dir: str | 
     from ..rehearsal.fixtures import DATA_DIR_ENV, write_mirrors
     from ..rehearsal.models import build_model, rehearse_answers
 
+    from ..rehearsal.models import model_spec
+
     work_dir = Path(work_dir)
-    name = smoke_model_id(data)
-    model_dir = build_model(name, work_dir / "models" / name.replace("/", "--"), size=SMOKE_SIZE)
+    spec = model_spec(smoke_model_id(data))
+    # Models whose smoke shapes coincide (Qwen2.5 0.5B/1.5B/3B, Qwen3 1.7B/4B, Llama-3.2 1B/3B) share one build.
+    shape = hashlib.sha256(json.dumps([spec.family, spec.sized(SMOKE_SIZE)], sort_keys=True).encode()).hexdigest()
+    model_dir = build_model(spec.name, work_dir / "models" / f"{spec.family}-{SMOKE_SIZE}-{shape[:10]}",
+                            size=SMOKE_SIZE)
     rehearse_answers(model_dir, {"math": MATH_ANSWER, "code": CODE_ANSWER})
     write_mirrors(work_dir / "data", smoke_datasets(data))
     os.environ[DATA_DIR_ENV] = str(work_dir / "data")

@@ -186,18 +186,38 @@ def write_mirror(root: str | Path, dataset_id: str, rows: int = 128) -> Path:
 
 
 def write_mirrors(root: str | Path, dataset_ids: list[str] | None = None, rows: int = 128) -> Path:
-    """Write the mirrors of `dataset_ids` (default: every dataset a shipped recipe names) under `root`."""
+    """Write the mirrors of `dataset_ids` (default: every dataset a shipped recipe names) under `root`.
+
+    A mirror already written there with the same number of rows is kept (`.mirrors.json` records them).
+    """
+    import shutil
+
+    root = Path(root)
+    stamp_file = root / ".mirrors.json"
+    try:
+        written = json.loads(stamp_file.read_text())
+    except (OSError, ValueError):
+        written = {}
     for dataset_id in dataset_ids or list(MIRRORS):
-        write_mirror(root, dataset_id, rows)
-    return Path(root)
+        if written.get(dataset_id) != rows:
+            write_mirror(root, dataset_id, rows)
+            shutil.rmtree(root / ".hf-datasets-cache", ignore_errors=True)  # rows changed: drop cached Arrow
+            written[dataset_id] = rows
+    root.mkdir(parents=True, exist_ok=True)
+    stamp_file.write_text(json.dumps(written, indent=1))
+    return root
 
 
-def mirror_path(name: str) -> str:
-    """`<TRL_R1_DATA_DIR>/<name>` when that mirror exists, else `name` unchanged (the Hub id or local path)."""
+def mirror(name: str, kwargs: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """`(<TRL_R1_DATA_DIR>/<name>, kwargs + cache_dir)` when that mirror exists, else `(name, kwargs)` unchanged.
+
+    The mirror gets its own `datasets` cache: `load_dataset` keys a local folder's cache by the folder name and
+    its file patterns, not by content, so two mirrors of the same dataset would otherwise read each other's rows.
+    """
     root = os.environ.get(DATA_DIR_ENV)
     if root and "/" in name and (Path(root) / name).is_dir():
-        return str(Path(root) / name)
-    return name
+        return str(Path(root) / name), {"cache_dir": str(Path(root) / ".hf-datasets-cache"), **kwargs}
+    return name, kwargs
 
 
-__all__ = ["CARDS", "DATA_DIR_ENV", "MIRRORS", "mirror_path", "write_mirror", "write_mirrors"]
+__all__ = ["CARDS", "DATA_DIR_ENV", "MIRRORS", "mirror", "write_mirror", "write_mirrors"]
