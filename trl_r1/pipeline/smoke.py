@@ -108,23 +108,29 @@ def smoke_datasets(data: dict[str, Any]) -> list[str]:
     return sorted({n for n in names if n in MIRRORS})
 
 
+def smoke_model_dir(work_dir: str | Path, name: str) -> Path:
+    """Build (once) the rehearsed smoke-size model of Hub id `name` under `<work_dir>/models`.
+
+    Models whose smoke shapes coincide (Qwen2.5 0.5B/1.5B/3B, Qwen3 1.7B/4B, Llama-3.2 1B/3B) share one build.
+    """
+    from ..rehearsal.models import build_model, model_spec, rehearse_answers
+
+    spec = model_spec(name)
+    shape = hashlib.sha256(json.dumps([spec.family, spec.sized(SMOKE_SIZE)], sort_keys=True).encode()).hexdigest()
+    model_dir = build_model(spec.name, Path(work_dir) / "models" / f"{spec.family}-{SMOKE_SIZE}-{shape[:10]}",
+                            size=SMOKE_SIZE)
+    return rehearse_answers(model_dir, {"math": MATH_ANSWER, "code": CODE_ANSWER})
+
+
 def prepare_smoke(data: dict[str, Any], work_dir: str | Path, *, run_dir: str | Path | None = None) -> dict[str, Any]:
     """Build the rehearsed model and the dataset mirrors under `work_dir`, point TRL_R1_DATA_DIR at them, and
     return the smoke recipe (its run directory defaults to `<work_dir>/run`)."""
     import os
 
     from ..rehearsal.fixtures import DATA_DIR_ENV, write_mirrors
-    from ..rehearsal.models import build_model, rehearse_answers
-
-    from ..rehearsal.models import model_spec
 
     work_dir = Path(work_dir)
-    spec = model_spec(smoke_model_id(data))
-    # Models whose smoke shapes coincide (Qwen2.5 0.5B/1.5B/3B, Qwen3 1.7B/4B, Llama-3.2 1B/3B) share one build.
-    shape = hashlib.sha256(json.dumps([spec.family, spec.sized(SMOKE_SIZE)], sort_keys=True).encode()).hexdigest()
-    model_dir = build_model(spec.name, work_dir / "models" / f"{spec.family}-{SMOKE_SIZE}-{shape[:10]}",
-                            size=SMOKE_SIZE)
-    rehearse_answers(model_dir, {"math": MATH_ANSWER, "code": CODE_ANSWER})
+    model_dir = smoke_model_dir(work_dir, smoke_model_id(data))
     write_mirrors(work_dir / "data", smoke_datasets(data))
     os.environ[DATA_DIR_ENV] = str(work_dir / "data")
     return smoke_recipe(data, model_dir=model_dir, run_dir=run_dir or work_dir / "run")
@@ -151,4 +157,4 @@ def check_smoke_run(run_dir: str | Path) -> list[str]:
     return problems
 
 
-__all__ = ["check_smoke_run", "prepare_smoke", "smoke_datasets", "smoke_model_id", "smoke_recipe"]
+__all__ = ["check_smoke_run", "prepare_smoke", "smoke_datasets", "smoke_model_dir", "smoke_model_id", "smoke_recipe"]
