@@ -115,11 +115,17 @@ def smoke_model_dir(work_dir: str | Path, name: str) -> Path:
     """
     from ..rehearsal.models import build_model, model_spec, rehearse_answers
 
+    model_dir = build_model(model_spec(name).name, Path(work_dir) / "models" / smoke_shape_key(name), size=SMOKE_SIZE)
+    return rehearse_answers(model_dir, {"math": MATH_ANSWER, "code": CODE_ANSWER})
+
+
+def smoke_shape_key(name: str) -> str:
+    """A name for the smoke shape of Hub id `name`: equal for models whose smoke builds are identical."""
+    from ..rehearsal.models import model_spec
+
     spec = model_spec(name)
     shape = hashlib.sha256(json.dumps([spec.family, spec.sized(SMOKE_SIZE)], sort_keys=True).encode()).hexdigest()
-    model_dir = build_model(spec.name, Path(work_dir) / "models" / f"{spec.family}-{SMOKE_SIZE}-{shape[:10]}",
-                            size=SMOKE_SIZE)
-    return rehearse_answers(model_dir, {"math": MATH_ANSWER, "code": CODE_ANSWER})
+    return f"{spec.family}-{SMOKE_SIZE}-{shape[:10]}"
 
 
 def prepare_smoke(data: dict[str, Any], work_dir: str | Path, *, run_dir: str | Path | None = None) -> dict[str, Any]:
@@ -157,4 +163,5 @@ def check_smoke_run(run_dir: str | Path) -> list[str]:
     return problems
 
 
-__all__ = ["check_smoke_run", "prepare_smoke", "smoke_datasets", "smoke_model_dir", "smoke_model_id", "smoke_recipe"]
+__all__ = ["check_smoke_run", "prepare_smoke", "smoke_datasets", "smoke_model_dir", "smoke_model_id", "smoke_recipe",
+           "smoke_shape_key"]
