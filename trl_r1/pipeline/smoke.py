@@ -11,7 +11,7 @@ the last trained stage instead of after every stage), drops vLLM keys, and runs 
 needs a GPU).
 
 A random model never ends a completion, so `mask_truncated_completions` would mask every token and rejection
-sampling would accept nothing. `prepare_smoke` therefore first *rehearses* the base model: a few hundred
+sampling would accept nothing. `prepare_smoke` therefore first *rehearses* the base model: 100
 full-precision steps teach it one well-formed R1 answer per task (``<think>`` reasoning, the answer, then the
 template's end-of-turn token), which the fixtures' problems all accept. `check_smoke_run` then verifies, from
 the stages' logs, that GRPO trained on real tokens (not every completion clipped) and that rejection sampling
