@@ -111,6 +111,7 @@ def fit_factor(points: list[tuple[tuple, float]]) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="two GRPO QLoRA points only")
+    parser.add_argument("--only", help="comma-separated indices into the default points, e.g. 0,2")
     parser.add_argument("--point", help=argparse.SUPPRESS)  # internal: run one point (child process)
     parser.add_argument("--model-dir", help="reuse a built full-size model directory")
     args = parser.parse_args()
@@ -125,6 +126,8 @@ def main() -> None:
     print(f"building the real {MODEL} shape (random weights) in {model_dir} ...", file=sys.stderr)
     build_model(MODEL, model_dir, size="full")
     points = DEFAULT_POINTS[:2] if args.quick else DEFAULT_POINTS
+    if args.only:
+        points = [DEFAULT_POINTS[int(i)] for i in args.only.split(",")]
     env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "2")}
     rows = []
     for point in tqdm(points, desc="memory points", file=sys.stderr):

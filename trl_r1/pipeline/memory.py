@@ -63,6 +63,7 @@ class ModelShape:
     head_dim: int
     vocab_size: int
     tie_embeddings: bool
+    max_completion: int = 16384  # what the model card says it generates (Qwen2.5: 8192)
 
     @classmethod
     def from_spec(cls, name: str) -> "ModelShape":
@@ -71,7 +72,8 @@ class ModelShape:
         c = model_spec(name).config
         return cls(name, c["hidden_size"], c["num_hidden_layers"], c["intermediate_size"], c["num_attention_heads"],
                    c["num_key_value_heads"], c.get("head_dim") or c["hidden_size"] // c["num_attention_heads"],
-                   c["vocab_size"], c["tie_word_embeddings"])
+                   c["vocab_size"], c["tie_word_embeddings"],
+                   8192 if model_spec(name).family == "qwen2.5" else 16384)
 
     @property
     def linear_params_per_layer(self) -> int:
@@ -211,7 +213,7 @@ def estimate_sft_peak(shape: ModelShape, settings: GRPOSettings = GRPOSettings()
 def fits(shape: ModelShape, card_gb: int, settings: GRPOSettings) -> tuple[GRPOSettings, MemoryEstimate] | None:
     """The longest completion, then the largest micro-batch, whose estimated peak fits in 90% of the card."""
     best = None
-    for length in COMPLETION_LENGTHS:
+    for length in (n for n in COMPLETION_LENGTHS if n <= shape.max_completion):
         for batch in BATCH_SIZES:
             candidate = replace(settings, max_completion_length=length, per_device_train_batch_size=batch,
                                 gradient_accumulation_steps=max(1, 32 // batch))  # 32 completions per step
