@@ -1,4 +1,4 @@
-"""Size every shipped recipe from the calibrated memory formula (`trl_r1.pipeline.memory`).
+"""Size every shipped recipe from the memory formula (`trl_r1.pipeline.memory`).
 
 For each `recipes/<model>/{math,code}.yaml`: the header lists, per card (24/48/80 GB), the longest completion
 and then the largest micro-batch whose projected GRPO peak fits, and the projected SFT peak of the cold-start
@@ -37,9 +37,9 @@ def header(model: str, cold_start: dict) -> tuple[list[str], GRPOSettings, int]:
                     f"~{estimate.peak / 1e9:.1f} GB")
     sft_batch, sft = sft_fit(shape, cold_start["max_length"])
     lines = [
-        "# Expected peak GPU memory (projected by trl_r1/pipeline/memory.py, calibrated on CPU measurements of the",
-        "# 0.5B shape by benchmarks/memory.py; not measured on a GPU). GRPO step, prompt 512 tokens, 32 completions",
-        "# per step, transformers generation:",
+        "# Expected peak GPU memory (projected by trl_r1/pipeline/memory.py from TRL 1.16's allocations; its activation",
+        "# factor is not yet calibrated by benchmarks/memory.py; not measured on a GPU). GRPO step, prompt 512 tokens,",
+        "# 32 completions per step, transformers generation:",
         *rows,
         f"# SFT stages (max_length {cold_start['max_length']}, per_device_train_batch_size {sft_batch}, full "
         f"logits): ~{sft.peak / 1e9:.1f} GB.",

@@ -21,10 +21,11 @@ Built on what TRL 1.16 allocates (no vLLM: generation with `transformers`), term
   `[4096 tokens, 32768 vocab]` tiles, one tile in the forward and one in the backward.
 * overhead: CUDA context and allocator fragmentation: `CUDA_CONTEXT_GIB` + 10 %.
 
-Calibration: `ACTIVATION_FACTOR` is fitted by `benchmarks/memory.py` on CPU measurements of the real 0.5B
-shape (random weights, float32 activations on CPU); `CALIBRATION` records those points and `calibration_error()`
-the formula's error against them. GPU figures are projections (bf16 activations, CUDA context), not
-measurements.
+Calibration: `benchmarks/memory.py` measures the real 0.5B shape on CPU (random weights, float32) and fits
+`ACTIVATION_FACTOR`; `CALIBRATION` records the measured points and `calibration_error()` compares the formula
+with them. NOT DONE YET: that run did not finish on the shared 2-core machine in the session that wrote this
+formula, so `ACTIVATION_FACTOR` is still the assumed 2.0 and `CALIBRATION` is empty. GPU figures are
+projections (bf16 activations, CUDA context), not measurements.
 
 Run `python -m trl_r1.pipeline.memory` to print the table for docs/recipes.md.
 """
@@ -43,8 +44,9 @@ USABLE_FRACTION = 0.9  # leave headroom for spikes the estimate does not see
 HEAD_TOKENS, HEAD_VOCAB = 4096, 32768  # TRL 1.16 fused log-prob head tile (chunked_logprob.TOKEN_CHUNK_SIZE, ...)
 CUDA_CONTEXT_GIB = 0.75
 
-# Fitted by `python benchmarks/memory.py` (least squares on the CPU points below): how many bytes of
-# activations (and their gradients) one layer's recompute holds, as a multiple of its forward outputs.
+# How many bytes of activations (and their gradients) one layer's recompute holds, as a multiple of its forward
+# outputs. Assumed (forward outputs + their gradients), not yet fitted: `python benchmarks/memory.py` prints the
+# least-squares value for the CPU points it measures.
 ACTIVATION_FACTOR = 2.0
 # (trainer, mode, completion length, setup, measured CPU peak GiB above the process baseline) from that run.
 CALIBRATION: list[tuple[str, str, int, str, float]] = []
@@ -244,7 +246,7 @@ def markdown_table(settings: GRPOSettings = GRPOSettings()) -> str:
     """Per model and card: the longest completion and largest micro-batch that fit, and the estimated peak."""
     intro = (
         f"Estimated peak GPU memory of one QLoRA GRPO step with TRL 1.16 (`trl_r1.pipeline.memory`, a projection "
-        f"calibrated on CPU measurements of the 0.5B shape; prompt {settings.max_prompt_length} tokens, 32 "
+        f"whose activation factor is not yet calibrated; prompt {settings.max_prompt_length} tokens, 32 "
         f"completions per step, LoRA r={settings.lora_r} on all linear layers, 8-bit AdamW, gradient "
         "checkpointing, generation with transformers). Each card column gives the longest `max_completion_length`"
         ", then the largest `per_device_train_batch_size`, that fit in 90% of the card, and the estimated peak."
