@@ -138,6 +138,7 @@ def main() -> None:
             continue
         result = json.loads(out.stdout.strip().splitlines()[-1])
         rows.append((point, result))
+        print(f"{point}: {json.dumps(result)}", file=sys.stderr, flush=True)  # kept if a later point is cut off
     print(f"| trainer | mode | completion | setup | baseline GiB | static GiB | peak GiB | peak - baseline | "
           f"formula (CPU) | formula / measured | step s |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
