@@ -27,3 +27,9 @@ def tiny_think_model_dir(tmp_path_factory):
     from trl_r1.testing import build_tiny_model
 
     return str(build_tiny_model(tmp_path_factory.mktemp("tiny-think-model"), prefill_think=True))
+
+
+@pytest.fixture(scope="session")
+def smoke_work_dir(tmp_path_factory):
+    """Where `--smoke` runs build their rehearsed real-shape models and dataset mirrors (shared by the session)."""
+    return tmp_path_factory.mktemp("smoke-work")

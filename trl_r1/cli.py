@@ -69,6 +69,9 @@ def run_main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dry-run", action="store_true", help="validate and print the resolved plan, run nothing")
     parser.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
                         help="override one recipe key, e.g. --set rl.learning_rate=1e-6 (value parsed as YAML)")
+    parser.add_argument("--smoke", action="store_true", help="rehearse the recipe on CPU: its real model shape "
+                        "(2 narrow layers), tokenizer, chat template and dataset schemas, 1 step per stage "
+                        "(trl_r1.pipeline.smoke); writes under --run-dir, default <run_dir>-smoke")
     _add_launch_arguments(parser)
     args = parser.parse_args(argv)
     if _should_relaunch(args):
@@ -78,8 +81,16 @@ def run_main(argv: list[str] | None = None) -> int:
     def work() -> None:
         from .pipeline import load_recipe, run_recipe
 
-        recipe = load_recipe(recipe_data(args), check_hardware=not args.dry_run)
-        run_recipe(recipe, from_stage=args.from_stage, dry_run=args.dry_run)
+        data = recipe_data(args)
+        run_recipe(load_recipe(data, check_hardware=not args.dry_run), from_stage=args.from_stage,
+                   dry_run=args.dry_run)
+        if args.smoke and not args.dry_run:  # did the smoke run train on real tokens and accept samples?
+            from .pipeline.smoke import check_smoke_run
+            from .pipeline.stages import StageError
+
+            problems = check_smoke_run(data["run_dir"])
+            if problems:
+                raise StageError("smoke run: " + "; ".join(problems))
 
     return _exit_code("trl-r1 run", work)
 
@@ -92,9 +103,13 @@ def recipe_data(args: argparse.Namespace) -> dict[str, Any]:
     from .pipeline.recipe import RecipeError, read_yaml
 
     data = read_yaml(args.recipe)
+    if getattr(args, "smoke", False):  # the whole-recipe transform: real shape, tiny widths, 1 step per stage
+        from .pipeline.smoke import prepare_smoke
+
+        data = prepare_smoke(data, args.run_dir or f"{str(data.get('run_dir', 'runs/recipe')).rstrip('/')}-smoke")
     for item in args.set:
         apply_override(data, item, RecipeError)
-    if args.run_dir:
+    if args.run_dir and not getattr(args, "smoke", False):
         data["run_dir"] = args.run_dir
     return data
 

@@ -35,6 +35,9 @@ def load_dataset_spec(name: str, *, split: str = "train", config: str | None = N
         if isinstance(dataset, datasets.DatasetDict):
             dataset = dataset[split]
     else:
+        from ..rehearsal.fixtures import mirror  # TRL_R1_DATA_DIR: a local mirror of the Hub repo, same loader
+
+        name, kwargs = mirror(name, kwargs)
         dataset = datasets.load_dataset(name, config, split=split, **kwargs)
     if max_samples is not None:
         dataset = dataset.select(range(min(max_samples, len(dataset))))

@@ -1,35 +1,55 @@
-"""Expected peak GPU memory of a QLoRA GRPO step on one GPU: the formula behind the recipes' card sizes.
+"""Peak memory of one GRPO step with TRL 1.16 on one GPU: the formula behind the recipes' card sizes.
 
-An estimate, not a measurement (no GPU was available when the table in docs/recipes.md was produced; replace
-it with `torch.cuda.max_memory_allocated()` numbers when one is). For one GRPO step with TRL's default
-`transformers` generation (no vLLM), the peak is::
+Built on what TRL 1.16 allocates (no vLLM: generation with `transformers`), term by term::
 
     peak = weights + lora_state + max(generation, training) + overhead
 
-* weights: NF4 with double quantisation stores a linear weight in 4 + 8/64 + 32/(64*256) = 4.127 bits per
-  parameter (QLoRA §3). Embeddings and the LM head stay in bf16 (bitsandbytes does not quantise them).
-* lora_state: LoRA parameters in bf16 (2 B), their gradients (2 B) and 8-bit paged AdamW's two states (2 B).
-* generation: the KV cache of the whole generation batch, 2 (K, V) x layers x kv_heads x head_dim x 2 B per
-  token, for (prompt + completion) tokens of every sequence generated at once.
-* training (one micro-batch, gradient checkpointing): each layer's bf16 input kept for the backward pass,
-  one layer's recomputed activations (attention projections, MLP gate/up/act, norms), the dequantised bf16
-  copy of the largest weight, and the completion logits, kept in bf16 for backward plus one fp32 copy for
-  the log-softmax (`b x C x vocab x 6 B`; the largest term for 150k-token vocabularies).
-* overhead: CUDA context and allocator fragmentation, 1 GiB + 10 %.
+* weights: QLoRA stores a linear weight in NF4 with double quantisation, 4 + 8/64 + 32/(64*256) = 4.127 bits
+  per parameter (measured on CPU: `benchmarks/memory.py` prints it); LoRA without 4-bit keeps it in bf16.
+  Embeddings (and an untied LM head) stay in bf16.
+* lora_state: PEFT keeps the adapters in float32 (`autocast_adapter_dtype`), so 4 B weight + 4 B gradient +
+  two 8-bit AdamW states (2 B).
+* generation: the KV cache of the whole generation batch (`per_device_train_batch_size x
+  steps_per_generation` sequences, TRL's default steps_per_generation = gradient_accumulation_steps), 2 (K, V)
+  x layers x kv_heads x head_dim x 2 B per token of prompt + completion, plus the last-token logits
+  (`[sequences, vocab]` float32).
+* training (one micro-batch, gradient checkpointing): each layer's bf16 input kept for the backward pass, one
+  layer's recomputed activations (attention projections, MLP gate/up/act, norms) times `ACTIVATION_FACTOR`
+  (the backward's activation gradients and autograd buffers, calibrated below), the dequantised bf16 copy of
+  the largest weight, and the output head. TRL 1.16 never materialises the `[batch, length, vocab]` logits: GRPO
+  replaces the LM head by a fused, chunked log-prob head (`trl/kernels/chunked_logprob.py`) that projects
+  `[4096 tokens, 32768 vocab]` tiles, one tile in the forward and one in the backward.
+* overhead: CUDA context and allocator fragmentation: `CUDA_CONTEXT_GIB` + 10 %.
+
+Calibration: `benchmarks/memory.py` measures the real 0.5B shape on CPU (random weights, float32) and fits
+`ACTIVATION_FACTOR`; `CALIBRATION` records the measured points and `calibration_error()` compares the formula
+with them. NOT DONE YET: that run did not finish on the shared 2-core machine in the session that wrote this
+formula, so `ACTIVATION_FACTOR` is still the assumed 2.0 and `CALIBRATION` is empty. GPU figures are
+projections (bf16 activations, CUDA context), not measurements.
 
 Run `python -m trl_r1.pipeline.memory` to print the table for docs/recipes.md.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 GIB = 1024**3
 NF4_BITS = 4 + 8 / 64 + 32 / (64 * 256)
-LORA_BYTES_PER_PARAM = 2 + 2 + 2  # bf16 weight + bf16 grad + two 8-bit AdamW states
+LORA_BYTES_PER_PARAM = 4 + 4 + 2  # fp32 adapter weight + fp32 grad + two 8-bit AdamW states
 CARDS_GB = (24, 48, 80)
-COMPLETION_LENGTHS = (512, 1024, 2048, 4096, 8192)
+COMPLETION_LENGTHS = (512, 1024, 2048, 4096, 8192, 16384)
+BATCH_SIZES = (4, 8, 16)
 USABLE_FRACTION = 0.9  # leave headroom for spikes the estimate does not see
+HEAD_TOKENS, HEAD_VOCAB = 4096, 32768  # TRL 1.16 fused log-prob head tile (chunked_logprob.TOKEN_CHUNK_SIZE, ...)
+CUDA_CONTEXT_GIB = 0.75
+
+# How many bytes of activations (and their gradients) one layer's recompute holds, as a multiple of its forward
+# outputs. Assumed (forward outputs + their gradients), not yet fitted: `python benchmarks/memory.py` prints the
+# least-squares value for the CPU points it measures.
+ACTIVATION_FACTOR = 2.0
+# (trainer, mode, completion length, setup, measured CPU peak GiB above the process baseline) from that run.
+CALIBRATION: list[tuple[str, str, int, str, float]] = []
 
 
 @dataclass(frozen=True)
@@ -45,6 +65,17 @@ class ModelShape:
     head_dim: int
     vocab_size: int
     tie_embeddings: bool
+    max_completion: int = 16384  # what the model card says it generates (Qwen2.5: 8192)
+
+    @classmethod
+    def from_spec(cls, name: str) -> "ModelShape":
+        from ..rehearsal.models import model_spec
+
+        c = model_spec(name).config
+        return cls(name, c["hidden_size"], c["num_hidden_layers"], c["intermediate_size"], c["num_attention_heads"],
+                   c["num_key_value_heads"], c.get("head_dim") or c["hidden_size"] // c["num_attention_heads"],
+                   c["vocab_size"], c["tie_word_embeddings"],
+                   8192 if model_spec(name).family == "qwen2.5" else 16384)
 
     @property
     def linear_params_per_layer(self) -> int:
@@ -67,18 +98,14 @@ class ModelShape:
         return self.num_layers * r * per_layer
 
 
-# Shapes copied from the models' config.json files on the Hub.
-MODELS: dict[str, ModelShape] = {m.name: m for m in [
-    ModelShape("Qwen/Qwen2.5-0.5B-Instruct", 896, 24, 4864, 14, 2, 64, 151936, True),
-    ModelShape("Qwen/Qwen2.5-1.5B-Instruct", 1536, 28, 8960, 12, 2, 128, 151936, True),
-    ModelShape("Qwen/Qwen2.5-3B-Instruct", 2048, 36, 11008, 16, 2, 128, 151936, True),
-    ModelShape("Qwen/Qwen2.5-7B-Instruct", 3584, 28, 18944, 28, 4, 128, 152064, False),
-    ModelShape("Qwen/Qwen3-1.7B", 2048, 28, 6144, 16, 8, 128, 151936, True),
-    ModelShape("Qwen/Qwen3-4B", 2560, 36, 9728, 32, 8, 128, 151936, True),
-    ModelShape("Qwen/Qwen3-8B", 4096, 36, 12288, 32, 8, 128, 151936, False),
-    ModelShape("meta-llama/Llama-3.2-1B-Instruct", 2048, 16, 8192, 32, 8, 64, 128256, True),
-    ModelShape("meta-llama/Llama-3.2-3B-Instruct", 3072, 28, 8192, 24, 8, 128, 128256, True),
-]}
+MODEL_IDS = ("Qwen/Qwen2.5-0.5B-Instruct", "Qwen/Qwen2.5-1.5B-Instruct", "Qwen/Qwen2.5-3B-Instruct",
+             "Qwen/Qwen2.5-7B-Instruct", "Qwen/Qwen3-1.7B", "Qwen/Qwen3-4B", "Qwen/Qwen3-8B",
+             "meta-llama/Llama-3.2-1B-Instruct", "meta-llama/Llama-3.2-3B-Instruct")
+
+
+def model_shapes() -> dict[str, ModelShape]:
+    """Every recipe model's shape, from `trl_r1.rehearsal.models` (the config.json values)."""
+    return {name: ModelShape.from_spec(name) for name in MODEL_IDS}
 
 
 @dataclass(frozen=True)
@@ -90,6 +117,9 @@ class GRPOSettings:
     per_device_train_batch_size: int = 8  # completions per micro-batch
     gradient_accumulation_steps: int = 4  # generation batch = per_device_train_batch_size x this
     lora_r: int = 16
+    load_in_4bit: bool = True
+    gradient_checkpointing: bool = True
+    dtype_bytes: int = 2  # bf16 on a GPU; 4 for the float32 CPU runs of the calibration
 
 
 @dataclass(frozen=True)
@@ -111,71 +141,125 @@ class MemoryEstimate:
         return self.peak / GIB
 
 
-def estimate_grpo_peak(shape: ModelShape, settings: GRPOSettings = GRPOSettings()) -> MemoryEstimate:
-    """Peak GPU memory of one QLoRA GRPO step (see the module docstring for each term).
+def activation_terms(shape: ModelShape, settings: GRPOSettings) -> tuple[float, float]:
+    """(bytes kept between layers, bytes of one layer's recompute) for one training micro-batch."""
+    s, h = settings, shape.hidden_size
+    tokens = s.per_device_train_batch_size * (s.max_prompt_length + s.max_completion_length)
+    attention = shape.num_heads * shape.head_dim + 2 * shape.num_kv_heads * shape.head_dim + h
+    one_layer = tokens * (2 * h + attention + 3 * shape.intermediate_size) * s.dtype_bytes
+    if s.gradient_checkpointing:
+        return shape.num_layers * tokens * h * s.dtype_bytes, one_layer
+    return 0.0, shape.num_layers * one_layer  # without checkpointing every layer's activations are kept
 
-    >>> small = estimate_grpo_peak(MODELS["Qwen/Qwen2.5-0.5B-Instruct"])
-    >>> big = estimate_grpo_peak(MODELS["Qwen/Qwen2.5-7B-Instruct"])
-    >>> 2 < small.peak_gib < big.peak_gib < 40
+
+def _static(shape: ModelShape, s: GRPOSettings) -> tuple[float, float]:
+    linear_bytes = NF4_BITS / 8 if s.load_in_4bit else s.dtype_bytes
+    weights = shape.num_layers * shape.linear_params_per_layer * linear_bytes + shape.embedding_params * s.dtype_bytes
+    return weights, shape.lora_params(s.lora_r) * LORA_BYTES_PER_PARAM
+
+
+def _training_body(shape: ModelShape, s: GRPOSettings, factor: float) -> float:
+    kept, one_layer = activation_terms(shape, s)
+    largest_weight = shape.hidden_size * shape.intermediate_size * s.dtype_bytes if s.load_in_4bit else 0
+    return kept + factor * one_layer + largest_weight
+
+
+def _finish(weights, lora_state, generation, training, cpu: bool) -> MemoryEstimate:
+    if cpu:  # the CPU calibration runs: no CUDA context, no caching-allocator fragmentation
+        return MemoryEstimate(weights, lora_state, generation, training, 0.0)
+    subtotal = weights + lora_state + max(generation, training)
+    return MemoryEstimate(weights, lora_state, generation, training, CUDA_CONTEXT_GIB * GIB + 0.1 * subtotal)
+
+
+def estimate_grpo_peak(shape: ModelShape, settings: GRPOSettings = GRPOSettings(), *,
+                       activation_factor: float | None = None, cpu: bool = False) -> MemoryEstimate:
+    """Peak GPU memory of one GRPO step (see the module docstring for each term).
+
+    >>> shapes = model_shapes()
+    >>> small = estimate_grpo_peak(shapes["Qwen/Qwen2.5-0.5B-Instruct"])
+    >>> big = estimate_grpo_peak(shapes["Qwen/Qwen2.5-7B-Instruct"])
+    >>> 1 < small.peak_gib < big.peak_gib < 40
     True
-    >>> longer = estimate_grpo_peak(MODELS["Qwen/Qwen2.5-0.5B-Instruct"], GRPOSettings(max_completion_length=4096))
+    >>> longer = estimate_grpo_peak(shapes["Qwen/Qwen2.5-0.5B-Instruct"], GRPOSettings(max_completion_length=4096))
     >>> longer.peak > small.peak and longer.weights == small.weights
     True
     """
-    h, layers, s = shape.hidden_size, shape.num_layers, settings
-    weights = layers * shape.linear_params_per_layer * NF4_BITS / 8 + shape.embedding_params * 2
-    lora_state = shape.lora_params(s.lora_r) * LORA_BYTES_PER_PARAM
+    factor = ACTIVATION_FACTOR if activation_factor is None else activation_factor
+    s = settings
+    weights, lora_state = _static(shape, s)
     seq = s.max_prompt_length + s.max_completion_length
     sequences = s.per_device_train_batch_size * s.gradient_accumulation_steps
-    kv_per_token = 2 * layers * shape.num_kv_heads * shape.head_dim * 2
-    generation = sequences * seq * kv_per_token + sequences * shape.vocab_size * 4  # KV cache + last-token logits
-    b = s.per_device_train_batch_size
-    attention = shape.num_heads * shape.head_dim + 2 * shape.num_kv_heads * shape.head_dim + h
-    one_layer = b * seq * (2 * h + attention + 3 * shape.intermediate_size) * 2
-    checkpoints = layers * b * seq * h * 2
-    largest_weight = h * shape.intermediate_size * 2
-    logits = b * s.max_completion_length * shape.vocab_size * (2 + 4)
-    training = checkpoints + one_layer + largest_weight + logits
-    subtotal = weights + lora_state + max(generation, training)
-    return MemoryEstimate(weights, lora_state, generation, training, GIB + 0.1 * subtotal)
+    kv_per_token = 2 * shape.num_layers * shape.num_kv_heads * shape.head_dim * s.dtype_bytes
+    generation = sequences * seq * kv_per_token + sequences * shape.vocab_size * 4
+    head_tokens = min(s.per_device_train_batch_size * s.max_completion_length, HEAD_TOKENS)
+    head = 2 * head_tokens * min(shape.vocab_size, HEAD_VOCAB) * s.dtype_bytes  # fused log-prob head tiles
+    training = _training_body(shape, s, factor) + head
+    return _finish(weights, lora_state, generation, training, cpu)
 
 
-def longest_fitting_completion(shape: ModelShape, card_gb: int,
-                               settings: GRPOSettings = GRPOSettings()) -> tuple[int, MemoryEstimate] | None:
-    """The longest `max_completion_length` (from COMPLETION_LENGTHS) whose peak fits in 90% of the card.
+def estimate_sft_peak(shape: ModelShape, settings: GRPOSettings = GRPOSettings(), *,
+                      activation_factor: float | None = None, cpu: bool = False) -> MemoryEstimate:
+    """Peak memory of one SFT step on `per_device_train_batch_size` sequences of prompt + completion tokens.
 
-    >>> [longest_fitting_completion(MODELS["meta-llama/Llama-3.2-1B-Instruct"], card)[0] for card in CARDS_GB]
-    [2048, 4096, 8192]
+    Unlike GRPO, TRL 1.16's SFTTrainer computes the loss from the model's full logits: `[batch, length, vocab]`
+    in the compute dtype, its float32 upcast and the float32 gradient.
     """
+    factor = ACTIVATION_FACTOR if activation_factor is None else activation_factor
+    s = settings
+    weights, lora_state = _static(shape, s)
+    tokens = s.per_device_train_batch_size * (s.max_prompt_length + s.max_completion_length)
+    logits = tokens * shape.vocab_size * (s.dtype_bytes + 4 + 4)
+    return _finish(weights, lora_state, 0.0, _training_body(shape, s, factor) + logits, cpu)
+
+
+def fits(shape: ModelShape, card_gb: int, settings: GRPOSettings) -> tuple[GRPOSettings, MemoryEstimate] | None:
+    """The longest completion, then the largest micro-batch, whose estimated peak fits in 90% of the card."""
     best = None
-    for length in COMPLETION_LENGTHS:
-        estimate = estimate_grpo_peak(shape, GRPOSettings(**{**settings.__dict__, "max_completion_length": length}))
-        if estimate.peak <= USABLE_FRACTION * card_gb * 1e9:
-            best = (length, estimate)
+    for length in (n for n in COMPLETION_LENGTHS if n <= shape.max_completion):
+        for batch in BATCH_SIZES:
+            candidate = replace(settings, max_completion_length=length, per_device_train_batch_size=batch,
+                                gradient_accumulation_steps=max(1, 32 // batch))  # 32 completions per step
+            estimate = estimate_grpo_peak(shape, candidate)
+            if estimate.peak <= USABLE_FRACTION * card_gb * 1e9:
+                best = (candidate, estimate)
     return best
 
 
+BENCH_PROMPT, BENCH_BATCH = 64, 4  # benchmarks/memory.py: prompt tokens, completions (sequences) per step
+
+
+def calibration_error() -> list[tuple[str, str, int, str, float, float]]:
+    """(trainer, mode, length, setup, measured GiB, formula GiB) for each recorded CPU point."""
+    shape = model_shapes()["Qwen/Qwen2.5-0.5B-Instruct"]
+    rows = []
+    for trainer, mode, length, setup, measured in CALIBRATION:
+        settings = GRPOSettings(max_prompt_length=BENCH_PROMPT, max_completion_length=length,
+                                per_device_train_batch_size=BENCH_BATCH, gradient_accumulation_steps=1,
+                                load_in_4bit=mode == "qlora", gradient_checkpointing=setup == "trl-r1",
+                                dtype_bytes=4)
+        estimate = (estimate_grpo_peak if trainer == "grpo" else estimate_sft_peak)(shape, settings, cpu=True)
+        rows.append((trainer, mode, length, setup, measured, estimate.peak / GIB))
+    return rows
+
+
 def markdown_table(settings: GRPOSettings = GRPOSettings()) -> str:
-    """The per-model, per-card table: the longest completion that fits and its estimated peak."""
+    """Per model and card: the longest completion and largest micro-batch that fit, and the estimated peak."""
     intro = (
-        f"Estimated peak GPU memory of one QLoRA GRPO step (`trl_r1.pipeline.memory`; prompt "
-        f"{settings.max_prompt_length} tokens, {settings.per_device_train_batch_size} completions per micro-batch, "
-        f"{settings.per_device_train_batch_size * settings.gradient_accumulation_steps} generated at once, LoRA r="
-        f"{settings.lora_r} on all linear layers, 8-bit paged AdamW, gradient checkpointing). Each card column "
-        "gives the longest `max_completion_length` that fits in 90% of the card, and the estimated peak."
+        f"Estimated peak GPU memory of one QLoRA GRPO step with TRL 1.16 (`trl_r1.pipeline.memory`, a projection "
+        f"whose activation factor is not yet calibrated; prompt {settings.max_prompt_length} tokens, 32 "
+        f"completions per step, LoRA r={settings.lora_r} on all linear layers, 8-bit AdamW, gradient "
+        "checkpointing, generation with transformers). Each card column gives the longest `max_completion_length`"
+        ", then the largest `per_device_train_batch_size`, that fit in 90% of the card, and the estimated peak."
     )
-    lines = [
-        intro,
-        "",
-        "| model | params | 4-bit weights | peak @ 1024 | " + " | ".join(f"{c} GB card" for c in CARDS_GB) + " |",
-        "|---|---|---|---|" + "---|" * len(CARDS_GB),
-    ]
-    for shape in MODELS.values():
+    lines = [intro, "", "| model | params | 4-bit weights | peak @ 1024 x 8 | "
+             + " | ".join(f"{c} GB card" for c in CARDS_GB) + " |", "|---|---|---|---|" + "---|" * len(CARDS_GB)]
+    for shape in model_shapes().values():
         base = estimate_grpo_peak(shape, settings)
         cells = []
         for card in CARDS_GB:
-            fit = longest_fitting_completion(shape, card, settings)
-            cells.append(f"{fit[0]} tok, {fit[1].peak / 1e9:.1f} GB" if fit else "does not fit")
+            fit = fits(shape, card, settings)
+            cells.append(f"{fit[0].max_completion_length} tok x {fit[0].per_device_train_batch_size}, "
+                         f"{fit[1].peak / 1e9:.1f} GB" if fit else "does not fit")
         lines.append(f"| {shape.name} | {shape.num_params / 1e9:.2f} B | {base.weights / 1e9:.1f} GB | "
                      f"{base.peak / 1e9:.1f} GB | " + " | ".join(cells) + " |")
     return "\n".join(lines)

@@ -1,0 +1,119 @@
+"""The recipes' real model shapes offline: true configs, real special ids, original chat templates, exercised
+by SFT (assistant-only loss masks exactly the assistant turns) and by generation (the end-of-turn token stops it).
+"""
+
+import pytest
+import torch
+
+from trl_r1.rehearsal.models import (
+    MODELS,
+    build_config,
+    build_tokenizer,
+    model_spec,
+    num_parameters,
+    training_chat_template,
+)
+
+FAMILIES = ["Qwen/Qwen2.5-0.5B-Instruct", "Qwen/Qwen3-1.7B", "meta-llama/Llama-3.2-1B-Instruct"]
+# Parameter counts published on the model cards (billions).
+CARD_PARAMS = {"Qwen/Qwen2.5-0.5B-Instruct": 0.49, "Qwen/Qwen2.5-1.5B-Instruct": 1.54,
+               "Qwen/Qwen2.5-3B-Instruct": 3.09, "Qwen/Qwen2.5-7B-Instruct": 7.61, "Qwen/Qwen3-1.7B": 1.7,
+               "Qwen/Qwen3-4B": 4.0, "Qwen/Qwen3-8B": 8.2, "meta-llama/Llama-3.2-1B-Instruct": 1.23,
+               "meta-llama/Llama-3.2-3B-Instruct": 3.21}
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_config_matches_the_published_parameter_count(name):
+    assert num_parameters(name) / 1e9 == pytest.approx(CARD_PARAMS[name], rel=0.02)
+    config = build_config(name, "full")
+    assert config.num_hidden_layers == model_spec(name).config["num_hidden_layers"]
+    assert build_config(name, "smoke").num_hidden_layers == 2
+    assert build_config(name, "smoke").hidden_size == config.hidden_size
+    with torch.device("meta"):  # the real architecture instantiates with these numbers (no memory used)
+        from transformers import AutoModelForCausalLM
+
+        model = AutoModelForCausalLM.from_config(config)
+    assert sum(p.numel() for p in model.parameters()) == num_parameters(name)
+
+
+@pytest.fixture(scope="module", params=FAMILIES)
+def tokenizer(request):
+    return request.param, build_tokenizer(request.param)
+
+
+def test_special_tokens_have_their_real_ids(tokenizer):
+    name, tok = tokenizer
+    spec = model_spec(name)
+    for token_id, token, _ in spec.special_tokens:
+        assert tok.convert_tokens_to_ids(token) == token_id
+    assert tok.eos_token_id == spec.eos_token_id
+    assert len(tok) <= spec.config["vocab_size"]
+    if spec.family == "llama3.2":
+        assert len(tok) == 128256 and tok.bos_token_id == 128000 and tok.eos_token == "<|eot_id|>"
+        assert tok.pad_token is None  # Llama-3.2 ships no pad token
+    else:
+        assert tok.eos_token == "<|im_end|>" and tok.pad_token == "<|endoftext|>" and tok.bos_token is None
+        assert tok("Hello world")["input_ids"] == [9707, 1879]  # Qwen's real BPE ids
+        assert tok.decode(tok("Ünïcödé 你好 ∑ x²")["input_ids"]) == "Ünïcödé 你好 ∑ x²"
+
+
+def test_chat_templates_render_like_the_real_ones(tokenizer):
+    name, tok = tokenizer
+    user = [{"role": "user", "content": "What is 2+2?"}]
+    prompt = tok.apply_chat_template(user, add_generation_prompt=True, tokenize=False)
+    family = model_spec(name).family
+    if family == "qwen2.5":
+        assert prompt == ("<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant."
+                          "<|im_end|>\n<|im_start|>user\nWhat is 2+2?<|im_end|>\n<|im_start|>assistant\n")
+    elif family == "qwen3":
+        assert prompt == "<|im_start|>user\nWhat is 2+2?<|im_end|>\n<|im_start|>assistant\n"  # thinking: not prefilled
+        off = tok.apply_chat_template(user, add_generation_prompt=True, tokenize=False, enable_thinking=False)
+        assert off.endswith("<|im_start|>assistant\n<think>\n\n</think>\n\n")
+    else:
+        assert prompt.startswith("<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\n"
+                                 "Cutting Knowledge Date: December 2023\nToday Date: ")
+        assert prompt.endswith("<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nWhat is 2+2?<|eot_id|>"
+                               "<|start_header_id|>assistant<|end_header_id|>\n\n")
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+def test_sft_assistant_only_loss_masks_exactly_the_assistant_turns(name, smoke_work_dir, tmp_path):
+    from datasets import Dataset
+    from transformers import AutoTokenizer
+    from trl import SFTConfig, SFTTrainer
+
+    from trl_r1.pipeline.smoke import smoke_model_dir
+
+    model_dir = smoke_model_dir(smoke_work_dir, name)
+    tok = AutoTokenizer.from_pretrained(model_dir)
+    turns = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Say alpha."},
+             {"role": "assistant", "content": "<think>\nfirst\n</think>\n\nalpha"},
+             {"role": "user", "content": "Say omega."}, {"role": "assistant", "content": "omega"}]
+    template = tmp_path / "training.jinja"
+    template.write_text(training_chat_template(tok))
+    args = SFTConfig(output_dir=str(tmp_path / "out"), assistant_only_loss=True, max_steps=1, use_cpu=True,
+                     bf16=False, report_to="none", per_device_train_batch_size=1, save_strategy="no",
+                     chat_template_path=str(template), disable_tqdm=True)
+    trainer = SFTTrainer(model=str(model_dir), args=args, train_dataset=Dataset.from_list([{"messages": turns}]))
+    row = trainer.train_dataset[0]
+    trained = tok.decode([t for t, label in zip(row["input_ids"], row["labels"]) if label != -100])
+    ignored = tok.decode([t for t, label in zip(row["input_ids"], row["labels"]) if label == -100])
+    assert "alpha" in trained and "omega" in trained and trained.count(tok.eos_token) == 2
+    for text in ("Be brief.", "Say alpha.", "Say omega."):
+        assert text not in trained and text in ignored
+    assert "user" not in trained and "system" not in trained
+    loss = trainer.train().training_loss
+    assert 0 < loss < 100
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+def test_generation_stops_at_the_end_of_turn_token(name, smoke_work_dir):
+    from trl_r1.data.generation import SamplingParams, TransformersGenerator
+    from trl_r1.pipeline.smoke import MATH_ANSWER, smoke_model_dir
+
+    generator = TransformersGenerator(str(smoke_model_dir(smoke_work_dir, name)))
+    prompt = [{"role": "user", "content": "What is $3 + 4$?"}]
+    [samples] = generator.generate([prompt], SamplingParams(num_samples=2, max_new_tokens=64, temperature=0.6), 0)
+    for sample in samples:
+        assert sample.finish_reason == "stop" and sample.num_tokens < 64
+        assert sample.content == MATH_ANSWER  # the end-of-turn token stopped it and is not part of the text

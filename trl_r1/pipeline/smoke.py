@@ -1,0 +1,167 @@
+"""`trl-r1 run RECIPE --smoke`: the recipe's own structure, shrunk to run on a CPU in a minute or two.
+
+`smoke_recipe` is a pure transform (recipe mapping -> smoke recipe mapping). It keeps what a user's first GPU
+hour depends on: the model's real architecture family, vocabulary, tokenizer, special ids and chat template
+(`trl_r1.rehearsal.models`, size ``ci``), QLoRA 4-bit with the recipe's LoRA targets and rank, gradient
+checkpointing, the adapter hand-off, every stage (cold start, RL, rejection sampling, final SFT) and the
+evaluation, the datasets' ids, configs, splits and columns (`trl_r1.rehearsal.fixtures` mirrors, loaded through
+the same `load_dataset` path), the rewards and their weights, `mask_truncated_completions`. It shrinks steps (1
+per stage), batch sizes, sequence lengths, sample counts and the model's depth and widths, evaluates once (after
+the last trained stage instead of after every stage), drops vLLM keys, and runs on the CPU in float32 (bf16
+needs a GPU).
+
+A random model never ends a completion, so `mask_truncated_completions` would mask every token and rejection
+sampling would accept nothing. `prepare_smoke` therefore first *rehearses* the base model: 100
+full-precision steps teach it one well-formed R1 answer per task (``<think>`` reasoning, the answer, then the
+template's end-of-turn token), which the fixtures' problems all accept. `check_smoke_run` then verifies, from
+the stages' logs, that GRPO trained on real tokens (not every completion clipped) and that rejection sampling
+accepted samples.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+SMOKE_SIZE = "ci"
+SFT_STAGES = ("cold_start", "final_sft")
+# What every stage shrinks to (only keys the recipe's stage sections accept).
+SFT_SMOKE = {"max_steps": 1, "per_device_train_batch_size": 2, "gradient_accumulation_steps": 1, "max_length": 128,
+             "warmup_steps": 0}
+RL_SMOKE = {"max_steps": 1, "per_device_train_batch_size": 4, "gradient_accumulation_steps": 1,
+            "num_generations": 4, "max_completion_length": 48, "warmup_steps": 0}
+RS_SMOKE = {"num_samples": 2, "max_new_tokens": 48, "batch_size": 4, "max_prompts": 4}
+EVAL_SMOKE = {"num_prompts": 4, "num_samples": 2, "max_new_tokens": 48, "batch_size": 4}
+TRAINING_SMOKE = {"use_cpu": True, "bf16": False, "report_to": "none", "disable_tqdm": True, "save_strategy": "no",
+                  "logging_steps": 1}
+MAX_SAMPLES = 8
+
+# The one answer per task the rehearsed model learns; every fixture problem accepts it (all math answers are 7,
+# every code problem asks for a + b).
+MATH_ANSWER = "<think>\nAdding the numbers gives 7.\n</think>\n\nThe answer is $\\boxed{7}$."
+CODE_ANSWER = ("<think>\nRead the two integers and print their sum.\n</think>\n\n```python\n"
+               "a, b = map(int, input().split())\nprint(a + b)\n```")
+
+
+def smoke_recipe(data: dict[str, Any], *, model_dir: str | Path, run_dir: str | Path | None = None) -> dict[str, Any]:
+    """The smoke version of a recipe mapping (the input is not modified).
+
+    >>> recipe = {"run_dir": "runs/x", "model": {"model_name_or_path": "Qwen/Qwen3-1.7B", "lora_r": 16},
+    ...           "training": {"bf16": True}, "rl": {"dataset_name": "d", "max_steps": 500, "beta": 0.001,
+    ...           "mask_truncated_completions": True, "rewards": ["format"]}}
+    >>> smoke = smoke_recipe(recipe, model_dir="/m")
+    >>> smoke["model"], smoke["rl"]["max_steps"], smoke["rl"]["beta"], smoke["rl"]["mask_truncated_completions"]
+    ({'model_name_or_path': '/m', 'lora_r': 16, 'dtype': 'float32'}, 1, 0.001, True)
+    >>> smoke["run_dir"], smoke["training"]["bf16"]
+    ('runs/x-smoke', False)
+    """
+    out = copy.deepcopy(data)
+    out["run_dir"] = str(run_dir) if run_dir is not None else f"{str(data['run_dir']).rstrip('/')}-smoke"
+    model = out.setdefault("model", {})
+    model.pop("tiny", None)
+    model["model_name_or_path"] = str(model_dir)
+    model["dtype"] = "float32"  # 4-bit compute dtype and merged copies: bf16 training needs a GPU
+    out["training"] = {**out.get("training", {}), **TRAINING_SMOKE}
+    for name in SFT_STAGES:
+        if name in out:
+            out[name].update(SFT_SMOKE)
+            out[name].pop("num_train_epochs", None)
+            if out[name].get("dataset_name"):
+                out[name]["max_samples"] = MAX_SAMPLES
+    if "rl" in out:
+        out["rl"].update(RL_SMOKE)
+        out["rl"]["max_samples"] = MAX_SAMPLES
+        for key in [k for k in out["rl"] if k == "use_vllm" or k.startswith("vllm_")]:
+            out["rl"].pop(key)  # no vLLM on a CPU: generation stays in transformers
+    if "rejection_sampling" in out:
+        out["rejection_sampling"].update(RS_SMOKE)
+        out["rejection_sampling"].pop("backend", None)
+    if "evaluation" in out:
+        out["evaluation"].update(EVAL_SMOKE)
+        stages = [s for s in ("cold_start", "rl", "rejection_sampling", "final_sft") if s in out]
+        last = [s for s in out["evaluation"].get("stages", ["final_sft"]) if s != "base"][-1:]
+        out["evaluation"]["stages"] = last or stages[-1:]  # evaluated once, after the last trained stage
+    return out
+
+
+def smoke_model_id(data: dict[str, Any]) -> str:
+    """The Hub id whose real shape the smoke run builds (the recipe's `model.model_name_or_path`)."""
+    from ..rehearsal.models import model_spec
+
+    name = (data.get("model") or {}).get("model_name_or_path")
+    if not name:
+        raise ValueError("--smoke needs a recipe whose model.model_name_or_path is a known Hub model")
+    return model_spec(name).name
+
+
+def smoke_datasets(data: dict[str, Any]) -> list[str]:
+    """The Hub dataset ids the recipe names (each gets a local mirror)."""
+    from ..rehearsal.fixtures import MIRRORS
+
+    names = [section.get("dataset_name") for section in data.values() if isinstance(section, dict)]
+    unknown = sorted({n for n in names if n and "/" in n and ":" not in n and n not in MIRRORS})
+    if unknown:
+        raise ValueError(f"--smoke has no schema mirror for {unknown}; known: {sorted(MIRRORS)}")
+    return sorted({n for n in names if n in MIRRORS})
+
+
+def smoke_model_dir(work_dir: str | Path, name: str) -> Path:
+    """Build (once) the rehearsed smoke-size model of Hub id `name` under `<work_dir>/models`.
+
+    Models whose smoke shapes coincide (Qwen2.5 0.5B/1.5B/3B, Qwen3 1.7B/4B, Llama-3.2 1B/3B) share one build.
+    """
+    from ..rehearsal.models import build_model, model_spec, rehearse_answers
+
+    model_dir = build_model(model_spec(name).name, Path(work_dir) / "models" / smoke_shape_key(name), size=SMOKE_SIZE)
+    return rehearse_answers(model_dir, {"math": MATH_ANSWER, "code": CODE_ANSWER})
+
+
+def smoke_shape_key(name: str) -> str:
+    """A name for the smoke shape of Hub id `name`: equal for models whose smoke builds are identical."""
+    from ..rehearsal.models import model_spec
+
+    spec = model_spec(name)
+    shape = hashlib.sha256(json.dumps([spec.family, spec.sized(SMOKE_SIZE)], sort_keys=True).encode()).hexdigest()
+    return f"{spec.family}-{SMOKE_SIZE}-{shape[:10]}"
+
+
+def prepare_smoke(data: dict[str, Any], work_dir: str | Path, *, run_dir: str | Path | None = None) -> dict[str, Any]:
+    """Build the rehearsed model and the dataset mirrors under `work_dir`, point TRL_R1_DATA_DIR at them, and
+    return the smoke recipe (its run directory defaults to `<work_dir>/run`)."""
+    import os
+
+    from ..rehearsal.fixtures import DATA_DIR_ENV, write_mirrors
+
+    work_dir = Path(work_dir)
+    model_dir = smoke_model_dir(work_dir, smoke_model_id(data))
+    write_mirrors(work_dir / "data", smoke_datasets(data))
+    os.environ[DATA_DIR_ENV] = str(work_dir / "data")
+    return smoke_recipe(data, model_dir=model_dir, run_dir=run_dir or work_dir / "run")
+
+
+def check_smoke_run(run_dir: str | Path) -> list[str]:
+    """What a finished smoke run failed to exercise: GRPO trained on real tokens, rejection sampling accepted.
+
+    With random weights no completion ends, so `mask_truncated_completions` masks every token and the step
+    trains on nothing while reporting success: this is the check that catches it.
+    """
+    run_dir, problems = Path(run_dir), []
+    state = run_dir / "rl" / "trainer_state.json"
+    if state.is_file():
+        logs = [entry for entry in json.loads(state.read_text())["log_history"] if "completions/clipped_ratio" in entry]
+        if not logs:
+            problems.append("rl: no completion statistics were logged")
+        elif all(entry["completions/clipped_ratio"] >= 1.0 for entry in logs):
+            problems.append("rl: every completion hit max_completion_length, so no token was trained on "
+                            "(mask_truncated_completions masks them all)")
+    stage = run_dir / "rejection_sampling" / "stage.json"
+    if stage.is_file() and not json.loads(stage.read_text())["outputs"].get("num_accepted"):
+        problems.append("rejection_sampling: no sample was accepted")
+    return problems
+
+
+__all__ = ["check_smoke_run", "prepare_smoke", "smoke_datasets", "smoke_model_dir", "smoke_model_id", "smoke_recipe",
+           "smoke_shape_key"]
