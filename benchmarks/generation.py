@@ -30,7 +30,7 @@ from trl_r1.data.generation import (
     render_prompt,
     vllm_unsupported_reason,
 )
-from trl_r1.testing import build_tiny_model
+from trl_r1.toy import build_tiny_model
 
 
 def naive_loop(generator: TransformersGenerator, prompts: list, params: SamplingParams, per_call: int) -> int:

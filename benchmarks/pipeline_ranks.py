@@ -27,11 +27,11 @@ from pathlib import Path
 
 import yaml
 
-from trl_r1.testing import build_tiny_model
-from trl_r1.testing.toy_reasoner import build_toy_reasoner
+from trl_r1.toy import build_tiny_model
+from trl_r1.toy.toy_reasoner import build_toy_reasoner
 
 ROOT = Path(__file__).resolve().parents[1]
-PROMPTS = "trl_r1.testing.toy_reasoner:toy_prompts"
+PROMPTS = "trl_r1.toy.toy_reasoner:toy_prompts"
 TRAINING = ("cold_start", "rl", "final_sft")
 
 
@@ -40,7 +40,7 @@ def recipe(run_dir: Path, base: str, seed: int) -> dict:
         "run_dir": str(run_dir), "model": {"model_name_or_path": base, "dtype": "float32"},
         "training": {"use_cpu": True, "report_to": "none", "disable_tqdm": True, "save_strategy": "steps",
                      "save_steps": 2, "logging_steps": 1, "learning_rate": 1e-5, "seed": seed},
-        "cold_start": {"dataset_name": "trl_r1.testing.arithmetic:cold_start_dataset",
+        "cold_start": {"dataset_name": "trl_r1.toy.arithmetic:cold_start_dataset",
                        "dataset_kwargs": {"num_rows": 32}, "max_steps": 4, "per_device_train_batch_size": 2,
                        "max_length": 96},
         "rl": {"dataset_name": PROMPTS, "max_steps": 4, "per_device_train_batch_size": 4, "num_generations": 4,

@@ -26,7 +26,7 @@ from peft import LoraConfig
 from transformers import BitsAndBytesConfig, TrainerCallback
 from trl import GRPOConfig, GRPOTrainer
 
-from trl_r1.testing import build_tiny_model
+from trl_r1.toy import build_tiny_model
 from trl_r1.trainers import R1PPOConfig, R1PPOTrainer
 
 

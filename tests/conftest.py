@@ -16,7 +16,7 @@ collect_ignore = [] if importlib.util.find_spec("vllm") else ["vllm_engine"]
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory):
     """A tiny Qwen2-style model + tokenizer saved to disk (built once per test session)."""
-    from trl_r1.testing import build_tiny_model
+    from trl_r1.toy import build_tiny_model
 
     return str(build_tiny_model(tmp_path_factory.mktemp("tiny-model")))
 
@@ -24,7 +24,7 @@ def tiny_model_dir(tmp_path_factory):
 @pytest.fixture(scope="session")
 def tiny_think_model_dir(tmp_path_factory):
     """The tiny model with a chat template that prefills `<think>`."""
-    from trl_r1.testing import build_tiny_model
+    from trl_r1.toy import build_tiny_model
 
     return str(build_tiny_model(tmp_path_factory.mktemp("tiny-think-model"), prefill_think=True))
 

@@ -8,8 +8,8 @@ import yaml
 
 from trl_r1.data import DistillationConfig, distill
 from trl_r1.data.distillation import main
-from trl_r1.testing.openai_server import OpenAICompatibleServer
-from trl_r1.testing.toy_reasoner import build_toy_reasoner, toy_prompts
+from trl_r1.toy.openai_server import OpenAICompatibleServer
+from trl_r1.toy.toy_reasoner import build_toy_reasoner, toy_prompts
 from trl_r1.verifiers.format import check_strict, extract_reasoning
 from trl_r1.verifiers.math import verify
 

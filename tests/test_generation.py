@@ -15,7 +15,7 @@ from trl_r1.data.generation import (
     resolve_backend,
     vllm_unsupported_reason,
 )
-from trl_r1.testing.openai_server import OpenAICompatibleServer
+from trl_r1.toy.openai_server import OpenAICompatibleServer
 
 CHAT = [{"role": "user", "content": "What is 2 + 3?"}]
 

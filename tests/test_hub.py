@@ -16,7 +16,7 @@ from trl_r1.data import (
     push_to_hub,
     rejection_sample,
 )
-from trl_r1.testing.toy_reasoner import build_toy_reasoner, toy_prompts
+from trl_r1.toy.toy_reasoner import build_toy_reasoner, toy_prompts
 
 
 @pytest.fixture(scope="module")

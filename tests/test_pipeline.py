@@ -13,8 +13,8 @@ from trl_r1.pipeline.stages import read_record, write_record
 
 ROOT = Path(__file__).resolve().parents[1]
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
-ARITHMETIC = "trl_r1.testing.arithmetic:arithmetic_dataset"
-COLD_START = "trl_r1.testing.arithmetic:cold_start_dataset"
+ARITHMETIC = "trl_r1.toy.arithmetic:arithmetic_dataset"
+COLD_START = "trl_r1.toy.arithmetic:cold_start_dataset"
 
 
 def shortened_tiny_recipe(run_dir: Path) -> dict:

@@ -18,11 +18,11 @@ from trl_r1.data.rejection_sampling import RejectionSamplingConfig, rejection_sa
 from trl_r1.pipeline import run_recipe
 from trl_r1.pipeline.ranks import WorldSizeError, check_world_size
 from trl_r1.pipeline.stages import read_record
-from trl_r1.testing.toy_reasoner import build_toy_reasoner, toy_prompts
+from trl_r1.toy.toy_reasoner import build_toy_reasoner, toy_prompts
 
 ROOT = Path(__file__).resolve().parents[1]
 STAGE_NAMES = ["cold_start", "rl", "rejection_sampling", "final_sft"]
-PROMPTS = "trl_r1.testing.toy_reasoner:toy_prompts"  # 12 arithmetic prompts with gold answers
+PROMPTS = "trl_r1.toy.toy_reasoner:toy_prompts"  # 12 arithmetic prompts with gold answers
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +37,7 @@ def two_rank_recipe(run_dir: Path, base: str) -> dict:
                 "save_steps": 1, "logging_steps": 1, "learning_rate": 1e-5}
     return {
         "run_dir": str(run_dir), "model": {"model_name_or_path": base, "dtype": "float32"}, "training": training,
-        "cold_start": {"dataset_name": "trl_r1.testing.arithmetic:cold_start_dataset",
+        "cold_start": {"dataset_name": "trl_r1.toy.arithmetic:cold_start_dataset",
                        "dataset_kwargs": {"num_rows": 16}, "max_steps": 2, "per_device_train_batch_size": 2,
                        "max_length": 96},
         "rl": {"dataset_name": PROMPTS, "max_steps": 2, "per_device_train_batch_size": 4, "num_generations": 4,
@@ -140,7 +140,7 @@ def test_single_stage_commands_write_their_report(tiny_model_dir, tmp_path):
     from trl_r1.cli import sft_main
 
     flat = {"model_name_or_path": tiny_model_dir, "load_in_4bit": False, "use_peft": False, "dtype": "float32",
-            "output_dir": str(tmp_path / "sft"), "dataset_name": "trl_r1.testing.arithmetic:cold_start_dataset",
+            "output_dir": str(tmp_path / "sft"), "dataset_name": "trl_r1.toy.arithmetic:cold_start_dataset",
             "dataset_kwargs": {"num_rows": 8}, "max_steps": 2, "per_device_train_batch_size": 4, "max_length": 64,
             "use_cpu": True, "report_to": "none", "save_strategy": "no", "logging_steps": 1, "disable_tqdm": True}
     (tmp_path / "sft.yaml").write_text(yaml.safe_dump(flat))

@@ -14,8 +14,8 @@ from trl_r1.pipeline.runner import Pipeline
 from trl_r1.pipeline.templates import adapt_rewards, inspect_chat_template
 
 ROOT = Path(__file__).resolve().parents[1]
-ARITHMETIC = "trl_r1.testing.arithmetic:arithmetic_dataset"
-COLD_START = "trl_r1.testing.arithmetic:cold_start_dataset"
+ARITHMETIC = "trl_r1.toy.arithmetic:arithmetic_dataset"
+COLD_START = "trl_r1.toy.arithmetic:cold_start_dataset"
 
 
 def recipe(tmp_path, **sections):

@@ -19,7 +19,7 @@ from trl_r1.data.filters import near_duplicates
 from trl_r1.data.generation import Completion
 from trl_r1.data.rejection_sampling import RecordStore, judge_batch
 from trl_r1.rewards import get_reward_funcs
-from trl_r1.testing.toy_reasoner import build_toy_reasoner, toy_prompts
+from trl_r1.toy.toy_reasoner import build_toy_reasoner, toy_prompts
 from trl_r1.verifiers.format import check_strict
 from trl_r1.verifiers.math import verify
 

@@ -30,7 +30,7 @@ _EXPORTS = {
     "DistillationConfig": "trl_r1.data.distillation",
     "distill": "trl_r1.data.distillation",
     "run_recipe": "trl_r1.pipeline",
-    "build_tiny_model": "trl_r1.testing",
+    "build_tiny_model": "trl_r1.toy",
 }
 
 

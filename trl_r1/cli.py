@@ -29,7 +29,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "ppo": ("trl_r1.cli:ppo_main", "run the PPO stage alone (actor-critic with GAE)"),
     "rejection-sample": ("trl_r1.data.rejection_sampling:main", "sample k per prompt, keep verified traces"),
     "distill": ("trl_r1.data.distillation:main", "teacher traces -> verified <think> SFT dataset"),
-    "tiny-model": ("trl_r1.testing.tiny:main", "build the tiny offline model + tokenizer used by demos and tests"),
+    "tiny-model": ("trl_r1.toy.tiny:main", "build the tiny offline model + tokenizer used by demos and tests"),
 }
 
 

@@ -17,7 +17,7 @@ ENGINE = {"enforce_eager": True, "max_model_len": 512}
 @pytest.fixture(scope="session")
 def vllm_model_dir(tmp_path_factory):
     """The tiny model with head_dim 32 (hidden 64, 2 heads), which vLLM's CPU attention accepts."""
-    from trl_r1.testing import build_tiny_model
+    from trl_r1.toy import build_tiny_model
 
     return str(build_tiny_model(tmp_path_factory.mktemp("tiny-vllm"), hidden_size=64, num_heads=2))
 
@@ -25,7 +25,7 @@ def vllm_model_dir(tmp_path_factory):
 @pytest.fixture(scope="session")
 def vllm_reasoner(vllm_model_dir, tmp_path_factory):
     """The toy reasoner (a few SFT steps on toy sums) on the head_dim-32 tiny model."""
-    from trl_r1.testing.toy_reasoner import build_toy_reasoner
+    from trl_r1.toy.toy_reasoner import build_toy_reasoner
 
     return str(build_toy_reasoner(tmp_path_factory.getbasetemp() / "toy-reasoner-vllm", vllm_model_dir))
 

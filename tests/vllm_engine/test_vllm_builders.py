@@ -16,7 +16,7 @@ import requests
 from trl_r1.data import DistillationConfig, RejectionSamplingConfig, distill, rejection_sample
 from trl_r1.pipeline.evaluate import evaluate_model
 from trl_r1.pipeline.recipe import EvaluationConfig
-from trl_r1.testing.toy_reasoner import toy_prompts
+from trl_r1.toy.toy_reasoner import toy_prompts
 from trl_r1.verifiers.format import check_strict, extract_reasoning
 from trl_r1.verifiers.math import verify
 

@@ -15,8 +15,8 @@ from trl_r1.data.generation import (
     resolve_backend,
     vllm_unsupported_reason,
 )
-from trl_r1.testing.arithmetic import arithmetic_dataset
-from trl_r1.testing.toy_reasoner import toy_prompts
+from trl_r1.toy.arithmetic import arithmetic_dataset
+from trl_r1.toy.toy_reasoner import toy_prompts
 
 from .conftest import ENGINE
 
@@ -103,6 +103,6 @@ def test_auto_falls_back_to_transformers_with_the_reason(tiny_head_dim_16, vllm_
 
 @pytest.fixture(scope="module")
 def tiny_head_dim_16(tmp_path_factory):
-    from trl_r1.testing import build_tiny_model
+    from trl_r1.toy import build_tiny_model
 
     return str(build_tiny_model(tmp_path_factory.mktemp("tiny16"), hidden_size=64, num_heads=4))

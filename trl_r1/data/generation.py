@@ -77,7 +77,7 @@ def is_prompt(prompt: Any) -> bool:
 def render_prompt(prompt: Any, tokenizer: Any) -> str:
     """The prompt as the model sees it, rendered the way TRL's trainers do.
 
-    >>> from trl_r1.testing import build_tokenizer
+    >>> from trl_r1.toy import build_tokenizer
     >>> render_prompt([{"role": "user", "content": "2+3?"}], build_tokenizer())
     '<|im_start|>user\\n2+3?<|im_end|>\\n<|im_start|>assistant\\n'
     >>> render_prompt("raw text prompt", build_tokenizer())

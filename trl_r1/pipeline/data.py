@@ -17,7 +17,7 @@ def load_dataset_spec(name: str, *, split: str = "train", config: str | None = N
     `name` is a Python builder ``module:function`` (called with `split` when it takes one, and `kwargs`), a local
     file (by extension), a folder written by ``save_to_disk``, or anything ``datasets.load_dataset`` accepts.
 
-    >>> load_dataset_spec("trl_r1.testing.arithmetic:arithmetic_dataset", split="test", max_samples=5).num_rows
+    >>> load_dataset_spec("trl_r1.toy.arithmetic:arithmetic_dataset", split="test", max_samples=5).num_rows
     5
     """
     import datasets

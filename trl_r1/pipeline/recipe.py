@@ -77,7 +77,7 @@ class R1ModelConfig(ModelConfig):
     lora_target_modules: list[str] | None = field(default_factory=lambda: list(QLORA_TARGETS), metadata={
         "help": "LoRA targets; default all linear layers (QLoRA paper: adapters on every layer matter)."})
     tiny: dict[str, Any] | None = field(default=None, metadata={
-        "help": "Build the tiny offline model (trl_r1.testing.build_tiny_model keyword arguments) into "
+        "help": "Build the tiny offline model (trl_r1.toy.build_tiny_model keyword arguments) into "
         "<run_dir>/base_model and use it as model_name_or_path. For demos and tests."})
     adapter_handoff: str = field(default="merge", metadata={
         "help": "How LoRA adapters pass between stages: 'merge' (merge into the base in `dtype`, the next stage "
@@ -91,7 +91,7 @@ class DataArguments:
 
     dataset_name: str | None = field(default=None, metadata={
         "help": "Hub dataset id, local file (.json/.jsonl/.parquet/.csv) or directory, or a Python builder "
-        "'module:function' called with `dataset_kwargs` (e.g. trl_r1.testing.arithmetic:arithmetic_dataset)."})
+        "'module:function' called with `dataset_kwargs` (e.g. trl_r1.toy.arithmetic:arithmetic_dataset)."})
     dataset_config: str | None = field(default=None, metadata={"help": "Dataset configuration name."})
     dataset_train_split: str = field(default="train", metadata={"help": "Split to train on (default 'train')."})
     dataset_kwargs: dict[str, Any] = field(default_factory=dict, metadata={
@@ -377,7 +377,7 @@ def check_model(model: R1ModelConfig, problems: list[str], stage: str = "model")
     if stage == "model" and model.model_name_or_path and model.tiny is not None:
         problems.append("model: set either model_name_or_path or tiny, not both")
     if stage == "model" and model.tiny:
-        from ..testing import build_tiny_model
+        from ..toy import build_tiny_model
 
         allowed = [p for p in inspect.signature(build_tiny_model).parameters if p != "output_dir"]
         for key in model.tiny:

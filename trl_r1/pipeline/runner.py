@@ -249,7 +249,7 @@ class Pipeline:
         return results
 
     def _build_tiny_model(self) -> None:
-        from ..testing import build_tiny_model
+        from ..toy import build_tiny_model
 
         build_tiny_model(self.recipe.run_dir / BASE_MODEL_DIR, **self.recipe.model.tiny)
 

@@ -31,7 +31,7 @@ class TemplateReport:
 def inspect_chat_template(tokenizer: Any) -> TemplateReport:
     """Render a probe conversation with `tokenizer`'s chat template.
 
-    >>> from trl_r1.testing import build_tokenizer
+    >>> from trl_r1.toy import build_tokenizer
     >>> inspect_chat_template(build_tokenizer(prefill_think=True)).prefills_think
     True
     >>> inspect_chat_template(build_tokenizer()).keeps_reasoning

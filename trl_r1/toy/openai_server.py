@@ -8,7 +8,7 @@ reasoning parser (the text before ``</think>``; all of it when ``</think>`` neve
 the first N generation requests with HTTP 503 and `max_n` caps the choices per request (as some servers do),
 to exercise clients' retries and top-ups.
 
-    python -m trl_r1.testing.openai_server MODEL_DIR --port 8000 [--reasoning-parser]
+    python -m trl_r1.toy.openai_server MODEL_DIR --port 8000 [--reasoning-parser]
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The tiny model after a few SFT steps on toy sums: a real policy whose samples are sometimes right.
 
 The random tiny model almost never writes a well-formed, correct R1 answer, so the dataset builders would accept
-nothing. A short run of TRL's `SFTTrainer` on eight problems of the arithmetic task (`trl_r1.testing.arithmetic`)
+nothing. A short run of TRL's `SFTTrainer` on eight problems of the arithmetic task (`trl_r1.toy.arithmetic`)
 teaches it the format and most of those sums: sampling it gives a mix of correct, wrong and malformed answers,
 which is what rejection sampling and distillation have to sort out.
 """

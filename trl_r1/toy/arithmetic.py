@@ -9,7 +9,7 @@ training, which a model can only solve by having learnt the steps, not the probl
 
 `base_corpus_dataset` gives the R1-Zero route a *base* model: briefly pretraining a random model on worked
 solutions, few of them with the R1 tags, makes a model that can do the steps and has seen the tags but rarely
-uses them, like a real base model (see `trl_r1.testing.tiny.build_tiny_model(pretrain=...)`).
+uses them, like a real base model (see `trl_r1.toy.tiny.build_tiny_model(pretrain=...)`).
 """
 
 from __future__ import annotations

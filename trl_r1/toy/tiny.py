@@ -91,7 +91,7 @@ def build_tiny_model(
     Returns the directory, loadable with `AutoModelForCausalLM.from_pretrained` / `AutoTokenizer`.
     Building is deterministic for a given seed and takes about a second; an existing build is reused.
     `head_dim` defaults to hidden_size / num_heads. `pretrain` makes it a *base* model rather than a random one:
-    a short causal-LM pass over `trl_r1.testing.arithmetic.base_corpus_dataset` (see `pretrain_base`; the dict
+    a short causal-LM pass over `trl_r1.toy.arithmetic.base_corpus_dataset` (see `pretrain_base`; the dict
     holds its keyword arguments), what the R1-Zero recipe starts from.
 
     Example:
