@@ -748,3 +748,16 @@ def test_nested_boxes_lcm_repeating_dots_and_set_minus(gold, completion, expecte
 @pytest.mark.parametrize("completion, expected", [("12 (since 3 times 4 is 12)", True), ("12 (maybe 13)", False), ("12 (or 13)", False)])
 def test_a_bare_answer_with_a_closing_remark(completion, expected):
     assert verify("12", completion) is expected
+
+
+@pytest.mark.parametrize(
+    "completion",
+    [  # hedge words in an earlier sentence, or in a closing chat note after a completion's answer, are not read
+        "$x^2 - 2x - 48 = -30,$ or $x^2 - 2x - 18 = 0.$ By the quadratic formula, $x = \\boxed{1 \\pm \\sqrt{19}}.$",
+        "Final Answer: The final answer is $1 \\pm \\sqrt{19}$. I hope it is correct. " + "Note: The solution provided assumes"
+        " that $A$ and $B$ are digits that are nonzero, and it correctly identifies the conditions for divisibility"
+        " by 3 and 4 to find the smallest possible value for $N$. If you have any questions or need further clarification, please feel free to ask.",
+    ],
+)
+def test_hedges_outside_the_answer_sentence_and_closing_notes_are_not_read(completion):
+    assert check("1 \\pm \\sqrt{19}", completion, answer_policy="marked").equivalent is True

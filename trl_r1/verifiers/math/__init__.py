@@ -4,7 +4,7 @@
 else "the answer is ..."; hedged or multi-valued answers are wrong; with ``answer_policy="bare"``, the default
 here, also a completion that is nothing but an answer or closes with an answer line, see `extraction`), settles plain numbers, choice letters, text
 answers and identical forms in the calling process, and sends the rest to sympy in worker processes under a
-hard wall-clock limit (see `pool`). Inputs that would make sympy run away are recognised by rule and compared as
+hard CPU-time limit with a wall-clock backstop (see `pool`). Inputs that would make sympy run away are recognised by rule and compared as
 text (see `screening.pathology`). `verify_batch` checks many pairs in parallel.
 
 >>> verify(r"\\frac{\\pi}{4}", r"<think>...</think> So the angle is \\boxed{\\dfrac{\\pi}{4}}.")

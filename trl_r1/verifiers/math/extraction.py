@@ -3,7 +3,8 @@
 The completion's answer is, in this order: the content of the (last) ``<answer>`` block (or the text after
 ``</think>``, see `trl_r1.verifiers.format.extract_answer`), and within it the last ``\\boxed{}``, else the last
 "the answer is ..." / "Answer:" / "####" statement, else the whole answer block. An answer that does not commit
-to one value (hedge words, "3 or 5", a question mark, boxes joined by "or") is rejected here, before any math.
+to one value (hedge words in it or around its box, "3 or 5", a question mark, boxes joined by "or") is rejected
+here, before any math; boxes side by side (separated by layout only) are one multi-valued answer.
 
 Two answer policies (`ANSWER_POLICIES`) decide what happens when none of these markers is present:
 
@@ -24,6 +25,7 @@ from ..format import ANSWER_OPEN, extract_answer
 from .screening import or_joins_relations
 
 MAX_CHAINED_BOXES = 20  # boxes listed one after another that still form one answer
+MAX_AFTERWORD_CHARS = 120  # text after an answer read for hedges in a completion without an <answer> block
 MAX_GOLD_CHARS = 1000  # a longer gold without a box or "####" marker is a solution we cannot read an answer from
 
 _BOX = re.compile(r"\\(?:boxed|fbox)\s*\{")
@@ -127,16 +129,19 @@ def _layout_only(between: str) -> bool:
     return len(between) <= 200 and not re.search(r"[A-Za-z0-9]", rest) and not _REVISION.search(between)
 
 
-def _hedged_context(region: str, start: int, end: int) -> str | None:
+def _hedged_context(region: str, start: int, end: int, block: bool) -> str | None:
     """The hedge or alternative around the marked answer ``region[start:end]`` (``Maybe \\boxed{42}``,
-    ``\\boxed{42} (could also be 41)``, ``\\boxed{42}; alternatively 41``), if any: read in the answer's own
-    sentence before it and the rest of the answer span after it, outside boxes and math."""
-    spans = [(s, e) for s, e, _ in boxed_contents(region)] + [m.span() for m in _MATH_SPAN.finditer(region)]
+    ``\\boxed{42} (could also be 41)``, ``\\boxed{42}; alternatively 41``), if any: read outside boxes and math,
+    in the answer's own sentence before it and after it in the rest of an ``<answer>`` `block`, or, in a
+    completion without one, the next `MAX_AFTERWORD_CHARS` (a closing chat note is not part of the answer)."""
     chars = list(region)
-    for s, e in spans:
+    for s, e in [(s, e) for s, e, _ in boxed_contents(region)] + [m.span() for m in _MATH_SPAN.finditer(region)]:
         chars[s:e] = " " * (e - s)
-    before = re.split(r"(?<![\d\\])[.!](?=\s)|\n", "".join(chars[:start]))[-1]
-    hedge = _CONTEXT_HEDGE.search(f"{before} \x00 {''.join(chars[end:])}")
+        if region[s:e].rstrip("$)]\\ ").endswith("."):  # "... = 0.$ By the formula": the sentence ends
+            chars[e - 1] = "."
+    before = re.split(r"(?<![\d\\])[.!](?=\s|$)|\n", "".join(chars[:start]))[-1]
+    after = "".join(chars[end:]) if block else "".join(chars[end: end + MAX_AFTERWORD_CHARS])
+    hedge = _CONTEXT_HEDGE.search(f"{before} \x00 {after}")
     return re.sub(r"\s+", " ", hedge.group().lower()) if hedge else None
 
 
@@ -267,7 +272,7 @@ def final_answer(completion: str, allow_or: bool = False, policy: str = "marked"
     if answer is not None and answer.text and _revised(region[boxed_contents(region)[-1][1]:], answer.text):
         return Answer(None, "hedged: revised after the answer")
     if answer is not None and answer.text:
-        hedge = _hedged_context(region, boxed_contents(region)[-1][0], boxed_contents(region)[-1][1])
+        hedge = _hedged_context(region, boxed_contents(region)[-1][0], boxed_contents(region)[-1][1], ANSWER_OPEN in completion)
         if hedge and not (allow_or and hedge == "or"):
             return Answer(None, f"hedged: {hedge}")
     if answer is None:
@@ -279,7 +284,7 @@ def final_answer(completion: str, allow_or: bool = False, policy: str = "marked"
             if _revised(rest[end:], statement):
                 return Answer(None, "hedged: revised after the answer")
             offset = len(region) - len(rest)
-            hedge = _hedged_context(region, statements[-1].start(), offset + end)
+            hedge = _hedged_context(region, statements[-1].start(), offset + end, ANSWER_OPEN in completion)
             if hedge and not (allow_or and hedge == "or"):
                 return Answer(None, f"hedged: {hedge}")
             answer = Answer(statement)
