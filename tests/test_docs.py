@@ -217,15 +217,37 @@ def test_shell_example_runs(block, scratch):
 # --- the harness itself ----------------------------------------------------------------------------------------
 
 
+def skip_problem(block: Block) -> str | None:
+    """Why the block's skip marker is not accepted, or None."""
+    if not block.skip.startswith(SKIP_REASONS):
+        return f"skip reason {block.skip!r} is none of {SKIP_REASONS}"
+    for reason, command in _SETUP_COMMANDS.items():
+        if block.skip.startswith(reason):
+            lines = [line.split(" #", 1)[0] for line in block.code.splitlines() if not line.lstrip().startswith("#")]
+            commands = [part.strip() for line in lines for part in line.split("&&")]
+            others = [c for c in commands if c and (not command.match(c) or re.search(r"[;&|`]|\$\(", c))]
+            if block.language != "bash" or others:
+                return f"not covered by {reason!r}: {others or block.language}"
+    return None
+
+
 @pytest.mark.parametrize("block", [pytest.param(b, id=b.id) for b in ALL_BLOCKS if b.skip])
 def test_skips_name_an_accepted_reason(block):
     """Only a GPU or the Hub excuses an example, besides set-up commands, which must be nothing else."""
-    assert block.skip.startswith(SKIP_REASONS), f"{block.id}: skip reason {block.skip!r} is none of {SKIP_REASONS}"
-    for reason, command in _SETUP_COMMANDS.items():
-        if block.skip.startswith(reason):
-            lines = [line.split(" #", 1)[0].strip() for line in block.code.splitlines()]
-            others = [line for line in lines if line and not line.startswith("#") and not command.match(line)]
-            assert block.language == "bash" and not others, f"{block.id}: not covered by {reason!r}: {others}"
+    assert skip_problem(block) is None, f"{block.id}: {skip_problem(block)}"
+
+
+def test_skip_reasons_are_checked():
+    def block(skip, code, language="bash"):
+        return Block(ROOT / "README.md", 1, language, code, skip, False)
+
+    assert skip_problem(block("needs a GPU (8 x H100)", "trl-r1 run big.yaml\n")) is None
+    assert skip_problem(block("runs in CI itself", "bash scripts/main.sh   # main job\nbash scripts/test.sh\n")) is None
+    assert skip_problem(block("installs packages", "python3 -m venv v\n. v/bin/activate\npip install -e .\n")) is None
+    assert "none of" in skip_problem(block("too slow", "trl-r1 run recipes/tiny/pipeline.yaml\n"))
+    assert "trl-r1 run x.yaml" in skip_problem(block("runs in CI itself", "bash scripts/main.sh\ntrl-r1 run x.yaml\n"))
+    assert "train.py" in skip_problem(block("installs packages", "pip install x && python train.py\n"))
+    assert "import os" in skip_problem(block("installs packages", "import os\n", language="python"))
 
 
 def test_markers_and_block_discovery(tmp_path):
