@@ -14,13 +14,17 @@ Markers, an HTML comment on the line before the opening fence (invisible on GitH
 
 * ``<!-- skip: needs a GPU -->`` / ``<!-- skip: needs the Hub -->``: not run, only checked: a Python block must
   compile and its import statements must run (so a renamed export still fails here); a shell block must parse
-  (``bash -n``). Only a GPU or the Hub is a reason to skip.
+  (``bash -n``). Only a GPU or the Hub is a reason to skip (``SKIP_REASONS``), besides set-up commands:
+  ``<!-- skip: runs in CI itself -->`` for the README's ``bash scripts/main.sh`` / ``bash scripts/test.sh`` (CI runs
+  them; test.sh would run this suite inside itself) and ``<!-- skip: installs packages -->`` for ``pip install``
+  steps; a block under either holds those commands and nothing else.
 * ``<!-- slow -->``: run with the ``slow`` pytest marker and a longer time limit (CI still runs it).
 """
 
 from __future__ import annotations
 
 import ast
+import importlib.util
 import json
 import os
 import re
@@ -40,45 +44,13 @@ _FENCE = re.compile(r"^(?P<indent> {0,3})```(?P<lang>[\w+-]*)[^\n]*\n(?P<body>.*
 _MARKER = re.compile(r"<!--\s*(?P<kind>skip|slow)\b:?\s*(?P<reason>.*?)\s*-->\s*$")
 _LANGUAGES = {"python": "python", "py": "python", "bash": "bash", "sh": "bash", "shell": "bash"}
 
-# Blocks of documents owned by other areas that do not run yet (listed for their owners; key: file, first line).
-# Each entry is an expected failure that is not run; delete the entry when the block is fixed or marked.
-NOT_YET_RUNNABLE: dict[tuple[str, str], str] = {
-    ("README.md", "bash scripts/main.sh     # main job: the full R1 pipeline on a tiny locally-built model, CPU, ~3-5 minutes"):
-        "runs the whole test suite (recursion) and installs packages: CI runs both scripts itself; needs a marker",
-    ("README.md", "trl-r1 run recipes/qwen2.5-1.5b-instruct/math.yaml --dry-run   # validate, print the plan"):
-        "its second line trains Qwen2.5-1.5B (needs a GPU and the Hub): split it or mark it",
-    ("docs/quickstart.md", "pip install -e .            # torch first, in the build that fits your machine"):
-        "installs into the environment running the tests: needs a marker",
-    ("docs/quickstart.md", "trl-r1 run recipes/tiny/pipeline.yaml          # or: bash scripts/main.sh"):
-        "the full tiny pipeline (~5 min on 2 cores): mark it <!-- slow --> or make the docs run a shorter recipe",
-    ("docs/quickstart.md", "trl-r1 run recipes/qwen2.5-1.5b-instruct/math.yaml"):
-        "trains Qwen2.5-1.5B: needs a GPU and the Hub marker",
-    ("docs/data.md", "vllm serve deepseek-ai/DeepSeek-R1-Distill-Qwen-32B --reasoning-parser deepseek_r1 --port 8000 &"):
-        "serves a 32B model with vLLM: needs a GPU and the Hub marker",
-    ("README.md", "from trl_r1.trainers import R1GRPOConfig, R1GRPOTrainer, PPOConfig, PPOTrainer"):
-        "GRPOConfig's bf16 default raises without a GPU ('Your setup doesn't support bf16/gpu'): needs a marker",
-    ("docs/algorithms.md", "from trl_r1.trainers import R1GRPOConfig, R1GRPOTrainer"):
-        "bf16 default raises without a GPU; the trainer downloads Qwen2.5-0.5B and uses an undefined `ds`",
-    ("docs/algorithms.md", "from peft import LoraConfig"):
-        "bf16 default raises without a GPU; the trainer downloads Qwen2.5-0.5B and uses an undefined `ds`",
-    ("docs/code_reward.md", "from trl import GRPOConfig, GRPOTrainer"):
-        "placeholders: GRPOTrainer(model=..., args=GRPOConfig(...)) and an undefined `dataset`",
-    ("docs/code_reward.md", "from trl_r1.verifiers.code import run_tests, run_tests_batch"):
-        "`jobs` is not defined (NameError)",
-    ("docs/code_reward.md", "run_tests(program: str, tests: list[dict] | dict | str, *, timeout_s: float = 5.0, language: str | None = None,"):
-        "signatures, not Python (SyntaxError): use a ```text fence",
-    ("docs/data.md", "from trl_r1.data import export_for_hub, push_to_hub"):
-        "needs a finished build in runs/rejection-sampling (FileNotFoundError) and the Hub for push_to_hub",
-    ("README.md", "trl-r1 rejection-sample --config rs.yaml   # k samples per prompt -> verified, readable traces -> SFT dataset"):
-        "rs.yaml does not exist (FileNotFoundError); the distill line needs a served teacher",
-    ("docs/data.md", "trl-r1 rejection-sample --config rs.yaml"):
-        "rs.yaml does not exist (FileNotFoundError): write it in a block before, or point at a shipped recipe",
-    ("docs/pipeline.md", "accelerate launch --config_file recipes/accelerate_configs/zero2.yaml -m trl_r1.cli grpo --config rl.yaml"):
-        "DeepSpeed is not installed here, and rl.yaml does not exist: needs a GPU marker or a CPU config",
-    ("docs/quickstart.md", "trl-r1 sft  --config my_sft.yaml  --learning_rate 2e-5"):
-        "my_sft.yaml / my_grpo.yaml / my_ppo.yaml do not exist (exit 2)",
-    ("docs/pipeline.md", "from trl_r1.pipeline import load_recipe, run_recipe"):
-        "runs the full tiny pipeline (~5 min): use dry_run=True in the example or mark it <!-- slow -->",
+# The only reasons a block may be skipped, and the commands the last two may cover (every line of the block must be
+# one): "runs in CI itself" for the README's set-up commands, which CI runs (scripts/test.sh would run this suite
+# inside itself); "installs packages" for installation steps, which would change the environment under test.
+SKIP_REASONS = ("needs a GPU", "needs the Hub", "runs in CI itself", "installs packages")
+_SETUP_COMMANDS = {
+    "runs in CI itself": re.compile(r"^bash scripts/(main|test)\.sh(\s|$)"),
+    "installs packages": re.compile(r"^(pip3? (install|uninstall) |python3? -m venv |(\.|source) \S+/bin/activate$)"),
 }
 
 
@@ -94,10 +66,6 @@ class Block:
     @property
     def id(self) -> str:
         return f"{self.path.relative_to(ROOT)}:{self.line}"
-
-    @property
-    def key(self) -> tuple[str, str]:
-        return str(self.path.relative_to(ROOT)), self.code.strip().splitlines()[0] if self.code.strip() else ""
 
 
 def blocks(path: Path) -> list[Block]:
@@ -125,8 +93,6 @@ def _params(language: str):
         if block.language != language:
             continue
         marks = [pytest.mark.slow] if block.slow else []
-        if block.key in NOT_YET_RUNNABLE:
-            marks.append(pytest.mark.xfail(run=False, reason=NOT_YET_RUNNABLE[block.key]))
         yield pytest.param(block, id=block.id, marks=marks)
 
 
@@ -197,7 +163,7 @@ def python_outcomes(scratch) -> dict[str, str | None]:
     """Run every file's python blocks (one interpreter for all files) and return, per block id, None or the failure."""
     runner, spec = scratch.parent / "docs_runner.py", scratch.parent / "blocks.json"
     runner.write_text(_RUNNER)
-    files = [[b for b in blocks(path) if b.language == "python" and b.key not in NOT_YET_RUNNABLE] for path in DOCS]
+    files = [[b for b in blocks(path) if b.language == "python"] for path in DOCS]
     files = [file_blocks for file_blocks in files if file_blocks]
     every = [b for file_blocks in files for b in file_blocks]
     spec.write_text(json.dumps([[{"id": b.id, "line": b.line, "code": b.code, "skip": b.skip} for b in f] for f in files]))
@@ -224,7 +190,9 @@ def test_python_example_runs(block, python_outcomes):
 def test_shell_example_runs(block, scratch):
     syntax = subprocess.run(["bash", "-n", "-c", block.code], capture_output=True, text=True)
     assert syntax.returncode == 0, f"{block.id} does not parse:\n{syntax.stderr}"
-    if block.skip:
+    if block.skip:  # not run: at least the package modules it names must exist (`-m trl_r1.cli`)
+        for module in re.findall(r"-m\s+(trl_r1(?:\.\w+)*)", block.code):
+            assert importlib.util.find_spec(module), f"{block.id}: no module {module}"
         return
     timeout = SLOW_TIMEOUT_S if block.slow else BASH_TIMEOUT_S
     log = scratch.parent / f"{block.id.replace('/', '_')}.log"
@@ -247,6 +215,39 @@ def test_shell_example_runs(block, scratch):
 
 
 # --- the harness itself ----------------------------------------------------------------------------------------
+
+
+def skip_problem(block: Block) -> str | None:
+    """Why the block's skip marker is not accepted, or None."""
+    if not block.skip.startswith(SKIP_REASONS):
+        return f"skip reason {block.skip!r} is none of {SKIP_REASONS}"
+    for reason, command in _SETUP_COMMANDS.items():
+        if block.skip.startswith(reason):
+            lines = [line.split(" #", 1)[0] for line in block.code.splitlines() if not line.lstrip().startswith("#")]
+            commands = [part.strip() for line in lines for part in line.split("&&")]
+            others = [c for c in commands if c and (not command.match(c) or re.search(r"[;&|`]|\$\(", c))]
+            if block.language != "bash" or others:
+                return f"not covered by {reason!r}: {others or block.language}"
+    return None
+
+
+@pytest.mark.parametrize("block", [pytest.param(b, id=b.id) for b in ALL_BLOCKS if b.skip])
+def test_skips_name_an_accepted_reason(block):
+    """Only a GPU or the Hub excuses an example, besides set-up commands, which must be nothing else."""
+    assert skip_problem(block) is None, f"{block.id}: {skip_problem(block)}"
+
+
+def test_skip_reasons_are_checked():
+    def block(skip, code, language="bash"):
+        return Block(ROOT / "README.md", 1, language, code, skip, False)
+
+    assert skip_problem(block("needs a GPU (8 x H100)", "trl-r1 run big.yaml\n")) is None
+    assert skip_problem(block("runs in CI itself", "bash scripts/main.sh   # main job\nbash scripts/test.sh\n")) is None
+    assert skip_problem(block("installs packages", "python3 -m venv v\n. v/bin/activate\npip install -e .\n")) is None
+    assert "none of" in skip_problem(block("too slow", "trl-r1 run recipes/tiny/pipeline.yaml\n"))
+    assert "trl-r1 run x.yaml" in skip_problem(block("runs in CI itself", "bash scripts/main.sh\ntrl-r1 run x.yaml\n"))
+    assert "train.py" in skip_problem(block("installs packages", "pip install x && python train.py\n"))
+    assert "import os" in skip_problem(block("installs packages", "import os\n", language="python"))
 
 
 def test_markers_and_block_discovery(tmp_path):
