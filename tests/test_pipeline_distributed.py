@@ -172,3 +172,16 @@ def test_more_ranks_announced_than_started_is_refused(monkeypatch):
         check_world_size(1)
     monkeypatch.setenv("WORLD_SIZE", "1")
     check_world_size(1)
+
+
+def test_shut_down_leaves_the_process_group(tmp_path):
+    """Every `trl-r1` command leaves its process group before exit (left to interpreter shutdown, a rank
+    that finished its work could abort with SIGABRT); outside a distributed launch it does nothing."""
+    import torch.distributed as dist
+
+    from trl_r1.pipeline.ranks import shut_down
+
+    shut_down(succeeded=True)  # nothing joined: a no-op
+    dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'store'}", rank=0, world_size=1)
+    shut_down(succeeded=True)
+    assert not dist.is_initialized()

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from trl_r1.pipeline.ranks import shut_down
+
 _COMMON = """\
 compute_environment: LOCAL_MACHINE
 num_machines: 1
@@ -123,6 +125,7 @@ def main() -> None:
     model_dir, out_dir = sys.argv[1], Path(sys.argv[2])
     for name in sys.argv[3:]:
         run_scenario(name, model_dir, out_dir)
+    shut_down(succeeded=True)  # leave the process group before exit (a rank can abort in interpreter shutdown)
 
 
 # ------------------------------------------------------------------------------------------------------ tests

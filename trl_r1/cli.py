@@ -164,16 +164,20 @@ def _exit_code(prog: str, work: Callable[[], None]) -> int:
     """Run a command's work; a bad recipe exits 2 and a failed stage 1, each with one clear line on stderr."""
     from .config import ConfigError
     from .pipeline import StageError
-    from .pipeline.ranks import WorldSizeError
+    from .pipeline.ranks import WorldSizeError, shut_down
 
+    succeeded = False
     try:
         work()
+        succeeded = True
     except ConfigError as exc:
         print(f"{prog}: {exc}", file=sys.stderr)
         return 2
     except (StageError, WorldSizeError) as exc:
         print(f"{prog}: {exc}", file=sys.stderr)
         return 1
+    finally:
+        shut_down(succeeded=succeeded)
     return 0
 
 

@@ -88,6 +88,25 @@ class Ranks:
         raise failure if failure is not None else outcome[1]
 
 
+def shut_down(*, succeeded: bool) -> None:
+    """Leave the process group before the interpreter exits (no-op outside a distributed launch).
+
+    Left to interpreter shutdown, gloo's and the TCP store's threads are torn down in no set order, and a rank
+    can abort after its work is done ("terminate called without an active exception", SIGABRT), failing a run
+    that succeeded. After a success every rank meets in a last barrier first, so none leaves while another
+    still reads the last broadcast; after a failure the others may be gone, so each rank just leaves.
+    """
+    try:
+        import torch.distributed as dist
+    except ImportError:  # torch without distributed support: nothing was joined
+        return
+    if not (dist.is_available() and dist.is_initialized()):
+        return
+    if succeeded and dist.get_world_size() > 1:
+        dist.barrier()
+    dist.destroy_process_group()
+
+
 def check_world_size(num_processes: int) -> None:
     """Refuse to run when `WORLD_SIZE` announces more processes than were started.
 
