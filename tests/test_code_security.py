@@ -810,4 +810,5 @@ def test_scratch_inodes_are_bounded():
     # control: a few thousand entries are fine; empty directories cost no tmpfs bytes, only kernel memory
     report = run_tests(program, [stdio("2000", "2000"), stdio("10000000", "")], timeout_s=5.0)
     assert [r.outcome.value for r in report.results] == ["passed", "limit_exceeded"]
-    assert report.results[1].detail == "too many files in the scratch space" and report.results[1].wall_s < 4.0
+    # the inode cap, not the 5 s limit, stopped it (a wall-clock bound tighter than the limit failed under load)
+    assert report.results[1].detail == "too many files in the scratch space" and report.results[1].wall_s < 5.0
