@@ -135,3 +135,17 @@ def test_log_levels_separate_failures_skips_and_routine_scores(caplog):
         Mixed()(completions=["boom", "skip", "zero"])
     levels = {record.levelname: record.getMessage() for record in caplog.records}
     assert "error x1" in levels["WARNING"] and "no gold x1" in levels["INFO"] and "malformed x1" in levels["DEBUG"]
+
+
+def test_a_degenerate_completion_repeating_the_answer_tag_is_scored_at_once():
+    """A policy stuck in a loop can emit `<answer>` thousands of times; the regex that found the last block
+    rescanned to the end from each one (28 s for 20,000 tags in the math reward). Now it is linear."""
+    import time
+
+    from trl_r1.verifiers.format import extract_answer
+
+    text = "<answer>" * 20_000 + "7"
+    start = time.process_time()
+    assert extract_answer(text) == "7"  # the unclosed last block still holds the answer
+    assert extract_answer(f"<think>x</think>{text}</answer>") == "<answer>" * 19_999 + "7"  # findall's match
+    assert time.process_time() - start < 1.0  # was ~28 s of CPU
