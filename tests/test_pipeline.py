@@ -153,3 +153,23 @@ def test_rl_stage_alone_from_a_flat_trl_style_yaml(tmp_path, tiny_model_dir, com
     record = read_record(tmp_path / "grpo")
     assert record.status == "done" and record.metrics["global_step"] == 1
     assert (tmp_path / "grpo" / "model.safetensors").exists() and (tmp_path / "grpo" / "report.md").exists()
+
+
+def test_a_changed_tiny_model_is_rebuilt_not_reused(tmp_path):
+    """The run directory's base model follows `model.tiny`: the same settings reuse it, other settings rebuild it
+    (the stages are then stale as well, since their fingerprints chain the model section)."""
+    from trl_r1.pipeline import load_recipe
+    from trl_r1.pipeline.runner import Pipeline
+
+    def base_config(tiny: dict) -> dict:
+        data = cold_start_only(tmp_path)
+        data["model"]["tiny"] = tiny
+        pipeline = Pipeline(load_recipe(data), echo=lambda _: None)
+        pipeline._build_tiny_model()
+        return json.loads((tmp_path / "base_model" / "config.json").read_text())
+
+    first = base_config({"hidden_size": 32})
+    weights = (tmp_path / "base_model" / "model.safetensors").stat().st_mtime_ns
+    assert base_config({"hidden_size": 32}) == first  # same settings: reused as built
+    assert (tmp_path / "base_model" / "model.safetensors").stat().st_mtime_ns == weights
+    assert first["hidden_size"] == 32 and base_config({"hidden_size": 48})["hidden_size"] == 48

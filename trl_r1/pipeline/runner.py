@@ -27,6 +27,7 @@ from .templates import TemplateReport, adapt_rewards, inspect_chat_template, tem
 logger = logging.getLogger("trl_r1.pipeline")
 
 BASE_MODEL_DIR, BASE_EVALUATION = "base_model", "base_evaluation.json"
+TINY_SETTINGS = "trl_r1_tiny.json"  # in BASE_MODEL_DIR: the `model.tiny` settings it was built with
 DEFAULT_EVAL_REWARDS = ["format", "math"]
 
 
@@ -237,7 +238,7 @@ class Pipeline:
         if ev is None or "base" not in ev.stages:
             return None
         path = self.recipe.run_dir / BASE_EVALUATION
-        key = _digest({"model": self.base_model_path, "evaluation": str(ev)})
+        key = _digest({"model": self.base_model_path, "tiny": self.recipe.model.tiny, "evaluation": str(ev)})
         try:
             cached = json.loads(path.read_text())
             if cached.get("key") == key:
@@ -249,9 +250,19 @@ class Pipeline:
         return results
 
     def _build_tiny_model(self) -> None:
+        """Build the recipe's tiny model into the run directory, or reuse the one built with the same settings
+        (a model built with other `model.tiny` settings is rebuilt: the stages are then stale too)."""
+        import shutil
+
         from ..toy import build_tiny_model
 
-        build_tiny_model(self.recipe.run_dir / BASE_MODEL_DIR, **self.recipe.model.tiny)
+        out = self.recipe.run_dir / BASE_MODEL_DIR
+        stamp, settings = out / TINY_SETTINGS, json.dumps(self.recipe.model.tiny, sort_keys=True, default=str)
+        if out.exists() and (not stamp.exists() or stamp.read_text() != settings):
+            logger.info("model.tiny changed since %s was built: rebuilding it", out)
+            shutil.rmtree(out)
+        build_tiny_model(out, **self.recipe.model.tiny)
+        stamp.write_text(settings)
 
 
 def _settings(plan: StagePlan) -> str:
