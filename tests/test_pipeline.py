@@ -173,3 +173,12 @@ def test_a_changed_tiny_model_is_rebuilt_not_reused(tmp_path):
     assert base_config({"hidden_size": 32}) == first  # same settings: reused as built
     assert (tmp_path / "base_model" / "model.safetensors").stat().st_mtime_ns == weights
     assert first["hidden_size"] == 32 and base_config({"hidden_size": 48})["hidden_size"] == 48
+
+
+def test_from_stage_must_name_a_stage_of_the_recipe(tmp_path, capsys):
+    from trl_r1.cli import main
+
+    recipe = tmp_path / "recipe.yaml"
+    recipe.write_text(yaml.safe_dump(cold_start_only(tmp_path / "run")))
+    assert main(["run", str(recipe), "--from-stage", "final_sft", "--dry-run"]) == 2
+    assert "--from-stage 'final_sft' is not a stage of this recipe; stages: ['cold_start']" in capsys.readouterr().err

@@ -59,13 +59,12 @@ def main(argv: list[str] | None = None) -> int:
 def run_main(argv: list[str] | None = None) -> int:
     """`trl-r1 run RECIPE [--run-dir DIR] [--from-stage STAGE] [--dry-run] [--set SECTION.KEY=VALUE ...]
     [--num_processes N]`."""
-    from .pipeline import STAGES
-
     parser = argparse.ArgumentParser(prog="trl-r1 run", description="Run an R1 pipeline recipe: cold-start SFT -> "
                                      "GRPO/PPO -> rejection sampling -> SFT, skipping finished stages.")
     parser.add_argument("recipe", help="recipe YAML (see recipes/ and docs/recipes.md)")
     parser.add_argument("--run-dir", help="override the recipe's run_dir")
-    parser.add_argument("--from-stage", choices=STAGES, help="redo this stage and every later one")
+    parser.add_argument("--from-stage", metavar="STAGE",
+                        help="redo this stage (one of the recipe's, checked against it) and every later one")
     parser.add_argument("--dry-run", action="store_true", help="validate and print the resolved plan, run nothing")
     parser.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
                         help="override one recipe key, e.g. --set rl.learning_rate=1e-6 (value parsed as YAML)")

@@ -9,9 +9,9 @@ from __future__ import annotations
 from typing import Any
 
 from .recipe import Recipe, RecipeError, load_recipe
-from .stages import STAGE_REGISTRY, STAGES, Stage, StageError
+from .stages import STAGE_REGISTRY, Stage, StageError
 
-__all__ = ["STAGES", "STAGE_REGISTRY", "Recipe", "RecipeError", "Stage", "StageError", "load_recipe", "run_recipe"]
+__all__ = ["STAGE_REGISTRY", "Recipe", "RecipeError", "Stage", "StageError", "load_recipe", "run_recipe"]
 
 
 def run_recipe(recipe: Recipe | str | dict, *, from_stage: str | None = None, dry_run: bool = False,
