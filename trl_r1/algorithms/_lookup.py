@@ -8,8 +8,9 @@ from ..registry import Registry
 
 
 def lookup(registry: Registry, name: str) -> Any:
-    """``registry[name]``, raising ValueError that lists the valid names when ``name`` is unknown."""
+    """``registry[name]``, raising ValueError when ``name`` is unknown (the registry's message: a close match and
+    the valid names, listed once)."""
     try:
         return registry[name]
     except KeyError as exc:
-        raise ValueError(f"{exc.args[0]} (valid: {', '.join(registry.choices())})") from None
+        raise ValueError(exc.args[0]) from None
