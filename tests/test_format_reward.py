@@ -110,6 +110,20 @@ def test_scoring_bug_costs_one_sample_not_the_batch():
     assert Flaky()(completions=["ok", "boom", "nan"]) == [1.0, None, None]
 
 
+def test_a_failed_batch_of_a_batch_only_reward_is_rescored_one_sample_at_a_time():
+    class BatchOnly(RewardFunction):  # like the math and code rewards: score_batch, no score
+        __name__ = "batch_only"
+
+        def score_batch(self, samples):
+            if any(s.text == "boom" for s in samples):
+                raise ValueError("bad sample")
+            return [Score(float(len(s.text))) for s in samples]
+
+    reasons = {}
+    assert BatchOnly()(completions=["ok", "boom", "abc"], log_extra=reasons.__setitem__) == [2.0, None, 3.0]
+    assert reasons["batch_only_reason"] == ["", "error: ValueError: bad sample", ""]
+
+
 def test_rewards_are_picklable_and_named_for_trl():
     for reward in get_reward_funcs(["format", "soft_format", {"name": "format", "require_answer": False}]):
         clone = pickle.loads(pickle.dumps(reward))

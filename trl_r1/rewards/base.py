@@ -75,7 +75,12 @@ class RewardFunction:
         return [self._safe_score(s) for s in samples]
 
     def _safe_score(self, sample: Sample) -> Score:
+        """One sample's Score, never raising: `score`, or a batch of one for rewards that implement only
+        `score_batch` (so a batch that failed still isolates the sample that broke it)."""
         try:
+            if type(self).score is RewardFunction.score and type(self).score_batch is not RewardFunction.score_batch:
+                (scored,) = self.score_batch([sample])
+                return scored
             return self.score(sample)
         except Exception as exc:  # a reward bug must cost one sample, never the run
             logger.debug("%s failed on a sample", self.__name__, exc_info=True)
