@@ -53,6 +53,15 @@ def test_scores_pass_fractions_skips_samples_without_tests_and_logs_failure_kind
     assert metrics["code_reward/skipped"] == pytest.approx(0.2)
 
 
+def test_a_row_with_a_broken_test_is_skipped_not_blamed_on_the_program():
+    extra = {}
+    broken = {"language": "python", "test_cases": [*ADD_TESTS["test_cases"][:1], {"type": "stdin_stdout", "input": "1"}]}
+    scores = CodeReward()(completions=[answer(RIGHT)] * 2, verification_info=[broken, ADD_TESTS],
+                          log_extra=extra.__setitem__)
+    assert scores == [None, 1.0]
+    assert extra["code_reward_reason"][0] == "bad tests: stdio test without 'output'"
+
+
 def test_timeout_of_verification_info_given_as_json_text_is_used():
     extra = {}
     info = json.dumps({"language": "python", "test_cases": ADD_TESTS["test_cases"][:1], "timeout_s": 0.5})

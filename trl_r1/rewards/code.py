@@ -63,7 +63,8 @@ class CodeReward(RewardFunction):
     The tests come from the ``verification_info`` column (open-r1's ``{"language", "test_cases"}``, as a
     mapping or JSON text) or a ``tests`` column (``[{"type": "stdio", "input", "output"}, {"type": "assert",
     "code"}]``). The program is the last fenced code block of the answer part (see `extract_program`).
-    A sample without tests is skipped (None); one without a code block scores 0.0. All programs of a batch
+    A sample without tests, or with an unusable one (no output, unknown type), is skipped (None); one without a
+    code block scores 0.0. All programs of a batch
     run in parallel over `workers` sandboxes; failure kinds (timeout, crash, ...) are logged per sample.
 
     Args:
@@ -132,6 +133,9 @@ class CodeReward(RewardFunction):
             return Score(None, f"bad tests: {exc}")
         if not cases:
             return Score(None, "no tests")
+        broken = next((case.problem for case in cases if case.problem), None)
+        if broken:  # a test that cannot run is the row's fault: scoring it as failed would blame the sample
+            return Score(None, f"bad tests: {broken}")
         program = extract_program(sample.text, language)
         if program is None:
             return Score(0.0, "no code block")
