@@ -14,7 +14,8 @@ Private TRL / transformers members used: `GRPOTrainer._calculate_rewards`, `._ge
 `.reward_weights`, `._is_vlm`, `.epsilon_low/high`; `Trainer._save_checkpoint`, `._load_from_checkpoint`,
 `._load_optimizer_and_scheduler`, `._get_output_dir`, `.current_gradient_accumulation_steps`;
 `PreTrainedModel._keys_to_ignore_on_save`, `config._name_or_path`; `trl.trainer.utils.use_adapter`,
-`trl.models.utils.disable_gradient_checkpointing`.
+`trl.trainer.utils.create_model_from_path` (the pipeline loads a base to continue an adapter on exactly as TRL's
+trainers load a model path), `trl.models.utils.disable_gradient_checkpointing`.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from torch import Tensor
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 from trl import GRPOTrainer
 from trl.models.utils import disable_gradient_checkpointing
-from trl.trainer.utils import use_adapter
+from trl.trainer.utils import create_model_from_path, use_adapter  # noqa: F401 (the first: for the pipeline)
 
 SUPPORTED_TRL = (Version("1.16.0"), Version("1.17.0"))  # [min, max): the versions the parity tests were run on
 STATE_FILE = "trl_r1_state.json"  # trainer state saved with each checkpoint (e.g. the adaptive KL coefficient)
