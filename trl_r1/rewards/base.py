@@ -24,9 +24,6 @@ from ..completion import Completion
 
 logger = logging.getLogger("trl_r1.rewards")
 
-ROLES = ("correctness", "format", "style")
-
-
 @dataclass(frozen=True)
 class Score:
     """One sample's verdict: `value` is a float, or None when the reward does not apply to the sample."""
