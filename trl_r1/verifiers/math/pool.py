@@ -17,7 +17,6 @@ never keeps computing.
 
 from __future__ import annotations
 
-import importlib
 import os
 import subprocess
 import sys
@@ -29,6 +28,8 @@ from concurrent.futures import ThreadPoolExecutor
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Any
+
+from ...registry import resolve_import_path
 
 WALL_BACKSTOP = 10.0  # a task is killed after this many times its limit in wall-clock time, whatever its CPU time
 BOOT_TIMEOUT_S = 120.0  # a worker that is not ready by then is broken (import error, exhausted machine)
@@ -44,8 +45,7 @@ def _serve(target: str, memory_limit_bytes: int, parent_pid: int) -> None:
     replies = Connection(os.dup(1), readable=False)
     os.dup2(2, 1)  # stray prints of the checked code go to stderr, not into the reply pipe
     tasks = Connection(0, writable=False)
-    module, _, name = target.partition(":")
-    function = getattr(importlib.import_module(module), name)
+    function = resolve_import_path(target)
     if memory_limit_bytes:
         _limit_memory(memory_limit_bytes)
     try:
