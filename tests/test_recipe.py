@@ -177,6 +177,20 @@ def test_cli_reports_recipe_errors_before_any_work(tmp_path):
     assert not (tmp_path / "run").exists()
 
 
+def test_smoke_names_the_key_it_cannot_rehearse_before_building_anything(tmp_path, capsys):
+    from trl_r1.cli import run_main
+
+    config = tmp_path / "recipe.yaml"
+    config.write_text(yaml.safe_dump(recipe(tmp_path, rl={"dataset_name": ARITHMETIC})))
+    assert run_main([str(config), "--smoke", "--dry-run", "--run-dir", str(tmp_path / "smoke")]) == 2
+    assert "model: model_name_or_path 'some/model' has no real shape to rehearse with --smoke" in capsys.readouterr().err
+    config.write_text(yaml.safe_dump({"run_dir": str(tmp_path / "run"), "model": {
+        "model_name_or_path": "Qwen/Qwen2.5-0.5B-Instruct"}, "rl": {"dataset_name": "someone/private-set"}}))
+    assert run_main([str(config), "--smoke", "--dry-run", "--run-dir", str(tmp_path / "smoke")]) == 2
+    assert "rl: dataset_name 'someone/private-set' has no schema mirror for --smoke" in capsys.readouterr().err
+    assert not (tmp_path / "smoke").exists()  # checked before the model was built
+
+
 def test_a_registered_stage_is_a_recipe_section(tmp_path):
     """R1's second RL phase as DESIGN.md shows it: one registration, then a section like any other."""
     from trl_r1.pipeline.stages import STAGE_REGISTRY, RLStage

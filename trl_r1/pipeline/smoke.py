@@ -88,24 +88,30 @@ def smoke_recipe(data: dict[str, Any], *, model_dir: str | Path, run_dir: str | 
 
 
 def smoke_model_id(data: dict[str, Any]) -> str:
-    """The Hub id whose real shape the smoke run builds (the recipe's `model.model_name_or_path`)."""
-    from ..rehearsal.models import model_spec
+    """The Hub id whose real shape the smoke run builds (the recipe's `model.model_name_or_path`); a RecipeError
+    naming the key when there is none to rehearse."""
+    from ..rehearsal.models import MODELS, model_spec
+    from .recipe import RecipeError
 
     name = (data.get("model") or {}).get("model_name_or_path")
-    if not name:
-        raise ValueError("--smoke needs a recipe whose model.model_name_or_path is a known Hub model")
-    return model_spec(name).name
+    if isinstance(name, str) and name.lower() in {known.lower() for known in MODELS}:
+        return model_spec(name).name
+    raise RecipeError([f"model: model_name_or_path {name!r} has no real shape to rehearse with --smoke; "
+                       f"known: {sorted(MODELS)}"], "--smoke")
 
 
 def smoke_datasets(data: dict[str, Any]) -> list[str]:
-    """The Hub dataset ids the recipe names (each gets a local mirror)."""
+    """The Hub dataset ids the recipe names (each gets a local mirror); a RecipeError naming the section and
+    key of each Hub dataset without one."""
     from ..rehearsal.fixtures import MIRRORS
+    from .recipe import RecipeError
 
-    names = [section.get("dataset_name") for section in data.values() if isinstance(section, dict)]
-    unknown = sorted({n for n in names if n and "/" in n and ":" not in n and n not in MIRRORS})
-    if unknown:
-        raise ValueError(f"--smoke has no schema mirror for {unknown}; known: {sorted(MIRRORS)}")
-    return sorted({n for n in names if n in MIRRORS})
+    named = [(key, section.get("dataset_name")) for key, section in data.items() if isinstance(section, dict)]
+    problems = [f"{key}: dataset_name {name!r} has no schema mirror for --smoke; known: {sorted(MIRRORS)}"
+                for key, name in named if name and "/" in name and ":" not in name and name not in MIRRORS]
+    if problems:
+        raise RecipeError(problems, "--smoke")
+    return sorted({name for _, name in named if name in MIRRORS})
 
 
 def smoke_model_dir(work_dir: str | Path, name: str) -> Path:
@@ -135,9 +141,9 @@ def prepare_smoke(data: dict[str, Any], work_dir: str | Path, *, run_dir: str | 
 
     from ..rehearsal.fixtures import DATA_DIR_ENV, write_mirrors
 
-    work_dir = Path(work_dir)
-    model_dir = smoke_model_dir(work_dir, smoke_model_id(data))
-    write_mirrors(work_dir / "data", smoke_datasets(data))
+    work_dir, model_id, datasets = Path(work_dir), smoke_model_id(data), smoke_datasets(data)  # checked first
+    model_dir = smoke_model_dir(work_dir, model_id)
+    write_mirrors(work_dir / "data", datasets)
     os.environ[DATA_DIR_ENV] = str(work_dir / "data")
     return smoke_recipe(data, model_dir=model_dir, run_dir=run_dir or work_dir / "run")
 
