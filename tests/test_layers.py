@@ -12,10 +12,9 @@ LAYERS = [
     {"registry", "workers", "config"},
     {"verifiers"},
     {"completion"},
-    {"rewards", "algorithms"},
+    {"rewards", "algorithms", "rehearsal"},
     {"trainers", "data"},
     {"toy"},
-    {"rehearsal"},
     {"pipeline"},
     {"cli"},
 ]

@@ -38,6 +38,7 @@ from .generation import (
 )
 from .hub import push_to_hub
 from .layout import PROMPT_STATS, RECORDS, RUN, SFT, STATS
+from .loading import load_dataset_spec
 
 logger = logging.getLogger("trl_r1.data")
 
@@ -55,7 +56,8 @@ class RejectionSamplingConfig:
     output_dir: str = field(metadata={"help": "Where records, the SFT dataset and statistics are written; an "
                                       "interrupted run restarts from what is there."})
     dataset_name: str | None = field(default=None, metadata={
-        "help": "Prompt dataset: a local json/jsonl/parquet/csv file, a `save_to_disk` folder, or a Hub id. "
+        "help": "Prompt dataset, named as in recipes: a Python builder 'module:function', a local "
+                "json/jsonl/parquet/csv/txt file, a `save_to_disk` folder, or a Hub id. "
                 "Other columns (gold answers, tests) are passed to the rewards and kept in the output."})
     dataset_split: str = field(default="train", metadata={"help": "Split of `dataset_name` to use."})
     adapter_path: str | None = field(default=None, metadata={"help": "PEFT adapter applied on top of "
@@ -336,19 +338,10 @@ class RecordStore:
 
 
 def load_prompt_dataset(name: str, split: str = "train") -> Any:
-    """A prompt dataset from a local file (json/jsonl/parquet/csv), a `save_to_disk` folder, or the Hub."""
-    import datasets
-
-    path = Path(name)
-    if path.is_dir() and any((path / f).exists() for f in ("state.json", "dataset_dict.json")):
-        loaded = datasets.load_from_disk(str(path))
-        return loaded[split] if isinstance(loaded, datasets.DatasetDict) else loaded
-    if path.is_file():
-        formats = {".json": "json", ".jsonl": "json", ".parquet": "parquet", ".csv": "csv"}
-        if path.suffix not in formats:
-            raise ValueError(f"unsupported dataset file {name!r}; use one of {sorted(formats)}")
-        return datasets.load_dataset(formats[path.suffix], data_files=str(path), split="train")
-    return datasets.load_dataset(name, split=split)
+    """A prompt dataset by name, as a recipe's `dataset_name` is read (`trl_r1.data.loading.load_dataset_spec`):
+    a Python builder ``module:function``, a local file (json/jsonl/parquet/csv/txt), a `save_to_disk` folder, or
+    the Hub."""
+    return load_dataset_spec(name, split=split)
 
 
 def _prompt_dataset(config: RejectionSamplingConfig, dataset: Any) -> Any:

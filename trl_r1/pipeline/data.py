@@ -1,47 +1,10 @@
-"""Loading a stage's dataset from a recipe: Hub id, local file or folder, or a Python builder."""
+"""A stage's dataset from a recipe (`trl_r1.data.loading.load_dataset_spec`), with the column names TRL expects."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-from ..registry import resolve_import_path
-
-_FILE_BUILDERS = {".json": "json", ".jsonl": "json", ".parquet": "parquet", ".csv": "csv", ".txt": "text"}
-
-
-def load_dataset_spec(name: str, *, split: str = "train", config: str | None = None,
-                      kwargs: dict[str, Any] | None = None, max_samples: int | None = None):
-    """One dataset split from a recipe's `dataset_name`.
-
-    `name` is a Python builder ``module:function`` (called with `split` when it takes one, and `kwargs`), a local
-    file (by extension), a folder written by ``save_to_disk``, or anything ``datasets.load_dataset`` accepts.
-
-    >>> load_dataset_spec("trl_r1.toy.arithmetic:arithmetic_dataset", split="test", max_samples=5).num_rows
-    5
-    """
-    import datasets
-
-    kwargs = dict(kwargs or {})
-    if ":" in name and not Path(name).exists() and "://" not in name:
-        dataset = _call_builder(name, split, kwargs)
-    elif Path(name).is_file():
-        builder = _FILE_BUILDERS.get(Path(name).suffix)
-        if builder is None:
-            raise ValueError(f"cannot tell the format of {name!r}; use one of {sorted(_FILE_BUILDERS)}")
-        dataset = datasets.load_dataset(builder, data_files=name, split="train", **kwargs)
-    elif _is_saved_dataset(Path(name)):
-        dataset = datasets.load_from_disk(name)
-        if isinstance(dataset, datasets.DatasetDict):
-            dataset = dataset[split]
-    else:
-        from ..rehearsal.fixtures import mirror  # TRL_R1_DATA_DIR: a local mirror of the Hub repo, same loader
-
-        name, kwargs = mirror(name, kwargs)
-        dataset = datasets.load_dataset(name, config, split=split, **kwargs)
-    if max_samples is not None:
-        dataset = dataset.select(range(min(max_samples, len(dataset))))
-    return dataset
+from ..data.loading import load_dataset_spec
 
 
 def load_stage_dataset(args: Any, split_attribute: str = "dataset_train_split"):
@@ -74,17 +37,4 @@ def standardize_columns(dataset, *, prompt_column: str = "prompt", solution_colu
     return dataset
 
 
-def _is_saved_dataset(path: Path) -> bool:
-    return (path / "dataset_info.json").is_file() or (path / "dataset_dict.json").is_file()
-
-
-def _call_builder(target: str, split: str, kwargs: dict[str, Any]):
-    import inspect
-
-    try:
-        builder = resolve_import_path(target)
-    except ImportError as exc:
-        raise ValueError(f"cannot import dataset builder {target!r}: {exc}") from exc
-    if "split" in inspect.signature(builder).parameters:
-        kwargs.setdefault("split", split)
-    return builder(**kwargs)
+__all__ = ["load_dataset_spec", "load_stage_dataset", "standardize_columns"]
