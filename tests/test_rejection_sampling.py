@@ -244,3 +244,17 @@ def test_builders_read_dataset_name_as_recipes_do(tmp_path):
     rows.save_to_disk(tmp_path / "saved")
     for name in (tmp_path / "rows.jsonl", tmp_path / "saved"):
         assert load_prompt_dataset(str(name))[0] == {"prompt": "1+1?", "solution": "2"}
+
+
+def test_builder_settings_that_cannot_work_exit_2_naming_the_key_before_any_model_loads(tmp_path, capsys):
+    prompts = tmp_path / "prompts.jsonl"
+    Dataset.from_list([{"prompt": "1+1?", "solution": "2"}]).to_json(prompts)
+    base = ["rejection-sample", "--model_name_or_path", str(tmp_path / "no-model"), "--output_dir", str(tmp_path / "out")]
+    cases = [(["--dataset_name", str(tmp_path / "missing.jsonl")], "dataset_name: cannot load"),
+             (["--dataset_name", str(prompts), "--prompt_column", "question"], "prompt_column: 'question' is not"),
+             (["--dataset_name", str(prompts), "--rewards", "[mathh]"], "rewards: unknown reward 'mathh'"),
+             (["--dataset_name", str(prompts), "--num_samples", "0"], "num_samples must be >= 1, got 0")]
+    for flags, message in cases:
+        assert cli_main([*base, *flags]) == 2
+        assert message in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()

@@ -122,8 +122,9 @@ class RejectionSamplingConfig:
     kind = "rejection_sampling"
 
     def __post_init__(self):
-        if self.num_samples < 1 or self.batch_size < 1:
-            raise ValueError("num_samples and batch_size must be >= 1")
+        for key in ("num_samples", "batch_size"):
+            if getattr(self, key) < 1:
+                raise ValueError(f"{key} must be >= 1, got {getattr(self, key)}")
         if self.backend not in BACKENDS:
             raise ValueError(f"unknown backend {self.backend!r}; choose one of {BACKENDS}")
 
@@ -157,6 +158,7 @@ def build_sft_dataset(config: RejectionSamplingConfig, dataset: Any = None,
                       generator: Generator | None = None) -> RejectionSamplingResult:
     """The engine shared by rejection sampling and distillation (see the module docstring)."""
     prompts = _prompt_dataset(config, dataset)
+    rewards = _rewards(config)  # before the model loads: a misspelt reward fails at once
     out = Path(config.output_dir)
     out.mkdir(parents=True, exist_ok=True)
     _check_or_write_run(out / RUN, config, len(prompts))
@@ -168,20 +170,28 @@ def build_sft_dataset(config: RejectionSamplingConfig, dataset: Any = None,
             config.backend, config.model_name_or_path, adapter_path=config.adapter_path,
             load_in_4bit=config.load_in_4bit, base_url=config.base_url, seed=config.seed,
             max_concurrency=config.batch_size, timeout_s=config.request_timeout_s, max_retries=config.max_retries)
-        _sample_and_record(config, prompts, todo, generator, store, done_before=len(done))
+        _sample_and_record(config, prompts, todo, generator, rewards, store, done_before=len(done))
     result = _finalize(config, prompts, store.load())
     if config.hub_dataset_id:
         push_to_hub(config.output_dir, config.hub_dataset_id, private=config.hub_private)
     return result
 
 
-def _sample_and_record(config: RejectionSamplingConfig, prompts: Any, todo: list[int], generator: Generator,
-                       store: RecordStore, done_before: int) -> None:
-    from tqdm.auto import tqdm
-
+def _rewards(config: RejectionSamplingConfig) -> list[Callable]:
+    """The configured rewards; a ConfigError naming the key when one cannot be resolved."""
+    from ..config import ConfigError
     from ..rewards import get_reward_funcs
 
-    rewards = get_reward_funcs(config.rewards)
+    try:
+        return get_reward_funcs(config.rewards)
+    except (ValueError, TypeError, ImportError) as exc:
+        raise ConfigError([f"rewards: {exc}"]) from exc
+
+
+def _sample_and_record(config: RejectionSamplingConfig, prompts: Any, todo: list[int], generator: Generator,
+                       rewards: list[Callable], store: RecordStore, done_before: int) -> None:
+    from tqdm.auto import tqdm
+
     params = config.sampling_params
     generated = accepted = 0
     start = time.perf_counter()
@@ -345,12 +355,20 @@ def load_prompt_dataset(name: str, split: str = "train") -> Any:
 
 
 def _prompt_dataset(config: RejectionSamplingConfig, dataset: Any) -> Any:
+    """The prompts to sample from; a ConfigError naming the key when they cannot be had (before any model loads)."""
+    from ..config import ConfigError
+
     if dataset is None:
         if not config.dataset_name:
-            raise ValueError("give a dataset or set dataset_name")
-        dataset = load_prompt_dataset(config.dataset_name, config.dataset_split)
+            raise ConfigError(["dataset_name: required (or pass a dataset)"])
+        try:
+            dataset = load_prompt_dataset(config.dataset_name, config.dataset_split)
+        except Exception as exc:  # a missing file, an unknown Hub id, a broken builder: all the setting's fault
+            raise ConfigError([f"dataset_name: cannot load {config.dataset_name!r} (split "
+                               f"{config.dataset_split!r}): {type(exc).__name__}: {exc}"]) from exc
     if config.prompt_column not in dataset.column_names:
-        raise ValueError(f"prompt column {config.prompt_column!r} not in the dataset (columns: {dataset.column_names})")
+        raise ConfigError([f"prompt_column: {config.prompt_column!r} is not a column of the dataset "
+                           f"(columns: {dataset.column_names})"])
     if config.max_prompts is not None:
         dataset = dataset.select(range(min(config.max_prompts, len(dataset))))
     return dataset
@@ -446,10 +464,11 @@ def run_cli(config_class: type, argv: list[str] | None, prog: str) -> int:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:
         config = parse_command_line(config_class, sys.argv[1:] if argv is None else argv, prog)
+        result = build_sft_dataset(config)
     except ConfigError as exc:
         print(f"{prog}: {exc}", file=sys.stderr)
         return 2
-    print(json.dumps(build_sft_dataset(config).stats, indent=2))
+    print(json.dumps(result.stats, indent=2))
     return 0
 
 
