@@ -28,7 +28,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "grpo": ("trl_r1.cli:grpo_main", "run the GRPO stage alone (trl-r1's R1GRPOTrainer)"),
     "ppo": ("trl_r1.cli:ppo_main", "run the PPO stage alone (actor-critic with GAE)"),
     "rejection-sample": ("trl_r1.data.rejection_sampling:main", "sample k per prompt, keep verified traces"),
-    "distill": ("trl_r1.data.distillation:main", "teacher traces -> verified <think> SFT dataset"),
+    "distill": ("trl_r1.data.distillation:main", "teacher traces -> R1-filtered <think> SFT dataset (verified when rewards are set)"),
     "tiny-model": ("trl_r1.toy.tiny:main", "build the tiny offline model + tokenizer used by demos and tests"),
 }
 

@@ -39,7 +39,7 @@ class DistillationConfig(RejectionSamplingConfig):
     top_p: float = field(default=0.95, metadata={"help": "Teacher nucleus sampling (R1's recommended 0.95)."})
     batch_size: int = field(default=32, metadata={
         "help": "Prompts per generation call; with a served teacher, the number of concurrent requests."})
-    rewards: list[str] = field(default_factory=list, metadata={
+    rewards: list[Any] = field(default_factory=list, metadata={
         "help": "Optional verification: rewards that must pass (e.g. [math] with a gold `answer` column, [code] "
                 "with tests). Empty keeps every well-formed trace that passes the readability filters."})
     max_per_prompt: int | None = field(default=None, metadata={"help": "Keep at most this many traces per prompt "

@@ -76,7 +76,7 @@ class RejectionSamplingConfig:
     batch_size: int = field(default=8, metadata={
         "help": "Prompts per generation call (all their k samples are generated together); with the openai "
                 "backend, the number of concurrent requests. Results are saved after each batch."})
-    rewards: list[str] = field(default_factory=lambda: ["math", "format"], metadata={
+    rewards: list[Any] = field(default_factory=lambda: ["math", "format"], metadata={
         "help": "Rewards that must all pass (score >= min_reward), by trl_r1.rewards registry name, dotted path or "
                 "{name: ..., options} mapping. None from a reward means it does not apply to the sample (e.g. the code "
                 "reward on a math row), so mixed datasets work; a sample that no correctness reward (any but format and "
