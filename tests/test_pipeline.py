@@ -182,3 +182,13 @@ def test_from_stage_must_name_a_stage_of_the_recipe(tmp_path, capsys):
     recipe.write_text(yaml.safe_dump(cold_start_only(tmp_path / "run")))
     assert main(["run", str(recipe), "--from-stage", "final_sft", "--dry-run"]) == 2
     assert "--from-stage 'final_sft' is not a stage of this recipe; stages: ['cold_start']" in capsys.readouterr().err
+
+
+def test_held_out_metrics_leave_out_samples_a_reward_does_not_apply_to():
+    """A math reward on rows without gold (or a code reward without a sandbox) says None: not a wrong answer."""
+    from trl_r1.pipeline.evaluate import summarize_scores
+
+    mixed = summarize_scores("math_accuracy_reward", [1.0, 1.0, None, None, 0.0, 1.0], k=2)
+    assert mixed["math_accuracy_reward"] == 0.75 and mixed["math_accuracy_reward/skipped"] == pytest.approx(1 / 3)
+    assert mixed["math_accuracy_reward/pass@2"] == 1.0  # over the two prompts it scored
+    assert summarize_scores("code_reward", [None] * 4, k=2) == {"code_reward/skipped": 1.0}  # no mean of nothing

@@ -4,7 +4,9 @@ R1 reports pass@1 estimated from k samples at temperature 0.6 (§3.1); the defau
 mean is reported under its name (so `math_accuracy_reward` is the held-out accuracy), with a 95% interval
 (`<name>/ci95`: a bootstrap over prompts, since the k samples of one prompt are not independent) and
 pass@k (`<name>/pass@k`: the share of prompts with at least one of their k samples scoring 1), next to the mean
-completion length and the share of truncated completions.
+completion length and the share of truncated completions. Samples a reward does not apply to (None: no gold
+answer, no tests, no sandbox) are left out of its metrics and counted in `<name>/skipped`, as TRL leaves them out
+of its reward means; counting them as 0 would report them as wrong answers.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ def evaluate_model(model_path: str, prompts: Any, config: EvaluationConfig, rewa
                                seed=seed)
     params = SamplingParams(config.num_samples, config.max_new_tokens, config.temperature, config.top_p)
     rows = [prompts[i] for i in range(min(len(prompts), config.num_prompts or len(prompts)))]
-    scores: dict[str, list[float]] = {f.__name__: [] for f in funcs}  # prompt-major: k samples per prompt
+    scores: dict[str, list[float | None]] = {f.__name__: [] for f in funcs}  # prompt-major: k samples per prompt
     lengths: list[int] = []
     truncated = 0
     for start in range(0, len(rows), config.batch_size):
@@ -47,17 +49,37 @@ def evaluate_model(model_path: str, prompts: Any, config: EvaluationConfig, rewa
                         columns.setdefault(key, []).append(value)
         for func in funcs:
             values = func(completions=completions, **columns)
-            scores[func.__name__].extend(0.0 if v is None else float(v) for v in values)
+            scores[func.__name__].extend(None if v is None else float(v) for v in values)
     results: dict[str, Any] = {}
     for name, values in scores.items():
-        if values:
-            per_prompt = [values[i:i + config.num_samples] for i in range(0, len(values), config.num_samples)]
-            results[name] = sum(values) / len(values)
-            results[f"{name}/ci95"] = bootstrap_interval(per_prompt, seed=seed)
-            results[f"{name}/pass@{config.num_samples}"] = pass_at_k(per_prompt)
+        results.update(summarize_scores(name, values, config.num_samples, seed=seed))
     results["mean_length"] = sum(lengths) / max(len(lengths), 1)
     results["truncated_ratio"] = truncated / max(len(lengths), 1)
     results["num_completions"] = len(lengths)
+    return results
+
+
+def summarize_scores(name: str, values: list[float | None], k: int, *, seed: int = 0) -> dict[str, Any]:
+    """A reward's held-out metrics from its prompt-major scores (k per prompt): mean, 95% interval and pass@k
+    over the samples it scored, and the share it skipped (None: it did not apply, e.g. no gold answer or no
+    sandbox), which would otherwise pass for wrong answers.
+
+    >>> summarize_scores("acc", [1.0, None, 0.0, 0.0], k=2)
+    {'acc/skipped': 0.25, 'acc': 0.3333333333333333, 'acc/ci95': [0.0, 1.0], 'acc/pass@2': 0.5}
+    """
+    if not values:
+        return {}
+    results: dict[str, Any] = {f"{name}/skipped": sum(v is None for v in values) / len(values)}
+    per_prompt = [[v for v in values[i:i + k] if v is not None] for i in range(0, len(values), k)]
+    per_prompt = [group for group in per_prompt if group]
+    if results[f"{name}/skipped"]:
+        logger.warning("held-out %s: %.0f%% of the samples were not scored (the reward did not apply; see its "
+                       "log lines); its metrics cover the rest", name, 100 * results[f"{name}/skipped"])
+    if per_prompt:
+        scored = [v for group in per_prompt for v in group]
+        results[name] = sum(scored) / len(scored)
+        results[f"{name}/ci95"] = bootstrap_interval(per_prompt, seed=seed)
+        results[f"{name}/pass@{k}"] = pass_at_k(per_prompt)
     return results
 
 
