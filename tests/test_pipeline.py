@@ -192,3 +192,21 @@ def test_held_out_metrics_leave_out_samples_a_reward_does_not_apply_to():
     assert mixed["math_accuracy_reward"] == 0.75 and mixed["math_accuracy_reward/skipped"] == pytest.approx(1 / 3)
     assert mixed["math_accuracy_reward/pass@2"] == 1.0  # over the two prompts it scored
     assert summarize_scores("code_reward", [None] * 4, k=2) == {"code_reward/skipped": 1.0}  # no mean of nothing
+
+
+def test_the_cached_base_evaluation_follows_the_rewards_it_was_scored_with(tmp_path, monkeypatch):
+    """Without `evaluation.rewards` the held-out rewards are the RL stage's: editing those re-evaluates the base."""
+    from trl_r1.pipeline import load_recipe
+    from trl_r1.pipeline.runner import Pipeline
+
+    monkeypatch.setattr(Pipeline, "_evaluate", lambda self, stage, handle: {"rewards": repr(self._eval_rewards())})
+
+    def base_scores(rewards: list) -> dict:
+        data = {"run_dir": str(tmp_path), "model": {"model_name_or_path": "some/model"},
+                "training": {"use_cpu": True, "report_to": "none"},
+                "rl": {"dataset_name": ARITHMETIC, "rewards": rewards},
+                "evaluation": {"dataset_name": ARITHMETIC, "stages": ["base", "rl"]}}
+        return Pipeline(load_recipe(data), echo=lambda _: None)._base_evaluation()
+
+    assert "'math'" not in base_scores(["format"])["rewards"]
+    assert "'math'" in base_scores(["format", "math"])["rewards"]  # not the cached format-only scores

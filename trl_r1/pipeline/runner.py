@@ -238,7 +238,8 @@ class Pipeline:
         if ev is None or "base" not in ev.stages:
             return None
         path = self.recipe.run_dir / BASE_EVALUATION
-        key = _digest({"model": self.base_model_path, "tiny": self.recipe.model.tiny, "evaluation": str(ev)})
+        key = _digest({"model": self.base_model_path, "tiny": self.recipe.model.tiny, "evaluation": str(ev),
+                       "rewards": self._eval_rewards()})  # by default the RL stage's: an edit there counts too
         try:
             cached = json.loads(path.read_text())
             if cached.get("key") == key:
