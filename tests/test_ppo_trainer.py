@@ -11,7 +11,7 @@ from transformers import BitsAndBytesConfig, TrainerCallback
 from trl import GRPOConfig
 
 from trl_r1.trainers import R1PPOConfig, R1PPOTrainer
-from trl_r1.trainers.value_head import clipped_value_loss
+from trl_r1.algorithms import clipped_value_loss
 
 
 def lora_config():

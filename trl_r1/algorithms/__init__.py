@@ -1,4 +1,5 @@
-"""Pure-torch RL algorithms (no TRL import): advantage estimators and KL penalties, each kind in one registry.
+"""Pure-torch RL algorithms (no TRL import): advantage estimators and KL penalties, each kind in one registry, and
+the critic's clipped value loss.
 See ``docs/algorithms.md``."""
 
 from .advantages import (
@@ -27,6 +28,7 @@ from .kl import (
     kl_loss_term,
     kl_penalty,
 )
+from .value import clipped_value_loss, explained_variance
 
 __all__ = [
     "ADVANTAGE_ESTIMATORS",
@@ -34,10 +36,12 @@ __all__ = [
     "AdaptiveKLController",
     "AdvantageInputs",
     "FixedKLController",
+    "clipped_value_loss",
     "decoupled_gae",
     "discounted_reverse_cumsum",
     "dr_grpo_advantages",
     "estimate_advantages",
+    "explained_variance",
     "gae",
     "get_advantage_estimator",
     "grpo_advantages",

@@ -30,7 +30,9 @@ from safetensors.torch import load_file, save_file
 from transformers.utils import strtobool
 
 from ..algorithms import (
+    clipped_value_loss,
     decoupled_gae,
+    explained_variance,
     kl_penalty,
     length_adaptive_lambda,
     masked_mean,
@@ -40,7 +42,7 @@ from ..algorithms import (
 from .base_trainer import R1TrainerBase
 from .ppo_config import R1PPOConfig
 from .trl_compat import add_unsaved_submodule, completion_mask, model_name
-from .value_head import CriticInForward, ValueHead, clipped_value_loss, explained_variance, keep_trainable
+from .value_head import CriticInForward, ValueHead, keep_trainable
 
 logger = logging.getLogger(__name__)
 
