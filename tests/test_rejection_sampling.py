@@ -258,3 +258,8 @@ def test_builder_settings_that_cannot_work_exit_2_naming_the_key_before_any_mode
         assert cli_main([*base, *flags]) == 2
         assert message in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+    for model in ("no-model", "still-no-model"):  # a run that never sampled may change its settings
+        (tmp_path / model).mkdir()
+        flags = ["--model_name_or_path", str(tmp_path / model), "--dataset_name", str(prompts)]
+        assert cli_main([*base, *flags]) == 2
+        assert f"model_name_or_path: cannot load '{tmp_path / model}'" in capsys.readouterr().err

@@ -161,20 +161,31 @@ def build_sft_dataset(config: RejectionSamplingConfig, dataset: Any = None,
     rewards = _rewards(config)  # before the model loads: a misspelt reward fails at once
     out = Path(config.output_dir)
     out.mkdir(parents=True, exist_ok=True)
-    _check_or_write_run(out / RUN, config, len(prompts))
     store = RecordStore(out / RECORDS)
     done = {r["index"] for r in store.load()}
+    _check_or_write_run(out / RUN, config, len(prompts), started=bool(done))
     todo = [i for i in range(len(prompts)) if i not in done]
     if todo:
-        generator = generator or load_generator(
-            config.backend, config.model_name_or_path, adapter_path=config.adapter_path,
-            load_in_4bit=config.load_in_4bit, base_url=config.base_url, seed=config.seed,
-            max_concurrency=config.batch_size, timeout_s=config.request_timeout_s, max_retries=config.max_retries)
+        generator = generator or _generator(config)
         _sample_and_record(config, prompts, todo, generator, rewards, store, done_before=len(done))
     result = _finalize(config, prompts, store.load())
     if config.hub_dataset_id:
         push_to_hub(config.output_dir, config.hub_dataset_id, private=config.hub_private)
     return result
+
+
+def _generator(config: RejectionSamplingConfig) -> Generator:
+    """The configured model's generator; a ConfigError naming the key when it cannot be loaded."""
+    from ..config import ConfigError
+
+    try:
+        return load_generator(
+            config.backend, config.model_name_or_path, adapter_path=config.adapter_path,
+            load_in_4bit=config.load_in_4bit, base_url=config.base_url, seed=config.seed,
+            max_concurrency=config.batch_size, timeout_s=config.request_timeout_s, max_retries=config.max_retries)
+    except (OSError, ValueError, ImportError) as exc:  # no such model / adapter, no base_url, vLLM missing
+        raise ConfigError([f"model_name_or_path: cannot load {config.model_name_or_path!r} (backend "
+                           f"{config.backend!r}): {type(exc).__name__}: {str(exc)[:500]}"]) from exc
 
 
 def _rewards(config: RejectionSamplingConfig) -> list[Callable]:
@@ -384,16 +395,19 @@ def _run_metadata(config: RejectionSamplingConfig, num_prompts: int) -> dict[str
             "generation": config.sampling_params.to_dict(), "config": asdict(config)}
 
 
-def _check_or_write_run(path: Path, config: RejectionSamplingConfig, num_prompts: int) -> None:
-    """Record the run's settings; on a restart, refuse settings that would mix two different builds."""
+def _check_or_write_run(path: Path, config: RejectionSamplingConfig, num_prompts: int, *, started: bool) -> None:
+    """Record the run's settings; on a restart of a run that recorded samples, refuse settings that would mix two
+    different builds (a run that failed before its first sample, e.g. on a misspelt model, may change anything)."""
+    from ..config import ConfigError
+
     metadata = _run_metadata(config, num_prompts)
-    if path.exists():
+    if started and path.exists():
         previous = json.loads(path.read_text())["config"]
         changed = sorted(k for k, v in metadata["config"].items()
                          if k not in _RESUMABLE_CHANGES and previous.get(k, v) != v)
         if changed:
-            raise ValueError(f"{path.parent} holds a run with different settings ({', '.join(changed)}); "
-                             "resume with the same settings or use another output_dir")
+            raise ConfigError([f"output_dir: {path.parent} holds a run with different settings "
+                               f"({', '.join(changed)}); resume with the same settings or use another output_dir"])
     path.write_text(json.dumps(metadata, indent=2, default=str))
 
 
