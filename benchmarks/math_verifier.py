@@ -132,7 +132,7 @@ def summary(cases: list[dict], verdicts: list[bool], seconds: list[float]) -> di
 
 def print_by_source(cases: list[dict], ours: list[bool], theirs: list[bool]) -> None:
     """Accuracy and false positives (wrong answers accepted / wrong answers) per source and kind, as a table."""
-    print(f"\n| source | answers | cases | trl_r1 accuracy | math-verify accuracy | trl_r1 FP | math-verify FP |")
+    print("\n| source | answers | cases | trl_r1 accuracy | math-verify accuracy | trl_r1 FP | math-verify FP |")
     print("|---|---|---:|---:|---:|---:|---:|")
     groups: dict[tuple[str, str], list[int]] = {}
     for i, case in enumerate(cases):

@@ -23,7 +23,6 @@ Markers, an HTML comment on the line before the opening fence (invisible on GitH
 
 from __future__ import annotations
 
-import ast
 import importlib.util
 import json
 import os

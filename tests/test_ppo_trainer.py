@@ -10,8 +10,8 @@ from peft import LoraConfig
 from transformers import BitsAndBytesConfig, TrainerCallback
 from trl import GRPOConfig
 
-from trl_r1.trainers import R1PPOConfig, R1PPOTrainer
 from trl_r1.algorithms import clipped_value_loss
+from trl_r1.trainers import R1PPOConfig, R1PPOTrainer
 
 
 def lora_config():

@@ -197,6 +197,7 @@ def _model_for_trainer(model_args: R1ModelConfig, start: ModelHandle, config: An
     if start.adapter_path is None:
         return start.model_path, get_peft_config(model_args), quantization
     from peft import PeftModel
+
     from ..trainers.trl_compat import create_model_from_path  # a TRL internal: only through the seam
 
     kwargs = dict(config.model_init_kwargs)

@@ -17,7 +17,6 @@ import torch
 from torch import Tensor, nn
 
 
-
 class ValueHead(nn.Module):
     """A linear map from a hidden state to a scalar value, computed in float32 whatever the trunk's dtype.
 
