@@ -256,7 +256,9 @@ def test_builder_settings_that_cannot_work_exit_2_naming_the_key_before_any_mode
              (["--dataset_name", str(prompts), "--num_samples", "0"], "num_samples must be >= 1, got 0")]
     for flags, message in cases:
         assert cli_main([*base, *flags]) == 2
-        assert message in capsys.readouterr().err
+        err = capsys.readouterr().err
+        assert f"trl-r1 rejection-sample: invalid configuration:\n  - {message}" in err
+        assert err.count("trl-r1 rejection-sample") == 1  # named once, not again in front of each problem
     assert not (tmp_path / "out").exists()
     for model in ("no-model", "still-no-model"):  # a run that never sampled may change its settings
         (tmp_path / model).mkdir()

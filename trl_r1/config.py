@@ -112,8 +112,8 @@ def parse_command_line(config_class: type, argv: list[str], prog: str) -> Any:
     problems: list[str] = []
     check_keys(prog, values, [config_class], problems)
     config = build(prog, config_class, values, problems) if not problems else None
-    if problems:
-        raise ConfigError(problems)
+    if problems:  # the caller prints `prog` once: "<prog>: invalid configuration: - <key>: ..."
+        raise ConfigError([problem.removeprefix(f"{prog}: ") for problem in problems])
     return config
 
 
