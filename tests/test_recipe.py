@@ -208,3 +208,14 @@ def test_a_registered_stage_is_a_recipe_section(tmp_path):
             "rl_2: unknown key 'lerning_rate'; did you mean 'learning_rate'?"
     finally:
         del STAGE_REGISTRY._entries["rl_2"]
+
+
+def test_mix_dataset_entries_are_checked_against_trls_dataset_config():
+    from trl_r1.pipeline.recipe import check_mix_entry
+
+    problems = []
+    for index, entry in enumerate([{"path": "a", "fraction": 0.5, "split": "train"}, {"path": "b", "fracton": 0.5},
+                                   {"name": "no path"}]):
+        check_mix_entry(entry, index, problems)
+    assert problems == ["final_sft: mix_datasets[1]: unknown key 'fracton'; did you mean 'fraction'?",
+                        "final_sft: mix_datasets[2]: must be a mapping with at least 'path'"]

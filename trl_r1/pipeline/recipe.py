@@ -386,13 +386,17 @@ def check_model(model: R1ModelConfig, problems: list[str], stage: str = "model")
 
 
 def check_mix_entry(entry: Any, index: int, problems: list[str]) -> None:
-    from trl.scripts.utils import DatasetConfig
+    import typing
+
+    from trl import DatasetMixtureConfig
 
     where = f"final_sft: mix_datasets[{index}]"
     if not isinstance(entry, dict) or "path" not in entry:
         problems.append(f"{where}: must be a mapping with at least 'path'")
         return
-    allowed = fields_of(DatasetConfig)
+    # TRL's entry class, reached through its public mixture config (trl.scripts.utils is not TRL's public API)
+    (entry_class,) = typing.get_args(typing.get_type_hints(DatasetMixtureConfig)["datasets"])
+    allowed = fields_of(entry_class)
     for key in entry:
         if key not in allowed:
             problems.append(f"{where}: unknown key {key!r}{suggest(key, allowed)}")
