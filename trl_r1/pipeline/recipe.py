@@ -394,7 +394,7 @@ def check_mix_entry(entry: Any, index: int, problems: list[str]) -> None:
     if not isinstance(entry, dict) or "path" not in entry:
         problems.append(f"{where}: must be a mapping with at least 'path'")
         return
-    # TRL's entry class, reached through its public mixture config (trl.scripts.utils is not TRL's public API)
+    # TRL's entry class, reached through its public mixture config (its own module is not TRL's public API)
     (entry_class,) = typing.get_args(typing.get_type_hints(DatasetMixtureConfig)["datasets"])
     allowed = fields_of(entry_class)
     for key in entry:
