@@ -46,7 +46,8 @@ def header(model: str, cold_start: dict) -> tuple[list[str], GRPOSettings, int]:
     sft_batch, sft = sft_fit(shape, cold_start["max_length"])
     lines = [
         "# Expected peak GPU memory: projected by trl_r1/pipeline/memory.py (TRL 1.16's allocations, calibrated on CPU",
-        f"# measurements of the 0.5B shape by benchmarks/memory.py, max error {MAX_CALIBRATION_ERROR:.0%} there), not measured on",
+        f"# measurements of the 0.5B shape by benchmarks/memory.py, max error {MAX_CALIBRATION_ERROR:.0%} there), not "
+        "measured on",
         "# a GPU. QLoRA GRPO step, prompt 512 tokens, 32 completions per step, transformers generation:",
         *rows,
         f"# SFT stages (max_length {cold_start['max_length']}, per_device_train_batch_size {sft_batch}, full "
