@@ -16,7 +16,15 @@ import re
 import sys
 from pathlib import Path
 
-from trl_r1.pipeline.memory import CARDS_GB, USABLE_FRACTION, GRPOSettings, estimate_sft_peak, fits, model_shapes
+from trl_r1.pipeline.memory import (
+    CARDS_GB,
+    MAX_CALIBRATION_ERROR,
+    USABLE_FRACTION,
+    GRPOSettings,
+    estimate_sft_peak,
+    fits,
+    model_shapes,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 HEADER_START, HEADER_END = "# Expected peak GPU memory", "# batch), then max_completion_length."
@@ -37,9 +45,10 @@ def header(model: str, cold_start: dict) -> tuple[list[str], GRPOSettings, int]:
                     f"~{estimate.peak / 1e9:.1f} GB")
     sft_batch, sft = sft_fit(shape, cold_start["max_length"])
     lines = [
-        "# Expected peak GPU memory (projected by trl_r1/pipeline/memory.py from TRL 1.16's allocations; its activation",
-        "# factor is not yet calibrated by benchmarks/memory.py; not measured on a GPU). GRPO step, prompt 512 tokens,",
-        "# 32 completions per step, transformers generation:",
+        "# Expected peak GPU memory: projected by trl_r1/pipeline/memory.py (TRL 1.16's allocations, calibrated on CPU",
+        f"# measurements of the 0.5B shape by benchmarks/memory.py, max error {MAX_CALIBRATION_ERROR:.0%} there), not "
+        "measured on",
+        "# a GPU. QLoRA GRPO step, prompt 512 tokens, 32 completions per step, transformers generation:",
         *rows,
         f"# SFT stages (max_length {cold_start['max_length']}, per_device_train_batch_size {sft_batch}, full "
         f"logits): ~{sft.peak / 1e9:.1f} GB.",

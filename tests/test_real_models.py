@@ -11,7 +11,6 @@ from trl_r1.rehearsal.models import (
     build_tokenizer,
     model_spec,
     num_parameters,
-    training_chat_template,
 )
 
 FAMILIES = ["Qwen/Qwen2.5-0.5B-Instruct", "Qwen/Qwen3-1.7B", "meta-llama/Llama-3.2-1B-Instruct"]
@@ -76,32 +75,53 @@ def test_chat_templates_render_like_the_real_ones(tokenizer):
                                "<|start_header_id|>assistant<|end_header_id|>\n\n")
 
 
+def _trained_spans(tok, row) -> list[str]:
+    """The decoded runs of consecutive tokens that carry a label (the rest is -100)."""
+    spans, current = [], []
+    for token, label in zip(row["input_ids"], row["labels"]):
+        if label != -100:
+            current.append(token)
+        elif current:
+            spans.append(tok.decode(current))
+            current = []
+    return spans + ([tok.decode(current)] if current else [])
+
+
 @pytest.mark.parametrize("name", FAMILIES)
 def test_sft_assistant_only_loss_masks_exactly_the_assistant_turns(name, smoke_work_dir, tmp_path):
+    """What a recipe with `assistant_only_loss: true` gets (no chat_template_path): the loss covers each assistant
+    turn's text and its end-of-turn token, and nothing else (Llama-3.2 through trl-r1's training template)."""
     from datasets import Dataset
     from transformers import AutoTokenizer
     from trl import SFTConfig, SFTTrainer
 
     from trl_r1.pipeline.smoke import smoke_model_dir
+    from trl_r1.pipeline.templates import prepare_assistant_only_loss
 
     model_dir = smoke_model_dir(smoke_work_dir, name)
     tok = AutoTokenizer.from_pretrained(model_dir)
+    reasoning = "<think>\nfirst\n</think>\n\nalpha"
     turns = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Say alpha."},
-             {"role": "assistant", "content": "<think>\nfirst\n</think>\n\nalpha"},
-             {"role": "user", "content": "Say omega."}, {"role": "assistant", "content": "omega"}]
-    template = tmp_path / "training.jinja"
-    template.write_text(training_chat_template(tok))
+             {"role": "assistant", "content": reasoning}, {"role": "user", "content": "Say omega."},
+             {"role": "assistant", "content": "omega"}]
     args = SFTConfig(output_dir=str(tmp_path / "out"), assistant_only_loss=True, max_steps=1, use_cpu=True,
                      bf16=False, report_to="none", per_device_train_batch_size=1, save_strategy="no",
-                     chat_template_path=str(template), disable_tqdm=True)
+                     disable_tqdm=True)
+    prepare_assistant_only_loss(args, str(model_dir), tmp_path / "out")
+    family = model_spec(name).family
+    assert (args.chat_template_path is not None) == (family == "llama3.2")  # TRL 1.16 patches Qwen's itself
+    if args.chat_template_path:  # trl-r1's training template renders exactly like the original
+        training = open(args.chat_template_path).read()
+        for kwargs in ({"conversation": turns}, {"conversation": turns[:2], "add_generation_prompt": True}):
+            assert (tok.apply_chat_template(**kwargs, tokenize=False, chat_template=training)
+                    == tok.apply_chat_template(**kwargs, tokenize=False))
     trainer = SFTTrainer(model=str(model_dir), args=args, train_dataset=Dataset.from_list([{"messages": turns}]))
-    row = trainer.train_dataset[0]
-    trained = tok.decode([t for t, label in zip(row["input_ids"], row["labels"]) if label != -100])
-    ignored = tok.decode([t for t, label in zip(row["input_ids"], row["labels"]) if label == -100])
-    assert "alpha" in trained and "omega" in trained and trained.count(tok.eos_token) == 2
-    for text in ("Be brief.", "Say alpha.", "Say omega."):
-        assert text not in trained and text in ignored
-    assert "user" not in trained and "system" not in trained
+    spans = _trained_spans(tok, trainer.train_dataset[0])
+    # Qwen3 renders the latest turn with its empty think block; TRL's Qwen training templates also count the
+    # newlines that frame a ChatML turn (after "assistant", after <|im_end|>) as the assistant's.
+    second = "<think>\n\n</think>\n\nomega" if family == "qwen3" else "omega"
+    assert [span.strip("\n") for span in spans] == [reasoning + tok.eos_token, second + tok.eos_token]
+    assert all(span.strip("\n") == span for span in spans) == (family == "llama3.2")
     loss = trainer.train().training_loss
     assert 0 < loss < 100
 

@@ -146,6 +146,27 @@ def test_prefilled_think_template_is_detected_and_format_rewards_adapted(tiny_th
     assert adapted(prompts=[prompt], completions=completion) == [1.0]
 
 
+def test_assistant_only_loss_on_a_template_nobody_can_patch_fails_before_any_work(tiny_model_dir, tmp_path):
+    import shutil
+
+    from transformers import AutoTokenizer
+
+    model_dir = tmp_path / "model"
+    shutil.copytree(tiny_model_dir, model_dir)
+    tok = AutoTokenizer.from_pretrained(model_dir)
+    tok.chat_template = "{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}"  # no markers
+    tok.save_pretrained(model_dir)
+    data = recipe(tmp_path, model={"model_name_or_path": str(model_dir), "load_in_4bit": False, "use_peft": False},
+                  cold_start={"dataset_name": COLD_START, "assistant_only_loss": True},
+                  final_sft={"dataset_name": COLD_START, "init_from": "cold_start", "assistant_only_loss": True,
+                             "chat_template_path": str(tmp_path / "mine.jinja")})
+    with pytest.raises(RecipeError) as info:
+        Pipeline(load_recipe(data)).preflight()
+    [problem] = info.value.problems  # final_sft brings its own template
+    assert problem.startswith("cold_start: key 'assistant_only_loss': the chat template has no {% generation %} "
+                              "markers and neither TRL 1.16 nor trl-r1 has a training version of it")
+
+
 def test_shipped_recipes_validate():
     paths = sorted(p for p in (ROOT / "recipes").rglob("*.yaml") if "accelerate_configs" not in p.parts)
     assert len(paths) >= 19

@@ -89,7 +89,10 @@ class Pipeline:
         if self.template is not None:
             chat_stages = [s.name for s in self.recipe.stages
                            if STAGE_REGISTRY[s.name].trains_on_chat and self.status[s.name] != "done"]
-            problems += template_problems(self.template, sft_stages=chat_stages)
+            assistant_only = [s.name for s in self.recipe.stages if s.name in chat_stages
+                              and getattr(s.config, "assistant_only_loss", False)
+                              and not getattr(s.config, "chat_template_path", None)]
+            problems += template_problems(self.template, sft_stages=chat_stages, assistant_only_stages=assistant_only)
         for plan in self.recipe.stages:
             if self.status[plan.name] != "done":
                 problems += STAGE_REGISTRY[plan.name].check_data(plan, self)

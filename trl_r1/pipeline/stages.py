@@ -50,6 +50,7 @@ from .recipe import (
     reward_weights,
     trainer_config,
 )
+from .templates import prepare_assistant_only_loss
 
 logger = logging.getLogger("trl_r1.pipeline")
 
@@ -152,6 +153,8 @@ def train(plan: StagePlan, start: ModelHandle, train_dataset: Any, *,
     resume = get_last_checkpoint(str(plan.output_dir)) if any(plan.output_dir.glob("checkpoint-*")) else None
     if resume:
         logger.info("%s: resuming from %s", plan.name, resume)
+    if plan.kind == "sft":
+        prepare_assistant_only_loss(config, start.model_path, plan.output_dir)
     model, peft_config, quantization_config = _model_for_trainer(plan.model_args, start, config)
     kwargs: dict[str, Any] = {"model": model, "args": config, "train_dataset": train_dataset,
                               "peft_config": peft_config, "quantization_config": quantization_config}

@@ -167,32 +167,6 @@ def chat_template(spec: ModelSpec) -> str:
     return (Path(trl.__file__).parent / "chat_templates" / spec.template).read_text(encoding="utf-8")
 
 
-_LLAMA32_ASSISTANT = ("{{- '<|start_header_id|>' + message['role'] + '<|end_header_id|>\\n\\n'+ message['content'] "
-                      "| trim + '<|eot_id|>' }}")
-
-
-def training_chat_template(tokenizer: Any) -> str:
-    """The chat template for SFT with `assistant_only_loss`: the original with `{% generation %}` markers.
-
-    TRL 1.16 ships training variants for Qwen2.5 and Qwen3 (swapped in automatically), but none for Llama-3.2
-    (`get_training_chat_template` raises "patching is not supported"): for it, the one line that renders plain
-    turns is split so assistant turns wrap their content and ``<|eot_id|>`` in generation markers (the same
-    change TRL makes to Llama-3's template). Pass it as `chat_template_path` (a file) to the SFT stage.
-    """
-    from trl.chat_template_utils import get_training_chat_template, llama3_2_chat_template
-
-    original = tokenizer.chat_template
-    if original != llama3_2_chat_template:
-        return get_training_chat_template(tokenizer) or original
-    if original.count(_LLAMA32_ASSISTANT) != 1:
-        raise RuntimeError("the Llama-3.2 template changed; update training_chat_template")
-    patched = ("{%- if message.role == 'assistant' %}\n"
-               "            {{- '<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}\n"
-               "            {%- generation %}{{- message['content'] | trim + '<|eot_id|>' }}{%- endgeneration %}\n"
-               "        {%- else %}\n            " + _LLAMA32_ASSISTANT + "\n        {%- endif %}")
-    return original.replace(_LLAMA32_ASSISTANT, patched)
-
-
 # --------------------------------------------------------------------------------------------- tokenizers
 
 
@@ -408,4 +382,4 @@ def num_parameters(name: str, size: str = "full") -> int:
 
 
 __all__ = ["MODELS", "SIZES", "SOURCES", "ModelSpec", "build_config", "build_model", "build_tokenizer",
-           "chat_template", "model_spec", "num_parameters", "rehearse_answers", "training_chat_template"]
+           "chat_template", "model_spec", "num_parameters", "rehearse_answers"]
