@@ -12,8 +12,8 @@ LAYERS = [
     {"registry", "workers", "config"},
     {"verifiers"},
     {"completion"},
-    {"rewards", "algorithms", "rehearsal"},
-    {"trainers", "data"},
+    {"rewards", "algorithms"},
+    {"trainers", "data", "rehearsal"},  # rehearsal reads TRL's template copies through trainers/trl_compat
     {"toy"},
     {"pipeline"},
     {"cli"},

@@ -15,6 +15,7 @@ PRIVATE = re.compile(
     r"\._(metrics|logs|is_vlm|calculate_rewards|generate_and_score_completions|compute_loss|get_per_token_logps"
     r"|save_checkpoint|load_from_checkpoint|load_optimizer_and_scheduler|get_output_dir|keys_to_ignore_on_save"
     r"|name_or_path)\b|current_gradient_accumulation_steps|trl\.(trainer|models|scripts)\.utils"
+    r"|chat_template_utils|[\"']chat_templates[\"']"
 )
 TRAINER_BETA = re.compile(r"self\.beta\b")  # the trainer's KL switch (a config's `beta` is a public field)
 

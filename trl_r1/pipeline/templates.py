@@ -74,7 +74,7 @@ def own_training_template(chat_template: str | None) -> str | None:
     Llama-3.2's: assistant turns wrap their content and ``<|eot_id|>`` in generation markers (the change TRL makes
     to Llama-3's template); every conversation renders exactly as with the original.
     """
-    from trl.chat_template_utils import llama3_2_chat_template
+    from ..trainers.trl_compat import llama3_2_chat_template
 
     if chat_template != llama3_2_chat_template or chat_template.count(_LLAMA32_TURN) != 1:
         return None
@@ -95,7 +95,7 @@ def training_chat_template(tokenizer: Any) -> str:
     ...
     ValueError: the chat template has no {% generation %} markers and neither TRL 1.16 nor trl-r1 has a training version of it
     """
-    from trl.chat_template_utils import get_training_chat_template, has_generation_markers
+    from ..trainers.trl_compat import get_training_chat_template, has_generation_markers
 
     original = tokenizer.chat_template
     own = own_training_template(original)

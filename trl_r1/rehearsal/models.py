@@ -162,9 +162,9 @@ def model_spec(name: str) -> ModelSpec:
 
 def chat_template(spec: ModelSpec) -> str:
     """The model's original chat template (TRL's byte-identical copy of the Hub file)."""
-    import trl
+    from ..trainers.trl_compat import trl_chat_template_file
 
-    return (Path(trl.__file__).parent / "chat_templates" / spec.template).read_text(encoding="utf-8")
+    return trl_chat_template_file(spec.template)
 
 
 # --------------------------------------------------------------------------------------------- tokenizers

@@ -15,7 +15,9 @@ Private TRL / transformers members used: `GRPOTrainer._calculate_rewards`, `._ge
 `._load_optimizer_and_scheduler`, `._get_output_dir`, `.current_gradient_accumulation_steps`;
 `PreTrainedModel._keys_to_ignore_on_save`, `config._name_or_path`; `trl.trainer.utils.use_adapter`,
 `trl.trainer.utils.create_model_from_path` (the pipeline loads a base to continue an adapter on exactly as TRL's
-trainers load a model path), `trl.models.utils.disable_gradient_checkpointing`.
+trainers load a model path), `trl.models.utils.disable_gradient_checkpointing`; and TRL's chat-template kit,
+which it does not export: `trl.chat_template_utils` (`get_training_chat_template`, `has_generation_markers`,
+`llama3_2_chat_template`) and the template files in `trl/chat_templates/` (byte-identical Hub copies).
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ from packaging.version import Version
 from torch import Tensor
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 from trl import GRPOTrainer
+from trl.chat_template_utils import get_training_chat_template, has_generation_markers  # noqa: F401 (pipeline)
+from trl.chat_template_utils import llama3_2_chat_template  # noqa: F401 (pipeline/templates)
 from trl.models.utils import disable_gradient_checkpointing
 from trl.trainer.utils import create_model_from_path, use_adapter  # noqa: F401 (the first: for the pipeline)
 
@@ -56,6 +60,13 @@ def check_trl_version(version: str = trl.__version__) -> None:
 
 
 check_trl_version()
+
+
+def trl_chat_template_file(file_name: str) -> str:
+    """One of the original chat templates TRL ships in `trl/chat_templates/` (e.g. ``"qwen2_5.jinja"``)."""
+    from pathlib import Path
+
+    return (Path(trl.__file__).parent / "chat_templates" / file_name).read_text(encoding="utf-8")
 
 
 def completion_mask(batch: dict) -> Tensor:
