@@ -73,9 +73,15 @@ class Problem:
         return self.worked()[0]
 
     def completion(self, slip_rate: float = 0.0, rng: random.Random | None = None) -> str:
-        """The R1-format target: reasoning in ``<think>``, the bare number in ``<answer>``."""
+        """The R1-format target: reasoning in ``<think>``, the bare number in ``<answer>``, laid out as rejection
+        sampling writes its accepted traces (`trl_r1.data.rejection_sampling.sft_row`), so that the final SFT
+        trains on the very token sequence the model samples.
+
+        >>> Problem((3, 4, 5)).completion()
+        '<think>3 + 4 is 7. 7 + 5 is 12.</think>\\n<answer>12</answer>'
+        """
         reasoning, answer = self.worked(slip_rate, rng)
-        return f"<think>{reasoning}</think> <answer>{answer}</answer>"
+        return f"<think>{reasoning}</think>\n<answer>{answer}</answer>"
 
     def plain_completion(self, slip_rate: float = 0.0, rng: random.Random | None = None) -> str:
         """The same worked steps without the R1 tags, as a textbook would write them.
