@@ -72,16 +72,21 @@ class Problem:
         """
         return self.worked()[0]
 
-    def completion(self, slip_rate: float = 0.0, rng: random.Random | None = None) -> str:
-        """The R1-format target: reasoning in ``<think>``, the bare number in ``<answer>``, laid out as rejection
-        sampling writes its accepted traces (`trl_r1.data.rejection_sampling.sft_row`), so that the final SFT
-        trains on the very token sequence the model samples.
+    def completion(self, slip_rate: float = 0.0, rng: random.Random | None = None, *,
+                   answer_on_new_line: bool = False) -> str:
+        """The R1-format target: reasoning in ``<think>``, the bare number in ``<answer>``.
+
+        `answer_on_new_line` lays it out as rejection sampling writes its accepted traces
+        (`trl_r1.data.rejection_sampling.sft_row`), so that a final SFT trains on the token sequence it sampled.
 
         >>> Problem((3, 4, 5)).completion()
+        '<think>3 + 4 is 7. 7 + 5 is 12.</think> <answer>12</answer>'
+        >>> Problem((3, 4, 5)).completion(answer_on_new_line=True)
         '<think>3 + 4 is 7. 7 + 5 is 12.</think>\\n<answer>12</answer>'
         """
         reasoning, answer = self.worked(slip_rate, rng)
-        return f"<think>{reasoning}</think>\n<answer>{answer}</answer>"
+        separator = "\n" if answer_on_new_line else " "
+        return f"<think>{reasoning}</think>{separator}<answer>{answer}</answer>"
 
     def plain_completion(self, slip_rate: float = 0.0, rng: random.Random | None = None) -> str:
         """The same worked steps without the R1 tags, as a textbook would write them.
@@ -155,7 +160,7 @@ def arithmetic_dataset(split: Split = "train", *, num_rows: int | None = None, m
 
 
 def cold_start_dataset(num_rows: int = 64, *, split: Split = "train", slip_rate: float = 0.0,
-                       num_problems: int | None = None, max_operand: int = 9, num_terms: int = 2, operators: str = "+",
+                       answer_on_new_line: bool = False, num_problems: int | None = None, max_operand: int = 9, num_terms: int = 2, operators: str = "+",
                        test_fraction: float = 0.2, cold_start_fraction: float = 0.5, seed: int = 0,
                        sample_seed: int | None = None):
     """A cold-start chain-of-thought set: ``messages`` conversations from a training split (never ``test``).
@@ -163,7 +168,8 @@ def cold_start_dataset(num_rows: int = 64, *, split: Split = "train", slip_rate:
     `split` ``cold_start`` keeps the cold start off the ``rl`` problems. `slip_rate` > 0 writes the traces with
     the noisy teacher of `Problem.worked` (fresh slips each time a problem repeats): a model trained on them to
     convergence learns every step *and* the teacher's error rate, so its pass@1 sits well under its pass@k, the
-    room RL with a verifiable reward has to surpass its demonstrations. `num_problems` limits it to that many
+    room RL with a verifiable reward has to surpass its demonstrations. `answer_on_new_line`: see
+    `Problem.completion` (a pipeline whose final SFT trains on rejection-sampled traces wants it). `num_problems` limits it to that many
     distinct problems, repeated up to `num_rows` in an order seeded by `sample_seed` (default `seed + 1`).
 
     >>> ds = cold_start_dataset(4)
@@ -190,7 +196,8 @@ def cold_start_dataset(num_rows: int = 64, *, split: Split = "train", slip_rate:
     rng = random.Random(sample_seed + 10_007)
     return Dataset.from_list([
         {"messages": [{"role": "user", "content": p.question},
-                      {"role": "assistant", "content": p.completion(slip_rate, rng)}]}
+                      {"role": "assistant",
+                       "content": p.completion(slip_rate, rng, answer_on_new_line=answer_on_new_line)}]}
         for p in _rows(pool, num_rows, sample_seed)
     ])
 
