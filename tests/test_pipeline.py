@@ -23,11 +23,16 @@ def shortened_tiny_recipe(run_dir: Path) -> dict:
     data = yaml.safe_load((ROOT / "recipes/tiny/pipeline.yaml").read_text())
     data["run_dir"] = str(run_dir)
     data["model"]["tiny"] = {}
-    data["cold_start"].update(dataset_kwargs={"num_rows": 256}, num_train_epochs=3, per_device_train_batch_size=8)
-    data["rl"].update(max_steps=4, save_steps=2, per_device_train_batch_size=16, dataset_kwargs={"num_rows": 64})
+    # a constant rate: 96 steps are far from the main job's convergence, and its cosine decay would leave the
+    # format half-learnt (rejection sampling then accepts nothing)
+    data["cold_start"].update(dataset_kwargs={"num_rows": 256}, num_train_epochs=3, per_device_train_batch_size=8,
+                              lr_scheduler_type="constant")
+    data["rl"].update(max_steps=4, save_steps=2, per_device_train_batch_size=16, dataset_kwargs={"num_rows": 64},
+                      learning_rate=2e-4)  # 4 steps: the main job's 5e-5 would barely move this smaller model
     data["rejection_sampling"].update(dataset_kwargs={}, max_prompts=None)
     data["final_sft"]["max_steps"] = 4
-    data["evaluation"].update(dataset_kwargs={}, num_prompts=10, num_samples=2,
+    # T=0.6: this short cold start is far from converged, and at the main job's T=1.0 most samples are malformed
+    data["evaluation"].update(dataset_kwargs={}, num_prompts=10, num_samples=2, temperature=0.6,
                               stages=["cold_start", "rl", "final_sft"])
     return data
 

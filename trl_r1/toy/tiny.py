@@ -131,9 +131,10 @@ def build_tiny_model(
 
 
 def pretrain_base(model, tokenizer, *, max_steps: int = 300, learning_rate: float = 2e-3, batch_size: int = 16,
-                  seed: int = 0, **corpus_kwargs):
+                  lr_scheduler_type: str = "constant", seed: int = 0, **corpus_kwargs):
     """Train `model` on every token of the base corpus (prompt and solution alike, as pretraining does) with
-    TRL's SFTTrainer, and return it. `corpus_kwargs` go to `base_corpus_dataset`."""
+    TRL's SFTTrainer, and return it. `corpus_kwargs` go to `base_corpus_dataset` (a decaying
+    `lr_scheduler_type` such as cosine lets a corpus with noisy solutions settle)."""
     import tempfile
 
     from trl import SFTConfig, SFTTrainer
@@ -145,7 +146,7 @@ def pretrain_base(model, tokenizer, *, max_steps: int = 300, learning_rate: floa
     with tempfile.TemporaryDirectory() as tmp:
         args = SFTConfig(
             output_dir=tmp, max_steps=max_steps, per_device_train_batch_size=batch_size, learning_rate=learning_rate,
-            lr_scheduler_type="constant", use_cpu=True, bf16=False, report_to="none", save_strategy="no",
+            lr_scheduler_type=lr_scheduler_type, use_cpu=True, bf16=False, report_to="none", save_strategy="no",
             logging_strategy="no", gradient_checkpointing=False, disable_tqdm=True, seed=seed, max_length=64,
         )
         trainer = SFTTrainer(model=model, args=args, processing_class=tokenizer,
