@@ -11,7 +11,7 @@ weights + LoRA, the bits per 4-bit linear parameter, the load peak, the step's p
 estimate; then the constants fitted on the points (`trl_r1.pipeline.memory.fit_calibration`), the formula's max
 and mean relative error, and trl-r1 vs stock TRL. GPU figures in the recipes are projections from the same
 formula (bf16, CUDA context), not measurements. The committed measurements are in
-`benchmarks/memory_cpu_points.jsonl` (5 of the default points; a QLoRA GRPO step took 20 minutes on the shared
+`benchmarks/memory_cpu_points.jsonl` (6 of the 8 default points; a QLoRA GRPO step took 20 minutes on the shared
 2-core machine).
 
     nice -n 5 python benchmarks/memory.py --save points.jsonl   # default points: about an hour on 2 busy cores

@@ -39,3 +39,14 @@ def test_every_shipped_recipe_is_sized_by_the_calibrated_formula():
     assert len(recipes) == 18
     stale = [p.name for p in recipes if size_recipes.size_recipe(p) != p.read_text()]
     assert not stale, "run python benchmarks/size_recipes.py"
+
+
+def test_a_single_point_is_fitted_with_the_floor_factor():
+    """One measured point (benchmarks/memory.py --only N) has no slope to fit: the factor stays at its floor and
+    the overhead absorbs the rest, so the formula meets that point exactly."""
+    from trl_r1.pipeline.memory import MIN_ACTIVATION_FACTOR, cpu_estimate_gib
+
+    point = ("grpo", "lora", 128, "stock", 6.10)
+    factor, overhead = fit_calibration([point])
+    assert factor == MIN_ACTIVATION_FACTOR
+    assert cpu_estimate_gib(*point[:4], (factor, overhead)) == pytest.approx(6.10, abs=0.01)
