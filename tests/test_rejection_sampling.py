@@ -234,16 +234,16 @@ def test_killed_run_resumes_without_loss_or_duplicates(toy_reasoner, tmp_path):
 def test_builders_read_dataset_name_as_recipes_do(tmp_path):
     """One loader for a `dataset_name` (trl_r1.data.loading): a Python builder, a file and a saved folder work for
     `trl-r1 rejection-sample|distill` exactly as in a recipe."""
-    from trl_r1.data import load_prompt_dataset
-    from trl_r1.pipeline.data import load_dataset_spec
+    from trl_r1.data import load_dataset_spec
 
     builder = "trl_r1.toy.arithmetic:arithmetic_dataset"
-    assert load_prompt_dataset(builder, split="test")[:3] == load_dataset_spec(builder, split="test")[:3]
+    test = load_dataset_spec(builder, split="test")  # the builder called with the split: the 20 held-out sums
+    assert test.num_rows == 20 and test.column_names == ["prompt", "solution"]
     rows = Dataset.from_list([{"prompt": "1+1?", "solution": "2"}])
     rows.to_json(tmp_path / "rows.jsonl")
     rows.save_to_disk(tmp_path / "saved")
     for name in (tmp_path / "rows.jsonl", tmp_path / "saved"):
-        assert load_prompt_dataset(str(name))[0] == {"prompt": "1+1?", "solution": "2"}
+        assert load_dataset_spec(str(name))[0] == {"prompt": "1+1?", "solution": "2"}
 
 
 def test_builder_settings_that_cannot_work_exit_2_naming_the_key_before_any_model_loads(tmp_path, capsys):

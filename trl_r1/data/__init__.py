@@ -18,10 +18,11 @@ from .generation import (
     load_generator,
 )
 from .hub import HubPublishError, build_dataset_card, export_for_hub, push_to_hub
-from .rejection_sampling import RejectionSamplingConfig, RejectionSamplingResult, load_prompt_dataset, rejection_sample
+from .loading import load_dataset_spec
+from .rejection_sampling import RejectionSamplingConfig, RejectionSamplingResult, rejection_sample
 
 __all__ = [
     "Completion", "DistillationConfig", "HubPublishError", "OpenAIGenerator", "R1Filters", "RejectionSamplingConfig", "RejectionSamplingResult",
     "SamplingParams", "Trace", "TransformersGenerator", "VLLMGenerator", "build_dataset_card", "distill",
-    "export_for_hub", "load_generator", "load_prompt_dataset", "parse_trace", "push_to_hub", "rejection_sample",
+    "export_for_hub", "load_dataset_spec", "load_generator", "parse_trace", "push_to_hub", "rejection_sample",
 ]

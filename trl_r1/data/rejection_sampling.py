@@ -358,13 +358,6 @@ class RecordStore:
             os.fsync(f.fileno())
 
 
-def load_prompt_dataset(name: str, split: str = "train") -> Any:
-    """A prompt dataset by name, as a recipe's `dataset_name` is read (`trl_r1.data.loading.load_dataset_spec`):
-    a Python builder ``module:function``, a local file (json/jsonl/parquet/csv/txt), a `save_to_disk` folder, or
-    the Hub."""
-    return load_dataset_spec(name, split=split)
-
-
 def _prompt_dataset(config: RejectionSamplingConfig, dataset: Any) -> Any:
     """The prompts to sample from; a ConfigError naming the key when they cannot be had (before any model loads)."""
     from ..config import ConfigError
@@ -373,7 +366,7 @@ def _prompt_dataset(config: RejectionSamplingConfig, dataset: Any) -> Any:
         if not config.dataset_name:
             raise ConfigError(["dataset_name: required (or pass a dataset)"])
         try:
-            dataset = load_prompt_dataset(config.dataset_name, config.dataset_split)
+            dataset = load_dataset_spec(config.dataset_name, split=config.dataset_split)
         except Exception as exc:  # a missing file, an unknown Hub id, a broken builder: all the setting's fault
             raise ConfigError([f"dataset_name: cannot load {config.dataset_name!r} (split "
                                f"{config.dataset_split!r}): {type(exc).__name__}: {exc}"]) from exc

@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import itertools
 import random
+import typing
 from dataclasses import dataclass
 from functools import reduce
 from typing import Literal
 
 OPERATORS = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b}
 Split = Literal["train", "cold_start", "rl", "test", "all"]
+TRAINING_SPLITS = ("train", "cold_start", "rl")
 SLIPS = (-2, -1, 1, 2)
 
 
@@ -121,8 +123,8 @@ def problems(split: Split = "train", *, max_operand: int = 9, num_terms: int = 2
         raise ValueError(f"unknown operators {sorted(unknown)}; known: {sorted(OPERATORS)}")
     if not 0.0 <= test_fraction < 1.0:
         raise ValueError(f"test_fraction must be in [0, 1), got {test_fraction}")
-    if split not in ("train", "cold_start", "rl", "test", "all"):
-        raise ValueError(f"split must be 'train', 'cold_start', 'rl', 'test' or 'all', got {split!r}")
+    if split not in typing.get_args(Split):
+        raise ValueError(f"split must be one of {typing.get_args(Split)}, got {split!r}")
     every = [Problem(operands, op) for op in operators
              for operands in itertools.product(range(max_operand + 1), repeat=num_terms)]
     if split == "all":
@@ -160,17 +162,18 @@ def arithmetic_dataset(split: Split = "train", *, num_rows: int | None = None, m
 
 
 def cold_start_dataset(num_rows: int = 64, *, split: Split = "train", slip_rate: float = 0.0,
-                       answer_on_new_line: bool = False, num_problems: int | None = None, max_operand: int = 9, num_terms: int = 2, operators: str = "+",
-                       test_fraction: float = 0.2, cold_start_fraction: float = 0.5, seed: int = 0,
-                       sample_seed: int | None = None):
+                       answer_on_new_line: bool = False, num_problems: int | None = None, max_operand: int = 9,
+                       num_terms: int = 2, operators: str = "+", test_fraction: float = 0.2,
+                       cold_start_fraction: float = 0.5, seed: int = 0, sample_seed: int | None = None):
     """A cold-start chain-of-thought set: ``messages`` conversations from a training split (never ``test``).
 
     `split` ``cold_start`` keeps the cold start off the ``rl`` problems. `slip_rate` > 0 writes the traces with
     the noisy teacher of `Problem.worked` (fresh slips each time a problem repeats): a model trained on them to
     convergence learns every step *and* the teacher's error rate, so its pass@1 sits well under its pass@k, the
     room RL with a verifiable reward has to surpass its demonstrations. `answer_on_new_line`: see
-    `Problem.completion` (a pipeline whose final SFT trains on rejection-sampled traces wants it). `num_problems` limits it to that many
-    distinct problems, repeated up to `num_rows` in an order seeded by `sample_seed` (default `seed + 1`).
+    `Problem.completion` (a pipeline whose final SFT trains on rejection-sampled traces wants it). `num_problems`
+    limits it to that many distinct problems, repeated up to `num_rows` in an order seeded by `sample_seed`
+    (default `seed + 1`).
 
     >>> ds = cold_start_dataset(4)
     >>> ds[0]["messages"][1]["content"].startswith("<think>")
@@ -188,10 +191,9 @@ def cold_start_dataset(num_rows: int = 64, *, split: Split = "train", slip_rate:
     """
     from datasets import Dataset
 
-    if split in ("test", "all"):
-        raise ValueError(f"a cold start trains on a training split ('train', 'cold_start' or 'rl'), not {split!r}")
-    pool = problems(split, max_operand=max_operand, num_terms=num_terms, operators=operators,
-                    test_fraction=test_fraction, cold_start_fraction=cold_start_fraction, seed=seed)[:num_problems]
+    pool = _training_problems(split, max_operand=max_operand, num_terms=num_terms, operators=operators,
+                              test_fraction=test_fraction, cold_start_fraction=cold_start_fraction,
+                              seed=seed)[:num_problems]
     sample_seed = seed + 1 if sample_seed is None else sample_seed
     rng = random.Random(sample_seed + 10_007)
     return Dataset.from_list([
@@ -222,10 +224,8 @@ def base_corpus_dataset(num_rows: int = 2000, *, tagged_fraction: float = 0.1, s
     """
     from datasets import Dataset
 
-    if split in ("test", "all"):
-        raise ValueError(f"a base corpus holds training problems ('train', 'cold_start' or 'rl'), not {split!r}")
-    pool = problems(split, max_operand=max_operand, num_terms=num_terms, operators=operators,
-                    test_fraction=test_fraction, cold_start_fraction=cold_start_fraction, seed=seed)
+    pool = _training_problems(split, max_operand=max_operand, num_terms=num_terms, operators=operators,
+                              test_fraction=test_fraction, cold_start_fraction=cold_start_fraction, seed=seed)
     sample_seed = seed + 2 if sample_seed is None else sample_seed
     rng = random.Random(sample_seed + 20_011)
     slips = random.Random(sample_seed + 30_011)
@@ -236,6 +236,13 @@ def base_corpus_dataset(num_rows: int = 2000, *, tagged_fraction: float = 0.1, s
                        else p.plain_completion(slip_rate, slips)}]}
         for p in _rows(pool, num_rows, sample_seed)
     ])
+
+
+def _training_problems(split: Split, **kwargs) -> list[Problem]:
+    """`problems(split, **kwargs)` for a set that trains on them: never the held-out ``test`` problems."""
+    if split not in TRAINING_SPLITS:
+        raise ValueError(f"training data comes from a training split {TRAINING_SPLITS}, not {split!r}")
+    return problems(split, **kwargs)
 
 
 def _rows(pool: list[Problem], num_rows: int | None, seed: int) -> list[Problem]:
