@@ -2,6 +2,7 @@
 datasets and report as one process, nothing lost or duplicated when a rank is killed, and the launch checks."""
 
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -172,6 +173,18 @@ def test_more_ranks_announced_than_started_is_refused(monkeypatch):
         check_world_size(1)
     monkeypatch.setenv("WORLD_SIZE", "1")
     check_world_size(1)
+
+
+@pytest.mark.parametrize("use_cpu, warned", [("true", True), ("1", True), ("False", False), ("0", False)])
+def test_a_cpu_launch_of_one_process_is_named(monkeypatch, caplog, use_cpu, warned):
+    """`accelerate launch --cpu` starts one process whatever --num_processes says: say so. Accelerate also sets
+    ACCELERATE_USE_CPU=False on GPU launches, which must not warn."""
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    monkeypatch.setenv("MASTER_PORT", "29500")
+    monkeypatch.setenv("ACCELERATE_USE_CPU", use_cpu)
+    with caplog.at_level(logging.WARNING, logger="trl_r1.pipeline"):
+        check_world_size(1)
+    assert ("runs ONE process" in caplog.text) is warned
 
 
 def test_shut_down_leaves_the_process_group(tmp_path):

@@ -34,6 +34,11 @@ def default_workers(share: float = 1.0, cap: int | None = None) -> int:
     3
     >>> del os.environ["TRL_R1_NUM_WORKERS"]; default_workers(cap=1)
     1
+    >>> os.environ["LOCAL_WORLD_SIZE"] = "2"  # two ranks on this node: each takes half of the CPUs
+    >>> default_workers() == max(1, available_cpus() // 2)
+    True
+    >>> del os.environ["LOCAL_WORLD_SIZE"]; default_workers() == available_cpus()
+    True
     """
     override = os.environ.get("TRL_R1_NUM_WORKERS", "")
     if override:

@@ -114,7 +114,9 @@ def check_world_size(num_processes: int) -> None:
     process; the run would then train on one rank with the batch size meant for several.
     """
     intended = intended_world_size()
-    if num_processes == 1 and "WORLD_SIZE" not in os.environ and os.environ.get("ACCELERATE_USE_CPU") \
+    from accelerate.utils import parse_flag_from_env  # accelerate writes "False" too: parse it as it does
+
+    if num_processes == 1 and "WORLD_SIZE" not in os.environ and parse_flag_from_env("ACCELERATE_USE_CPU") \
             and "MASTER_PORT" in os.environ:
         logger.warning("started by `accelerate launch --cpu`, which runs ONE process whatever --num_processes says; "
                        "for N processes on CPU use `trl-r1 ... --num_processes N` or `accelerate launch --multi_gpu "
