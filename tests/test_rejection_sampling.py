@@ -17,7 +17,7 @@ from trl_r1.cli import main as cli_main
 from trl_r1.data import R1Filters, RejectionSamplingConfig, Trace, parse_trace, rejection_sample
 from trl_r1.data.filters import near_duplicates
 from trl_r1.data.generation import Completion
-from trl_r1.data.rejection_sampling import RecordStore, judge_batch
+from trl_r1.data.rejection_sampling import RecordStore, judge_batch, summarize
 from trl_r1.rewards import get_reward_funcs
 from trl_r1.toy.toy_reasoner import build_toy_reasoner, toy_prompts
 from trl_r1.verifiers.format import check_strict
@@ -121,6 +121,9 @@ def test_disabled_filters_and_unverifiable_samples():
     (record,) = judge_batch(config, [{"prompt": "2+3?", "answer": ""}], [[Completion("<think>a</think> 5")]],
                             get_reward_funcs(["math"]))
     assert record["rejections"] == {"unverified": 1} and record["rows"] == []
+    stats = summarize(config, [record])  # the totals count it too (the report and the dataset card read them)
+    assert stats["rejections"]["unverified"] == 1
+    assert stats["generated"] == stats["accepted"] + sum(stats["rejections"].values())
 
 
 def test_mixed_math_and_code_rows_are_each_verified_by_the_reward_that_applies():

@@ -427,7 +427,8 @@ def _finalize(config: RejectionSamplingConfig, prompts: Any, records: list[dict[
 
 
 def summarize(config: RejectionSamplingConfig, records: list[dict[str, Any]]) -> dict[str, Any]:
-    """Totals over the records, with every enabled filter's rejection count (zeros included), in filter order."""
+    """Totals over the records, with every enabled filter's rejection count (zeros included), in filter order, then
+    any other rejection reason that occurred (so generated == accepted + the sum of the rejections)."""
     generated = sum(r["num_generated"] for r in records)
     accepted = sum(r["num_accepted"] for r in records)
     counts: dict[str, int] = {}
@@ -441,6 +442,7 @@ def summarize(config: RejectionSamplingConfig, records: list[dict[str, Any]]) ->
                               (F.CODE_IN_REASONING, f.reject_code_in_reasoning),
                               (F.NEAR_DUPLICATE, f.dedup_threshold is not None),
                               (F.OVER_LIMIT, f.max_per_prompt is not None)] if on]
+    order += sorted(k for k in counts if k not in order)  # any other reason (unverified, ...) is counted too
     pass_rates = [r["pass_rate"] for r in records]
     return {
         "num_prompts": len(records), "generated": generated, "accepted": accepted,
