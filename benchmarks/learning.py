@@ -1,13 +1,15 @@
-"""Does the recipe learn, on every seed? N seeds of a pipeline recipe, held-out accuracy per stage across seeds.
+"""Does the recipe learn, on every seed? N seeds of a pipeline recipe, held-out rewards per stage across seeds.
 
 R1's claim is that RL with verifiable rewards makes a model solve more unseen problems and that rejection-sampling
 SFT keeps the gain. One run shows little: this runs a recipe under N seeds (each seed changes the model's
 initialisation, the order and slips of the training data, and every trainer's and sampler's randomness; the
-held-out problems and their evaluation stay fixed) and prints, per evaluated stage, the held-out accuracy's mean,
-std and 95% interval across seeds (Student t), pass@k at the evaluation's k, then each seed's row with its gains
-and wall / CPU time. Every number is CPU-measured; nothing is a formula.
+held-out problems and their evaluation stay fixed) and prints, per stage, every evaluated held-out reward's mean,
+std and 95% interval across seeds (Student t) with pass@k at the evaluation's k (accuracy, and the format reward
+that is R1-Zero's main metric), and the stage's wall time; then each seed's rewards with their gains, and each
+seed's wall time per stage with its run's wall / CPU time. Every number is CPU-measured; nothing is a formula.
 
-Run (the main job's recipe, 3 seeds one after the other; each ran in about 200 s of CPU time, one thread):
+Run (the main job's recipe, 3 seeds one after the other; a run took 166-204 s of CPU time on one thread on seeds
+0-6, docs/quickstart.md):
 
     OMP_NUM_THREADS=1 python benchmarks/learning.py recipes/tiny/pipeline.yaml --seeds 0 1 2
 
@@ -32,9 +34,10 @@ from typing import Any
 
 import yaml
 
+from trl_r1.pipeline.report import reward_metrics
+
 # two-sided 95% Student t quantiles for n - 1 degrees of freedom (n seeds), so no scipy is needed
 T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262, 10: 2.228}
-ACCURACY = "math_accuracy_reward"
 
 
 def seeded_recipe(data: dict[str, Any], seed: int, run_dir: Path) -> dict[str, Any]:
@@ -85,54 +88,91 @@ def run_seed(recipe: dict[str, Any], seed: int, out: Path, overrides: list[str])
             "stages": {row["stage"]: row for row in report["stages"]}}
 
 
-def summarize(runs: list[dict[str, Any]], metric: str = ACCURACY) -> dict[str, Any]:
-    """Per evaluated stage: mean, std, 95% t-interval of `metric` across seeds, and mean pass@k.
+def t_interval(values: list[float]) -> dict[str, Any]:
+    """Mean, std and the two-sided 95% Student t interval of the mean across seeds (no interval from one seed).
 
-    >>> s = summarize([{"evaluation": {"rl": {"acc": 0.5, "acc/pass@4": 0.8}}},
-    ...                {"evaluation": {"rl": {"acc": 0.7, "acc/pass@4": 0.9}}}], "acc")
-    >>> s["rl"]["mean"], round(s["rl"]["std"], 4), [round(x, 3) for x in s["rl"]["ci95"]], round(s["rl"]["pass@4"], 3)
-    (0.6, 0.1414, [-0.671, 1.871], 0.85)
+    >>> r = t_interval([0.5, 0.7])
+    >>> r["mean"], round(r["std"], 4), [round(x, 3) for x in r["ci95"]]
+    (0.6, 0.1414, [-0.671, 1.871])
     """
-    stages = [s for s in runs[0]["evaluation"] if all(metric in r["evaluation"].get(s, {}) for r in runs)]
-    out = {}
+    mean = statistics.fmean(values)
+    if len(values) < 2:
+        return {"mean": mean, "std": 0.0, "ci95": [math.nan, math.nan]}
+    std = statistics.stdev(values)
+    half = T95.get(len(values) - 1, 1.96) * std / math.sqrt(len(values))
+    return {"mean": mean, "std": std, "ci95": [mean - half, mean + half]}
+
+
+def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per stage (`base` first, evaluated before any stage runs), across seeds: every held-out reward's mean, std,
+    95% t-interval and mean pass@k, under `rewards` (absent for a stage that is not evaluated), and the stage's
+    wall seconds per seed, under `seconds` (absent for `base`)."""
+    first = runs[0]
+    stages = [s for s in first["evaluation"] if s not in first["stages"]] + list(first["stages"])
+    out: dict[str, Any] = {}
     for stage in stages:
-        values = [r["evaluation"][stage][metric] for r in runs]
-        mean = statistics.fmean(values)
-        std = statistics.stdev(values) if len(values) > 1 else 0.0
-        half = T95.get(len(values) - 1, 1.96) * std / math.sqrt(len(values)) if len(values) > 1 else float("nan")
-        row = {"mean": mean, "std": std, "ci95": [mean - half, mean + half], "values": values}
-        for key in runs[0]["evaluation"][stage]:
-            if key.startswith(metric + "/pass@"):
-                row[key.rsplit("/", 1)[1]] = statistics.fmean(r["evaluation"][stage].get(key, math.nan) for r in runs)
+        row: dict[str, Any] = {}
+        if all(stage in r["stages"] for r in runs):
+            row["seconds"] = [r["stages"][stage]["seconds"] for r in runs]
+        evaluations = [r["evaluation"].get(stage) or {} for r in runs]
+        rewards = {}
+        for metric in reward_metrics({stage: evaluations[0]}):
+            if not all(metric in e for e in evaluations):
+                continue
+            values = [e[metric] for e in evaluations]
+            rewards[metric] = {**t_interval(values), "values": values}
+            for key in evaluations[0]:
+                if key.startswith(metric + "/pass@"):
+                    rewards[metric][key.rsplit("/", 1)[1]] = statistics.fmean(e.get(key, math.nan) for e in evaluations)
+        if rewards:
+            row["rewards"] = rewards
         out[stage] = row
     return out
 
 
-def print_tables(runs: list[dict[str, Any]], summary: dict[str, Any], metric: str = ACCURACY) -> None:
-    stages = list(summary)
-    print(f"\nheld-out {metric} across {len(runs)} seeds (mean over k samples per prompt; interval: 95% Student t)")
-    print(f"{'after':<12}{'mean':>8}{'std':>8}{'95% interval':>20}{'pass@k':>10}")
+def format_tables(runs: list[dict[str, Any]], summary: dict[str, Any]) -> str:
+    """The summary across seeds (every held-out reward of every stage, and each stage's wall time), then each seed's
+    rewards with their per-run intervals and gains, then each seed's wall time per stage and its run's wall / CPU."""
+    pass_k = next((k for row in summary.values() for r in row.get("rewards", {}).values() for k in r
+                   if k.startswith("pass@")), "pass@k")
+    lines = [f"held-out rewards across {len(runs)} seeds: mean over k samples per prompt (pass@1), its std and 95% "
+             "interval across seeds (Student t),",
+             f"{pass_k} (mean over seeds); each stage's wall time, mean (min-max) over seeds",
+             f"{'after':<20}{'reward':<24}{'mean':>7}{'std':>7}{'95% interval':>18}{pass_k:>8}{'wall s':>14}"]
     for stage, row in summary.items():
-        pass_k = next(((k, v) for k, v in row.items() if k.startswith("pass@")), ("pass@k", math.nan))
-        interval = f"[{row['ci95'][0]:.3f}, {row['ci95'][1]:.3f}]"
-        print(f"{stage:<12}{row['mean']:>8.3f}{row['std']:>8.3f}{interval:>20}{pass_k[1]:>10.3f}  ({pass_k[0]})")
-    gains = [(a, b) for a, b in (("cold_start", "rl"), ("base", "rl"), ("rl", "final_sft")) if a in stages and b in stages]
-    print("\nper seed: " + metric + " after each stage [per-run 95% bootstrap interval], gains, time")
-    header = f"{'seed':<6}" + "".join(f"{s:>24}" for s in stages) + "".join(f"{b + '-' + a:>20}" for a, b in gains)
-    print(header + f"{'wall s':>9}{'cpu s':>9}")
+        seconds = row.get("seconds")
+        wall = f"{statistics.fmean(seconds):.0f} ({min(seconds):.0f}-{max(seconds):.0f})" if seconds else "-"
+        rewards = row.get("rewards") or {"(not evaluated)": None}
+        for i, (metric, r) in enumerate(rewards.items()):
+            cells = f"{'':>7}{'':>7}{'':>18}{'':>8}" if r is None else \
+                f"{r['mean']:>7.3f}{r['std']:>7.3f}{_interval(r['ci95']):>18}{r.get(pass_k, math.nan):>8.3f}"
+            lines.append(f"{stage if i == 0 else '':<20}{metric:<24}{cells}{wall if i == 0 else '':>14}".rstrip())
+    for metric in reward_metrics({s: row["rewards"] for s, row in summary.items() if "rewards" in row}):
+        stages = [s for s, row in summary.items() if metric in row.get("rewards", {})]
+        gains = [(a, b) for a, b in (("cold_start", "rl"), ("base", "rl"), ("rl", "final_sft"))
+                 if a in stages and b in stages]
+        lines += ["", f"per seed: {metric} after each stage [that run's 95% bootstrap interval over prompts], gains",
+                  f"{'seed':<6}" + "".join(f"{s:>22}" for s in stages) + "".join(f"{b + '-' + a:>16}" for a, b in gains)]
+        for run in runs:
+            e = run["evaluation"]
+            cells = "".join(f"{e[s][metric]:.3f} {_interval(e[s].get(metric + '/ci95'), 2)}".rjust(22) for s in stages)
+            lines.append(f"{run['seed']:<6}{cells}" + "".join(f"{e[b][metric] - e[a][metric]:>+16.3f}" for a, b in gains))
+    timed = [s for s, row in summary.items() if "seconds" in row]
+    lines += ["", "per seed: wall seconds of each stage, and of the whole run with its CPU seconds",
+              f"{'seed':<6}" + "".join(f"{s:>20}" for s in timed) + f"{'run wall s':>12}{'run cpu s':>11}"]
     for run in runs:
-        cells = []
-        for stage in stages:
-            e = run["evaluation"][stage]
-            ci = e.get(metric + "/ci95") or [math.nan, math.nan]
-            cells.append(f"{e[metric]:.3f} [{ci[0]:.2f}, {ci[1]:.2f}]")
-        line = f"{run['seed']:<6}" + "".join(f"{c:>24}" for c in cells)
-        line += "".join(f"{run['evaluation'][b][metric] - run['evaluation'][a][metric]:>+20.3f}" for a, b in gains)
-        print(line + f"{run['wall_s']:>9.0f}{run['cpu_s']:>9.0f}")
-    walls = [r["wall_s"] for r in runs]
-    cpus = [r["cpu_s"] for r in runs]
-    print(f"\nwall time per run: {min(walls):.0f}-{max(walls):.0f} s; CPU time per run: {min(cpus):.0f}-{max(cpus):.0f} s "
-          f"(with OMP_NUM_THREADS=1 a run uses one core: on a quiet machine its wall time is about its CPU time)")
+        lines.append(f"{run['seed']:<6}" + "".join(f"{run['stages'][s]['seconds']:>20.0f}" for s in timed)
+                     + f"{run['wall_s']:>12.0f}{run['cpu_s']:>11.0f}")
+    walls, cpus = [r["wall_s"] for r in runs], [r["cpu_s"] for r in runs]
+    lines.append(f"\nwall time per run: {min(walls):.0f}-{max(walls):.0f} s; CPU time per run: {min(cpus):.0f}-"
+                 f"{max(cpus):.0f} s (with OMP_NUM_THREADS=1 a run uses one core: on a quiet machine its wall time is "
+                 "about its CPU time)")
+    return "\n".join(lines)
+
+
+def _interval(bounds: list[float] | None, digits: int = 3) -> str:
+    low, high = bounds or (math.nan, math.nan)
+    return f"[{low:.{digits}f}, {high:.{digits}f}]"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -149,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     with ThreadPoolExecutor(args.jobs) as pool:
         runs = list(pool.map(lambda s: run_seed(recipe, s, out, args.set), args.seeds))
     summary = summarize(runs)
-    print_tables(runs, summary)
+    print("\n" + format_tables(runs, summary))
     (out / "learning.json").write_text(json.dumps({"recipe": args.recipe, "runs": runs, "summary": summary}, indent=2))
     print(f"\nwritten: {out / 'learning.json'}")
     return 0

@@ -50,6 +50,8 @@ def stage_summary(record: StageRecord, history: list[dict[str, Any]]) -> dict[st
     if rs:
         row["accepted"] = record.outputs.get("num_accepted")
         row["generated"] = rs.get("generated", rs.get("num_generated"))
+        row["prompts"], row["prompts_with_accepted"] = rs.get("num_prompts"), rs.get("prompts_with_accepted")
+        row["rejections"] = {reason: n for reason, n in rs.get("rejections", {}).items() if n}
     if record.evaluation:
         row["evaluation"] = record.evaluation
     return row
@@ -101,7 +103,7 @@ def markdown(report: dict[str, Any]) -> str:
             cells += [_cell(values.get(f"{m}/pass@{k}")) for m in rewards[:1] if k]
             cells += [_cell(values.get("mean_length")), _cell(values.get("truncated_ratio"))]
             lines.append(f"| {stage} | " + " | ".join(cells) + " |")
-        lines += ["", "What each stage changed:", ""] + [f"- {s}" for s in stage_changes(evaluations)]
+    lines += ["", "What each stage changed:", ""] + [f"- {s}" for s in stage_changes(report)]
     if report["curves"]:
         lines += ["", "## Curves", ""] + [f"![{name}]({path})" for name, path in report["curves"].items()]
     return "\n".join(lines) + "\n"
@@ -128,8 +130,8 @@ def terminal_summary(report: dict[str, Any]) -> str:
             if k and any(f"{metric}/pass@{k}" in e for e in evaluations.values()):
                 values = "  ".join(f"{stage}={_cell(e.get(f'{metric}/pass@{k}'))}" for stage, e in evaluations.items())
                 lines.append(f"held-out {metric} pass@{k}: {values}")
-        lines.append("-" * 72)
-        lines += stage_changes(evaluations)
+    lines.append("-" * 72)
+    lines += stage_changes(report)
     lines.append("=" * 72)
     return "\n".join(lines)
 
@@ -140,27 +142,78 @@ def reward_metrics(evaluations: dict[str, dict]) -> list[str]:
     return sorted(names, key=lambda n: (n.startswith("format"), n))
 
 
-def stage_changes(evaluations: dict[str, dict]) -> list[str]:
-    """One sentence per evaluated stage: how its held-out scores moved from the previous evaluation, and whether
-    the move is beyond noise (the two 95% intervals do not overlap).
+def stage_changes(report: dict[str, Any]) -> list[str]:
+    """One sentence per stage saying what it changed. An evaluated stage: how its held-out scores moved from the
+    previous evaluation, and whether the move is beyond noise (the two 95% intervals do not overlap). Rejection
+    sampling: what it kept and why it rejected the rest. Any other stage: what its own training curves did.
 
-    >>> stage_changes({"base": {"math_accuracy_reward": 0.1, "math_accuracy_reward/ci95": [0.05, 0.15]},
-    ...                "rl": {"math_accuracy_reward": 0.5, "math_accuracy_reward/ci95": [0.42, 0.58]}})
+    >>> stage_changes({"evaluation": {
+    ...     "base": {"math_accuracy_reward": 0.1, "math_accuracy_reward/ci95": [0.05, 0.15]},
+    ...     "rl": {"math_accuracy_reward": 0.5, "math_accuracy_reward/ci95": [0.42, 0.58]}},
+    ...     "stages": [{"stage": "rl", "status": "done", "seconds": 9.0, "steps": 80}]})
     ['rl: math_accuracy_reward 0.1 -> 0.5 (+0.4, beyond noise).']
     """
-    sentences, previous = [], None
-    for stage, values in evaluations.items():
-        if previous is not None:
-            moves = []
-            for metric in reward_metrics(evaluations):
-                if metric in values and metric in previous:
-                    before, after = previous[metric], values[metric]
-                    moves.append(f"{metric} {_cell(before)} -> {_cell(after)} ({after - before:+.3g}, "
-                                 f"{_significance(previous.get(metric + '/ci95'), values.get(metric + '/ci95'))})")
-            if moves:
-                sentences.append(f"{stage}: " + "; ".join(moves) + ".")
-        previous = values
+    evaluations = report["evaluation"]
+    metrics = reward_metrics(evaluations)
+    sentences, previous = [], evaluations.get("base")
+    for row in report["stages"]:
+        values = evaluations.get(row["stage"])
+        moves = []
+        for metric in metrics if values and previous else []:
+            if metric in values and metric in previous:
+                before, after = previous[metric], values[metric]
+                moves.append(f"{metric} {_cell(before)} -> {_cell(after)} ({after - before:+.3g}, "
+                             f"{_significance(previous.get(metric + '/ci95'), values.get(metric + '/ci95'))})")
+        if moves:
+            sentence = "; ".join(moves)
+        elif row.get("accepted") is not None:
+            sentence = _rejection_sampling_change(row)
+        else:
+            sentence = _training_change(row)
+            if values:  # evaluated, with no earlier evaluation to compare with
+                sentence += "; held-out " + ", ".join(f"{m} {_with_interval(values, m)}" for m in metrics
+                                                      if m in values)
+        sentences.append(f"{row['stage']}: {sentence}.")
+        previous = values or previous
     return sentences
+
+
+def _rejection_sampling_change(row: dict[str, Any]) -> str:
+    """What a rejection-sampling stage kept, out of what, and its most frequent rejection reasons.
+
+    >>> _rejection_sampling_change({"accepted": 30, "generated": 120, "prompts": 40, "prompts_with_accepted": 25,
+    ...                             "rejections": {"malformed": 10, "incorrect:math_accuracy_reward": 80}})
+    'kept 30 of 120 samples (25.0%) from 40 prompts (25 with at least one kept);
+     rejected as incorrect:math_accuracy_reward (80), malformed (10)'
+    """
+    accepted, generated = row["accepted"], row.get("generated")
+    sentence = f"kept {accepted} of {generated} samples ({accepted / generated:.1%})" if generated else \
+        f"kept {accepted} samples"
+    if row.get("prompts") is not None:
+        sentence += f" from {row['prompts']} prompts"
+        if row.get("prompts_with_accepted") is not None:
+            sentence += f" ({row['prompts_with_accepted']} with at least one kept)"
+    reasons = sorted((row.get("rejections") or {}).items(), key=lambda item: -item[1])[:3]
+    if reasons:
+        sentence += "; rejected as " + ", ".join(f"{reason} ({n})" for reason, n in reasons)
+    return sentence
+
+
+def _training_change(row: dict[str, Any]) -> str:
+    """What a stage without held-out evaluation did, from its own logged curves (first -> last value).
+
+    >>> _training_change({"status": "done", "seconds": 12.0, "steps": 50, "loss_first": 2.1, "loss_last": 0.4})
+    '50 steps, no held-out evaluation: loss 2.1 -> 0.4'
+    >>> _training_change({"status": "running", "seconds": 3.0, "steps": None})
+    'running (not finished) after 3.0 s, no held-out evaluation and no logged metrics'
+    """
+    if row["status"] != "done":
+        done = f"{row['status']} (not finished) after {row['seconds']} s"
+    else:
+        done = f"{row['steps']} steps" if row.get("steps") else f"done in {row['seconds']} s"
+    trends = [f"{key[:-len('_first')]} {_trend(row, key[:-len('_first')])}" for key in row if key.endswith("_first")]
+    return f"{done}, no held-out evaluation: " + ", ".join(trends) if trends else \
+        f"{done}, no held-out evaluation and no logged metrics"
 
 
 def _significance(before: list[float] | None, after: list[float] | None) -> str:

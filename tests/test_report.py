@@ -1,0 +1,68 @@
+"""The run report read back from stage records written to disk (synthetic records: no training): one sentence per
+stage, evaluated or not, and the held-out 95% intervals and pass@k in the terminal summary."""
+
+import json
+
+from trl_r1.pipeline.report import stage_changes, terminal_summary, write_report
+from trl_r1.pipeline.stages import StageRecord, write_record
+
+ACC, FMT = "math_accuracy_reward", "format_reward"
+
+
+def held_out(acc: float, ci: list[float], pass_k: float, fmt: float) -> dict:
+    return {ACC: acc, f"{ACC}/ci95": ci, f"{ACC}/pass@4": pass_k,
+            FMT: fmt, f"{FMT}/ci95": [fmt, fmt], f"{FMT}/pass@4": fmt, "mean_length": 30.0, "truncated_ratio": 0.0}
+
+
+def write_stage(run_dir, record: StageRecord, history: list[dict] | None = None) -> None:
+    write_record(run_dir / record.name, record)
+    if history is not None:
+        (run_dir / record.name / "trainer_state.json").write_text(json.dumps({"log_history": history}))
+
+
+def test_every_stage_gets_a_sentence_and_the_summary_gives_intervals_and_pass_at_k(tmp_path):
+    write_stage(tmp_path, StageRecord("cold_start", "f", "done", metrics={"global_step": 800}, seconds=70.0,
+                                      evaluation=held_out(0.41, [0.38, 0.44], 0.9, 1.0)),
+                [{"step": 10, "loss": 2.5}, {"step": 800, "loss": 0.62}])
+    write_stage(tmp_path, StageRecord("rl", "f", "done", metrics={"global_step": 80}, seconds=90.0,
+                                      evaluation=held_out(0.43, [0.40, 0.46], 0.92, 1.0)),
+                [{"step": 10, "reward": 0.6, f"rewards/{ACC}/mean": 0.38},
+                 {"step": 80, "reward": 0.85, f"rewards/{ACC}/mean": 0.6}])
+    stats = {"num_prompts": 400, "generated": 1600, "accepted": 369, "prompts_with_accepted": 310,
+             "rejections": {"malformed": 12, f"incorrect:{ACC}": 1100, "mixed_language": 0, "near_duplicate": 119}}
+    write_stage(tmp_path, StageRecord("rejection_sampling", "f", "done", outputs={"num_accepted": 369},
+                                      metrics={"rejection_sampling": stats}, seconds=20.0))
+    write_stage(tmp_path, StageRecord("final_sft", "f", "done", metrics={"global_step": 50}, seconds=15.0),
+                [{"step": 10, "loss": 0.5}, {"step": 50, "loss": 0.31}])
+    base = held_out(0.0, [0.0, 0.0], 0.0, 0.0)
+    report = write_report(tmp_path, ["cold_start", "rl", "rejection_sampling", "final_sft"], base)
+
+    assert stage_changes(report) == [
+        f"cold_start: {ACC} 0 -> 0.41 (+0.41, beyond noise); {FMT} 0 -> 1 (+1, beyond noise).",
+        f"rl: {ACC} 0.41 -> 0.43 (+0.02, within noise); {FMT} 1 -> 1 (+0, within noise).",
+        "rejection_sampling: kept 369 of 1600 samples (23.1%) from 400 prompts (310 with at least one kept); "
+        f"rejected as incorrect:{ACC} (1100), near_duplicate (119), malformed (12).",
+        "final_sft: 50 steps, no held-out evaluation: loss 0.5 -> 0.31.",
+    ]
+    summary = terminal_summary(report).splitlines()
+    assert f"held-out {ACC} [95% CI]: base=0 [0, 0]  cold_start=0.41 [0.38, 0.44]  rl=0.43 [0.4, 0.46]" in summary
+    assert f"held-out {ACC} pass@4: base=0  cold_start=0.9  rl=0.92" in summary
+    assert f"held-out {FMT} pass@4: base=0  cold_start=1  rl=1" in summary
+    assert summary[-5:-1] == stage_changes(report)  # the sentences close the summary
+    markdown = (tmp_path / "report.md").read_text()
+    assert "- " + stage_changes(report)[2] in markdown and f"| {ACC} pass@4 |" in markdown
+
+
+def test_a_run_without_evaluation_still_says_what_each_stage_did(tmp_path):
+    """No held-out evaluation anywhere (e.g. a recipe without an `evaluation` section): the sentences come from the
+    stages' own curves, and an interrupted stage says so."""
+    write_stage(tmp_path, StageRecord("rl", "f", "done", metrics={"global_step": 80}, seconds=90.0),
+                [{"step": 10, "reward": 0.2, f"rewards/{ACC}/mean": 0.1},
+                 {"step": 80, "reward": 0.7, f"rewards/{ACC}/mean": 0.5}])
+    write_stage(tmp_path, StageRecord("final_sft", "f", "running", seconds=4.0))
+    report = write_report(tmp_path, ["rl", "final_sft"])
+    assert stage_changes(report) == [
+        f"rl: 80 steps, no held-out evaluation: reward 0.2 -> 0.7, {ACC} 0.1 -> 0.5.",
+        "final_sft: running (not finished) after 4.0 s, no held-out evaluation and no logged metrics.",
+    ]
+    assert terminal_summary(report).splitlines()[-3:-1] == stage_changes(report)
