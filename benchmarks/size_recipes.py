@@ -1,10 +1,16 @@
-"""Size every shipped recipe from the memory formula (`trl_r1.pipeline.memory`).
+"""Size every shipped recipe from the memory formula (`trl_r1.pipeline.memory`), for what the recipe runs.
 
-For each `recipes/<model>/{math,code}.yaml`: the header lists, per card (24/48/80 GB), the longest completion
-and then the largest micro-batch whose projected GRPO peak fits, and the projected SFT peak of the cold-start
-settings; the file itself is set to the 24 GB row (rl.max_completion_length, rl.per_device_train_batch_size and
-gradient_accumulation_steps for 32 completions per step, rejection_sampling / evaluation max_new_tokens).
-Only those lines change, so other keys (e.g. vLLM settings) are untouched.
+For each `recipes/<model>/{math,code}.yaml` the RL settings are read from the file (LoRA on a 4-bit or bf16
+base, TRL's vLLM colocate mode with its `vllm_gpu_memory_utilization` and sleep mode, or transformers
+generation). The header lists, per card (24/48/80 GB), the longest completion and then the largest micro-batch
+whose projected GRPO peak fits (and, with vLLM, whose prompt + completion vLLM's KV cache holds), the projected
+SFT peak of the cold-start settings, and the rejection-sampling and evaluation passes: vLLM's budget when `auto`
+picks vLLM (and whether vLLM can start there), and the transformers fallback's peak. The file itself is set to
+the 24 GB row (rl.max_completion_length, rl.per_device_train_batch_size and gradient_accumulation_steps for 32
+completions per step, rl.vllm_max_model_length = prompt + completion, rejection_sampling / evaluation
+max_new_tokens) and to the largest rejection_sampling / evaluation batch_size whose transformers fallback fits
+(in bf16, else rejection sampling loads the base in 4-bit). Only those lines change, so other keys are
+untouched.
 
     python benchmarks/size_recipes.py          # rewrite the recipes
     python benchmarks/size_recipes.py --check  # exit 1 if a recipe is out of date
@@ -20,44 +26,118 @@ from trl_r1.pipeline.memory import (
     CARDS_GB,
     MAX_CALIBRATION_ERROR,
     USABLE_FRACTION,
+    VLLM_DEFAULT_UTILIZATION,
+    GenerationSettings,
     GRPOSettings,
+    estimate_generation_peak,
     estimate_sft_peak,
     fits,
     model_shapes,
+    vllm_kv_tokens,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
 HEADER_START, HEADER_END = "# Expected peak GPU memory", "# batch), then max_completion_length."
+PROMPT = GRPOSettings().max_prompt_length  # prompt tokens assumed (TRL 1.16 does not truncate prompts)
+RS_BATCHES, EVAL_BATCHES = (8, 4, 2, 1), (16, 8, 4, 2, 1)  # from the configs' defaults down
 
 
-def header(model: str, cold_start: dict) -> tuple[list[str], GRPOSettings, int]:
-    shape = model_shapes()[model]
+def rl_settings(data: dict) -> GRPOSettings:
+    """The GRPO settings that move the peak, as the recipe's `rl` section sets them."""
+    rl, model = data["rl"], data["model"]
+    vllm = bool(rl.get("use_vllm")) and rl.get("vllm_mode", "colocate") == "colocate"
+    return GRPOSettings(lora_r=model.get("lora_r", 16), load_in_4bit=rl.get("load_in_4bit", model.get("load_in_4bit",
+                        True)), use_vllm=vllm, vllm_gpu_memory_utilization=rl.get("vllm_gpu_memory_utilization", 0.3),
+                        vllm_enable_sleep_mode=bool(rl.get("vllm_enable_sleep_mode")))
+
+
+def generation_fit(shape, batches, **settings):
+    """The largest batch_size whose transformers pass fits in 90% of the smallest card (the last one tried when
+    none does), with its estimate and whether it fits."""
+    for batch in batches:
+        estimate = estimate_generation_peak(shape, GenerationSettings(batch_size=batch, **settings))
+        if estimate.peak <= USABLE_FRACTION * CARDS_GB[0] * 1e9:
+            return batch, estimate, True
+    return batch, estimate, False
+
+
+def vllm_lines(shape, num_samples: int, length: int, load_in_4bit: bool) -> list[str]:
+    """What vLLM does with its default budget on the smallest card: whether it starts (its KV cache must hold one
+    sequence of the model's context, vLLM's default max_model_len) and how many prompts' samples it holds."""
+    card = CARDS_GB[0]
+    tokens = vllm_kv_tokens(shape, card, VLLM_DEFAULT_UTILIZATION, load_in_4bit)
+    budget = f"#   vLLM: ~{VLLM_DEFAULT_UTILIZATION * card:.1f} GB (its default {VLLM_DEFAULT_UTILIZATION} of the card)"
+    if tokens < shape.max_position_embeddings:
+        return [f"{budget}, but its KV cache ({tokens} tokens) misses the model's {shape.max_position_embeddings}-",
+                "#     token context: vLLM does not start and auto falls back to transformers;"]
+    return [f"{budget}; its KV cache holds {tokens // (length * num_samples)} such prompts at once;"]
+
+
+def header(data: dict) -> tuple[list[str], GRPOSettings, dict]:
+    shape = model_shapes()[data["model"]["model_name_or_path"]]
+    rl = rl_settings(data)
     rows, chosen = [], None
     for card in CARDS_GB:
-        fit = fits(shape, card, GRPOSettings())
+        fit = fits(shape, card, rl)
         if fit is None:
             rows.append(f"#   {card} GB card: does not fit")
             continue
         settings, estimate = fit
         chosen = chosen or settings
+        phases = (f" (generating {estimate.generation_peak / 1e9:.1f}, training {estimate.training_peak / 1e9:.1f})"
+                  if rl.use_vllm else "")
         rows.append(f"#   {card} GB card: max_completion_length {settings.max_completion_length:>5}, "
                     f"per_device_train_batch_size {settings.per_device_train_batch_size:>2} -> "
-                    f"~{estimate.peak / 1e9:.1f} GB")
-    sft_batch, sft = sft_fit(shape, cold_start["max_length"])
+                    f"~{estimate.peak / 1e9:.1f} GB{phases}")
+    if chosen is None:
+        raise ValueError(f"{shape.name}: the rl settings fit no card")
+    length = chosen.max_completion_length
+    sft_batch, sft = sft_fit(shape, data["cold_start"]["max_length"])
+    rs, ev = data["rejection_sampling"], data["evaluation"]
+    lora = data["model"].get("lora_r", 16)
+    rs_4bit = False
+    rs_batch, rs_est, ok = generation_fit(shape, RS_BATCHES, num_samples=rs["num_samples"], max_new_tokens=length,
+                                          lora_r=lora)
+    if not ok:  # not even one prompt in bf16: the fallback loads the base in 4-bit
+        rs_4bit = True
+        rs_batch, rs_est, ok = generation_fit(shape, RS_BATCHES, num_samples=rs["num_samples"],
+                                              max_new_tokens=length, lora_r=lora, load_in_4bit=True)
+    eval_4bit = "base" not in ev.get("stages", []) and data["model"].get("load_in_4bit", True)
+    ev_batch, ev_est, ev_ok = generation_fit(shape, EVAL_BATCHES, num_samples=ev["num_samples"],
+                                             max_new_tokens=length, lora_r=None, load_in_4bit=eval_4bit)
+    if rl.use_vllm:
+        base = "bf16" if not rl.load_in_4bit else "4-bit"
+        setup = (f"LoRA on the {base} base, TRL vLLM colocate with {rl.vllm_gpu_memory_utilization} of the card, sleep "
+                 f"mode {'on' if rl.vllm_enable_sleep_mode else 'off'}")
+    else:
+        setup = f"{'QLoRA' if rl.load_in_4bit else 'LoRA on the bf16 base'}, transformers generation"
+    fallback = "" if ok and ev_ok else " (does not fit: lower max_new_tokens)"
     lines = [
-        "# Expected peak GPU memory: projected by trl_r1/pipeline/memory.py (TRL 1.16's allocations, calibrated on CPU",
-        f"# measurements of the 0.5B shape by benchmarks/memory.py, max error {MAX_CALIBRATION_ERROR:.0%} there), not "
-        "measured on",
-        "# a GPU. QLoRA GRPO step, prompt 512 tokens, 32 completions per step, transformers generation:",
+        "# Expected peak GPU memory: projected by trl_r1/pipeline/memory.py, not measured on a GPU. Its training terms",
+        f"# are calibrated on CPU measurements of the 0.5B shape (benchmarks/memory.py, max error "
+        f"{MAX_CALIBRATION_ERROR:.0%} there); vLLM's",
+        "# share and the generation passes are projections. Prompts assumed <= 512 tokens, 32 completions per step.",
+        f"# rl: GRPO, {setup}:",
         *rows,
-        f"# SFT stages (max_length {cold_start['max_length']}, per_device_train_batch_size {sft_batch}, full "
-        f"logits): ~{sft.peak / 1e9:.1f} GB.",
+        f"# SFT stages (QLoRA, max_length {data['cold_start']['max_length']}, per_device_train_batch_size {sft_batch}, "
+        f"full logits): ~{sft.peak / 1e9:.1f} GB.",
+        f"# rejection_sampling, backend auto (batch_size {rs_batch} x num_samples {rs['num_samples']}, "
+        f"{PROMPT + length} tokens each):",
+        *vllm_lines(shape, rs["num_samples"], PROMPT + length, rs_4bit),
+        f"#   transformers fallback ({'4-bit' if rs_4bit else 'bf16'} base + adapter): ~{rs_est.peak / 1e9:.1f} GB"
+        f"{fallback if not ok else ''}; batch_size is sized for it.",
+        f"# evaluation, backend auto (batch_size {ev_batch} x num_samples {ev['num_samples']}, "
+        f"{PROMPT + length} tokens each):",
+        *vllm_lines(shape, ev["num_samples"], PROMPT + length, eval_4bit),
+        f"#   transformers fallback ({'4-bit' if eval_4bit else 'bf16'}: the base model's pass): "
+        f"~{ev_est.peak / 1e9:.1f} GB{fallback if not ev_ok else ''}; batch_size is sized for it.",
         "# This file uses the 24 GB setting; on a bigger card raise rl.max_completion_length (and",
         "# rejection_sampling.max_new_tokens / evaluation.max_new_tokens) to the value above. Out of memory? See",
         "# docs/troubleshooting.md: lower per_device_train_batch_size (raise gradient_accumulation_steps to keep the",
         HEADER_END,
     ]
-    return lines, chosen, sft_batch
+    sizes = {"sft_batch": sft_batch, "rs_batch": rs_batch, "rs_4bit": rs_4bit, "ev_batch": ev_batch}
+    return lines, chosen, sizes
 
 
 def sft_fit(shape, max_length: int, card_gb: int = CARDS_GB[0]):
@@ -69,15 +149,21 @@ def sft_fit(shape, max_length: int, card_gb: int = CARDS_GB[0]):
             return batch, estimate
 
 
-def _set(lines: list[str], section: str, key: str, value: int) -> None:
-    current = None
+def _set(lines: list[str], section: str, key: str, value, after: str | None = None, whole: bool = False) -> None:
+    """Set `section.key` in place (`whole`: the rest of the line too, comment included); a missing key is
+    inserted after `section.after` when given."""
+    current, anchor = None, None
     for i, line in enumerate(lines):
         if re.match(r"^[a-z_]+:", line):
             current = line.split(":")[0]
         elif current == section and re.match(rf"^  {key}:", line):
-            lines[i] = re.sub(rf"^(  {key}:\s*)\S+", rf"\g<1>{value}", line)
+            lines[i] = f"  {key}: {value}" if whole else re.sub(rf"^(  {key}:\s*)\S+", rf"\g<1>{value}", line)
             return
-    raise KeyError(f"{section}.{key}")
+        elif current == section and after and re.match(rf"^  {after}:", line):
+            anchor = i
+    if anchor is None:
+        raise KeyError(f"{section}.{key}")
+    lines.insert(anchor + 1, f"  {key}: {value}")
 
 
 def size_recipe(path: Path) -> str:
@@ -88,16 +174,24 @@ def size_recipe(path: Path) -> str:
     lines = text.splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith(HEADER_START))
     end = next(i for i, line in enumerate(lines) if line.startswith(HEADER_END))
-    new_header, settings, sft_batch = header(data["model"]["model_name_or_path"], data["cold_start"])
+    new_header, settings, sizes = header(data)
     lines[start:end + 1] = new_header
-    _set(lines, "rl", "max_completion_length", settings.max_completion_length)
+    length = settings.max_completion_length
+    _set(lines, "rl", "max_completion_length", length)
     _set(lines, "rl", "per_device_train_batch_size", settings.per_device_train_batch_size)
     _set(lines, "rl", "gradient_accumulation_steps", settings.gradient_accumulation_steps)
-    _set(lines, "rejection_sampling", "max_new_tokens", settings.max_completion_length)
-    _set(lines, "evaluation", "max_new_tokens", settings.max_completion_length)
+    if "vllm_max_model_length" in data["rl"]:
+        _set(lines, "rl", "vllm_max_model_length", PROMPT + length)
+    _set(lines, "rejection_sampling", "max_new_tokens", length)
+    _set(lines, "rejection_sampling", "batch_size", sizes["rs_batch"])
+    _set(lines, "rejection_sampling", "load_in_4bit", "true" + " " * 12 + "# the bf16 base + its KV cache miss the card"
+         if sizes["rs_4bit"] else "false" + " " * 11 + "# vLLM loads the bf16 base (it can load 4-bit with bitsandbytes too)",
+         whole=True)
+    _set(lines, "evaluation", "max_new_tokens", length)
+    _set(lines, "evaluation", "batch_size", sizes["ev_batch"], after="max_new_tokens")
     for stage in ("cold_start", "final_sft"):  # 16 sequences per optimizer step, as the recipes had
-        _set(lines, stage, "per_device_train_batch_size", sft_batch)
-        _set(lines, stage, "gradient_accumulation_steps", 16 // sft_batch)
+        _set(lines, stage, "per_device_train_batch_size", sizes["sft_batch"])
+        _set(lines, stage, "gradient_accumulation_steps", 16 // sizes["sft_batch"])
     return "\n".join(lines) + "\n"
 
 

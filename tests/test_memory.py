@@ -1,19 +1,38 @@
 """The memory formula behind the recipes' card sizes: calibrated on the CPU measurements, and the recipes use it."""
 
 import importlib.util
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
+import yaml
 
 from trl_r1.pipeline.memory import (
     CALIBRATION,
+    CUDA_CONTEXT_GIB,
+    GIB,
     MAX_CALIBRATION_ERROR,
     NF4_BITS,
+    USABLE_FRACTION,
+    VLLM_ASLEEP_FRACTION,
+    VLLM_RUNTIME_GIB,
+    GenerationSettings,
+    GRPOSettings,
+    ModelShape,
     calibration_error,
+    estimate_generation_peak,
+    estimate_grpo_peak,
     fit_calibration,
+    fits,
+    model_shapes,
+    vllm_kv_tokens,
+    weight_bytes,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
+# hidden 64, 2 layers, MLP 128, 4 heads, 2 KV heads of 16, vocabulary 1000, tied embeddings
+TOY = ModelShape("toy", 64, 2, 128, 4, 2, 16, 1000, True)
+TOY_WEIGHTS = 2 * (64 * 64 + 2 * 64 * 32 + 64 * 64 + 3 * 64 * 128) * 2 + 1000 * 64 * 2  # bf16: 275456 bytes
 
 
 def test_the_stated_error_is_the_formulas_error_on_the_measured_points():
@@ -31,11 +50,19 @@ def test_the_constants_are_the_least_squares_fit_of_the_measured_points():
     assert NF4_BITS == pytest.approx(4.127, abs=0.001)
 
 
-def test_every_shipped_recipe_is_sized_by_the_calibrated_formula():
+def _size_recipes():
     spec = importlib.util.spec_from_file_location("size_recipes", ROOT / "benchmarks" / "size_recipes.py")
     size_recipes = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(size_recipes)
-    recipes = [p for p in sorted(ROOT.glob("recipes/*/*.yaml")) if p.parent.name not in ("tiny", "accelerate_configs")]
+    return size_recipes
+
+
+RECIPES = [p for p in sorted(ROOT.glob("recipes/*/*.yaml")) if p.parent.name not in ("tiny", "accelerate_configs")]
+
+
+def test_every_shipped_recipe_is_sized_by_the_calibrated_formula():
+    size_recipes = _size_recipes()
+    recipes = RECIPES
     assert len(recipes) == 18
     stale = [p.name for p in recipes if size_recipes.size_recipe(p) != p.read_text()]
     assert not stale, "run python benchmarks/size_recipes.py"
@@ -50,3 +77,92 @@ def test_a_single_point_is_fitted_with_the_floor_factor():
     factor, overhead = fit_calibration([point])
     assert factor == MIN_ACTIVATION_FACTOR
     assert cpu_estimate_gib(*point[:4], (factor, overhead)) == pytest.approx(6.10, abs=0.01)
+
+
+def test_vllm_colocate_terms_by_hand_for_a_toy_shape():
+    """vLLM takes utilization x card while it generates; asleep it keeps VLLM_ASLEEP_FRACTION of that; the
+    trainer holds no KV cache of its own; the 10 % fragmentation is charged on the trainer's terms only."""
+    assert weight_bytes(TOY, load_in_4bit=False) == TOY_WEIGHTS == 275456
+    settings = GRPOSettings(max_prompt_length=8, max_completion_length=8, per_device_train_batch_size=2,
+                            lora_r=4, load_in_4bit=False, use_vllm=True, vllm_gpu_memory_utilization=0.5,
+                            vllm_enable_sleep_mode=True)
+    est = estimate_grpo_peak(TOY, settings, card_gb=10)
+    assert (est.weights, est.generation, est.vllm_generating) == (TOY_WEIGHTS, 0.0, 5e9)
+    assert est.vllm_training == pytest.approx(VLLM_ASLEEP_FRACTION * 5e9)
+    assert est.lora_state == 2 * 4 * (128 + 2 * 96 + 128 + 2 * 192 + 192) * 10  # r x (in + out), 10 B each
+    trainer = TOY_WEIGHTS + est.lora_state + est.training
+    assert est.overhead == pytest.approx(CUDA_CONTEXT_GIB * GIB + 0.1 * trainer)
+    assert est.peak == pytest.approx(max(trainer - est.training + 5e9, trainer + 0.5e9) + est.overhead)
+    # vLLM's KV cache: its budget less its bf16 weights and working memory, 2 (K, V) x 2 layers x 2 x 16 x 2 B
+    assert vllm_kv_tokens(TOY, 10, 0.5) == int((5e9 - TOY_WEIGHTS - VLLM_RUNTIME_GIB * GIB) // 256)
+    with pytest.raises(ValueError, match="card_gb"):
+        estimate_grpo_peak(TOY, settings)
+
+
+def test_sleep_mode_frees_vllms_budget_for_the_training_step_only():
+    shape = model_shapes()["Qwen/Qwen2.5-1.5B-Instruct"]
+    awake = GRPOSettings(max_completion_length=8192, per_device_train_batch_size=8, load_in_4bit=False,
+                         use_vllm=True, vllm_gpu_memory_utilization=0.3)
+    asleep = estimate_grpo_peak(shape, GRPOSettings(**{**awake.__dict__, "vllm_enable_sleep_mode": True}), card_gb=24)
+    awake = estimate_grpo_peak(shape, awake, card_gb=24)
+    assert asleep.generation_peak == awake.generation_peak
+    assert awake.training_peak - asleep.training_peak == pytest.approx((1 - VLLM_ASLEEP_FRACTION) * 0.3 * 24e9)
+    assert asleep.peak < awake.peak
+    # without vLLM the same step generates with transformers: a KV cache of all 32 sequences, no vLLM share
+    plain = estimate_grpo_peak(shape, GRPOSettings(max_completion_length=8192, per_device_train_batch_size=8,
+                                                   load_in_4bit=False))
+    assert plain.vllm_generating == plain.vllm_training == 0 and plain.generation > 0
+
+
+def test_four_bit_weights_are_about_a_quarter_of_bf16():
+    shape = model_shapes()["Qwen/Qwen3-8B"]
+    bf16, nf4 = weight_bytes(shape, False), weight_bytes(shape, True)
+    linear = shape.num_layers * shape.linear_params_per_layer
+    assert bf16 - nf4 == pytest.approx(linear * (2 - NF4_BITS / 8))
+    assert 16e9 < bf16 < 17e9 and nf4 < bf16 / 2.5  # Qwen3-8B: 16.4 GB in bf16, the untied embeddings stay bf16
+    run = GenerationSettings(batch_size=2, num_samples=8, max_new_tokens=2048)
+    assert estimate_generation_peak(shape, replace(run, load_in_4bit=True)).peak < estimate_generation_peak(
+        shape, run).peak
+
+
+def test_a_generation_pass_by_hand_for_a_toy_shape():
+    """transformers generate: KV cache of batch x samples full sequences + one layer's prefill + last-token logits."""
+    est = estimate_generation_peak(TOY, GenerationSettings(batch_size=2, num_samples=3, max_new_tokens=10,
+                                                           prompt_length=6, lora_r=None))
+    kv = 6 * (6 + 10) * 256
+    prefill = 6 * 6 * (2 * 64 + (64 + 2 * 32 + 64) + 3 * 128) * 2
+    assert (est.weights, est.lora_state, est.generation) == (TOY_WEIGHTS, 0, kv + prefill + 6 * 1000 * 4)
+
+
+def test_vllm_must_hold_one_full_sequence_to_start():
+    """A bf16 7B beside vLLM's own bf16 copy leaves no KV cache on a 24 GB card: no setting fits; on 48 GB the
+    chosen prompt + completion fits in vLLM's KV cache."""
+    shape = model_shapes()["Qwen/Qwen2.5-7B-Instruct"]
+    settings = GRPOSettings(load_in_4bit=False, use_vllm=True, vllm_gpu_memory_utilization=0.4,
+                            vllm_enable_sleep_mode=True)
+    assert vllm_kv_tokens(shape, 24, 0.4) == 0 and fits(shape, 24, settings) is None
+    chosen, estimate = fits(shape, 48, settings)
+    assert chosen.max_prompt_length + chosen.max_completion_length <= vllm_kv_tokens(shape, 48, 0.4)
+    assert estimate.peak <= USABLE_FRACTION * 48e9
+
+
+@pytest.mark.parametrize("path", RECIPES, ids=[f"{p.parent.name}/{p.name}" for p in RECIPES])
+def test_each_recipe_fits_a_24_gb_card_as_it_runs(path):
+    """From the file's own settings: its rl step (vLLM colocate or transformers generation, 4-bit or bf16 base),
+    and the transformers fallback of its rejection sampling and evaluation fit 90% of 24 GB."""
+    data, size_recipes = yaml.safe_load(path.read_text()), _size_recipes()
+    shape = model_shapes()[data["model"]["model_name_or_path"]]
+    rl = replace(size_recipes.rl_settings(data), max_completion_length=data["rl"]["max_completion_length"],
+                 per_device_train_batch_size=data["rl"]["per_device_train_batch_size"],
+                 gradient_accumulation_steps=data["rl"]["gradient_accumulation_steps"])
+    assert rl.use_vllm == bool(data["rl"].get("use_vllm"))
+    limit = USABLE_FRACTION * 24e9
+    assert estimate_grpo_peak(shape, rl, card_gb=24).peak <= limit
+    if rl.use_vllm:
+        assert data["rl"]["vllm_max_model_length"] == rl.max_prompt_length + rl.max_completion_length
+        assert vllm_kv_tokens(shape, 24, rl.vllm_gpu_memory_utilization) >= data["rl"]["vllm_max_model_length"]
+    rs, ev = data["rejection_sampling"], data["evaluation"]
+    assert estimate_generation_peak(shape, GenerationSettings(
+        rs["batch_size"], rs["num_samples"], rs["max_new_tokens"], load_in_4bit=rs["load_in_4bit"])).peak <= limit
+    assert estimate_generation_peak(shape, GenerationSettings(
+        ev["batch_size"], ev["num_samples"], ev["max_new_tokens"], lora_r=None)).peak <= limit

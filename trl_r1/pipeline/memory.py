@@ -1,8 +1,9 @@
-"""Peak memory of one GRPO step with TRL 1.16 on one GPU: the formula behind the recipes' card sizes.
+"""Peak memory of one GRPO step with TRL 1.16 on one GPU, and of a generation pass (rejection sampling,
+evaluation): the formula behind the recipes' card sizes.
 
-Built on what TRL 1.16 allocates (no vLLM: generation with `transformers`), term by term::
+Built on what TRL 1.16 allocates, term by term::
 
-    peak = weights + lora_state + max(generation, training) + overhead
+    peak = weights + lora_state + max(generation + vllm_generating, training + vllm_training) + overhead
 
 * weights: QLoRA stores a linear weight in NF4 with double quantisation, 4 + 8/64 + 32/(64*256) = 4.127 bits
   per parameter (4.131 measured on CPU by `benchmarks/memory.py`); LoRA without 4-bit keeps it in bf16.
@@ -19,7 +20,22 @@ Built on what TRL 1.16 allocates (no vLLM: generation with `transformers`), term
   the largest weight, and the output head. TRL 1.16 never materialises the `[batch, length, vocab]` logits: GRPO
   replaces the LM head by a fused, chunked log-prob head (`trl/kernels/chunked_logprob.py`) that projects
   `[4096 tokens, 32768 vocab]` tiles, one tile in the forward and one in the backward.
-* overhead: CUDA context and allocator fragmentation: `CUDA_CONTEXT_GIB` + 10 %.
+* overhead: CUDA context and allocator fragmentation: `CUDA_CONTEXT_GIB` + 10 % of the trainer's own terms.
+* vLLM in TRL's colocate mode (`use_vllm`, `vllm_mode: colocate`; vllm_* terms, 0 without it): vLLM runs in
+  the trainer's process and takes `vllm_gpu_memory_utilization x card` (its own copy of the weights, 4-bit
+  when the trainer's base is, its working memory and the KV cache filling the rest) while it generates; the
+  trainer then holds no KV cache of its own (generation = 0). With `vllm_enable_sleep_mode` TRL puts vLLM to
+  sleep at level 2 after each generation (`trl/generation/vllm_generation.py`: `llm.sleep(level=2)` discards
+  the weights and the KV cache; the next generation wakes the weights, re-pushes the trainer's, then wakes the
+  KV cache), so during the training step vLLM keeps only what lives outside its sleep pool
+  (`VLLM_ASLEEP_FRACTION` of its budget); without sleep mode its whole budget stays. vLLM starts only if its
+  budget holds its weights, its working memory (`VLLM_RUNTIME_GIB`) and the KV cache of one
+  `vllm_max_model_length` sequence (`vllm_kv_tokens`). These vLLM terms are projections from vLLM's and TRL's
+  documented behaviour, not measured (the CPU calibration below has no vLLM).
+* a generation pass (`estimate_generation_peak`: rejection sampling, evaluation): with transformers the
+  weights in the stage's dtype (4-bit or bf16) + the adapter + the KV cache of `batch_size x num_samples`
+  sequences of prompt + `max_new_tokens` + the prompt's prefill (one layer's activations) + the last-token
+  logits; with vLLM its budget (`gpu_memory_utilization`, vLLM's default 0.9 there).
 
 Calibration (CPU-measured): `benchmarks/memory.py` ran one step of the real Qwen2.5-0.5B shape (random weights,
 float32, 64 prompt tokens, 4 sequences) per fresh process and recorded the step's peak RSS above the process
@@ -36,7 +52,8 @@ The error is dominated by what CPU RSS counts beyond live tensors: the same QLoR
 varied from 1.00 to 2.45 GiB above baseline across runs (heap glibc keeps after the load peak). Only 6 points
 (2 CPU cores shared by 8 engineers: a QLoRA GRPO step with 128-token completions took 20 minutes); the
 benchmark's 512-token GRPO and 384-token QLoRA GRPO points were not measured. GPU figures are
-projections (bf16 tensors, CUDA context + 10 % instead of the CPU overhead, vLLM off), not measurements.
+projections (bf16 tensors, CUDA context + 10 % instead of the CPU overhead, the vLLM terms above), not
+measurements.
 
 Run `python -m trl_r1.pipeline.memory` to print the table for docs/recipes.md.
 """
@@ -54,6 +71,13 @@ BATCH_SIZES = (4, 8, 16)
 USABLE_FRACTION = 0.9  # leave headroom for spikes the estimate does not see
 HEAD_TOKENS, HEAD_VOCAB = 4096, 32768  # TRL 1.16 fused log-prob head tile (chunked_logprob.TOKEN_CHUNK_SIZE, ...)
 CUDA_CONTEXT_GIB = 0.75
+# vLLM (projected, see the module docstring). Its working memory inside its budget: the profiling forward of the
+# 4096 tokens TRL batches per step (`max_num_batched_tokens=4096`), the sampler and CUDA graphs.
+VLLM_RUNTIME_GIB = 1.0
+# What a sleeping vLLM keeps (CUDA graphs, NCCL and cuBLAS buffers outside its sleep pool): vLLM's docs say sleep
+# releases "up to 90%+" of its memory.
+VLLM_ASLEEP_FRACTION = 0.1
+VLLM_DEFAULT_UTILIZATION = 0.9  # vLLM's own default: trl-r1's rejection sampling and evaluation pass no other
 
 # How many bytes of activations (and their gradients) one layer's recompute holds, as a multiple of its forward
 # outputs, and the host memory a CPU process holds beyond the formula's terms (tokenizer, Python heap, allocator
@@ -84,6 +108,7 @@ class ModelShape:
     vocab_size: int
     tie_embeddings: bool
     max_completion: int = 16384  # what the model card says it generates (Qwen2.5: 8192)
+    max_position_embeddings: int = 32768  # the context: vLLM's default max_model_len
 
     @classmethod
     def from_spec(cls, name: str) -> "ModelShape":
@@ -93,7 +118,7 @@ class ModelShape:
         return cls(name, c["hidden_size"], c["num_hidden_layers"], c["intermediate_size"], c["num_attention_heads"],
                    c["num_key_value_heads"], c.get("head_dim") or c["hidden_size"] // c["num_attention_heads"],
                    c["vocab_size"], c["tie_word_embeddings"],
-                   8192 if model_spec(name).family == "qwen2.5" else 16384)
+                   8192 if model_spec(name).family == "qwen2.5" else 16384, c["max_position_embeddings"])
 
     @property
     def linear_params_per_layer(self) -> int:
@@ -138,6 +163,9 @@ class GRPOSettings:
     load_in_4bit: bool = True
     gradient_checkpointing: bool = True
     dtype_bytes: int = 2  # bf16 on a GPU; 4 for the float32 CPU runs of the calibration
+    use_vllm: bool = False  # TRL's colocate mode (server mode puts vLLM on another GPU: nothing on this one)
+    vllm_gpu_memory_utilization: float = 0.3  # TRL's default
+    vllm_enable_sleep_mode: bool = False
 
 
 @dataclass(frozen=True)
@@ -149,10 +177,20 @@ class MemoryEstimate:
     generation: float
     training: float
     overhead: float
+    vllm_generating: float = 0.0  # vLLM's budget while it generates (colocate)
+    vllm_training: float = 0.0  # what vLLM keeps during the training step: its budget, or its residue asleep
+
+    @property
+    def generation_peak(self) -> float:
+        return self.weights + self.lora_state + self.generation + self.vllm_generating + self.overhead
+
+    @property
+    def training_peak(self) -> float:
+        return self.weights + self.lora_state + self.training + self.vllm_training + self.overhead
 
     @property
     def peak(self) -> float:
-        return self.weights + self.lora_state + max(self.generation, self.training) + self.overhead
+        return max(self.generation_peak, self.training_peak)
 
     @property
     def peak_gib(self) -> float:
@@ -170,11 +208,32 @@ def activation_terms(shape: ModelShape, settings: GRPOSettings) -> tuple[float, 
     return 0.0, shape.num_layers * one_layer  # without checkpointing every layer's activations are kept
 
 
+def weight_bytes(shape: ModelShape, load_in_4bit: bool, dtype_bytes: int = 2) -> float:
+    """The base model's weights: linear layers in NF4 or the compute dtype, embeddings in the compute dtype."""
+    linear_bytes = NF4_BITS / 8 if load_in_4bit else dtype_bytes
+    return shape.num_layers * shape.linear_params_per_layer * linear_bytes + shape.embedding_params * dtype_bytes
+
+
+def kv_bytes_per_token(shape: ModelShape, dtype_bytes: int = 2) -> int:
+    """K and V of every layer for one token."""
+    return 2 * shape.num_layers * shape.num_kv_heads * shape.head_dim * dtype_bytes
+
+
 def static_bytes(shape: ModelShape, s: GRPOSettings) -> tuple[float, float]:
     """(weights, LoRA state) in bytes: what the step holds whatever its lengths."""
-    linear_bytes = NF4_BITS / 8 if s.load_in_4bit else s.dtype_bytes
-    weights = shape.num_layers * shape.linear_params_per_layer * linear_bytes + shape.embedding_params * s.dtype_bytes
-    return weights, shape.lora_params(s.lora_r) * LORA_BYTES_PER_PARAM
+    return weight_bytes(shape, s.load_in_4bit, s.dtype_bytes), shape.lora_params(s.lora_r) * LORA_BYTES_PER_PARAM
+
+
+def vllm_kv_tokens(shape: ModelShape, card_gb: float, utilization: float, load_in_4bit: bool = False) -> int:
+    """Tokens of KV cache vLLM's budget (`utilization x card`) holds after its weights and working memory; vLLM
+    refuses to start below one `max_model_len` sequence.
+
+    >>> qwen = model_shapes()["Qwen/Qwen2.5-1.5B-Instruct"]
+    >>> vllm_kv_tokens(qwen, 24, 0.3) > 8704 > vllm_kv_tokens(qwen, 24, 0.15) == 0
+    True
+    """
+    free = utilization * card_gb * 1e9 - weight_bytes(shape, load_in_4bit) - VLLM_RUNTIME_GIB * GIB
+    return max(0, int(free // kv_bytes_per_token(shape)))
 
 
 def _training_body(shape: ModelShape, s: GRPOSettings, factor: float) -> float:
@@ -183,16 +242,21 @@ def _training_body(shape: ModelShape, s: GRPOSettings, factor: float) -> float:
     return kept + factor * one_layer + largest_weight
 
 
-def _finish(weights, lora_state, generation, training, cpu: bool) -> MemoryEstimate:
-    if cpu:  # the CPU calibration runs: no CUDA context, no caching-allocator fragmentation (see cpu_estimate_gib)
-        return MemoryEstimate(weights, lora_state, generation, training, 0.0)
+def _finish(weights, lora_state, generation, training, cpu: bool, vllm: tuple[float, float] = (0.0, 0.0)
+            ) -> MemoryEstimate:
+    """Add the overhead: none on CPU (see cpu_estimate_gib), else the CUDA context + 10 % of what the trainer's
+    caching allocator holds (vLLM's budget is its own pool)."""
+    if cpu:
+        return MemoryEstimate(weights, lora_state, generation, training, 0.0, *vllm)
     subtotal = weights + lora_state + max(generation, training)
-    return MemoryEstimate(weights, lora_state, generation, training, CUDA_CONTEXT_GIB * GIB + 0.1 * subtotal)
+    return MemoryEstimate(weights, lora_state, generation, training, CUDA_CONTEXT_GIB * GIB + 0.1 * subtotal, *vllm)
 
 
 def estimate_grpo_peak(shape: ModelShape, settings: GRPOSettings = GRPOSettings(), *,
-                       activation_factor: float | None = None, cpu: bool = False) -> MemoryEstimate:
-    """Peak GPU memory of one GRPO step (see the module docstring for each term).
+                       activation_factor: float | None = None, cpu: bool = False,
+                       card_gb: float | None = None) -> MemoryEstimate:
+    """Peak GPU memory of one GRPO step (see the module docstring for each term); `card_gb` sizes vLLM's budget
+    when `settings.use_vllm`.
 
     >>> shapes = model_shapes()
     >>> small = estimate_grpo_peak(shapes["Qwen/Qwen2.5-0.5B-Instruct"])
@@ -208,12 +272,17 @@ def estimate_grpo_peak(shape: ModelShape, settings: GRPOSettings = GRPOSettings(
     weights, lora_state = static_bytes(shape, s)
     seq = s.max_prompt_length + s.max_completion_length
     sequences = s.per_device_train_batch_size * s.gradient_accumulation_steps
-    kv_per_token = 2 * shape.num_layers * shape.num_kv_heads * shape.head_dim * s.dtype_bytes
-    generation = sequences * seq * kv_per_token + sequences * shape.vocab_size * 4
     head_tokens = min(s.per_device_train_batch_size * s.max_completion_length, HEAD_TOKENS)
     head = 2 * head_tokens * min(shape.vocab_size, HEAD_VOCAB) * s.dtype_bytes  # fused log-prob head tiles
     training = _training_body(shape, s, factor) + head
-    return _finish(weights, lora_state, generation, training, cpu)
+    if not s.use_vllm:
+        generation = sequences * seq * kv_bytes_per_token(shape, s.dtype_bytes) + sequences * shape.vocab_size * 4
+        return _finish(weights, lora_state, generation, training, cpu)
+    if card_gb is None:
+        raise ValueError("use_vllm: vLLM's budget is a share of the card, pass card_gb")
+    budget = s.vllm_gpu_memory_utilization * card_gb * 1e9
+    asleep = VLLM_ASLEEP_FRACTION * budget if s.vllm_enable_sleep_mode else budget
+    return _finish(weights, lora_state, 0.0, training, cpu, (budget, asleep))
 
 
 def estimate_sft_peak(shape: ModelShape, settings: GRPOSettings = GRPOSettings(), *,
@@ -233,16 +302,50 @@ def estimate_sft_peak(shape: ModelShape, settings: GRPOSettings = GRPOSettings()
 
 
 def fits(shape: ModelShape, card_gb: int, settings: GRPOSettings) -> tuple[GRPOSettings, MemoryEstimate] | None:
-    """The longest completion, then the largest micro-batch, whose estimated peak fits in 90% of the card."""
+    """The longest completion, then the largest micro-batch, whose estimated peak fits in 90% of the card (and,
+    with vLLM, whose prompt + completion vLLM's KV cache holds, else vLLM does not start)."""
     best = None
     for length in (n for n in COMPLETION_LENGTHS if n <= shape.max_completion):
+        if settings.use_vllm and vllm_kv_tokens(shape, card_gb, settings.vllm_gpu_memory_utilization,
+                                                settings.load_in_4bit) < settings.max_prompt_length + length:
+            continue
         for batch in BATCH_SIZES:
             candidate = replace(settings, max_completion_length=length, per_device_train_batch_size=batch,
                                 gradient_accumulation_steps=max(1, 32 // batch))  # 32 completions per step
-            estimate = estimate_grpo_peak(shape, candidate)
+            estimate = estimate_grpo_peak(shape, candidate, card_gb=card_gb)
             if estimate.peak <= USABLE_FRACTION * card_gb * 1e9:
                 best = (candidate, estimate)
     return best
+
+
+@dataclass(frozen=True)
+class GenerationSettings:
+    """A rejection-sampling or evaluation pass with transformers (names as in their configs)."""
+
+    batch_size: int = 8  # prompts per generate call; each brings num_samples sequences
+    num_samples: int = 8
+    max_new_tokens: int = 1024
+    prompt_length: int = 512
+    load_in_4bit: bool = False
+    lora_r: int | None = 16  # the stage's adapter; None for the base model
+
+
+def estimate_generation_peak(shape: ModelShape, settings: GenerationSettings = GenerationSettings()
+                             ) -> MemoryEstimate:
+    """Peak GPU memory of one transformers `generate` call of a generation pass: weights (bf16, or NF4 linear
+    layers) + the adapter (PEFT keeps it in float32) + the KV cache of `batch_size x num_samples` full-length
+    sequences, the prompts' prefill (one layer's activations) and the last-token logits (float32), summed (an
+    upper bound: the prefill comes before the cache is full) + CUDA context and 10 %. Projected, not measured.
+    """
+    s = settings
+    sequences = s.batch_size * s.num_samples  # transformers expands the prompts before the prefill
+    prefill = activation_terms(shape, GRPOSettings(max_prompt_length=s.prompt_length, max_completion_length=0,
+                                                   per_device_train_batch_size=sequences))[1]
+    dequantised = shape.hidden_size * shape.intermediate_size * 2 if s.load_in_4bit else 0
+    generation = (sequences * (s.prompt_length + s.max_new_tokens) * kv_bytes_per_token(shape) + prefill
+                  + sequences * shape.vocab_size * 4 + dequantised)
+    adapter = shape.lora_params(s.lora_r) * 4 if s.lora_r else 0
+    return _finish(weight_bytes(shape, s.load_in_4bit), adapter, generation, 0.0, cpu=False)
 
 
 BENCH_PROMPT, BENCH_BATCH = 64, 4  # benchmarks/memory.py: prompt tokens, completions (sequences) per step
@@ -298,23 +401,34 @@ def calibration_error(points: list[CalibrationPoint] | None = None,
             for trainer, mode, length, setup, measured in (CALIBRATION if points is None else points)]
 
 
+VLLM_TABLE = GRPOSettings(load_in_4bit=False, use_vllm=True, vllm_gpu_memory_utilization=0.4,
+                          vllm_enable_sleep_mode=True)  # LoRA on the bf16 base, as the vLLM recipes run it
+
+
 def markdown_table(settings: GRPOSettings = GRPOSettings()) -> str:
     """Per model and card: the longest completion and largest micro-batch that fit, and the estimated peak."""
+    s = settings
+    setup = (f"LoRA on the bf16 base with vLLM colocate (`vllm_gpu_memory_utilization` {s.vllm_gpu_memory_utilization}"
+             f" of the card, sleep mode {'on' if s.vllm_enable_sleep_mode else 'off'}; the vLLM share is projected "
+             "from vLLM's and TRL's documented behaviour)" if s.use_vllm else
+             f"{'QLoRA' if s.load_in_4bit else 'LoRA on the bf16 base'}, generation with transformers")
     intro = (
-        f"Estimated peak GPU memory of one QLoRA GRPO step with TRL 1.16 (`trl_r1.pipeline.memory`: projected to a "
-        f"GPU, calibrated on CPU measurements of the 0.5B shape, max error {MAX_CALIBRATION_ERROR:.0%} there; prompt "
-        f"{settings.max_prompt_length} tokens, 32 "
-        f"completions per step, LoRA r={settings.lora_r} on all linear layers, 8-bit AdamW, gradient "
-        "checkpointing, generation with transformers). Each card column gives the longest `max_completion_length`"
-        ", then the largest `per_device_train_batch_size`, that fit in 90% of the card, and the estimated peak."
+        f"Estimated peak GPU memory of one GRPO step with TRL 1.16, {setup} (`trl_r1.pipeline.memory`: projected to "
+        f"a GPU, training terms calibrated on CPU measurements of the 0.5B shape, max error "
+        f"{MAX_CALIBRATION_ERROR:.0%} there; prompt {s.max_prompt_length} tokens, 32 completions per step, LoRA "
+        f"r={s.lora_r} on all linear layers, 8-bit AdamW, gradient checkpointing). Each card column gives the "
+        "longest `max_completion_length`, then the largest `per_device_train_batch_size`, that fit in 90% of the "
+        "card" + (" with vLLM able to start (its KV cache holds one prompt + completion)" if s.use_vllm else "")
+        + ", and the estimated peak."
     )
-    lines = [intro, "", "| model | params | 4-bit weights | peak @ 1024 x 8 | "
+    weights = "4-bit weights" if s.load_in_4bit else "bf16 weights"
+    lines = [intro, "", f"| model | params | {weights} | peak @ 1024 x 8 (24 GB card) | "
              + " | ".join(f"{c} GB card" for c in CARDS_GB) + " |", "|---|---|---|---|" + "---|" * len(CARDS_GB)]
     for shape in model_shapes().values():
-        base = estimate_grpo_peak(shape, settings)
+        base = estimate_grpo_peak(shape, s, card_gb=CARDS_GB[0])
         cells = []
         for card in CARDS_GB:
-            fit = fits(shape, card, settings)
+            fit = fits(shape, card, s)
             cells.append(f"{fit[0].max_completion_length} tok x {fit[0].per_device_train_batch_size}, "
                          f"{fit[1].peak / 1e9:.1f} GB" if fit else "does not fit")
         lines.append(f"| {shape.name} | {shape.num_params / 1e9:.2f} B | {base.weights / 1e9:.1f} GB | "
@@ -323,4 +437,4 @@ def markdown_table(settings: GRPOSettings = GRPOSettings()) -> str:
 
 
 if __name__ == "__main__":
-    print(markdown_table())
+    print(markdown_table(), markdown_table(VLLM_TABLE), sep="\n\n")
