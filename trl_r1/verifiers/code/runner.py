@@ -288,7 +288,9 @@ def _run_job(job: Any, limits: SandboxLimits, allow_unsafe: bool, max_output: in
     except JudgeUnavailable as exc:  # our side failed before any program ran: not the sample's fault
         logger.error("code verifier: %s", exc)
         return TestReport(tuple(TestResult(Outcome.ERROR, str(exc)) for _ in cases), f"verifier error: {exc}")
-    except Exception as exc:  # a verifier bug must not reach the trainer
+    except KeyboardInterrupt:  # a user's Ctrl-C still stops training
+        raise
+    except BaseException as exc:  # a verifier bug, a SystemExit included, must not reach the trainer
         logger.warning("code verifier failed on a job", exc_info=True)
         return TestReport((), f"verifier error: {type(exc).__name__}: {_short(str(exc))}")
 
