@@ -103,6 +103,48 @@ def test_unavailable_sandbox_skips_samples_loudly(monkeypatch, caplog):
     assert "bubblewrap is not installed" in caplog.text and "allow_unsafe" in caplog.text
 
 
+def test_a_base_exception_costs_its_samples_only_but_ctrl_c_still_stops_training(monkeypatch, caplog):
+    """A SystemExit or GeneratorExit raised under the reward (in the verifier mid-job, or around it) scores the
+    sample None with the reason, logged; a KeyboardInterrupt still propagates."""
+    from trl_r1.rewards import code as code_module
+    from trl_r1.verifiers.code import runner
+
+    judges = []
+
+    def verdict_raising(kind):
+        def verdict(judge, *args):
+            judges.append(judge)
+            raise kind("raised inside the verifier")
+        return verdict
+
+    def batch_raising(kind):
+        def run_tests_batch(*args, **kwargs):
+            raise kind("raised around the verifier")
+        return run_tests_batch
+
+    def score(reward=code_reward):
+        extra = {}
+        values = reward(completions=[answer(RIGHT)], verification_info=[ADD_TESTS], log_extra=extra.__setitem__)
+        return values, extra.get(f"{reward.__name__}_reason")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(runner.Judge, "verdict", verdict_raising(SystemExit))
+        with caplog.at_level(logging.WARNING, logger="trl_r1.verifiers.code"):
+            assert score() == ([None], ["verifier error: SystemExit: raised inside the verifier"])
+        assert "code verifier failed on a job" in caplog.text
+        assert judges[-1].process.poll() is not None  # the judge it interrupted was killed, not kept idle
+        patch.setattr(runner.Judge, "verdict", verdict_raising(KeyboardInterrupt))
+        with pytest.raises(KeyboardInterrupt):
+            score()
+    with monkeypatch.context() as patch:
+        patch.setattr(code_module, "run_tests_batch", batch_raising(GeneratorExit))
+        assert score(CodeReward(binary=True)) == ([None], ["error: GeneratorExit: raised around the verifier"])
+        patch.setattr(code_module, "run_tests_batch", batch_raising(KeyboardInterrupt))
+        with pytest.raises(KeyboardInterrupt):
+            score()
+    assert score() == ([1.0], None)  # the verifier works again
+
+
 class LogRecorder(TrainerCallback):
     def __init__(self):
         self.logs = []

@@ -601,8 +601,9 @@ def test_state_is_wiped_between_tests_whatever_the_permissions():
                 os.chmod(f"{root}/keep", 0o500)
             shutil.rmtree("/tmp/keep", ignore_errors=True)  # control: the program's own uid cannot remove it
             print("planted" if os.path.exists("/tmp/keep") else "removable")
-        else:
-            print([root for root in ("/tmp", "/dev/shm", "..") if "keep" in str(os.listdir(root))] or "clean")
+        else:  # the cwd is /tmp/test-N: walking /tmp covers the earlier tests' "." and ".." too
+            print([os.path.join(path, name) for root in ("/tmp", "/dev/shm") for path, dirs, files in os.walk(root)
+                   for name in dirs + files if name == "keep"] or "clean")
     """)
     report = run_tests(program, [stdio("plant", "planted"), stdio("check", "clean"), stdio("check", "clean")])
     assert [r.outcome.value for r in report.results] == ["passed"] * 3, report

@@ -4,6 +4,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import textwrap
 from pathlib import Path
@@ -290,6 +291,53 @@ def test_resource_limits_give_limit_exceeded():
         [stdio("mem", ""), stdio("out", ""), stdio("file", "")], timeout_s=5.0)
     assert outcomes(report) == ["limit_exceeded"] * 3
     assert report.results[1].wall_s < 2.0  # the output cap kills the flood long before the time limit
+
+
+_UNDER_RLIMIT = """
+import json, resource, shutil, sys
+limit = int(sys.argv[1])
+resource.setrlimit(resource.RLIMIT_AS, (limit, limit))  # a hard limit, as `ulimit -v` or a job scheduler sets it
+from trl_r1.verifiers.code import SandboxLimits, run_tests, run_tests_batch, runner
+add = [{"type": "assert", "code": "assert add(2, 3) == 5"}]
+jobs = [{"program": "def add(a, b):\\n    return a + b", "tests": add},
+        {"program": "def add(a, b):\\n    return a - b", "tests": add},
+        {"program": "import resource\\nprint(resource.getrlimit(resource.RLIMIT_AS))",
+         "tests": [{"type": "stdio", "input": "", "output": str((512 << 20, 512 << 20))}]}]
+if shutil.which("g++"):  # compiled under a 2 GiB limit: the supervisor lowers it too
+    jobs.append({"program": "#include <cstdio>\\nint main(){ puts(\\"5\\"); }", "language": "cpp",
+                 "tests": [{"type": "stdio", "input": "", "output": out} for out in ("5", "6")]})
+reports = run_tests_batch(jobs, workers=2) + [run_tests("print(1)", [{"type": "stdio", "input": "", "output": "1"}],
+                                                        limits=SandboxLimits(memory_mb=2048))]
+print(json.dumps([[r.error, [x.outcome.value for x in r.results]] for r in reports]))
+try:  # the judge's call before the fix: a soft limit of 2 GiB over the inherited hard one
+    resource.setrlimit(resource.RLIMIT_AS, (runner.JUDGE_MEMORY_MB << 20, limit))
+    print("old call works")
+except ValueError as exc:
+    print(f"old call raises {type(exc).__name__}")
+"""
+
+
+@pytest.mark.parametrize("limit_gib", [1.5, 3])
+def test_verifier_works_under_an_inherited_hard_address_space_limit(limit_gib):
+    """The judge (2 GiB) and the compiler (2 GiB) lower their limits to an inherited hard one below them (raising
+    it failed: every judge died at start, every sample a verifier error); a test's own limit still holds, and a
+    test promised more memory than the inherited limit allows is refused with the reason, not scored."""
+    done = subprocess.run([sys.executable, "-c", _UNDER_RLIMIT, str(int(limit_gib * (1 << 30)))],
+                          capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stderr[-2000:]
+    reports, control = done.stdout.splitlines()
+    reports = json.loads(reports)
+    expected = [[None, ["passed"]], [None, ["wrong_answer"]], [None, ["passed"]]]
+    if shutil.which("g++"):
+        expected.append([None, ["passed", "wrong_answer"]])
+    if limit_gib < 2:
+        refused = ("verifier error: the inherited hard address-space (ulimit -v) limit, 1536 MiB, is below the "
+                   "2048 MiB each test is given (SandboxLimits.memory_mb)")
+        assert reports == expected + [[refused, ["error"]]]
+        assert control == "old call raises ValueError"
+    else:
+        assert reports == expected + [[None, ["passed"]]]
+        assert control == "old call works"
 
 
 # ------------------------------------------------------------------------------------------------ C++

@@ -7,7 +7,8 @@ may carry the reasoning in a separate `reasoning_content` / `thinking` field (to
 schema). `RewardFunction` turns that into a list of `trl_r1.completion.Completion`s, asks the subclass for
 one `Score` per sample, and guarantees what a training run needs:
 
-* it never raises: a failure while scoring one sample becomes `None` for that sample, logged with its reason;
+* it never raises: a failure while scoring one sample (any `BaseException`, `SystemExit` included, but
+  `KeyboardInterrupt`: a user's Ctrl-C still stops training) becomes `None` for that sample, logged with its reason;
 * it never scores silently: every `None` (skip) and every rule-based 0.0 carries a reason, which is counted
   in the Python log, sent to TRL's metrics as `<name>/skipped` and shown in the completions table;
 * it is picklable (a plain class, no closures), as TRL's async trainer sends rewards to other processes.
@@ -79,7 +80,9 @@ class RewardFunction:
                 (scored,) = self.score_batch([sample])
                 return scored
             return self.score(sample)
-        except Exception as exc:  # a reward bug must cost one sample, never the run
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # a reward bug must cost one sample, never the run
             logger.debug("%s failed on a sample", self.__name__, exc_info=True)
             return Score(None, f"error: {type(exc).__name__}: {exc}"[:200])
 
@@ -110,7 +113,9 @@ class RewardFunction:
             scored = self.score_batch([samples[i] for i in todo]) if todo else []
             if len(scored) != len(todo):
                 raise RuntimeError(f"score_batch returned {len(scored)} scores for {len(todo)} samples")
-        except Exception:
+        except KeyboardInterrupt:
+            raise
+        except BaseException:
             logger.warning("%s: batch scoring failed, scoring samples one by one", self.__name__, exc_info=True)
             scored = [self._safe_score(samples[i]) for i in todo]
         results = dict(early)

@@ -34,6 +34,7 @@ from .languages import Language, resolve_language
 from .protocol import (
     CONTAINERS, HEADER_SIZE, STARTED, decode_scalar, encode_scalar, pack_verdict, read_frame, write_all,
 )
+from .rlimits import lower_limit
 from .runner import (
     GRACE_S, MAX_ITERATED_BYTES, MAX_REPLY_BYTES, START_TIMEOUT_S, Outcome, TestCase, TestResult, _short, outputs_match,
 )
@@ -706,8 +707,7 @@ def _failure(done: dict) -> TestResult | None:
 def serve(job_in: int, verdict_out: int) -> None:
     """Run jobs from the trainer until it closes the channel; each test's verdict is sent as it ends."""
     config = marshal.loads(read_frame(job_in)[HEADER_SIZE:])
-    _, hard = resource.getrlimit(resource.RLIMIT_AS)
-    resource.setrlimit(resource.RLIMIT_AS, (config["memory_mb"] << 20, hard))  # soft: the sandbox sets its own
+    lower_limit(resource.RLIMIT_AS, config["memory_mb"] << 20)  # soft only: the sandbox sets its own
     write_all(verdict_out, pack_verdict(STARTED))  # ready
     codes = {outcome: i for i, outcome in enumerate(Outcome)}
 

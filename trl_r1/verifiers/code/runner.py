@@ -25,6 +25,7 @@ import json
 import logging
 import marshal
 import os
+import resource
 import selectors
 import signal
 import subprocess
@@ -46,7 +47,8 @@ logger = logging.getLogger("trl_r1.verifiers.code")
 GRACE_S = 1.0  # how long past a test's limit the judge waits for the supervisor before killing the sandbox
 JUDGE_GRACE_S = 3.0  # past that, how long the trainer waits for the judge's verdict (and clean-up) before killing it
 JUDGE_START_TIMEOUT_S = 60.0  # a judge process's start (interpreter + imports, on a loaded machine)
-JUDGE_MEMORY_MB = 2048  # RLIMIT_AS of a judge (decoding one 16 MiB reply can take ~450 MiB)
+JUDGE_MEMORY_MB = 2048  # RLIMIT_AS of a judge, or the inherited hard limit when lower (see `memory_problem`)
+JUDGE_MIN_MEMORY_MB = 1024  # decoding the largest reply (16 MiB of nested lists) peaks at about 0.7 GiB in a judge
 MAX_IDLE_JUDGES = 16
 JUDGE_IDLE_RSS_MB = 256  # a judge that holds more after a job (it decoded large values) is not kept idle
 START_TIMEOUT_S = 10.0  # starting a sandbox (bwrap + interpreter); compiling adds `compile_timeout_s`
@@ -273,6 +275,10 @@ def _run_job(job: Any, limits: SandboxLimits, allow_unsafe: bool, max_output: in
     if problem is not None:
         logger.error("code verifier refuses to run untrusted code: %s (pass allow_unsafe=True to run it unsandboxed)", problem)
         return TestReport(tuple(TestResult(Outcome.ERROR, problem) for _ in cases), f"sandbox unavailable: {problem}")
+    problem = memory_problem(limits)
+    if problem is not None:
+        logger.error("code verifier: %s", problem)
+        return TestReport(tuple(TestResult(Outcome.ERROR, problem) for _ in cases), f"verifier error: {problem}")
     request = {"op": "job", "program": program, "language": language.name, "timeout_s": timeout_s,
                "limits": asdict(limits), "unsafe": allow_unsafe and isolation_problem() is not None,
                "max_output": int(max_output), "compile_timeout_s": float(compile_timeout_s)}
@@ -282,9 +288,28 @@ def _run_job(job: Any, limits: SandboxLimits, allow_unsafe: bool, max_output: in
     except JudgeUnavailable as exc:  # our side failed before any program ran: not the sample's fault
         logger.error("code verifier: %s", exc)
         return TestReport(tuple(TestResult(Outcome.ERROR, str(exc)) for _ in cases), f"verifier error: {exc}")
-    except Exception as exc:  # a verifier bug must not reach the trainer
+    except KeyboardInterrupt:  # a user's Ctrl-C still stops training
+        raise
+    except BaseException as exc:  # a verifier bug, a SystemExit included, must not reach the trainer
         logger.warning("code verifier failed on a job", exc_info=True)
         return TestReport((), f"verifier error: {type(exc).__name__}: {_short(str(exc))}")
+
+
+def memory_problem(limits: SandboxLimits) -> str | None:
+    """Why the hard memory limits this process inherited (``ulimit -v``/``-d``, a scheduler's cap) are too small
+    for the judge or for a test's `limits.memory_mb`; None when they are not.
+
+    No process may raise an inherited hard limit, so the judge and the sandbox lower theirs to it
+    (`rlimits.lower_limit`); a program given less memory than its limits promise would fail tests it passes
+    elsewhere, so such jobs fail with this reason (a verifier error, not a score) instead.
+    """
+    tests = "each test is given (SandboxLimits.memory_mb)"
+    for kind, name in ((resource.RLIMIT_AS, "address-space (ulimit -v)"), (resource.RLIMIT_DATA, "data (ulimit -d)")):
+        hard = resource.getrlimit(kind)[1]
+        for needed_mb, whom in ((JUDGE_MIN_MEMORY_MB, "a judge process needs"), (limits.memory_mb, tests)):
+            if hard != resource.RLIM_INFINITY and hard < needed_mb << 20:
+                return f"the inherited hard {name} limit, {hard >> 20} MiB, is below the {needed_mb} MiB {whom}"
+    return None
 
 
 def _judged(request: dict, cases: list[TestCase], start_budget: float, test_budget: float) -> list[TestResult]:

@@ -6,7 +6,7 @@ The sandbox (``bwrap``) gets new user, PID, network, IPC, UTS, mount and cgroup 
 the host runs as root, bwrap itself is started as an unprivileged uid taken from a pool of slots (one per
 live sandbox, locked across processes with ``flock``), so the sandbox has no host-root file access and
 ``RLIMIT_NPROC`` bounds its processes; as an ordinary user it runs as that user. Inside, the trusted
-supervisor (``protocol.py`` + ``supervisor.py``) forks one child per test under rlimits; see `Sandbox`.
+supervisor (``protocol.py`` + ``rlimits.py`` + ``supervisor.py``) forks one child per test under rlimits; see `Sandbox`.
 """
 
 from __future__ import annotations
@@ -28,8 +28,10 @@ from pathlib import Path
 
 from .protocol import HEADER_SIZE, MAX_FRAME, frame
 
-# the supervisor is one script: the shared wire codec, then the supervisor (the sandbox cannot import us)
-SUPERVISOR_SOURCE = Path(__file__).with_name("protocol.py").read_text() + "\n" + Path(__file__).with_name("supervisor.py").read_text()
+# the supervisor is one script: the shared wire codec and limit setter, then the supervisor
+# (the sandbox cannot import us)
+SUPERVISOR_SOURCE = "\n".join(Path(__file__).with_name(name).read_text()
+                              for name in ("protocol.py", "rlimits.py", "supervisor.py"))
 SANDBOX_PYTHON = "/usr/bin/python3"  # lives under the read-only /usr bind (a pyenv under /root would not)
 UID_FIRST, UID_COUNT = 61000, 1000  # host uids owned by no account, one per live sandbox when we are root
 UID_LOCK_DIR = Path(tempfile.gettempdir()) / "trl-r1-sandbox-uids"

@@ -12,8 +12,8 @@ JSON, which the host parses strictly):
   the test itself (expected values never enter the sandbox). At the deadline, on an output overflow, or
   when the test ends, every other process in the sandbox is killed and the test's directory removed.
 
-The sandbox cannot import the package: the judge sends ``protocol.py`` followed by this file as bytecode
-compiled by the sandbox's interpreter, so the frame codec is the one the judge uses. It imports only what starts fast: ``json``, ``signal``, ``traceback`` would
+The sandbox cannot import the package: the judge sends ``protocol.py`` and ``rlimits.py`` followed by this file as
+bytecode compiled by the sandbox's interpreter, so the frame codec is the one the judge uses. It imports only what starts fast: ``json``, ``signal``, ``traceback`` would
 double the interpreter's start-up time, which is paid once per program. With ``isolated`` false (the caller opted in to unsafe execution) it runs as a
 plain local process and kills only the test's process group.
 """
@@ -27,11 +27,12 @@ import select
 import sys
 import time
 
-if __package__:  # imported as a module (for reading); in the sandbox protocol.py's text precedes this file
+if __package__:  # imported as a module (for reading); in the sandbox protocol.py's and rlimits.py's text precede it
     from .protocol import (
         CHILD_FRAME, CONTAINERS, HEADER_SIZE, STDERR_TAIL, SUPERVISOR_FRAME, decode_scalar, encode_scalar, json_frame,
         read_frame, write_all,
     )
+    from .rlimits import lower_limit
 
 CONTROL_IN, CONTROL_OUT = 10, 11
 RPC_CHILD_IN, RPC_CHILD_OUT = 3, 4  # an assert test's child: requests in, replies out
@@ -362,8 +363,9 @@ def install_fds(fds):
 
 
 def set_limits(limits):
+    """Lock each limit at its value, or at the lower hard limit the sandbox inherited (never raised)."""
     for limit, value in limits + [(resource.RLIMIT_CORE, 0)]:
-        resource.setrlimit(limit, (value, value))
+        lower_limit(limit, value, lock=True)
 
 
 def reap_all():
@@ -695,7 +697,7 @@ def main():
     os.close(null)
     _signal.signal(_signal.SIGINT, _signal.SIG_IGN)  # the namespace's init ignores what it has no handler for
     if config["nproc"] is not None:  # counted per host uid: the host sized it for the uid this sandbox runs as
-        resource.setrlimit(resource.RLIMIT_NPROC, (config["nproc"], config["nproc"]))
+        lower_limit(resource.RLIMIT_NPROC, config["nproc"], lock=True)
     Supervisor(config).serve()
 
 
