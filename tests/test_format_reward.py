@@ -110,6 +110,22 @@ def test_scoring_bug_costs_one_sample_not_the_batch():
     assert Flaky()(completions=["ok", "boom", "nan"]) == [1.0, None, None]
 
 
+def test_a_score_that_cannot_become_a_float_costs_its_sample_only():
+    class Exiting:  # a reward bug: a score object whose conversion ends the interpreter
+        def __float__(self):
+            raise SystemExit(3)
+
+    class Broken(RewardFunction):
+        __name__ = "broken"
+
+        def score(self, sample):
+            return Score(Exiting() if sample.text == "exit" else 1.0)
+
+    reasons = {}
+    assert Broken()(completions=["ok", "exit"], log_extra=reasons.__setitem__) == [1.0, None]
+    assert reasons["broken_reason"][1].startswith("error: non-numeric score (SystemExit")
+
+
 def test_a_failed_batch_of_a_batch_only_reward_is_rescored_one_sample_at_a_time():
     class BatchOnly(RewardFunction):  # like the math and code rewards: score_batch, no score
         __name__ = "batch_only"

@@ -162,8 +162,10 @@ def _checked(score: Any) -> Score:
         return score
     try:
         value = float(score.value)
-    except (TypeError, ValueError):
-        return Score(None, f"error: non-numeric score {score.value!r}")
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # a broken __float__ is a reward bug too, never the trainer's crash
+        return Score(None, f"error: non-numeric score ({type(exc).__name__}: {exc})")
     if value != value or value in (float("inf"), float("-inf")):
         return Score(None, f"error: non-finite score {value}")
     return Score(value, score.reason)
