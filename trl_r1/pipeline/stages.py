@@ -11,6 +11,9 @@ A stage answers four questions, so the runner never asks for a stage by name:
 * `record(plan, pipeline, result)`: on the main process, what the next stages get (the model handle, merged if
   asked, or the dataset) and the metrics, as a `StageRecord`.
 
+For `run --smoke` (`trl_r1.pipeline.smoke`) it also gives `smoke(section)`, its section shrunk to a CPU minute,
+and `smoke_problems(name, stage_dir)`, what such a run failed to exercise.
+
 Adding a stage (R1's second RL phase, say) is one registration at the bottom of this file::
 
     STAGE_REGISTRY.add("rl_2", RLStage(starts_from=("final_sft", "rl", "cold_start")))
