@@ -1,5 +1,6 @@
 """Recipe validation: every problem is found before any work, and names its stage and key."""
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -7,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from trl_r1.cli import sft_main
+from trl_r1.cli import run_main, sft_main
 from trl_r1.pipeline import RecipeError, load_recipe
 from trl_r1.pipeline.recipe import flat_to_recipe
 from trl_r1.pipeline.runner import Pipeline
@@ -199,8 +200,6 @@ def test_cli_reports_recipe_errors_before_any_work(tmp_path):
 
 
 def test_smoke_names_the_key_it_cannot_rehearse_before_building_anything(tmp_path, capsys):
-    from trl_r1.cli import run_main
-
     config = tmp_path / "recipe.yaml"
     config.write_text(yaml.safe_dump(recipe(tmp_path, rl={"dataset_name": ARITHMETIC})))
     assert run_main([str(config), "--smoke", "--dry-run", "--run-dir", str(tmp_path / "smoke")]) == 2
@@ -212,23 +211,68 @@ def test_smoke_names_the_key_it_cannot_rehearse_before_building_anything(tmp_pat
     assert not (tmp_path / "smoke").exists()  # checked before the model was built
 
 
-def test_a_registered_stage_is_a_recipe_section(tmp_path):
-    """R1's second RL phase as DESIGN.md shows it: one registration, then a section like any other."""
+@pytest.fixture
+def rl_2():
+    """R1's second RL phase registered as DESIGN.md shows it (after final_sft), and removed afterwards."""
     from trl_r1.pipeline.stages import STAGE_REGISTRY, RLStage
 
     STAGE_REGISTRY.add("rl_2", RLStage(starts_from=("final_sft", "rl", "cold_start")))
-    try:
-        parsed = load_recipe(recipe(tmp_path, rl={"dataset_name": ARITHMETIC}, rl_2={
-            "dataset_name": ARITHMETIC, "rewards": ["format", "math", "language"], "learning_rate": 5e-7},
-            evaluation={"dataset_name": ARITHMETIC, "stages": ["rl", "rl_2"]}))
-        assert [s.name for s in parsed.stages] == ["rl", "rl_2"]
-        second = parsed.stage("rl_2")
-        assert second.kind == "grpo" and second.output_dir == tmp_path / "run" / "rl_2"
-        assert second.config.learning_rate == 5e-7 and second.fingerprint != parsed.stage("rl").fingerprint
-        assert problems_of(recipe(tmp_path, rl_2={"dataset_name": ARITHMETIC, "lerning_rate": 1}))[0] == \
-            "rl_2: unknown key 'lerning_rate'; did you mean 'learning_rate'?"
-    finally:
-        del STAGE_REGISTRY._entries["rl_2"]
+    yield
+    del STAGE_REGISTRY._entries["rl_2"]
+
+
+def test_a_registered_stage_is_a_recipe_section(tmp_path, rl_2):
+    """R1's second RL phase as DESIGN.md shows it: one registration, then a section like any other."""
+    parsed = load_recipe(recipe(tmp_path, rl={"dataset_name": ARITHMETIC}, rl_2={
+        "dataset_name": ARITHMETIC, "rewards": ["format", "math", "language"], "learning_rate": 5e-7},
+        evaluation={"dataset_name": ARITHMETIC, "stages": ["rl", "rl_2"]}))
+    assert [s.name for s in parsed.stages] == ["rl", "rl_2"]
+    second = parsed.stage("rl_2")
+    assert second.kind == "grpo" and second.output_dir == tmp_path / "run" / "rl_2"
+    assert second.config.learning_rate == 5e-7 and second.fingerprint != parsed.stage("rl").fingerprint
+    assert problems_of(recipe(tmp_path, rl_2={"dataset_name": ARITHMETIC, "lerning_rate": 1}))[0] == \
+        "rl_2: unknown key 'lerning_rate'; did you mean 'learning_rate'?"
+
+
+def test_a_registered_rl_stage_is_validated_planned_and_smoked_like_rl(tmp_path, capsys, rl_2):
+    from trl_r1.pipeline.smoke import check_smoke_run, smoke_recipe
+
+    # validation: the RL stage's algorithms, its required keys, and what the evaluation and final SFT accept
+    ppo = load_recipe(recipe(tmp_path, rl_2={"dataset_name": ARITHMETIC, "algorithm": "ppo", "vf_coef": 0.5}))
+    assert type(ppo.stage("rl_2").config).__name__ == "R1PPOConfig" and ppo.stage("rl_2").config.vf_coef == 0.5
+    assert problems_of(recipe(tmp_path, rl_2={"dataset_name": ARITHMETIC, "algorithm": "dpo"})) == \
+        ["rl_2: key 'algorithm': expected one of ['grpo', 'ppo'], got 'dpo'"]
+    assert problems_of(recipe(tmp_path, rl_2={})) == ["rl_2: key 'dataset_name' is required"]
+    parsed = load_recipe(recipe(tmp_path, rl={"dataset_name": ARITHMETIC}, rl_2={"dataset_name": ARITHMETIC},
+                                evaluation={"dataset_name": ARITHMETIC}))
+    assert parsed.evaluation.stages == ["base", "cold_start", "rl", "final_sft", "rl_2"]  # the default: every model
+    problems = problems_of(recipe(tmp_path, rl={"dataset_name": ARITHMETIC}, rl_2={"dataset_name": ARITHMETIC},
+                                  final_sft={"dataset_name": COLD_START, "init_from": "rl_2"}))
+    assert problems == ["final_sft: init_from 'rl_2' is neither 'base' nor an earlier stage that trains a model "
+                        "(cold_start, rl)"]  # rl_2 comes after final_sft
+
+    # --dry-run planning: the command line prints it as a stage of its own
+    config = tmp_path / "recipe.yaml"
+    config.write_text(yaml.safe_dump(recipe(tmp_path, rl={"dataset_name": ARITHMETIC}, rl_2={
+        "dataset_name": ARITHMETIC, "learning_rate": 5e-7})))
+    assert run_main([str(config), "--dry-run"]) == 0
+    plan = [line.split() for line in capsys.readouterr().out.splitlines() if line.startswith("2. ")]
+    assert plan == [["2.", "rl_2", "grpo", "run", "->", str(tmp_path / "run" / "rl_2")]]
+
+    # the smoke transform shrinks it as it shrinks rl, vLLM keys included
+    big = {"dataset_name": ARITHMETIC, "max_steps": 500, "per_device_train_batch_size": 64, "num_generations": 16,
+           "max_completion_length": 4096, "use_vllm": True, "vllm_mode": "colocate", "beta": 0.001}
+    smoke = smoke_recipe(recipe(tmp_path, rl=dict(big), rl_2=dict(big), evaluation={"dataset_name": ARITHMETIC}),
+                         model_dir="/m")
+    assert smoke["rl_2"] == smoke["rl"] and "use_vllm" not in smoke["rl_2"] and "vllm_mode" not in smoke["rl_2"]
+    assert (smoke["rl_2"]["max_steps"], smoke["rl_2"]["num_generations"], smoke["rl_2"]["beta"]) == (1, 4, 0.001)
+    assert smoke["evaluation"]["stages"] == ["rl_2"]  # once, after the last trained stage
+    # ... and checks what its run exercised
+    state = tmp_path / "smoke" / "rl_2" / "trainer_state.json"
+    state.parent.mkdir(parents=True)
+    state.write_text(json.dumps({"log_history": [{"completions/clipped_ratio": 1.0}]}))
+    assert check_smoke_run(tmp_path / "smoke") == ["rl_2: every completion hit max_completion_length, so no token "
+                                                   "was trained on (mask_truncated_completions masks them all)"]
 
 
 def test_mix_dataset_entries_are_checked_against_trls_dataset_config():

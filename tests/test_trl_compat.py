@@ -10,12 +10,16 @@ import trl
 from trl_r1.trainers import trl_compat
 
 PACKAGE = Path(trl_compat.__file__).resolve().parents[1]
-# Private members of TRL's GRPOTrainer / transformers' Trainer that trl_r1 relies on, and TRL's private modules.
+# Private members of TRL's GRPOTrainer / transformers' Trainer that trl_r1 relies on (used, or set in a class body
+# as TRL's model-card attributes are), the private parameter of `Trainer.save_model`, and TRL's private modules.
+MODEL_CARD = r"_(tag_names|name|paper|template_file)\b"
 PRIVATE = re.compile(
     r"\._(metrics|logs|is_vlm|calculate_rewards|generate_and_score_completions|compute_loss|get_per_token_logps"
     r"|save_checkpoint|load_from_checkpoint|load_optimizer_and_scheduler|get_output_dir|keys_to_ignore_on_save"
     r"|name_or_path)\b|current_gradient_accumulation_steps|trl\.(trainer|models|scripts)\.utils"
     r"|chat_template_utils|[\"']chat_templates[\"']"
+    rf"|\.{MODEL_CARD}|^[ \t]+{MODEL_CARD}\s*[:=]|[\"']{MODEL_CARD}[\"']|\b_internal_call\b",
+    re.MULTILINE,
 )
 TRAINER_BETA = re.compile(r"self\.beta\b")  # the trainer's KL switch (a config's `beta` is a public field)
 

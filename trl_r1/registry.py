@@ -62,6 +62,7 @@ def looks_like_import_path(name: str) -> bool:
 class _Entry:
     target: Any  # the object, or a "module:attr" string until first use
     meta: dict[str, Any] = field(default_factory=dict)
+    path: str | None = None  # the "module:attr" string it was registered with, if any
 
 
 class Registry(Generic[T]):
@@ -94,7 +95,7 @@ class Registry(Generic[T]):
         for key in (name, *aliases):
             if key in self._entries or key in self._aliases:
                 raise ValueError(f"{self.kind} {key!r} is already registered")
-        self._entries[name] = _Entry(target, dict(meta))
+        self._entries[name] = _Entry(target, dict(meta), target if isinstance(target, str) else None)
         for alias in aliases:
             self._aliases[alias] = name
 
@@ -122,6 +123,11 @@ class Registry(Generic[T]):
     def meta(self, name: str) -> dict[str, Any]:
         """Declared metadata of an entry (a copy)."""
         return dict(self._entries[self.canonical(name)].meta)
+
+    def import_path(self, name: str) -> str | None:
+        """The ``"module:attr"`` path an entry was registered with (None for an object registered as itself), so
+        that callers can name where it lives without importing it."""
+        return self._entries[self.canonical(name)].path
 
     def __contains__(self, name: object) -> bool:
         return name in self._entries or name in self._aliases

@@ -34,6 +34,7 @@ from trl import ModelConfig
 
 from ..config import ConfigError, build, check_keys, fields_of, pick, suggest
 from ..config import read_yaml as _read_yaml
+from ..registry import Registry, resolve_import_path
 
 PIPELINE_SET_KEYS = {"output_dir", "model_name_or_path", "adapter_path"}  # stage sections may not set these
 QLORA_TARGETS = ["all-linear"]
@@ -55,6 +56,36 @@ def stage_registry():
 
 def sections() -> tuple[str, ...]:
     return ("run_dir", "model", "training", *stage_registry().choices(), "evaluation")
+
+
+def model_stages() -> list[str]:
+    """The registered stages that train a model (evaluated after, and a later stage may start from it)."""
+    registry = stage_registry()
+    return [name for name in registry if registry[name].makes_model]
+
+
+@dataclass(frozen=True)
+class TrainerKind:
+    """A training stage kind's TRL config and trainer classes, named by import path: TRL's trainers load only
+    when a stage is planned or trained."""
+
+    config_path: str
+    trainer_path: str
+
+    @property
+    def config(self) -> type:
+        return resolve_import_path(self.config_path)
+
+    @property
+    def trainer(self) -> type:
+        return resolve_import_path(self.trainer_path)
+
+
+# `StagePlan.kind` of a training stage -> its classes; `rewards=True` kinds train on rewards (an RL `algorithm`).
+TRAINER_KINDS: Registry[TrainerKind] = Registry("trainer kind", signature="TrainerKind(config, trainer)")
+TRAINER_KINDS.add("sft", TrainerKind("trl:SFTConfig", "trl:SFTTrainer"), rewards=False)
+TRAINER_KINDS.add("grpo", TrainerKind("trl_r1.trainers:R1GRPOConfig", "trl_r1.trainers:R1GRPOTrainer"), rewards=True)
+TRAINER_KINDS.add("ppo", TrainerKind("trl_r1.trainers:R1PPOConfig", "trl_r1.trainers:R1PPOTrainer"), rewards=True)
 
 
 @dataclass
@@ -115,7 +146,7 @@ class RLStageArguments(DataArguments):
 
     algorithm: str = field(default="grpo", metadata={
         "help": "'grpo' (trl_r1.trainers.R1GRPOTrainer, default) or 'ppo' (actor-critic with GAE).",
-        "choices": ["grpo", "ppo"]})
+        "choices": list(TRAINER_KINDS.choices(rewards=True))})
     rewards: list[Any] = field(default_factory=lambda: ["format", "math"], metadata={
         "help": "Rewards by name (trl_r1.rewards registry or dotted path), or {name, weight, **options}; "
         "weights become GRPOConfig.reward_weights (default 1.0 each)."})
@@ -135,10 +166,10 @@ class RejectionSamplingStageArguments:
 class FinalSFTArguments(DataArguments):
     """SFT on the rejection-sampled set (R1 §2.3.3), optionally mixed with other data."""
 
-    init_from: str = field(default="rl", metadata={
-        "help": "Which model the final SFT starts from: 'rl' (the RL checkpoint, default), 'cold_start', or "
-        "'base' (the original base model, as R1 fine-tunes DeepSeek-V3-Base on the 800k samples).",
-        "choices": ["base", "cold_start", "rl"]})
+    init_from: str | None = field(default=None, metadata={
+        "help": "Which model the final SFT starts from: an earlier stage that trains one ('rl', the RL checkpoint, "
+        "by default: the stage's registered `starts_from`; or 'cold_start'), or 'base' (the original base model, "
+        "as R1 fine-tunes DeepSeek-V3-Base on the 800k samples)."})
     mix_datasets: list[dict[str, Any]] = field(default_factory=list, metadata={
         "help": "Extra SFT datasets mixed with the accepted samples: trl DatasetConfig entries "
         "(path, name, data_dir, data_files, split, columns, fraction); each needs a 'messages' column."})
@@ -168,8 +199,9 @@ class EvaluationConfig:
         "transformers.", "choices": ["auto", "vllm", "transformers"]})
     rewards: list[Any] | None = field(default=None, metadata={
         "help": "Rewards reported as metrics (default: the RL stage's rewards, else format + math)."})
-    stages: list[str] = field(default_factory=lambda: ["base", "cold_start", "rl", "final_sft"], metadata={
-        "help": "After which stages to evaluate ('base' = the model before training)."})
+    stages: list[str] = field(default_factory=lambda: ["base", *model_stages()], metadata={
+        "help": "After which stages to evaluate ('base' = the model before training; default: base and every "
+        "stage that trains a model)."})
 
 
 @dataclass
@@ -252,7 +284,7 @@ def load_recipe(source: str | Path | dict[str, Any], *, single_stage: bool = Fal
     if model is not None:
         check_model(model, problems)
     training = data.get("training", {})
-    check_keys("training", training, [trainer_config("sft"), trainer_config("grpo")], problems)
+    check_keys("training", training, [TRAINER_KINDS[kind].config for kind in TRAINER_KINDS], problems)
     run_root = Path(data["run_dir"])
     stages: list[StagePlan] = []
     for name in stage_names:
@@ -318,9 +350,11 @@ def plan_section_keys(name: str, section: dict[str, Any], classes: list[type], p
 
 
 def plan_trainer_stage(name: str, kind: str, section: dict[str, Any], where: PlanContext, args_cls: type,
-                       config_cls: type, problems: list[str], *, with_rewards: bool = False) -> StagePlan | None:
-    """A training stage's plan: its arguments, its TRL config (recipe `training` defaults, QLoRA defaults, the
-    section) and its model arguments (recipe `model`, overridden by the section)."""
+                       problems: list[str]) -> StagePlan | None:
+    """A training stage's plan: its arguments, its TRL config (the `kind`'s: recipe `training` defaults, QLoRA
+    defaults, the section; reward weights for a kind that trains on rewards) and its model arguments (recipe
+    `model`, overridden by the section)."""
+    config_cls = TRAINER_KINDS[kind].config
     if not plan_section_keys(name, section, [args_cls, config_cls, R1ModelConfig], problems):
         return None
     args = build(name, args_cls, pick(section, args_cls), problems)
@@ -334,7 +368,7 @@ def plan_trainer_stage(name: str, kind: str, section: dict[str, Any], where: Pla
         trainer_values.setdefault("gradient_checkpointing", True)
         if model_args.load_in_4bit or model_args.load_in_8bit:
             trainer_values.setdefault("optim", "paged_adamw_8bit")
-    if with_rewards and args is not None:
+    if TRAINER_KINDS.meta(kind)["rewards"] and args is not None:
         weights = reward_weights(args.rewards, name, problems)
         if weights is not None:
             if "reward_weights" in section:
@@ -413,18 +447,7 @@ def _digest(value: Any) -> str:
     return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
-# --------------------------------------------------------------------------------------------- lazy config classes
-
-
-def trainer_config(kind: str) -> type:
-    """The TRL config class of a stage kind (imported lazily: trl_r1.trainers pulls in TRL's trainers)."""
-    if kind == "sft":
-        from trl import SFTConfig
-
-        return SFTConfig
-    from .. import trainers
-
-    return trainers.R1PPOConfig if kind == "ppo" else trainers.R1GRPOConfig
+# --------------------------------------------------------------------------------------------- lazy config class
 
 
 def rejection_sampling_config() -> type:

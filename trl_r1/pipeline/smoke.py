@@ -8,14 +8,15 @@ evaluation, the datasets' ids, configs, splits and columns (`trl_r1.rehearsal.fi
 the same `load_dataset` path), the rewards and their weights, `mask_truncated_completions`. It shrinks steps (1
 per stage), batch sizes, sequence lengths, sample counts and the model's depth and widths, evaluates once (after
 the last trained stage instead of after every stage), drops vLLM keys, and runs on the CPU in float32 (bf16
-needs a GPU).
+needs a GPU). Each registered stage shrinks its own section (`Stage.smoke`), so a stage added to
+`STAGE_REGISTRY` (a second RL phase, say) is rehearsed like its kind.
 
 A random model never ends a completion, so `mask_truncated_completions` would mask every token and rejection
 sampling would accept nothing. `prepare_smoke` therefore first *rehearses* the base model: 100
 full-precision steps teach it one well-formed R1 answer per task (``<think>`` reasoning, the answer, then the
-template's end-of-turn token), which the fixtures' problems all accept. `check_smoke_run` then verifies, from
-the stages' logs, that GRPO trained on real tokens (not every completion clipped) and that rejection sampling
-accepted samples.
+template's end-of-turn token), which the fixtures' problems all accept. `check_smoke_run` then asks each stage
+(`Stage.smoke_problems`) to verify, from its logs, that RL trained on real tokens (not every completion clipped)
+and that rejection sampling accepted samples.
 """
 
 from __future__ import annotations
@@ -27,17 +28,10 @@ from pathlib import Path
 from typing import Any
 
 SMOKE_SIZE = "ci"
-SFT_STAGES = ("cold_start", "final_sft")
-# What every stage shrinks to (only keys the recipe's stage sections accept).
-SFT_SMOKE = {"max_steps": 1, "per_device_train_batch_size": 2, "gradient_accumulation_steps": 1, "max_length": 128,
-             "warmup_steps": 0}
-RL_SMOKE = {"max_steps": 1, "per_device_train_batch_size": 4, "gradient_accumulation_steps": 1,
-            "num_generations": 4, "max_completion_length": 48, "warmup_steps": 0}
-RS_SMOKE = {"num_samples": 2, "max_new_tokens": 48, "batch_size": 4, "max_prompts": 4}
+# What the recipe's shared sections shrink to; each stage shrinks its own section (`Stage.smoke`).
 EVAL_SMOKE = {"num_prompts": 4, "num_samples": 2, "max_new_tokens": 48, "batch_size": 4}
 TRAINING_SMOKE = {"use_cpu": True, "bf16": False, "report_to": "none", "disable_tqdm": True, "save_strategy": "no",
                   "logging_steps": 1}
-MAX_SAMPLES = 8
 
 # The one answer per task the rehearsed model learns; every fixture problem accepts it (all math answers are 7,
 # every code problem asks for a + b).
@@ -58,6 +52,8 @@ def smoke_recipe(data: dict[str, Any], *, model_dir: str | Path, run_dir: str | 
     >>> smoke["run_dir"], smoke["training"]["bf16"]
     ('runs/x-smoke', False)
     """
+    from .stages import STAGE_REGISTRY
+
     out = copy.deepcopy(data)
     out["run_dir"] = str(run_dir) if run_dir is not None else f"{str(data['run_dir']).rstrip('/')}-smoke"
     model = out.setdefault("model", {})
@@ -65,25 +61,14 @@ def smoke_recipe(data: dict[str, Any], *, model_dir: str | Path, run_dir: str | 
     model["model_name_or_path"] = str(model_dir)
     model["dtype"] = "float32"  # 4-bit compute dtype and merged copies: bf16 training needs a GPU
     out["training"] = {**out.get("training", {}), **TRAINING_SMOKE}
-    for name in SFT_STAGES:
-        if name in out:
-            out[name].update(SFT_SMOKE)
-            out[name].pop("num_train_epochs", None)
-            if out[name].get("dataset_name"):
-                out[name]["max_samples"] = MAX_SAMPLES
-    if "rl" in out:
-        out["rl"].update(RL_SMOKE)
-        out["rl"]["max_samples"] = MAX_SAMPLES
-        for key in [k for k in out["rl"] if k == "use_vllm" or k.startswith("vllm_")]:
-            out["rl"].pop(key)  # no vLLM on a CPU: generation stays in transformers
-    if "rejection_sampling" in out:
-        out["rejection_sampling"].update(RS_SMOKE)
-        out["rejection_sampling"].pop("backend", None)
+    present = [name for name in STAGE_REGISTRY if isinstance(out.get(name), dict)]
+    for name in present:
+        out[name] = STAGE_REGISTRY[name].smoke(out[name])
     if "evaluation" in out:
         out["evaluation"].update(EVAL_SMOKE)
-        stages = [s for s in ("cold_start", "rl", "rejection_sampling", "final_sft") if s in out]
-        last = [s for s in out["evaluation"].get("stages", ["final_sft"]) if s != "base"][-1:]
-        out["evaluation"]["stages"] = last or stages[-1:]  # evaluated once, after the last trained stage
+        trained = [s for s in present if STAGE_REGISTRY[s].makes_model]
+        listed = [s for s in out["evaluation"].get("stages", []) if s in trained]
+        out["evaluation"]["stages"] = (listed or trained)[-1:]  # evaluated once, after the last trained stage
     return out
 
 
@@ -149,24 +134,12 @@ def prepare_smoke(data: dict[str, Any], work_dir: str | Path, *, run_dir: str | 
 
 
 def check_smoke_run(run_dir: str | Path) -> list[str]:
-    """What a finished smoke run failed to exercise: GRPO trained on real tokens, rejection sampling accepted.
+    """What a finished smoke run failed to exercise, as each stage checks it (`Stage.smoke_problems`): e.g. that
+    an RL stage trained on real tokens and that rejection sampling accepted samples."""
+    from .stages import STAGE_REGISTRY
 
-    With random weights no completion ends, so `mask_truncated_completions` masks every token and the step
-    trains on nothing while reporting success: this is the check that catches it.
-    """
-    run_dir, problems = Path(run_dir), []
-    state = run_dir / "rl" / "trainer_state.json"
-    if state.is_file():
-        logs = [entry for entry in json.loads(state.read_text())["log_history"] if "completions/clipped_ratio" in entry]
-        if not logs:
-            problems.append("rl: no completion statistics were logged")
-        elif all(entry["completions/clipped_ratio"] >= 1.0 for entry in logs):
-            problems.append("rl: every completion hit max_completion_length, so no token was trained on "
-                            "(mask_truncated_completions masks them all)")
-    stage = run_dir / "rejection_sampling" / "stage.json"
-    if stage.is_file() and not json.loads(stage.read_text())["outputs"].get("num_accepted"):
-        problems.append("rejection_sampling: no sample was accepted")
-    return problems
+    stages = STAGE_REGISTRY
+    return [problem for name in stages for problem in stages[name].smoke_problems(name, Path(run_dir) / name)]
 
 
 __all__ = ["check_smoke_run", "prepare_smoke", "smoke_datasets", "smoke_model_dir", "smoke_model_id", "smoke_recipe",

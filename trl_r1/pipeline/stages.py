@@ -11,6 +11,9 @@ A stage answers four questions, so the runner never asks for a stage by name:
 * `record(plan, pipeline, result)`: on the main process, what the next stages get (the model handle, merged if
   asked, or the dataset) and the metrics, as a `StageRecord`.
 
+For `run --smoke` (`trl_r1.pipeline.smoke`) it also gives `smoke(section)`, its section shrunk to a CPU minute,
+and `smoke_problems(name, stage_dir)`, what such a run failed to exercise.
+
 Adding a stage (R1's second RL phase, say) is one registration at the bottom of this file::
 
     STAGE_REGISTRY.add("rl_2", RLStage(starts_from=("final_sft", "rl", "cold_start")))
@@ -33,6 +36,7 @@ from typing import Any
 
 from ..registry import Registry
 from .recipe import (
+    TRAINER_KINDS,
     FinalSFTArguments,
     PlanContext,
     R1ModelConfig,
@@ -48,13 +52,13 @@ from .recipe import (
     plan_trainer_stage,
     rejection_sampling_config,
     reward_weights,
-    trainer_config,
 )
 from .templates import prepare_assistant_only_loss
 
 logger = logging.getLogger("trl_r1.pipeline")
 
 STAGE_FILE = "stage.json"
+SMOKE_MAX_SAMPLES = 8  # `run --smoke`: the rows a stage keeps of its own dataset
 
 
 class StageError(RuntimeError):
@@ -153,14 +157,12 @@ def train(plan: StagePlan, start: ModelHandle, train_dataset: Any, *,
     resume = get_last_checkpoint(str(plan.output_dir)) if any(plan.output_dir.glob("checkpoint-*")) else None
     if resume:
         logger.info("%s: resuming from %s", plan.name, resume)
-    if plan.kind == "sft":
-        prepare_assistant_only_loss(config, start.model_path, plan.output_dir)
     model, peft_config, quantization_config = _model_for_trainer(plan.model_args, start, config)
     kwargs: dict[str, Any] = {"model": model, "args": config, "train_dataset": train_dataset,
                               "peft_config": peft_config, "quantization_config": quantization_config}
     if reward_funcs is not None:
         kwargs["reward_funcs"] = reward_funcs
-    trainer = _trainer_class(plan.kind)(**kwargs)
+    trainer = TRAINER_KINDS[plan.kind].trainer(**kwargs)
     began = time.perf_counter()
     result = trainer.train(resume_from_checkpoint=resume)
     trainer.save_model(str(plan.output_dir))
@@ -171,16 +173,6 @@ def train(plan: StagePlan, start: ModelHandle, train_dataset: Any, *,
                "trainable_params": sum(p.numel() for p in trained.parameters() if p.requires_grad),
                "num_processes": trainer.accelerator.num_processes}
     return TrainingResult(start, metrics, time.perf_counter() - began)
-
-
-def _trainer_class(kind: str) -> type:
-    if kind == "sft":
-        from trl import SFTTrainer
-
-        return SFTTrainer
-    from .. import trainers
-
-    return trainers.R1PPOTrainer if kind == "ppo" else trainers.R1GRPOTrainer
 
 
 def _model_for_trainer(model_args: R1ModelConfig, start: ModelHandle, config: Any) -> tuple[Any, Any, Any]:
@@ -255,11 +247,13 @@ class Stage:
     Attributes:
         data_parallel: `run` runs on every rank (training); otherwise on the main process only.
         trains_on_chat: trains on chat-rendered assistant turns (the chat-template check applies to it).
+        makes_model: hands on a model (the evaluation follows it by default; a later stage may start from it).
         starts_from: the stages whose model it continues from, in order of preference (else the base model).
     """
 
     data_parallel: bool = False
     trains_on_chat: bool = False
+    makes_model: bool = False
     starts_from: tuple[str, ...] = ()
 
     def plan(self, name: str, section: dict[str, Any], where: PlanContext, problems: list[str]) -> StagePlan | None:
@@ -277,22 +271,51 @@ class Stage:
     def record(self, plan: StagePlan, pipeline: Any, result: Any) -> StageRecord:
         raise NotImplementedError
 
+    def smoke(self, section: dict[str, Any]) -> dict[str, Any]:
+        """The stage's section for `run --smoke` (`trl_r1.pipeline.smoke`): its work shrunk to a CPU minute."""
+        raise NotImplementedError
 
-SFT_COLUMNS = (("messages",), ("text",), ("prompt", "completion"))
+    def smoke_problems(self, name: str, stage_dir: Path) -> list[str]:
+        """What a finished smoke run of this stage failed to exercise (nothing to check by default)."""
+        return []
 
 
-class SFTStage(Stage):
-    """Supervised fine-tuning on the stage's dataset (R1's cold start, §2.3.1)."""
+class TrainingStage(Stage):
+    """A stage that trains with a TRL trainer (`StagePlan.kind`, a `TRAINER_KINDS` entry) and hands the model on."""
 
-    data_parallel = trains_on_chat = True
-    args_class: type = SFTStageArguments
-
-    def plan(self, name, section, where, problems):
-        return plan_trainer_stage(name, "sft", section, where, self.args_class, trainer_config("sft"), problems)
+    data_parallel = makes_model = True
+    smoke_settings: dict[str, Any] = {}  # what `--smoke` sets: one step, small batches and lengths
 
     def check_recipe(self, plan, present, problems):
         if plan.args is not None and not plan.args.dataset_name:
             problems.append(f"{plan.name}: key 'dataset_name' is required")
+
+    def record(self, plan, pipeline, result):
+        return hand_on(plan, result)
+
+    def smoke(self, section):
+        # epochs give way to max_steps; vLLM needs a GPU, so generation stays in transformers
+        out = {k: v for k, v in section.items()
+               if k not in ("num_train_epochs", "use_vllm") and not k.startswith("vllm_")}
+        out.update(self.smoke_settings)
+        if out.get("dataset_name"):
+            out["max_samples"] = SMOKE_MAX_SAMPLES
+        return out
+
+
+SFT_COLUMNS = (("messages",), ("text",), ("prompt", "completion"))
+
+
+class SFTStage(TrainingStage):
+    """Supervised fine-tuning on the stage's dataset (R1's cold start, §2.3.1)."""
+
+    trains_on_chat = True
+    args_class: type = SFTStageArguments
+    smoke_settings = {"max_steps": 1, "per_device_train_batch_size": 2, "gradient_accumulation_steps": 1,
+                      "max_length": 128, "warmup_steps": 0}
+
+    def plan(self, name, section, where, problems):
+        return plan_trainer_stage(name, "sft", section, where, self.args_class, problems)
 
     def check_data(self, plan, pipeline):
         if plan.args.dataset_name is None:
@@ -317,19 +340,23 @@ class SFTStage(Stage):
         return pipeline.start_from(self.starts_from)
 
     def run(self, plan, pipeline):
-        return train(plan, self.start(plan, pipeline), self.dataset(plan, pipeline))
-
-    def record(self, plan, pipeline, result):
-        return hand_on(plan, result)
+        start = self.start(plan, pipeline)
+        prepare_assistant_only_loss(plan.config, start.model_path, plan.output_dir)
+        return train(plan, start, self.dataset(plan, pipeline))
 
 
 class FinalSFTStage(SFTStage):
-    """SFT on the rejection-sampled set, optionally mixed with other data (R1 §2.3.3)."""
+    """SFT on the rejection-sampled set, optionally mixed with other data (R1 §2.3.3); it starts from its
+    section's `init_from`, else from `starts_from`."""
 
     args_class = FinalSFTArguments
 
-    def __init__(self, data_from: str):
+    def __init__(self, data_from: str, starts_from: tuple[str, ...]):
         self.data_from = data_from  # the stage whose accepted samples it trains on
+        self.starts_from = starts_from
+
+    def init_from(self, plan: StagePlan) -> tuple[str, ...]:
+        return (plan.args.init_from,) if plan.args.init_from else self.starts_from
 
     def check_recipe(self, plan, present, problems):
         if plan.args is None:
@@ -337,14 +364,21 @@ class FinalSFTStage(SFTStage):
         if self.data_from not in present and not plan.args.dataset_name:
             problems.append(f"{plan.name}: key 'dataset_name' is required when the recipe has no "
                             f"{self.data_from} stage")
-        if plan.args.init_from != "base" and plan.args.init_from not in present:
-            problems.append(f"{plan.name}: init_from {plan.args.init_from!r} names a stage the recipe does not "
-                            "have; use 'base' or add the stage")
+        names = list(STAGE_REGISTRY)
+        earlier = [n for n in names[:names.index(plan.name)] if STAGE_REGISTRY[n].makes_model]
+        wanted = self.init_from(plan)
+        unknown = [s for s in wanted if s != "base" and s not in earlier]
+        if unknown:
+            problems.append(f"{plan.name}: init_from {unknown[0]!r} is neither 'base' nor an earlier stage that "
+                            f"trains a model ({', '.join(earlier)})")
+        elif "base" not in wanted and not present & set(wanted):
+            problems.append(f"{plan.name}: init_from {wanted[0]!r} names a stage the recipe does not have; use "
+                            "'base' or add the stage")
         for i, entry in enumerate(plan.args.mix_datasets):
             check_mix_entry(entry, i, problems)
 
     def start(self, plan, pipeline):
-        return pipeline.start_from((plan.args.init_from,))
+        return pipeline.start_from(self.init_from(plan))
 
     def dataset(self, plan, pipeline):
         accepted = pipeline.output_of(self.data_from, "dataset_path")
@@ -352,26 +386,24 @@ class FinalSFTStage(SFTStage):
         return final_sft_dataset(plan, accepted, own)
 
 
-class RLStage(Stage):
-    """GRPO (trl_r1's R1GRPOTrainer) or PPO on the stage's prompts, scored by its rewards (R1 §2.2)."""
+class RLStage(TrainingStage):
+    """GRPO (trl_r1's R1GRPOTrainer) or PPO on the stage's prompts, scored by its rewards (R1 §2.2).
 
-    data_parallel = True
-    algorithms = ("grpo", "ppo")
+    Its `algorithm` is any trainer kind that trains on rewards (`TRAINER_KINDS.choices(rewards=True)`).
+    """
+
+    smoke_settings = {"max_steps": 1, "per_device_train_batch_size": 4, "gradient_accumulation_steps": 1,
+                      "num_generations": 4, "max_completion_length": 48, "warmup_steps": 0}
 
     def __init__(self, starts_from: tuple[str, ...]):
         self.starts_from = starts_from
 
     def plan(self, name, section, where, problems):
-        kind = section.get("algorithm", "grpo")
-        if kind not in self.algorithms:
-            problems.append(f"{name}: key 'algorithm': expected one of {list(self.algorithms)}, got {kind!r}")
+        kind, algorithms = section.get("algorithm", RLStageArguments.algorithm), TRAINER_KINDS.choices(rewards=True)
+        if kind not in algorithms:
+            problems.append(f"{name}: key 'algorithm': expected one of {list(algorithms)}, got {kind!r}")
             return None
-        return plan_trainer_stage(name, kind, section, where, RLStageArguments, trainer_config(kind), problems,
-                                  with_rewards=True)
-
-    def check_recipe(self, plan, present, problems):
-        if plan.args is not None and not plan.args.dataset_name:
-            problems.append(f"{plan.name}: key 'dataset_name' is required")
+        return plan_trainer_stage(name, kind, section, where, RLStageArguments, problems)
 
     def prompts(self, plan, pipeline):
         from .data import load_stage_dataset
@@ -391,8 +423,19 @@ class RLStage(Stage):
         return train(plan, pipeline.start_from(self.starts_from), self.prompts(plan, pipeline),
                      reward_funcs=get_reward_funcs(self.rewards(plan, pipeline)))
 
-    def record(self, plan, pipeline, result):
-        return hand_on(plan, result)
+    def smoke_problems(self, name, stage_dir):
+        # With random weights no completion ends, so `mask_truncated_completions` masks every token and the step
+        # trains on nothing while reporting success: this is the check that catches it.
+        state = stage_dir / "trainer_state.json"
+        if not state.is_file():
+            return []
+        logs = [entry for entry in json.loads(state.read_text())["log_history"] if "completions/clipped_ratio" in entry]
+        if not logs:
+            return [f"{name}: no completion statistics were logged"]
+        if all(entry["completions/clipped_ratio"] >= 1.0 for entry in logs):
+            return [f"{name}: every completion hit max_completion_length, so no token was trained on "
+                    "(mask_truncated_completions masks them all)"]
+        return []
 
 
 class RejectionSamplingStage(Stage):
@@ -400,6 +443,8 @@ class RejectionSamplingStage(Stage):
 
     Runs on the main process: the records are written once, in prompt order, and resume after a kill.
     """
+
+    smoke_settings = {"num_samples": 2, "max_new_tokens": 48, "batch_size": 4, "max_prompts": 4}
 
     def __init__(self, starts_from: tuple[str, ...], rewards_from: str):
         self.starts_from, self.rewards_from = starts_from, rewards_from
@@ -470,6 +515,14 @@ class RejectionSamplingStage(Stage):
         return StageRecord(plan.name, plan.fingerprint, "done", outputs, {"rejection_sampling": result.stats},
                            seconds=seconds)
 
+    def smoke(self, section):
+        # the sampler's backend is left to choose: transformers on a CPU
+        return {**{k: v for k, v in section.items() if k != "backend"}, **self.smoke_settings}
+
+    def smoke_problems(self, name, stage_dir):
+        record = read_record(stage_dir)
+        return [f"{name}: no sample was accepted"] if record and not record.outputs.get("num_accepted") else []
+
 
 def final_sft_dataset(plan: StagePlan, accepted_path: str | None, own: Any = None):
     """The accepted samples (their `messages`), mixed with the recipe's `mix_datasets` and/or its own dataset."""
@@ -493,4 +546,4 @@ STAGE_REGISTRY: Registry[Stage] = Registry("stage", signature="Stage: plan, chec
 STAGE_REGISTRY.add("cold_start", SFTStage())
 STAGE_REGISTRY.add("rl", RLStage(starts_from=("cold_start",)))
 STAGE_REGISTRY.add("rejection_sampling", RejectionSamplingStage(starts_from=("rl", "cold_start"), rewards_from="rl"))
-STAGE_REGISTRY.add("final_sft", FinalSFTStage(data_from="rejection_sampling"))
+STAGE_REGISTRY.add("final_sft", FinalSFTStage(data_from="rejection_sampling", starts_from=("rl",)))

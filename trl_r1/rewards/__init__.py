@@ -15,8 +15,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from ..registry import Registry, looks_like_import_path, resolve_import_path
-from .base import RewardFunction, Sample, Score, declared
-from .format import FormatReward, format_reward, soft_format_reward
+from .base import RewardFunction, Score, declared
 
 REWARD_REGISTRY: Registry[type] = Registry(
     "reward", signature="Reward(**options)(prompts, completions, completion_ids, **columns) -> list[float | None]")
@@ -94,21 +93,24 @@ def reward_declares(entry: str | dict[str, Any], attribute: str) -> Any:
     return declared(target, attribute)
 
 
-_LAZY = {"math_accuracy_reward": "trl_r1.rewards.math", "MathAccuracyReward": "trl_r1.rewards.math",
-         "language_consistency_reward": "trl_r1.rewards.language",
-         "LanguageConsistencyReward": "trl_r1.rewards.language", "code_reward": "trl_r1.rewards.code",
-         "CodeReward": "trl_r1.rewards.code"}
+def _exports() -> dict[str, str]:
+    """Attribute name -> import path of each registered reward's class and default instance (the registry's own
+    paths): this package's lazy exports."""
+    paths = [path for name in REWARD_REGISTRY
+             for path in (REWARD_REGISTRY.import_path(name), REWARD_REGISTRY.meta(name)["instance"])]
+    return {path.rpartition(":")[2]: path for path in paths if path and path.startswith(f"{__name__}.")}
+
+
+_EXPORTS = _exports()
 
 
 def __getattr__(attr: str) -> Any:
-    """The heavier rewards (sympy, the sandbox, language ID) as attributes, imported on first use."""
-    if attr in _LAZY:
-        return resolve_import_path(f"{_LAZY[attr]}:{attr}")
+    """The registered rewards' classes and default instances as attributes, imported on first use (sympy, the
+    sandbox and language ID load only when asked for)."""
+    if attr in _EXPORTS:
+        return resolve_import_path(_EXPORTS[attr])
     raise AttributeError(f"module {__name__!r} has no attribute {attr!r}")
 
 
-__all__ = [
-    "RewardFunction", "Sample", "Score", "FormatReward", "format_reward", "soft_format_reward",
-    "math_accuracy_reward", "MathAccuracyReward", "language_consistency_reward", "LanguageConsistencyReward",
-    "code_reward", "CodeReward", "REWARD_REGISTRY", "get_reward_func", "get_reward_funcs", "reward_declares",
-]
+__all__ = ["RewardFunction", "Score", "REWARD_REGISTRY", "get_reward_func", "get_reward_funcs", "reward_declares",
+           *_EXPORTS]

@@ -33,11 +33,6 @@ class Score:
     reason: str | None = None  # why the sample was skipped or scored by a fallback rule
 
 
-# A reward scores `Completion`s (trl_r1.completion, the one completion type); `Sample` is the name reward code
-# has always used for it, kept so that rewards written against it keep working.
-Sample = Completion
-
-
 class RewardFunction:
     """Base class of trl-r1's rewards: TRL's keyword call in, `list[float | None]` out, never raises.
 
@@ -65,14 +60,14 @@ class RewardFunction:
     code_in_reasoning_ok: ClassVar[bool] = False
     think_prefill_option: ClassVar[bool] = False
 
-    def score(self, sample: Sample) -> Score:  # pragma: no cover - subclasses override one of the two
+    def score(self, sample: Completion) -> Score:  # pragma: no cover - subclasses override one of the two
         raise NotImplementedError
 
-    def score_batch(self, samples: list[Sample]) -> list[Score]:
+    def score_batch(self, samples: list[Completion]) -> list[Score]:
         """Score many samples; override to batch work (worker pools). The default scores one at a time."""
         return [self._safe_score(s) for s in samples]
 
-    def _safe_score(self, sample: Sample) -> Score:
+    def _safe_score(self, sample: Completion) -> Score:
         """One sample's Score, never raising: `score`, or a batch of one for rewards that implement only
         `score_batch` (so a batch that failed still isolates the sample that broke it)."""
         try:
@@ -93,7 +88,7 @@ class RewardFunction:
         kwargs.pop("environments", None)
         completions = list(completions) if completions is not None else []
         n = len(completions)
-        samples: list[Sample | None] = []
+        samples: list[Completion | None] = []
         early: dict[int, Score] = {}
         for i, completion in enumerate(completions):
             try:

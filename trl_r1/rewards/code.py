@@ -6,9 +6,17 @@ import json
 import re
 from collections import Counter
 
-from ..verifiers.code import DEFAULT_MAX_OUTPUT, SandboxLimits, TestReport, normalize_tests, resolve_language, run_tests_batch
+from ..completion import Completion
+from ..verifiers.code import (
+    DEFAULT_MAX_OUTPUT,
+    SandboxLimits,
+    TestReport,
+    normalize_tests,
+    resolve_language,
+    run_tests_batch,
+)
 from ..verifiers.format import extract_answer
-from .base import RewardFunction, Sample, Score
+from .base import RewardFunction, Score
 
 TEST_COLUMNS = ("verification_info", "tests")
 _FENCE_TAG = re.compile(r"[ \t]*([\w+#.-]*)")
@@ -103,7 +111,7 @@ class CodeReward(RewardFunction):
         if binary:
             self.__name__ = "binary_code_reward"
 
-    def score_batch(self, samples: list[Sample]) -> list[Score]:
+    def score_batch(self, samples: list[Completion]) -> list[Score]:
         scores: list[Score | None] = [None] * len(samples)
         jobs, owners = [], []
         for i, sample in enumerate(samples):
@@ -119,7 +127,7 @@ class CodeReward(RewardFunction):
             scores[i] = self._score(report)
         return scores
 
-    def _job(self, sample: Sample) -> dict | Score:
+    def _job(self, sample: Completion) -> dict | Score:
         """The sandbox job for a sample, or its Score when there is nothing to run."""
         raw = next((sample.columns[c] for c in TEST_COLUMNS if sample.columns.get(c) is not None), None)
         if raw is None:

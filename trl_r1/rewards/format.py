@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from ..completion import Completion
 from ..verifiers.format import check_strict, prompt_prefills_think, soft_score
-from .base import RewardFunction, Sample, Score
+from .base import RewardFunction, Score
 
 
 class FormatReward(RewardFunction):
@@ -39,7 +40,7 @@ class FormatReward(RewardFunction):
         if soft:
             self.__name__ = "soft_format_reward"
 
-    def score(self, sample: Sample) -> Score:
+    def score(self, sample: Completion) -> Score:
         # the format reward knows the prompt, so it decides the prefill itself (never "unknown")
         sample.think_prefilled = (self.think_prefilled if self.think_prefilled is not None
                                   else prompt_prefills_think(sample.prompt))

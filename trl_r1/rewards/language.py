@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..completion import Completion
 from ..verifiers.format import extract_reasoning
 from ..verifiers.language import detect_language, measure, normalize_language
-from .base import RewardFunction, Sample, Score
+from .base import RewardFunction, Score
 
 # Dataset columns read for the per-sample target language when the configured `lang_column` is absent.
 LANG_COLUMNS = ("language", "lang")
@@ -54,7 +55,7 @@ class LanguageConsistencyReward(RewardFunction):
         self.target_lang = target_lang
         self.lang_column = lang_column
 
-    def _target(self, sample: Sample) -> tuple[str | None, str | None]:
+    def _target(self, sample: Completion) -> tuple[str | None, str | None]:
         """The sample's canonical target language, or None and why."""
         column: Any = next((sample.columns[c] for c in (self.lang_column, *LANG_COLUMNS) if sample.columns.get(c)), None)
         if column is not None:
@@ -65,7 +66,7 @@ class LanguageConsistencyReward(RewardFunction):
         code = detect_language(sample.prompt_text)
         return (code, None) if code else (None, "no target language: no language column or option, no words in the prompt")
 
-    def score(self, sample: Sample) -> Score:
+    def score(self, sample: Completion) -> Score:
         target, reason = self._target(sample)
         if target is None:
             return Score(None, reason)

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from ..completion import Completion
 from ..verifiers.math import ANSWER_POLICIES, DEFAULT_TIMEOUT_S, check_batch
-from .base import RewardFunction, Sample, Score
+from .base import RewardFunction, Score
 
 
 class MathAccuracyReward(RewardFunction):
@@ -61,7 +62,7 @@ class MathAccuracyReward(RewardFunction):
         """The gold-answer columns, any one will do (declared for the pipeline's data checks)."""
         return (self.gold_column, *self.fallback_columns)
 
-    def gold(self, sample: Sample):
+    def gold(self, sample: Completion):
         """The sample's gold answer: the first of `gold_column`, `fallback_columns` that is present and non-empty."""
         for column in (self.gold_column, *self.fallback_columns):
             value = sample.columns.get(column)
@@ -69,7 +70,7 @@ class MathAccuracyReward(RewardFunction):
                 return value
         return None
 
-    def score_batch(self, samples: list[Sample]) -> list[Score]:
+    def score_batch(self, samples: list[Completion]) -> list[Score]:
         golds = [self.gold(sample) for sample in samples]
         todo = [i for i, gold in enumerate(golds) if gold is not None]
         verdicts = check_batch(

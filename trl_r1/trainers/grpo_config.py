@@ -9,8 +9,11 @@ from trl import GRPOConfig
 from ..algorithms import ADVANTAGE_ESTIMATORS
 from .base_config import KLConfigMixin, kl_estimator_field
 
-# Estimators that work on GRPO's sampling layout (groups of `num_generations` completions per prompt, no critic).
-GRPO_ADVANTAGE_ESTIMATORS = tuple(n for n in ADVANTAGE_ESTIMATORS if not ADVANTAGE_ESTIMATORS.meta(n).get("critic"))
+
+def grpo_advantage_estimators() -> tuple[str, ...]:
+    """Estimators that work on GRPO's sampling layout (groups of `num_generations` completions per prompt, no
+    critic); read when a config is checked, so an estimator registered after this import counts."""
+    return tuple(n for n in ADVANTAGE_ESTIMATORS if not ADVANTAGE_ESTIMATORS.meta(n).get("critic"))
 
 
 @dataclass
@@ -51,7 +54,7 @@ class R1GRPOConfig(KLConfigMixin, GRPOConfig):
             "other completions of the prompt, Ahmadian et al. 2024 (Back to Basics). `reinforce_pp`: per-token "
             "returns whitened over the batch, no baseline, Hu 2025 (REINFORCE++). `reinforce_pp_baseline`: "
             "r - group mean on every token, whitened over the batch, Hu 2025.",
-            "choices": list(GRPO_ADVANTAGE_ESTIMATORS),
+            "choices": list(grpo_advantage_estimators()),
         },
     )
     kl_estimator: str = kl_estimator_field("k3", "when `beta > 0`, in the loss or (`kl_in_reward`) the reward")
@@ -75,9 +78,9 @@ class R1GRPOConfig(KLConfigMixin, GRPOConfig):
 
     def __post_init__(self):
         super().__post_init__()
-        if self.advantage_estimator not in GRPO_ADVANTAGE_ESTIMATORS:
+        if self.advantage_estimator not in grpo_advantage_estimators():
             raise ValueError(
-                f"advantage_estimator={self.advantage_estimator!r} is not one of {list(GRPO_ADVANTAGE_ESTIMATORS)} "
+                f"advantage_estimator={self.advantage_estimator!r} is not one of {list(grpo_advantage_estimators())} "
                 "(GAE needs a critic: use trl_r1.trainers.R1PPOTrainer)."
             )
         self.check_kl("beta", self.beta)

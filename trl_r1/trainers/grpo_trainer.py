@@ -32,7 +32,7 @@ class R1GRPOTrainer(R1TrainerBase):
     the updates are those of `trl.GRPOTrainer`.
     """
 
-    _tag_names = ["trl", "grpo", "trl-r1"]
+    model_card_tags = ["trl", "grpo", "trl-r1"]
 
     def __init__(self, model, reward_funcs=None, args: R1GRPOConfig | None = None, *more_args, **kwargs):
         if args is None:

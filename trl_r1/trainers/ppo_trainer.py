@@ -22,7 +22,7 @@ import logging
 import os
 import textwrap
 from contextlib import contextmanager
-from typing import Any, ClassVar
+from typing import Any
 
 import torch
 from accelerate.utils import is_peft_model
@@ -76,9 +76,9 @@ class R1PPOTrainer(R1TrainerBase):
     Text-only models; one process, DDP or DeepSpeed ZeRO-1/2 (see `refuse_sharded_training`).
     """
 
-    _tag_names: ClassVar[list[str]] = ["trl", "trl-r1", "ppo"]
-    _name = "PPO"
-    _paper: ClassVar[dict[str, str]] = {
+    model_card_tags = ["trl", "trl-r1", "ppo"]
+    model_card_name = "PPO"
+    model_card_paper = {
         "title": "Proximal Policy Optimization Algorithms",
         "id": "1707.06347",
         "citation": textwrap.dedent("""\
@@ -244,11 +244,9 @@ class R1PPOTrainer(R1TrainerBase):
         })
         return optimizer
 
-    def save_model(self, output_dir: str | None = None, _internal_call: bool = False):
-        """Save the model (with the critic adapter, which PEFT writes to ``critic/``) and ``value_head.safetensors``."""
-        super().save_model(output_dir, _internal_call)
-        if self.args.should_save:
-            save_file(self.value_head.state_dict(), os.path.join(output_dir or self.args.output_dir, VALUE_HEAD_NAME))
+    def save_extra_files(self, output_dir: str) -> None:
+        """``value_head.safetensors`` next to the model (PEFT writes the critic adapter to ``critic/`` itself)."""
+        save_file(self.value_head.state_dict(), os.path.join(output_dir, VALUE_HEAD_NAME))
 
     def load_checkpoint_state(self, state: dict[str, Any], checkpoint: str) -> None:
         super().load_checkpoint_state(state, checkpoint)

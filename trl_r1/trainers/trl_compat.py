@@ -12,7 +12,8 @@ Private TRL / transformers members used: `GRPOTrainer._calculate_rewards`, `._ge
 `._compute_loss`, `._get_per_token_logps_and_entropies`, `._metrics`, `._logs`, `.beta`, `.ref_model`,
 `.loss_type`, `.importance_sampling_level`, `.max_completion_length`, `.num_generations(_eval)`,
 `.reward_weights`, `._is_vlm`, `.epsilon_low/high`; `Trainer._save_checkpoint`, `._load_from_checkpoint`,
-`._load_optimizer_and_scheduler`, `._get_output_dir`, `.current_gradient_accumulation_steps`;
+`._load_optimizer_and_scheduler`, `._get_output_dir`, `.current_gradient_accumulation_steps`, `.save_model`'s
+`_internal_call`; the model-card class attributes `_tag_names`, `_name`, `_paper` (TRL's `_BaseTrainer`);
 `PreTrainedModel._keys_to_ignore_on_save`, `config._name_or_path`; `trl.trainer.utils.use_adapter`,
 `trl.trainer.utils.create_model_from_path` (the pipeline loads a base to continue an adapter on exactly as TRL's
 trainers load a model path), `trl.models.utils.disable_gradient_checkpointing`; and TRL's chat-template kit,
@@ -25,7 +26,7 @@ from __future__ import annotations
 import json
 import os
 from contextlib import contextmanager, nullcontext
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 import trl
@@ -92,9 +93,23 @@ class GRPOSeam(GRPOTrainer):
     """`trl.GRPOTrainer` with public hooks in place of its private methods.
 
     Subclasses override only the hooks (`on_rollout`, `loss_context`, `combine_loss`, `checkpoint_state`,
-    `load_checkpoint_state`)
-    and use the services below; they never touch a private TRL member.
+    `load_checkpoint_state`, `save_extra_files`), declare their model card (`model_card_tags`, `model_card_name`,
+    `model_card_paper`) and use the services below; they never touch a private TRL member.
     """
+
+    # ----- model card: what TRL writes into a saved model's README (TRL reads private class attributes) -------------
+
+    model_card_tags: ClassVar[list[str] | None] = None
+    model_card_name: ClassVar[str | None] = None
+    model_card_paper: ClassVar[dict[str, str] | None] = None
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        declared = vars(cls)
+        for public, private in (("model_card_tags", "_tag_names"), ("model_card_name", "_name"),
+                                ("model_card_paper", "_paper")):
+            if declared.get(public) is not None:
+                setattr(cls, private, declared[public])
 
     # ----- hooks ------------------------------------------------------------------------------------------------
 
@@ -118,6 +133,10 @@ class GRPOSeam(GRPOTrainer):
 
     def load_checkpoint_state(self, state: dict[str, Any], checkpoint: str) -> None:
         """Restore what `checkpoint_state` saved (``state`` is empty for a checkpoint without the file)."""
+
+    def save_extra_files(self, output_dir: str) -> None:
+        """Write the trainer's own files next to a saved model (the final save and every checkpoint), on the
+        process that saves."""
 
     # ----- services ---------------------------------------------------------------------------------------------
 
@@ -274,6 +293,11 @@ class GRPOSeam(GRPOTrainer):
         with self.loss_context(inputs):
             loss = super()._compute_loss(model, inputs)
         return self.combine_loss(loss, inputs, self._latest_logps)
+
+    def save_model(self, output_dir: str | None = None, _internal_call: bool = False):
+        super().save_model(output_dir, _internal_call)
+        if self.args.should_save:
+            self.save_extra_files(output_dir or self.args.output_dir)
 
     def _save_checkpoint(self, model, trial):
         super()._save_checkpoint(model, trial)
