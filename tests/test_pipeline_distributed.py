@@ -152,6 +152,27 @@ def test_single_stage_commands_write_their_report(tiny_model_dir, tmp_path):
     assert (tmp_path / "sft" / "curves_loss.png").exists()
 
 
+def test_a_single_stage_command_trains_qlora_on_two_ranks(tiny_model_dir, tmp_path):
+    """`trl-r1 grpo --num_processes 2` with the QLoRA defaults (4-bit base, LoRA, the adapter merged at the end):
+    the merge waits until the main process saved the adapter (rank 1 once merged before it existed)."""
+    flat = {"model_name_or_path": tiny_model_dir, "dtype": "float32", "output_dir": str(tmp_path / "grpo"),
+            "dataset_name": PROMPTS, "rewards": ["format", "math"], "max_steps": 2, "per_device_train_batch_size": 4,
+            "num_generations": 4, "max_completion_length": 16, "use_cpu": True, "report_to": "none",
+            "save_strategy": "no", "logging_steps": 1, "disable_tqdm": True}
+    (tmp_path / "grpo.yaml").write_text(yaml.safe_dump(flat))
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
+    result = subprocess.run([sys.executable, "-m", "trl_r1.cli", "grpo", "--config", str(tmp_path / "grpo.yaml"),
+                             "--num_processes", "2"], env=env, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    record = read_record(tmp_path / "grpo")
+    assert record.status == "done" and record.metrics["global_step"] == 2 and record.metrics["loaded_in_4bit"]
+    assert (tmp_path / "grpo" / "adapter_config.json").exists()
+    merged = Path(record.outputs["model_path"])  # the adapter merged into the base, once, by the main process
+    assert merged == tmp_path / "grpo" / "merged" and (merged / "config.json").exists()
+    report = json.loads((tmp_path / "grpo" / "report.json").read_text())
+    assert [(row["stage"], row["status"]) for row in report["stages"]] == [("rl", "done")]
+
+
 def test_shipped_and_generated_accelerate_configs_load(tmp_path):
     from accelerate.commands.config.config_args import load_config_from_file
 
