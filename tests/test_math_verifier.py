@@ -167,6 +167,10 @@ def test_tuples_sets_intervals_matrices(gold, answer, expected):
         ("x \\in [1,2)", "[1,2)", True),
         ("x < 1", "-x > -1", True),
         ("x < 1", "x \\le 1", False),
+        ("S=\\sum_{k=1}^{n} k", "\\frac{n(n+1)}{2}", True),  # the = in a sum's index is not the equation's
+        ("S=\\sum_{k=1}^{n} k", "\\frac{n(n-1)}{2}", False),
+        ("T_n=\\sum_{j=1}^{n} a_j b_j", "T_n = \\sum_{j=1}^{n} b_j a_j", True),
+        ("T_n=\\sum_{j=1}^{n} a_j b_j", "T_n = \\sum_{j=1}^{n} a_j b_{j+1}", False),
     ],
 )
 def test_equations_and_relations(gold, answer, expected):
