@@ -765,3 +765,23 @@ def test_a_bare_answer_with_a_closing_remark(completion, expected):
 )
 def test_hedges_outside_the_answer_sentence_and_closing_notes_are_not_read(completion):
     assert check("1 \\pm \\sqrt{19}", completion, answer_policy="marked").equivalent is True
+
+
+@pytest.mark.parametrize(
+    "gold, completion, expected",
+    [
+        ("4, 9", "The final answer is $4$ and $9$.", True),  # a statement listing math spans states all of them
+        ("4", "The final answer is $4$ and $9$.", False),  # never the first span alone
+        ("4, 9", "The final answer is $4$ or $9$.", False),
+        ("4", "The final answer is $4$, and that settles it.", True),
+        ("4", 'Final Answer: The final answer is \\"$4$\\". I hope it is correct.', True),  # quotes wrap the answer
+        ("4, 9", "The final answer is “$4$ and $9$”.", True),
+        ("4", "The final answer is “$4$ and $9$”.", False),
+        ("10, 412", "The final answer is $10$, and $412$.", True),
+        ("10412", "The final answer is $10$, and $412$.", False),  # "and" lists two numbers, never one 10,412
+        ("10412", "$\\boxed{10 \\text{ and } 412}$", False),
+    ],
+)
+def test_an_answer_statement_reads_every_listed_math_span(gold, completion, expected):
+    for policy in ("marked", "bare"):
+        assert verify(gold, completion, answer_policy=policy) is expected

@@ -35,6 +35,9 @@ _BOX_SEPARATOR = re.compile(  # between boxes of one answer: a unit word, math d
 )
 _STATEMENT = re.compile(r"(?i)\banswer\s*(?:is|:|=)\s*:?|####")  # "the (final) answer is", "Answer:", GSM8K's ####
 _SENTENCE_END = re.compile(r"\.(?=\s|$)|\n")
+_SPAN_SEPARATOR = re.compile(r"\s*(?:,\s*(?:(?:and|or)\b\s*)?|(?:and|or)\b\s*)")  # between listed math spans
+_CLOSE_QUOTE = {'"': '"', '\\"': '\\"', "“": "”", "``": "''"}
+_OPEN_QUOTE = re.compile(r'\\"|"|“|``')
 _MATH_SPAN = re.compile(r"\$\$(.+?)\$\$|(?<!\\)\$(.+?)(?<!\\)\$|\\\((.+?)\\\)|\\\[(.+?)\\\]", re.S)
 _REMARK = re.compile(  # "42 (since 6 times 7 is 42)", "6 (not 7)", "8 (option C)"; "6 (or 7)" stays a hedge
     r"\s+\((?!or\b|maybe\b|perhaps\b|possibly\b|probably\b)[a-z]{2,}\b[^()]*\)$"
@@ -154,11 +157,35 @@ def _statement(text: str) -> str | None:
     if not matches:
         return None
     rest = text[matches[-1].end():].lstrip()
-    math = _MATH_SPAN.match(rest)
+    math = _leading_math(rest)
     if math:
-        return next(g for g in math.groups() if g is not None).strip()
+        return math[0]
     end = _SENTENCE_END.search(rest)
     return _copula_value(rest[: end.start()] if end else rest)
+
+
+def _leading_math(rest: str) -> tuple[str, int] | None:
+    """The math a statement opens with, and where it ends: one span, or spans listed with commas, "and" or "or"
+    (``$12$ and $13$`` is the answer "12 and 13", never "12" alone), possibly in quotes (``"$12$ and $13$"``)."""
+    quote = _OPEN_QUOTE.match(rest)
+    end = quote.end() if quote else 0
+    values = []
+    while True:
+        math = _MATH_SPAN.match(rest, end)
+        if not math:
+            break
+        values.append(next(g for g in math.groups() if g is not None).strip())
+        end = math.end()
+        separator = _SPAN_SEPARATOR.match(rest, end)
+        if not separator or not _MATH_SPAN.match(rest, separator.end()):
+            break
+        word = " ".join(separator.group().split())
+        values.append(word + " " if word.startswith(",") else f" {word} ")  # "12, 134" stays two numbers
+        end = separator.end()
+    if not values:
+        return None
+    closing = quote and re.compile(r"\s*" + re.escape(_CLOSE_QUOTE[quote.group()])).match(rest, end)
+    return "".join(values), closing.end() if closing else end
 
 
 def _copula_value(sentence: str) -> str:
@@ -279,8 +306,8 @@ def final_answer(completion: str, allow_or: bool = False, policy: str = "marked"
         statement = _statement(region)
         if statement is not None:
             rest = region[statements[-1].end():].lstrip()
-            math = _MATH_SPAN.match(rest)
-            end = math.end() if math else (_SENTENCE_END.search(rest).end() if _SENTENCE_END.search(rest) else len(rest))
+            math = _leading_math(rest)
+            end = math[1] if math else (_SENTENCE_END.search(rest).end() if _SENTENCE_END.search(rest) else len(rest))
             if _revised(rest[end:], statement):
                 return Answer(None, "hedged: revised after the answer")
             offset = len(region) - len(rest)

@@ -48,7 +48,7 @@ _DOTS_REPEATING = re.compile(r"(?<![\d.])(\d*)\.(\d*?)(\d)\3{2,}\s*(?:\\[lc]?dot
 _SET_MINUS_POINT = re.compile(r"\\mathbb\{R\}\s*\\setminus\s*\\\{\s*(-?\d+(?:\.\d+)?)\s*\\\}")  # \mathbb{R}\setminus\{0\}
 _REPEATING = re.compile(r"(?<![\d.])(\d*)\.(\d*)\\overline\{(\d+)\}")  # 0.1\overline{6}
 _TEXT_NUMBER = re.compile(r"\\text\{\s*([-\d.,]+)\s*\}")  # \text{18} is the number 18
-_LIST_WORD = re.compile(r",?\s*(?:\\text\{\s*(?:and|or)\s*\}|\b(?:and|or)\b)\s*,?")  # "1, 2, and 3" is a list
+_LIST_WORD = re.compile(r",?\s*(?:\\text\{\s*(?:and|or)\s*\}|\b(?:and|or)\b)\s*,?")  # "1, 2, and 3" is a list (and "12 and 134" no number)
 _OR_WORD = re.compile(r"\\text\{\s*or\s*\}|\bor\b")
 _AND_WORD = re.compile(r"\\text\{\s*and\s*\}|\band\b")
 _RELATION = re.compile(r"[<>=]|\\[lg]eq?(?![a-zA-Z])|\\[lg]t(?![a-zA-Z])")
@@ -105,7 +105,7 @@ def canonical(text: str) -> str:
         text = " \\lor ".join(part.strip() for part in _OR_WORD.split(text))
     elif or_joins_relations(text, _INEQUALITY, _AND_WORD):  # x>-3 and x<3: an intersection
         text = " \\land ".join(part.strip() for part in _AND_WORD.split(text))
-    text = _TEXT_NUMBER.sub(r"\1", _LIST_WORD.sub(",", text))
+    text = _TEXT_NUMBER.sub(r"\1", _LIST_WORD.sub(", ", text))
     unitless = _TRAILING_UNIT.sub("", text).strip()
     if unitless and re.search(r"[\w}]", unitless):
         text = unitless
