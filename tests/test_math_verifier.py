@@ -785,3 +785,26 @@ def test_hedges_outside_the_answer_sentence_and_closing_notes_are_not_read(compl
 def test_an_answer_statement_reads_every_listed_math_span(gold, completion, expected):
     for policy in ("marked", "bare"):
         assert verify(gold, completion, answer_policy=policy) is expected
+
+
+@pytest.mark.parametrize(
+    "gold, completion, expected",
+    [
+        ("0 < g(t) \\le 2", "$(0, 2]$", True),  # bounds on one function's value describe its range
+        ("0 < g(t) \\le 2", "$(0, 2)$", False),
+        ("(0, 2]", "\\boxed{0 < g(t) \\le 2}", True),
+        ("(0, 2]", "\\boxed{0 < g(t) \\le 3}", False),
+        ("(0, 2]", "\\boxed{0 < g(t) \\le t}", False),  # a bound in the variable is no range
+    ],
+)
+def test_bounds_on_a_function_value_are_its_range(gold, completion, expected):
+    assert verify(gold, completion) is expected
+
+
+@pytest.mark.parametrize(
+    "completion, expected",
+    [("[$\\sqrt{5^2 + 12^2}$] = [13]", True), ("[$\\sqrt{5^2 + 12^2}$] = [12]", False), ("[13] = [12]", False)],
+)
+def test_a_chain_of_bracketed_answers_ends_on_its_value(completion, expected):
+    assert verify("13", completion) is expected
+    assert verify("13", completion, answer_policy="marked") is False

@@ -231,9 +231,8 @@ def _bare_value(text: str) -> str | None:
         return None
     if re.search(r"[.!](?=\s+\S)", re.sub(r"\d\.\d", "0", outside)):  # two sentences
         return None
-    bracket = re.fullmatch(r"\[\s*([^\[\],]+?)\s*\]", text)  # Geometry3K's "[90]"
-    if bracket:
-        return bracket.group(1)
+    if re.fullmatch(r"\[[^\[\],]+\](?:\s*=\s*\[[^\[\],]+\])*", text):  # Geometry3K's "[90]", "[\\sqrt{25}] = [5]"
+        return "=".join(value.strip() for value in re.findall(r"\[([^\[\],]+)\]", text))  # a chain ends on its value
     labelled = re.fullmatch(r"(?P<label>[A-Za-z][A-Za-z ]{0,30}):\s*(?P<value>\S.*)", text)  # "Result: $5$"
     if labelled:
         if _NOT_A_VALUE.search(labelled["label"]) or _NOT_A_LABEL.search(labelled["label"]):
