@@ -808,3 +808,21 @@ def test_bounds_on_a_function_value_are_its_range(gold, completion, expected):
 def test_a_chain_of_bracketed_answers_ends_on_its_value(completion, expected):
     assert verify("13", completion) is expected
     assert verify("13", completion, answer_policy="marked") is False
+
+
+@pytest.mark.parametrize(
+    "completion, expected",
+    [
+        ("We add them. So, $7$ is the final answer.", True),  # "X is the answer": the statement the other way round
+        ("Hence $7$ is our solution.", True),
+        ("Therefore $8$ is the answer.", False),
+        ("I think $7$ is the answer.", False),  # only a conclusion word may open the claim
+        ("We check whether $7$ is the answer.", False),
+        ("Therefore $7$ or $8$ is the answer.", False),
+        ("Therefore $7$ is the answer, or maybe $8$.", False),
+        ("Therefore $7$ is the answer. Then we go on to other things.", False),  # a claim must close the answer
+    ],
+)
+def test_a_closing_claim_that_a_value_is_the_answer(completion, expected):
+    for policy in ("marked", "bare"):
+        assert verify("7", completion, answer_policy=policy) is expected

@@ -2,9 +2,10 @@
 
 The completion's answer is, in this order: the content of the (last) ``<answer>`` block (or the text after
 ``</think>``, see `trl_r1.verifiers.format.extract_answer`), and within it the last ``\\boxed{}``, else the last
-"the answer is ..." / "Answer:" / "####" statement, else the whole answer block. An answer that does not commit
-to one value (hedge words in it or around its box, "3 or 5", a question mark, boxes joined by "or") is rejected
-here, before any math; boxes side by side (separated by layout only) are one multi-valued answer.
+"the answer is ..." / "Answer:" / "####" statement, else a closing "Therefore $X$ is the answer." claim, else the
+whole answer block. An answer that does not commit to one value (hedge words in it or around its box, "3 or 5", a
+question mark, boxes joined by "or") is rejected here, before any math; boxes side by side (separated by layout
+only) are one multi-valued answer.
 
 Two answer policies (`ANSWER_POLICIES`) decide what happens when none of these markers is present:
 
@@ -35,6 +36,8 @@ _BOX_SEPARATOR = re.compile(  # between boxes of one answer: a unit word, math d
 )
 _STATEMENT = re.compile(r"(?i)\banswer\s*(?:is|:|=)\s*:?|####")  # "the (final) answer is", "Answer:", GSM8K's ####
 _SENTENCE_END = re.compile(r"\.(?=\s|$)|\n")
+_CLOSING_CLAIM = re.compile(r"(?i)\s+is\s+(?:the|our)\s+(?:final\s+)?(?:answer|solution)\s*[.!]?\s*$")
+_CONCLUSION = re.compile(r"(?i)(?:^|[.!:\n])\s*(?:(?:so|thus|hence|therefore)\s*,?\s*)?$")  # what may open a claim
 _SPAN_SEPARATOR = re.compile(r"\s*(?:,\s*(?:(?:and|or)\b\s*)?|(?:and|or)\b\s*)")  # between listed math spans
 _CLOSE_QUOTE = {'"': '"', '\\"': '\\"', "“": "”", "``": "''"}
 _OPEN_QUOTE = re.compile(r'\\"|"|“|``')
@@ -162,6 +165,16 @@ def _statement(text: str) -> str | None:
         return math[0]
     end = _SENTENCE_END.search(rest)
     return _copula_value(rest[: end.start()] if end else rest)
+
+
+def _closing_claim(region: str) -> str | None:
+    """The math of a closing "Therefore $X$ is the solution." / "$X$ is our answer." sentence: the answer statement
+    the other way round. Only a conclusion word may open it ("I think $X$ is the answer" commits to nothing)."""
+    claim = _CLOSING_CLAIM.search(region)
+    spans = list(_MATH_SPAN.finditer(region[: claim.start()])) if claim else []
+    if not spans or spans[-1].end() != claim.start() or not _CONCLUSION.search(region[: spans[-1].start()]):
+        return None
+    return next(g for g in spans[-1].groups() if g is not None).strip()
 
 
 def _leading_math(rest: str) -> tuple[str, int] | None:
@@ -314,6 +327,8 @@ def final_answer(completion: str, allow_or: bool = False, policy: str = "marked"
             if hedge and not (allow_or and hedge == "or"):
                 return Answer(None, f"hedged: {hedge}")
             answer = Answer(statement)
+        elif _closing_claim(region) is not None:
+            answer = Answer(_closing_claim(region))
         elif ANSWER_OPEN in completion:  # the block, or the value its one sentence states ("The total is 42.")
             sentence = not _SENTENCE_END.search(region.rstrip(". ")) and re.match(r"[A-Z][a-z]*\s[^\d=]*\bis\b", region)
             answer = Answer(_copula_value(region) if sentence else region)
