@@ -167,6 +167,10 @@ def test_tuples_sets_intervals_matrices(gold, answer, expected):
         ("x \\in [1,2)", "[1,2)", True),
         ("x < 1", "-x > -1", True),
         ("x < 1", "x \\le 1", False),
+        ("S=\\sum_{k=1}^{n} k", "\\frac{n(n+1)}{2}", True),  # the = in a sum's index is not the equation's
+        ("S=\\sum_{k=1}^{n} k", "\\frac{n(n-1)}{2}", False),
+        ("T_n=\\sum_{j=1}^{n} a_j b_j", "T_n = \\sum_{j=1}^{n} b_j a_j", True),
+        ("T_n=\\sum_{j=1}^{n} a_j b_j", "T_n = \\sum_{j=1}^{n} a_j b_{j+1}", False),
     ],
 )
 def test_equations_and_relations(gold, answer, expected):
@@ -761,3 +765,64 @@ def test_a_bare_answer_with_a_closing_remark(completion, expected):
 )
 def test_hedges_outside_the_answer_sentence_and_closing_notes_are_not_read(completion):
     assert check("1 \\pm \\sqrt{19}", completion, answer_policy="marked").equivalent is True
+
+
+@pytest.mark.parametrize(
+    "gold, completion, expected",
+    [
+        ("4, 9", "The final answer is $4$ and $9$.", True),  # a statement listing math spans states all of them
+        ("4", "The final answer is $4$ and $9$.", False),  # never the first span alone
+        ("4, 9", "The final answer is $4$ or $9$.", False),
+        ("4", "The final answer is $4$, and that settles it.", True),
+        ("4", 'Final Answer: The final answer is \\"$4$\\". I hope it is correct.', True),  # quotes wrap the answer
+        ("4, 9", "The final answer is “$4$ and $9$”.", True),
+        ("4", "The final answer is “$4$ and $9$”.", False),
+        ("10, 412", "The final answer is $10$, and $412$.", True),
+        ("10412", "The final answer is $10$, and $412$.", False),  # "and" lists two numbers, never one 10,412
+        ("10412", "$\\boxed{10 \\text{ and } 412}$", False),
+    ],
+)
+def test_an_answer_statement_reads_every_listed_math_span(gold, completion, expected):
+    for policy in ("marked", "bare"):
+        assert verify(gold, completion, answer_policy=policy) is expected
+
+
+@pytest.mark.parametrize(
+    "gold, completion, expected",
+    [
+        ("0 < g(t) \\le 2", "$(0, 2]$", True),  # bounds on one function's value describe its range
+        ("0 < g(t) \\le 2", "$(0, 2)$", False),
+        ("(0, 2]", "\\boxed{0 < g(t) \\le 2}", True),
+        ("(0, 2]", "\\boxed{0 < g(t) \\le 3}", False),
+        ("(0, 2]", "\\boxed{0 < g(t) \\le t}", False),  # a bound in the variable is no range
+    ],
+)
+def test_bounds_on_a_function_value_are_its_range(gold, completion, expected):
+    assert verify(gold, completion) is expected
+
+
+@pytest.mark.parametrize(
+    "completion, expected",
+    [("[$\\sqrt{5^2 + 12^2}$] = [13]", True), ("[$\\sqrt{5^2 + 12^2}$] = [12]", False), ("[13] = [12]", False)],
+)
+def test_a_chain_of_bracketed_answers_ends_on_its_value(completion, expected):
+    assert verify("13", completion) is expected
+    assert verify("13", completion, answer_policy="marked") is False
+
+
+@pytest.mark.parametrize(
+    "completion, expected",
+    [
+        ("We add them. So, $7$ is the final answer.", True),  # "X is the answer": the statement the other way round
+        ("Hence $7$ is our solution.", True),
+        ("Therefore $8$ is the answer.", False),
+        ("I think $7$ is the answer.", False),  # only a conclusion word may open the claim
+        ("We check whether $7$ is the answer.", False),
+        ("Therefore $7$ or $8$ is the answer.", False),
+        ("Therefore $7$ is the answer, or maybe $8$.", False),
+        ("Therefore $7$ is the answer. Then we go on to other things.", False),  # a claim must close the answer
+    ],
+)
+def test_a_closing_claim_that_a_value_is_the_answer(completion, expected):
+    for policy in ("marked", "bare"):
+        assert verify("7", completion, answer_policy=policy) is expected

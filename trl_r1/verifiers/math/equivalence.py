@@ -258,9 +258,13 @@ def _is_condition(value) -> bool:
 
 
 def _as_set(value):
-    """An inequality in one variable as the set it describes; sets and intervals as themselves."""
+    """An inequality in one variable, or in one function's value (``0<f(x)<1``: its range), as the set it describes;
+    sets and intervals as themselves."""
     if isinstance(value, sympy.Set):
         return value
+    applied = value.atoms(sympy.core.function.AppliedUndef) if _is_condition(value) else set()
+    if len(applied) == 1:
+        value = value.xreplace({applied.pop(): sympy.Dummy("value")})
     if _is_condition(value) and len(value.free_symbols) == 1:
         try:
             return value.as_set()

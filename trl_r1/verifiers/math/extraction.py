@@ -2,9 +2,10 @@
 
 The completion's answer is, in this order: the content of the (last) ``<answer>`` block (or the text after
 ``</think>``, see `trl_r1.verifiers.format.extract_answer`), and within it the last ``\\boxed{}``, else the last
-"the answer is ..." / "Answer:" / "####" statement, else the whole answer block. An answer that does not commit
-to one value (hedge words in it or around its box, "3 or 5", a question mark, boxes joined by "or") is rejected
-here, before any math; boxes side by side (separated by layout only) are one multi-valued answer.
+"the answer is ..." / "Answer:" / "####" statement, else a closing "Therefore $X$ is the answer." claim, else the
+whole answer block. An answer that does not commit to one value (hedge words in it or around its box, "3 or 5", a
+question mark, boxes joined by "or") is rejected here, before any math; boxes side by side (separated by layout
+only) are one multi-valued answer.
 
 Two answer policies (`ANSWER_POLICIES`) decide what happens when none of these markers is present:
 
@@ -35,6 +36,11 @@ _BOX_SEPARATOR = re.compile(  # between boxes of one answer: a unit word, math d
 )
 _STATEMENT = re.compile(r"(?i)\banswer\s*(?:is|:|=)\s*:?|####")  # "the (final) answer is", "Answer:", GSM8K's ####
 _SENTENCE_END = re.compile(r"\.(?=\s|$)|\n")
+_CLOSING_CLAIM = re.compile(r"(?i)\s+is\s+(?:the|our)\s+(?:final\s+)?(?:answer|solution)\s*[.!]?\s*$")
+_CONCLUSION = re.compile(r"(?i)(?:^|[.!:\n])\s*(?:(?:so|thus|hence|therefore)\s*,?\s*)?$")  # what may open a claim
+_SPAN_SEPARATOR = re.compile(r"\s*(?:,\s*(?:(?:and|or)\b\s*)?|(?:and|or)\b\s*)")  # between listed math spans
+_CLOSE_QUOTE = {'"': '"', '\\"': '\\"', "“": "”", "``": "''"}
+_OPEN_QUOTE = re.compile(r'\\"|"|“|``')
 _MATH_SPAN = re.compile(r"\$\$(.+?)\$\$|(?<!\\)\$(.+?)(?<!\\)\$|\\\((.+?)\\\)|\\\[(.+?)\\\]", re.S)
 _REMARK = re.compile(  # "42 (since 6 times 7 is 42)", "6 (not 7)", "8 (option C)"; "6 (or 7)" stays a hedge
     r"\s+\((?!or\b|maybe\b|perhaps\b|possibly\b|probably\b)[a-z]{2,}\b[^()]*\)$"
@@ -154,11 +160,45 @@ def _statement(text: str) -> str | None:
     if not matches:
         return None
     rest = text[matches[-1].end():].lstrip()
-    math = _MATH_SPAN.match(rest)
+    math = _leading_math(rest)
     if math:
-        return next(g for g in math.groups() if g is not None).strip()
+        return math[0]
     end = _SENTENCE_END.search(rest)
     return _copula_value(rest[: end.start()] if end else rest)
+
+
+def _closing_claim(region: str) -> str | None:
+    """The math of a closing "Therefore $X$ is the solution." / "$X$ is our answer." sentence: the answer statement
+    the other way round. Only a conclusion word may open it ("I think $X$ is the answer" commits to nothing)."""
+    claim = _CLOSING_CLAIM.search(region)
+    spans = list(_MATH_SPAN.finditer(region[: claim.start()])) if claim else []
+    if not spans or spans[-1].end() != claim.start() or not _CONCLUSION.search(region[: spans[-1].start()]):
+        return None
+    return next(g for g in spans[-1].groups() if g is not None).strip()
+
+
+def _leading_math(rest: str) -> tuple[str, int] | None:
+    """The math a statement opens with, and where it ends: one span, or spans listed with commas, "and" or "or"
+    (``$12$ and $13$`` is the answer "12 and 13", never "12" alone), possibly in quotes (``"$12$ and $13$"``)."""
+    quote = _OPEN_QUOTE.match(rest)
+    end = quote.end() if quote else 0
+    values = []
+    while True:
+        math = _MATH_SPAN.match(rest, end)
+        if not math:
+            break
+        values.append(next(g for g in math.groups() if g is not None).strip())
+        end = math.end()
+        separator = _SPAN_SEPARATOR.match(rest, end)
+        if not separator or not _MATH_SPAN.match(rest, separator.end()):
+            break
+        word = " ".join(separator.group().split())
+        values.append(word + " " if word.startswith(",") else f" {word} ")  # "12, 134" stays two numbers
+        end = separator.end()
+    if not values:
+        return None
+    closing = quote and re.compile(r"\s*" + re.escape(_CLOSE_QUOTE[quote.group()])).match(rest, end)
+    return "".join(values), closing.end() if closing else end
 
 
 def _copula_value(sentence: str) -> str:
@@ -204,9 +244,8 @@ def _bare_value(text: str) -> str | None:
         return None
     if re.search(r"[.!](?=\s+\S)", re.sub(r"\d\.\d", "0", outside)):  # two sentences
         return None
-    bracket = re.fullmatch(r"\[\s*([^\[\],]+?)\s*\]", text)  # Geometry3K's "[90]"
-    if bracket:
-        return bracket.group(1)
+    if re.fullmatch(r"\[[^\[\],]+\](?:\s*=\s*\[[^\[\],]+\])*", text):  # Geometry3K's "[90]", "[\\sqrt{25}] = [5]"
+        return "=".join(value.strip() for value in re.findall(r"\[([^\[\],]+)\]", text))  # a chain ends on its value
     labelled = re.fullmatch(r"(?P<label>[A-Za-z][A-Za-z ]{0,30}):\s*(?P<value>\S.*)", text)  # "Result: $5$"
     if labelled:
         if _NOT_A_VALUE.search(labelled["label"]) or _NOT_A_LABEL.search(labelled["label"]):
@@ -279,8 +318,8 @@ def final_answer(completion: str, allow_or: bool = False, policy: str = "marked"
         statement = _statement(region)
         if statement is not None:
             rest = region[statements[-1].end():].lstrip()
-            math = _MATH_SPAN.match(rest)
-            end = math.end() if math else (_SENTENCE_END.search(rest).end() if _SENTENCE_END.search(rest) else len(rest))
+            math = _leading_math(rest)
+            end = math[1] if math else (_SENTENCE_END.search(rest).end() if _SENTENCE_END.search(rest) else len(rest))
             if _revised(rest[end:], statement):
                 return Answer(None, "hedged: revised after the answer")
             offset = len(region) - len(rest)
@@ -288,6 +327,8 @@ def final_answer(completion: str, allow_or: bool = False, policy: str = "marked"
             if hedge and not (allow_or and hedge == "or"):
                 return Answer(None, f"hedged: {hedge}")
             answer = Answer(statement)
+        elif _closing_claim(region) is not None:
+            answer = Answer(_closing_claim(region))
         elif ANSWER_OPEN in completion:  # the block, or the value its one sentence states ("The total is 42.")
             sentence = not _SENTENCE_END.search(region.rstrip(". ")) and re.match(r"[A-Z][a-z]*\s[^\d=]*\bis\b", region)
             answer = Answer(_copula_value(region) if sentence else region)

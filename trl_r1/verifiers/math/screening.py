@@ -48,7 +48,7 @@ _DOTS_REPEATING = re.compile(r"(?<![\d.])(\d*)\.(\d*?)(\d)\3{2,}\s*(?:\\[lc]?dot
 _SET_MINUS_POINT = re.compile(r"\\mathbb\{R\}\s*\\setminus\s*\\\{\s*(-?\d+(?:\.\d+)?)\s*\\\}")  # \mathbb{R}\setminus\{0\}
 _REPEATING = re.compile(r"(?<![\d.])(\d*)\.(\d*)\\overline\{(\d+)\}")  # 0.1\overline{6}
 _TEXT_NUMBER = re.compile(r"\\text\{\s*([-\d.,]+)\s*\}")  # \text{18} is the number 18
-_LIST_WORD = re.compile(r",?\s*(?:\\text\{\s*(?:and|or)\s*\}|\b(?:and|or)\b)\s*,?")  # "1, 2, and 3" is a list
+_LIST_WORD = re.compile(r",?\s*(?:\\text\{\s*(?:and|or)\s*\}|\b(?:and|or)\b)\s*,?")  # "1, 2, and 3" is a list (and "12 and 134" no number)
 _OR_WORD = re.compile(r"\\text\{\s*or\s*\}|\bor\b")
 _AND_WORD = re.compile(r"\\text\{\s*and\s*\}|\band\b")
 _RELATION = re.compile(r"[<>=]|\\[lg]eq?(?![a-zA-Z])|\\[lg]t(?![a-zA-Z])")
@@ -105,7 +105,7 @@ def canonical(text: str) -> str:
         text = " \\lor ".join(part.strip() for part in _OR_WORD.split(text))
     elif or_joins_relations(text, _INEQUALITY, _AND_WORD):  # x>-3 and x<3: an intersection
         text = " \\land ".join(part.strip() for part in _AND_WORD.split(text))
-    text = _TEXT_NUMBER.sub(r"\1", _LIST_WORD.sub(",", text))
+    text = _TEXT_NUMBER.sub(r"\1", _LIST_WORD.sub(", ", text))
     unitless = _TRAILING_UNIT.sub("", text).strip()
     if unitless and re.search(r"[\w}]", unitless):
         text = unitless
@@ -200,27 +200,44 @@ def strip_assignment(gold: str, pred: str) -> tuple[str, str]:
     ('4,5', '4,5')
     """
     gold, pred = _chain_ends(gold), _chain_ends(pred)
+    gold_sides, pred_sides = _equation_sides(gold), _equation_sides(pred)
     gold_is = bool(_ASSIGNMENT.match(gold)) and "," not in gold or bool(_TUPLE_ASSIGNMENT.match(gold))
     pred_is = bool(_ASSIGNMENT.match(pred)) and "," not in pred or bool(_TUPLE_ASSIGNMENT.match(pred))
-    if _TUPLE_ASSIGNMENT.match(gold) and "=" in pred and not _TUPLE_ASSIGNMENT.match(pred):  # against x=1, y=2
+    if _TUPLE_ASSIGNMENT.match(gold) and len(pred_sides) > 1 and not _TUPLE_ASSIGNMENT.match(pred):  # against x=1, y=2
         gold = _assignments(gold)
-    elif _TUPLE_ASSIGNMENT.match(pred) and "=" in gold and not _TUPLE_ASSIGNMENT.match(gold):
+    elif _TUPLE_ASSIGNMENT.match(pred) and len(gold_sides) > 1 and not _TUPLE_ASSIGNMENT.match(gold):
         pred = _assignments(pred)
-    if gold_is and "=" not in pred:
-        gold = gold.rsplit("=", 1)[1]
-    elif (pred_is or _plain_value(pred) and parse_number(gold) is not None) and "=" not in gold:
-        pred = pred.rsplit("=", 1)[1]  # also m+n=16+7=23 against 23: the computed value
-    elif "=" in gold and "=" not in pred:
+    if gold_is and len(pred_sides) == 1:
+        gold = gold_sides[-1]
+    elif (pred_is or _plain_value(pred) and parse_number(gold) is not None) and len(gold_sides) == 1:
+        pred = pred_sides[-1]  # also m+n=16+7=23 against 23: the computed value
+    elif len(gold_sides) > 1 and len(pred_sides) == 1:
         gold = _stated_values(gold) or gold
-    elif "=" in pred and "=" not in gold:
+    elif len(pred_sides) > 1 and len(gold_sides) == 1:
         pred = _stated_values(pred) or pred
     return gold, pred
 
 
+def _equation_sides(text: str) -> list[str]:
+    """`text` split at its equals signs outside brackets (the ``=`` in ``\\sum_{k=0}^{n}`` is no equation's).
+
+    >>> _equation_sides("x_{k=1}=2+3=5")
+    ['x_{k=1}', '2+3', '5']
+    """
+    sides, depth, start = [], 0, 0
+    for i, char in enumerate(text):
+        depth += 1 if char in "([{" else -1 if char in ")]}" else 0
+        if char == "=" and depth == 0:
+            sides.append(text[start:i])
+            start = i + 1
+    return sides + [text[start:]]
+
+
 def _chain_ends(text: str) -> str:
     """``x=5+5+1=11`` as ``x=11``: an assignment chain states the value it ends on."""
-    if text.count("=") > 1 and _ASSIGNMENT.match(text) and "," not in text and not re.search(r"[<>]|\\[lg]e", text):
-        return text.split("=", 1)[0] + "=" + text.rsplit("=", 1)[1]
+    sides = _equation_sides(text)
+    if len(sides) > 2 and _ASSIGNMENT.match(text) and "," not in text and not re.search(r"[<>]|\\[lg]e", text):
+        return sides[0] + "=" + sides[-1]
     return text
 
 
@@ -236,9 +253,9 @@ def _stated_values(text: str) -> str | None:
     values = []
     for part in text.split(";"):
         for item in split_top_level(part):
-            lhs, equals, rhs = item.rpartition("=")
-            lhs = lhs.split("=", 1)[0]
-            if not equals or not lhs:
+            sides = _equation_sides(item)
+            lhs, rhs = sides[0], sides[-1]
+            if len(sides) == 1 or not lhs:
                 return None
             constant = not re.search(r"[a-zA-Z]", re.sub(r"\\[a-zA-Z]+", "", rhs))
             if not (_ASSIGNMENT.match(item) or constant and _labels_a_quantity(lhs) and parse_number(rhs) != Number(Fraction(0))):
@@ -288,9 +305,10 @@ def _assignments(text: str) -> str:
 def _plain_value(text: str) -> bool:
     """Whether an equation states a quantity's value (``m+n=23``, ``AB=12``, ``|z|=5``), not an equation in one unknown
     (``x^2=4``, ``2x=10``)."""
-    if "=" not in text or parse_number(text.rsplit("=", 1)[1]) is None:
+    sides = _equation_sides(text)
+    if len(sides) == 1 or parse_number(sides[-1]) is None:
         return False
-    lhs = text.split("=", 1)[0]
+    lhs = sides[0]
     return len(set(re.findall(r"[a-zA-Z]", re.sub(r"\\[a-zA-Z]+", "", lhs)))) != 1 or "(" in lhs or "|" in lhs
 
 
