@@ -8,8 +8,9 @@ SFT peak of the cold-start settings, and the rejection-sampling and evaluation p
 picks vLLM (and whether vLLM can start there), and the transformers fallback's peak. The file itself is set to
 the 24 GB row (rl.max_completion_length, rl.per_device_train_batch_size and gradient_accumulation_steps for 32
 completions per step, rl.vllm_max_model_length = prompt + completion, rejection_sampling / evaluation
-max_new_tokens) and to the largest rejection_sampling / evaluation batch_size whose transformers fallback fits
-(in bf16, else rejection sampling loads the base in 4-bit). Only those lines change, so other keys are
+max_new_tokens, and their vLLM budget: vllm_gpu_memory_utilization PASS_VLLM_UTILIZATION and
+vllm_max_model_length = prompt + max_new_tokens) and to the largest rejection_sampling / evaluation batch_size whose
+transformers fallback fits (in bf16, else rejection sampling loads the base in 4-bit). Only those lines change, so other keys are
 untouched.
 
     python benchmarks/size_recipes.py          # rewrite the recipes
@@ -26,7 +27,6 @@ from trl_r1.pipeline.memory import (
     CARDS_GB,
     MAX_CALIBRATION_ERROR,
     USABLE_FRACTION,
-    VLLM_DEFAULT_UTILIZATION,
     GenerationSettings,
     GRPOSettings,
     estimate_generation_peak,
@@ -40,6 +40,9 @@ ROOT = Path(__file__).resolve().parents[1]
 HEADER_START, HEADER_END = "# Expected peak GPU memory", "# batch), then max_completion_length."
 PROMPT = GRPOSettings().max_prompt_length  # prompt tokens assumed (TRL 1.16 does not truncate prompts)
 RS_BATCHES, EVAL_BATCHES = (8, 4, 2, 1), (16, 8, 4, 2, 1)  # from the configs' defaults down
+# vLLM's share of the card in the rejection-sampling and evaluation passes, which run alone on the GPU after training
+# (the stage hands its cached memory back); below vLLM's default 0.9 to leave room for what the process still holds
+PASS_VLLM_UTILIZATION = 0.8
 
 
 def rl_settings(data: dict) -> GRPOSettings:
@@ -62,14 +65,15 @@ def generation_fit(shape, batches, **settings):
 
 
 def vllm_lines(shape, num_samples: int, length: int, load_in_4bit: bool) -> list[str]:
-    """What vLLM does with its default budget on the smallest card: whether it starts (its KV cache must hold one
-    sequence of the model's context, vLLM's default max_model_len) and how many prompts' samples it holds."""
+    """What vLLM does with the pass's budget (`vllm_gpu_memory_utilization` PASS_VLLM_UTILIZATION,
+    `vllm_max_model_length` = prompt + max_new_tokens) on the smallest card: whether it starts (its KV cache must
+    hold one such sequence) and how many prompts' samples its KV cache holds at once."""
     card = CARDS_GB[0]
-    tokens = vllm_kv_tokens(shape, card, VLLM_DEFAULT_UTILIZATION, load_in_4bit)
-    budget = f"#   vLLM: ~{VLLM_DEFAULT_UTILIZATION * card:.1f} GB (its default {VLLM_DEFAULT_UTILIZATION} of the card)"
-    if tokens < shape.max_position_embeddings:
-        return [f"{budget}, but its KV cache ({tokens} tokens) misses the model's {shape.max_position_embeddings}-",
-                "#     token context: vLLM does not start and auto falls back to transformers;"]
+    tokens = vllm_kv_tokens(shape, card, PASS_VLLM_UTILIZATION, load_in_4bit)
+    budget = f"#   vLLM: ~{PASS_VLLM_UTILIZATION * card:.1f} GB ({PASS_VLLM_UTILIZATION} of the card)"
+    if tokens < length:
+        return [f"{budget}, but its KV cache ({tokens} tokens) misses one {length}-token sequence: vLLM does not",
+                "#     start and auto falls back to transformers;"]
     return [f"{budget}; its KV cache holds {tokens // (length * num_samples)} such prompts at once;"]
 
 
@@ -189,6 +193,9 @@ def size_recipe(path: Path) -> str:
          whole=True)
     _set(lines, "evaluation", "max_new_tokens", length)
     _set(lines, "evaluation", "batch_size", sizes["ev_batch"], after="max_new_tokens")
+    for section in ("rejection_sampling", "evaluation"):  # vLLM's budget for the pass, when auto picks vLLM
+        _set(lines, section, "vllm_max_model_length", PROMPT + length, after="backend")
+        _set(lines, section, "vllm_gpu_memory_utilization", PASS_VLLM_UTILIZATION, after="backend")
     for stage in ("cold_start", "final_sft"):  # 16 sequences per optimizer step, as the recipes had
         _set(lines, stage, "per_device_train_batch_size", sizes["sft_batch"])
         _set(lines, stage, "gradient_accumulation_steps", 16 // sizes["sft_batch"])

@@ -25,6 +25,7 @@ def test_rejection_sampling_on_vllm(vllm_reasoner, tmp_path, caplog):
     config = RejectionSamplingConfig(
         model_name_or_path=vllm_reasoner, output_dir=str(tmp_path), backend="auto", rewards=["math", "format"],
         num_samples=6, max_new_tokens=32, batch_size=6, max_per_prompt=2, target_lang="en",
+        vllm_gpu_memory_utilization=0.5, vllm_max_model_length=256,  # the engine's budget, as the recipes set it
     )
     with caplog.at_level(logging.WARNING, logger="trl_r1.data"):
         result = rejection_sample(config, toy_prompts())
@@ -39,10 +40,22 @@ def test_rejection_sampling_on_vllm(vllm_reasoner, tmp_path, caplog):
         assert check_strict(answer).ok and verify(row["solution"], answer)
 
 
+def test_the_engine_settings_reach_vllm(vllm_reasoner, tmp_path):
+    """vllm_max_model_length is vLLM's max_model_len: a context longer than the model's stops the engine (an
+    explicit `vllm` backend raises vLLM's own error, naming it)."""
+    config = RejectionSamplingConfig(model_name_or_path=vllm_reasoner, output_dir=str(tmp_path), backend="vllm",
+                                     rewards=["math"], vllm_max_model_length=10**6)
+    with pytest.raises(Exception, match="max_model_len"):
+        rejection_sample(config, toy_prompts())
+    evaluation = EvaluationConfig(backend="vllm", vllm_max_model_length=10**6, num_prompts=1, num_samples=1)
+    with pytest.raises(Exception, match="max_model_len"):
+        evaluate_model(vllm_reasoner, toy_prompts(), evaluation, ["math"])
+
+
 def test_evaluation_on_vllm_matches_transformers(vllm_reasoner):
     config = EvaluationConfig(num_prompts=None, num_samples=1, temperature=0.0, max_new_tokens=32, batch_size=12)
-    on_vllm = evaluate_model(vllm_reasoner, toy_prompts(), EvaluationConfig(**{**config.__dict__, "backend": "vllm"}),
-                             ["math"])
+    on_vllm = evaluate_model(vllm_reasoner, toy_prompts(), EvaluationConfig(
+        **{**config.__dict__, "backend": "vllm", "vllm_max_model_length": 256}), ["math"])
     on_transformers = evaluate_model(
         vllm_reasoner, toy_prompts(), EvaluationConfig(**{**config.__dict__, "backend": "transformers"}), ["math"])
     assert on_vllm["num_completions"] == 12

@@ -380,6 +380,21 @@ def _resolve(backend: str, base_url: str | None, model: str | None, load_in_4bit
     return ("transformers", reason) if reason else ("vllm", None)
 
 
+def vllm_engine_kwargs(gpu_memory_utilization: float | None = None, max_model_length: int | None = None
+                       ) -> dict[str, Any]:
+    """`vllm.LLM` arguments from the settings named as TRL names them (`vllm_gpu_memory_utilization`,
+    `vllm_max_model_length`); None keeps vLLM's default (0.9 of the GPU; the model's whole context, whose KV cache
+    for one sequence must fit, else the engine does not start).
+
+    >>> vllm_engine_kwargs(0.5, 4608)
+    {'gpu_memory_utilization': 0.5, 'max_model_len': 4608}
+    >>> vllm_engine_kwargs()
+    {}
+    """
+    kwargs = {"gpu_memory_utilization": gpu_memory_utilization, "max_model_len": max_model_length}
+    return {key: value for key, value in kwargs.items() if value is not None}
+
+
 def load_generator(backend: str, model_name_or_path: str, *, adapter_path: str | None = None,
                    load_in_4bit: bool = False, base_url: str | None = None, seed: int = 0,
                    max_concurrency: int = 16, timeout_s: float = 600.0, max_retries: int = 5,

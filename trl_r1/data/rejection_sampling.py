@@ -35,6 +35,7 @@ from .generation import (
     is_prompt,
     load_generator,
     resolve_backend,
+    vllm_engine_kwargs,
 )
 from .hub import push_to_hub
 from .layout import PROMPT_STATS, RECORDS, RUN, SFT, STATS
@@ -44,7 +45,8 @@ logger = logging.getLogger("trl_r1.data")
 
 # settings that may change between an interrupted run and its restart (they do not change what is kept)
 _RESUMABLE_CHANGES = {"output_dir", "batch_size", "max_prompts", "backend", "base_url", "request_timeout_s",
-                      "max_retries", "hub_dataset_id", "hub_private"}
+                      "max_retries", "hub_dataset_id", "hub_private", "vllm_gpu_memory_utilization",
+                      "vllm_max_model_length"}
 
 
 @dataclass
@@ -110,6 +112,11 @@ class RejectionSamplingConfig:
         "help": "OpenAI-compatible endpoint for the openai backend, e.g. http://localhost:8000/v1 (`vllm serve`, "
                 "SGLang, TGI); the key comes from OPENAI_API_KEY."})
     request_timeout_s: float = field(default=600.0, metadata={"help": "openai backend: seconds per request."})
+    vllm_gpu_memory_utilization: float | None = field(default=None, metadata={
+        "help": "vllm backend: share of the GPU the engine takes for its weights and KV cache (None: vLLM's 0.9)."})
+    vllm_max_model_length: int | None = field(default=None, metadata={
+        "help": "vllm backend: the longest prompt + completion it serves (None: the model's whole context, whose "
+                "KV cache must fit in the budget or the engine does not start); e.g. 512 + max_new_tokens."})
     max_retries: int = field(default=5, metadata={
         "help": "openai backend: retries (exponential backoff) of a timed-out, 429 or 5xx request before the run "
                 "stops (restart it to resume)."})
@@ -182,7 +189,8 @@ def _generator(config: RejectionSamplingConfig) -> Generator:
         return load_generator(
             config.backend, config.model_name_or_path, adapter_path=config.adapter_path,
             load_in_4bit=config.load_in_4bit, base_url=config.base_url, seed=config.seed,
-            max_concurrency=config.batch_size, timeout_s=config.request_timeout_s, max_retries=config.max_retries)
+            max_concurrency=config.batch_size, timeout_s=config.request_timeout_s, max_retries=config.max_retries,
+            vllm_kwargs=vllm_engine_kwargs(config.vllm_gpu_memory_utilization, config.vllm_max_model_length))
     except (OSError, ValueError, ImportError) as exc:  # no such model / adapter, no base_url, vLLM missing
         raise ConfigError([f"model_name_or_path: cannot load {config.model_name_or_path!r} (backend "
                            f"{config.backend!r}): {type(exc).__name__}: {str(exc)[:500]}"]) from exc

@@ -24,12 +24,13 @@ logger = logging.getLogger("trl_r1.pipeline")
 def evaluate_model(model_path: str, prompts: Any, config: EvaluationConfig, rewards: list[Any], *,
                    adapter_path: str | None = None, load_in_4bit: bool = False, seed: int = 0) -> dict[str, float]:
     """Mean reward per reward function (and length statistics) of `model_path` on `prompts` (a `prompt` column)."""
-    from ..data.generation import SamplingParams, load_generator
+    from ..data.generation import SamplingParams, load_generator, vllm_engine_kwargs
     from ..rewards import get_reward_funcs
 
     funcs = get_reward_funcs(rewards)
     generator = load_generator(config.backend, model_path, adapter_path=adapter_path, load_in_4bit=load_in_4bit,
-                               seed=seed)
+                               seed=seed, vllm_kwargs=vllm_engine_kwargs(config.vllm_gpu_memory_utilization,
+                                                                         config.vllm_max_model_length))
     params = SamplingParams(config.num_samples, config.max_new_tokens, config.temperature, config.top_p)
     rows = [prompts[i] for i in range(min(len(prompts), config.num_prompts or len(prompts)))]
     scores: dict[str, list[float | None]] = {f.__name__: [] for f in funcs}  # prompt-major: k samples per prompt

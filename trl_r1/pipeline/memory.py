@@ -35,7 +35,7 @@ Built on what TRL 1.16 allocates, term by term::
 * a generation pass (`estimate_generation_peak`: rejection sampling, evaluation): with transformers the
   weights in the stage's dtype (4-bit or bf16) + the adapter + the KV cache of `batch_size x num_samples`
   sequences of prompt + `max_new_tokens` + the prompt's prefill (one layer's activations) + the last-token
-  logits; with vLLM its budget (`gpu_memory_utilization`, vLLM's default 0.9 there).
+  logits; with vLLM its budget (`vllm_gpu_memory_utilization` x card; vLLM's default share is 0.9).
 
 Calibration (CPU-measured): `benchmarks/memory.py` ran one step of the real Qwen2.5-0.5B shape (random weights,
 float32, 64 prompt tokens, 4 sequences) per fresh process and recorded the step's peak RSS above the process
@@ -77,7 +77,6 @@ VLLM_RUNTIME_GIB = 1.0
 # What a sleeping vLLM keeps (CUDA graphs, NCCL and cuBLAS buffers outside its sleep pool): vLLM's docs say sleep
 # releases "up to 90%+" of its memory.
 VLLM_ASLEEP_FRACTION = 0.1
-VLLM_DEFAULT_UTILIZATION = 0.9  # vLLM's own default: trl-r1's rejection sampling and evaluation pass no other
 
 # How many bytes of activations (and their gradients) one layer's recompute holds, as a multiple of its forward
 # outputs, and the host memory a CPU process holds beyond the formula's terms (tokenizer, Python heap, allocator

@@ -197,6 +197,10 @@ class EvaluationConfig:
     backend: str = field(default="auto", metadata={
         "help": "Generation backend: auto (vLLM when it can serve the model here, else transformers), vllm or "
         "transformers.", "choices": ["auto", "vllm", "transformers"]})
+    vllm_gpu_memory_utilization: float | None = field(default=None, metadata={
+        "help": "vllm backend: share of the GPU the engine takes (None: vLLM's 0.9)."})
+    vllm_max_model_length: int | None = field(default=None, metadata={
+        "help": "vllm backend: the longest prompt + completion it serves (None: the model's whole context)."})
     rewards: list[Any] | None = field(default=None, metadata={
         "help": "Rewards reported as metrics (default: the RL stage's rewards, else format + math)."})
     stages: list[str] = field(default_factory=lambda: ["base", *model_stages()], metadata={

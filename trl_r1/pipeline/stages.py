@@ -172,7 +172,22 @@ def train(plan: StagePlan, start: ModelHandle, train_dataset: Any, *,
                "resumed_from": resume, "loaded_in_4bit": bool(getattr(trained, "is_loaded_in_4bit", False)),
                "trainable_params": sum(p.numel() for p in trained.parameters() if p.requires_grad),
                "num_processes": trainer.accelerator.num_processes}
-    return TrainingResult(start, metrics, time.perf_counter() - began)
+    seconds = time.perf_counter() - began
+    del trainer, trained, model
+    _release_accelerator_memory()
+    return TrainingResult(start, metrics, seconds)
+
+
+def _release_accelerator_memory() -> None:
+    """Hand the finished trainer's cached GPU memory back, so that the next stage's model (or a vLLM engine, which
+    sizes its budget from the free memory) finds it free."""
+    import gc
+
+    import torch
+
+    gc.collect()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
 
 
 def _model_for_trainer(model_args: R1ModelConfig, start: ModelHandle, config: Any) -> tuple[Any, Any, Any]:
