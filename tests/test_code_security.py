@@ -813,3 +813,84 @@ def test_scratch_inodes_are_bounded():
     assert [r.outcome.value for r in report.results] == ["passed", "limit_exceeded"]
     # the inode cap, not the 5 s limit, stopped it (a wall-clock bound tighter than the limit failed under load)
     assert report.results[1].detail == "too many files in the scratch space" and report.results[1].wall_s < 5.0
+
+
+# Red team (round 3): tests of one job share the sandbox's PID 1 and tmpfs, so a test can leave state in what
+# the supervisor's wipe does not reset and a later test can read it back. Each forges a pass of a test that
+# the same program fails when that test runs alone.
+CARRIERS = {
+    # prlimit(2) on the supervisor (same uid): soft limits it never resets, inherited by the next test's child
+    "supervisor rlimits": textwrap.dedent("""
+        import resource
+        _SLOTS = [10, 15]  # RLIMIT_LOCKS, RLIMIT_RTTIME: hard limit unlimited, soft limit free to choose
+        def remember(n):
+            for r in _SLOTS:
+                resource.prlimit(1, r, ((n & ((1 << 62) - 1)) + 1, resource.prlimit(1, r)[1]))
+                n >>= 62
+        def recall():
+            n = 0
+            for r in reversed(_SLOTS):
+                n = (n << 62) | (resource.getrlimit(r)[0] - 1)
+            return n
+    """),
+    # the tmpfs inode counter of /tmp, never reset by removing files: n creations move it by n
+    "tmpfs inode numbers": textwrap.dedent("""
+        import os
+        def _ino():
+            open("p", "w").close()
+            n = os.stat("p").st_ino
+            os.unlink("p")
+            return n
+        _START = _ino()
+        def remember(n):
+            for _ in range(n):
+                open("x", "w").close()
+                os.unlink("x")
+        def recall():
+            return _START - 5  # the offset of a first test's probe, a test-N directory and this probe
+    """),
+    # the PID namespace's counter: n forks in one test move the next test's PID by n
+    "pid numbers": textwrap.dedent("""
+        import os
+        def remember(n):
+            for _ in range(n):
+                child = os.fork()
+                if child == 0:
+                    os._exit(0)
+                os.waitpid(child, 0)
+        def recall():
+            return os.getpid() - 3
+    """),
+}
+
+
+@pytest.mark.xfail(strict=True, reason="open: PID 1's rlimits and the PID/inode counters carry state across tests")
+@pytest.mark.parametrize("carrier", sorted(CARRIERS))
+def test_no_state_carries_across_tests_through_pid_1_or_kernel_counters(carrier):
+    program = CARRIERS[carrier]
+    tests = [check("assert remember(1994) == 'MCMXCIV'"), check("assert recall() == 1994")]
+    # control: on its own, the second test fails (the program computes nothing)
+    assert run_tests(program, tests[1:], timeout_s=5.0).pass_fraction == 0.0
+    report = run_tests(program, tests, timeout_s=5.0)
+    assert [r.outcome.value for r in report.results] == ["wrong_answer", "wrong_answer"], report
+
+
+@pytest.mark.xfail(strict=True, reason="open: str(), repr(), `in`, int() of a program object are not relayed to it")
+def test_honest_objects_format_and_convert_as_in_a_plain_interpreter():
+    program = textwrap.dedent("""
+        class V:
+            def __init__(self, v):
+                self.v = v
+            def __str__(self):
+                return "V(%d)" % self.v
+            __repr__ = __str__
+            def __int__(self):
+                return self.v
+            def __contains__(self, x):
+                return x == self.v
+    """)
+    tests = [check("assert str(V(3)) == 'V(3)'"), check("assert repr([V(3)]) == '[V(3)]'"), check("assert 3 in V(3)"),
+             check("assert int(V(3)) == 3")]
+    assert copied_at_the_boundary(program, "\n".join(t["code"] for t in tests))  # control: they pass in-process
+    report = run_tests(program, tests)
+    assert report.pass_fraction == 1.0, [(r.outcome.value, r.detail) for r in report.results]
