@@ -846,8 +846,8 @@ CARRIERS = {
             for _ in range(n):
                 open("x", "w").close()
                 os.unlink("x")
-        def recall():
-            return _START - 5  # the offset of a first test's probe, a test-N directory and this probe
+        def recall():  # the supervisor's own entries per test (test-N directory, counter probes) and this probe
+            return _START - 8
     """),
     # the PID namespace's counter: n forks in one test move the next test's PID by n
     "pid numbers": textwrap.dedent("""
@@ -859,19 +859,128 @@ CARRIERS = {
                     os._exit(0)
                 os.waitpid(child, 0)
         def recall():
-            return os.getpid() - 3
+            return os.getpid() - 4  # the first test's process, its forks, the supervisor's probe fork, this one
     """),
 }
 
 
-@pytest.mark.xfail(strict=True, reason="open: PID 1's rlimits and the PID/inode counters carry state across tests")
 @pytest.mark.parametrize("carrier", sorted(CARRIERS))
 def test_no_state_carries_across_tests_through_pid_1_or_kernel_counters(carrier):
     program = CARRIERS[carrier]
     tests = [check("assert remember(1994) == 'MCMXCIV'"), check("assert recall() == 1994")]
-    # control: on its own, the second test fails (the program computes nothing)
+    # control: on its own, the second test fails (the program computes nothing); that the two together
+    # forged a pass before the fix, and do in one sandbox kept as it is, see the two tests below
     assert run_tests(program, tests[1:], timeout_s=5.0).pass_fraction == 0.0
     report = run_tests(program, tests, timeout_s=5.0)
+    assert [r.outcome.value for r in report.results] == ["wrong_answer", "wrong_answer"], report
+
+
+def in_one_sandbox(program, inputs, seccomp=None):
+    """stdio runs of `program` in one sandbox, as a job's tests run (the judge would replace a sandbox whose
+    supervisor says it is not clean; here it is kept): (stdout, the supervisor's "clean") per run."""
+    from trl_r1.verifiers.code.sandbox import Sandbox
+    with Sandbox(seccomp=seccomp) as sandbox:
+        deadline = time.monotonic() + 30
+        sandbox.request({"op": "load", "language": "python", "source": program}, deadline)
+        replies = [sandbox.request({"op": "run", "mode": "stdio", "timeout_s": 5.0, "stdin": text}, deadline)
+                   for text in inputs]
+    return [(reply["stdout"].strip(), reply["clean"]) for reply in replies]
+
+
+def without_self_only_rules(monkeypatch):
+    """The seccomp filter without its rules that keep limit and scheduling calls to the caller (the old filter)."""
+    from trl_r1.verifiers.code import sandbox
+    monkeypatch.setattr(sandbox, "_SELF_ONLY_SYSCALLS", ())
+    return sandbox.seccomp_program.__wrapped__()
+
+
+def test_a_test_changes_its_own_limits_and_scheduling_never_pid_1s(monkeypatch):
+    program = textwrap.dedent("""
+        import os, resource
+        CPUS = os.sched_getaffinity(0)
+        OWN = [lambda: resource.setrlimit(15, (7, resource.getrlimit(15)[1])), lambda: os.nice(1),
+               lambda: os.setpriority(os.PRIO_PROCESS, 0, 2), lambda: os.sched_setaffinity(0, CPUS),
+               lambda: os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0)),
+               lambda: resource.prlimit(0, 10, (7, resource.getrlimit(10)[1]))]
+        PID_1 = [lambda: resource.prlimit(1, 15, (7, resource.RLIM_INFINITY)),
+                 lambda: os.setpriority(os.PRIO_PROCESS, 1, 3), lambda: os.sched_setaffinity(1, CPUS),
+                 lambda: os.sched_setscheduler(1, os.SCHED_BATCH, os.sched_param(0)),
+                 lambda: os.sched_setparam(1, os.sched_param(0))]
+        GROUP_OR_USER = [lambda: os.setpriority(os.PRIO_PGRP, 0, 3), lambda: os.setpriority(os.PRIO_USER, 0, 3)]
+        def attempt(change):
+            try:
+                change()
+                return "ok"
+            except OSError as exc:
+                return str(exc.errno)
+        print(*[attempt(change) for change in {"pid 1": PID_1, "all": OWN + PID_1 + GROUP_OR_USER}[input()]])
+    """)
+    # control: the old filter let a test change PID 1's (only PID 1's calls: the others would reach the uid's
+    # processes outside the sandbox when the host is not root)
+    assert in_one_sandbox(program, ["pid 1"], without_self_only_rules(monkeypatch))[0][0] == "ok " * 4 + "ok"
+    assert in_one_sandbox(program, ["all"]) == [("ok " * 6 + "1 " * 6 + "1", True)]  # EPERM but on itself
+
+
+@pytest.mark.parametrize("carrier", ["prlimit", "nice", "affinity", "scheduler", "fork", "thread", "file", "shm"])
+def test_the_supervisor_replaces_a_sandbox_whose_next_test_would_start_differently(monkeypatch, carrier):
+    """Defence in depth behind seccomp (the old filter here) for PID 1's state, and the only defence for
+    the PID and tmpfs inode counters: a test that moved anything the next one inherits is not clean."""
+    if carrier == "affinity" and len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("one CPU: no affinity to change")
+    program = textwrap.dedent("""
+        import os, resource, threading
+        carrier = input()
+        if carrier == "prlimit":
+            resource.prlimit(1, 15, (1994, resource.RLIM_INFINITY))
+        elif carrier == "nice":
+            os.setpriority(os.PRIO_PROCESS, 1, 5)
+        elif carrier == "affinity":
+            os.sched_setaffinity(1, {min(os.sched_getaffinity(0))})
+        elif carrier == "scheduler":
+            os.sched_setscheduler(1, os.SCHED_IDLE, os.sched_param(0))
+        elif carrier == "fork":
+            pid = os.fork()
+            if pid == 0:
+                os._exit(0)
+            os.waitpid(pid, 0)
+        elif carrier == "thread":
+            thread = threading.Thread(target=int)
+            thread.start()
+            thread.join()
+        elif carrier in ("file", "shm"):
+            path = "x" if carrier == "file" else "/dev/shm/x"
+            open(path, "w").close()
+            os.unlink(path)
+        elif carrier == "read":
+            print(resource.getrlimit(15)[0], os.getpriority(os.PRIO_PROCESS, 0), sorted(os.sched_getaffinity(0)),
+                  os.sched_getscheduler(0), os.getpid(), os.stat(".").st_ino,
+                  os.stat(open("/dev/shm/y", "w").name).st_ino)
+    """)
+    seccomp = without_self_only_rules(monkeypatch)
+    (_, honest_clean), (baseline, _) = in_one_sandbox(program, ["none", "read"], seccomp)
+    assert honest_clean  # an honest test costs no new sandbox
+    (_, clean), (carried, _) = in_one_sandbox(program, [carrier, "read"], seccomp)
+    assert carried != baseline  # control: in a sandbox kept as it is, the next test sees the change
+    assert not clean  # so the judge replaces it
+
+
+@pytest.mark.xfail(strict=True, reason="known limit (docs/code_reward.md, residual channels): whether the sandbox "
+                                       "was replaced after a test carries one bit to the next test")
+def test_no_bit_carries_across_tests_through_the_sandbox_being_replaced():
+    program = textwrap.dedent("""
+        import os
+        def remember(bit):
+            if not bit:  # a fork moves the PID counter: the judge starts the next test in a fresh sandbox
+                pid = os.fork()
+                if pid == 0:
+                    os._exit(0)
+                os.waitpid(pid, 0)
+        def recall():
+            return int(os.getpid() != 2)  # the first test's process in a fresh sandbox is PID 2
+    """)
+    tests = [check("assert remember(1) == 'I'"), check("assert recall() == 1")]
+    assert run_tests(program, tests[1:]).pass_fraction == 0.0  # control: on its own, the second test fails
+    report = run_tests(program, tests)
     assert [r.outcome.value for r in report.results] == ["wrong_answer", "wrong_answer"], report
 
 
