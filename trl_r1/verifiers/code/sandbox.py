@@ -23,6 +23,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -399,9 +400,34 @@ def _bwrap_error() -> str:
     return message + hint
 
 
-@functools.lru_cache(maxsize=1)
+ISOLATION_RETRY_S = 30.0  # how long a failed probe's answer stands before the next caller probes again
+_isolation_lock = threading.Lock()
+_isolation_works = False  # a probe succeeded: kept for the process
+_isolation_failure: tuple[float, str] | None = None  # (when, why) of the last failed probe
+
+
 def isolation_problem() -> str | None:
-    """Why OS isolation does not work here (None when it does); probed once per process."""
+    """Why OS isolation does not work here (None when it does). A success is kept for the process; a failure
+    may be transient (a loaded node, a caller short of descriptors), so it stands for `ISOLATION_RETRY_S` and
+    is then probed again. Concurrent callers wait for one probe."""
+    global _isolation_works, _isolation_failure
+    if _isolation_works:
+        return None
+    with _isolation_lock:
+        if _isolation_works:
+            return None
+        if _isolation_failure is not None and time.monotonic() - _isolation_failure[0] < ISOLATION_RETRY_S:
+            return _isolation_failure[1]
+        problem = probe_isolation()
+        if problem is None:
+            _isolation_works = True
+        else:
+            _isolation_failure = (time.monotonic(), problem)
+        return problem
+
+
+def probe_isolation() -> str | None:
+    """Why OS isolation does not work here (None when it does), by starting one real sandbox."""
     if sys.platform != "linux":
         return f"bubblewrap isolation needs Linux (this is {sys.platform})"
     if shutil.which("bwrap") is None:
