@@ -8,8 +8,9 @@ JSON, which the host parses strictly):
 * ``load``: receive the program; C++ is compiled here once (under limits), Python per test.
 * ``run``: fork a fresh child per test, so every test sees a fresh copy of the program. stdio tests feed
   stdin and capture stdout under a byte cap; assert tests run the program's top-level code in the child,
-  which then answers ``call`` / ``getattr`` / ``iterate`` / ``bool`` / ``len`` / ``getitem`` / ``isinstance`` / ``getglobal`` requests that the host relays while evaluating
-  the test itself (expected values never enter the sandbox). At the deadline, on an output overflow, or
+  which then answers ``call`` / ``getattr`` / ``iterate`` / ``getitem`` / ``isinstance`` / ``getglobal`` requests
+  and the plain-result ones (``PLAIN_RESULTS``: ``bool``, ``len``, ``str``, ``int``...) that the host relays
+  while evaluating the test itself (expected values never enter the sandbox). At the deadline, on an output overflow, or
   when the test ends, every other process in the sandbox is killed and the test's directory removed; if the
   test changed what the next test's process would start with (our limits, priority, CPUs; the PID and tmpfs
   inode counters), the reply says the sandbox is not clean, and the judge replaces it.
@@ -20,6 +21,7 @@ double the interpreter's start-up time, which is paid once per program. With ``i
 plain local process and kills only the test's process group.
 """
 
+import _operator
 import _signal
 import atexit
 import marshal
@@ -664,6 +666,22 @@ def snapshot(originals, handles, refs):
     return [encode(o, handles, refs=refs, top=True) for o in originals]
 
 
+# What a test may ask of an object and get back as plain data, computed by the object's own methods: truth,
+# length, text (str, repr, f-strings) and numbers (int, float, as an index). Each result is of exactly the
+# built-in type (a str subclass's __eq__ never reaches the test). Not `in`: the test's value would be handed to
+# the object, which would decide the membership the test asserts (the host iterates the object instead).
+PLAIN_RESULTS = {
+    "bool": lambda target, request: bool(target),
+    "len": lambda target, request: len(target),
+    "str": lambda target, request: str.__str__(str(target)),
+    "repr": lambda target, request: str.__str__(repr(target)),
+    "format": lambda target, request: str.__str__(format(target, request["spec"])),
+    "int": lambda target, request: int.__int__(int(target)),
+    "float": lambda target, request: float.__float__(float(target)),
+    "index": lambda target, request: int.__int__(_operator.index(target)),
+}
+
+
 def serve_calls(namespace):
     """Announce the program's top-level names, then answer the host's requests until it ends the test.
 
@@ -693,10 +711,8 @@ def serve_calls(namespace):
                 value = getattr(handles[request["target"]], request["name"])
             elif op == "setattr":
                 value = setattr(handles[request["target"]], request["name"], decode(request["value"], handles, []))
-            elif op == "bool":
-                value = bool(handles[request["target"]])
-            elif op == "len":
-                value = len(handles[request["target"]])
+            elif op in PLAIN_RESULTS:
+                value = PLAIN_RESULTS[op](handles[request["target"]], request)
             elif op == "isinstance":
                 value = isinstance(decode(request["value"], handles, []), handles[request["target"]])
             elif op == "getitem":
