@@ -813,3 +813,249 @@ def test_scratch_inodes_are_bounded():
     assert [r.outcome.value for r in report.results] == ["passed", "limit_exceeded"]
     # the inode cap, not the 5 s limit, stopped it (a wall-clock bound tighter than the limit failed under load)
     assert report.results[1].detail == "too many files in the scratch space" and report.results[1].wall_s < 5.0
+
+
+# Red team (round 3): tests of one job share the sandbox's PID 1 and tmpfs, so a test can leave state in what
+# the supervisor's wipe does not reset and a later test can read it back. Each forges a pass of a test that
+# the same program fails when that test runs alone.
+CARRIERS = {
+    # prlimit(2) on the supervisor (same uid): soft limits it never resets, inherited by the next test's child
+    "supervisor rlimits": textwrap.dedent("""
+        import resource
+        _SLOTS = [10, 15]  # RLIMIT_LOCKS, RLIMIT_RTTIME: hard limit unlimited, soft limit free to choose
+        def remember(n):
+            for r in _SLOTS:
+                resource.prlimit(1, r, ((n & ((1 << 62) - 1)) + 1, resource.prlimit(1, r)[1]))
+                n >>= 62
+        def recall():
+            n = 0
+            for r in reversed(_SLOTS):
+                n = (n << 62) | (resource.getrlimit(r)[0] - 1)
+            return n
+    """),
+    # the tmpfs inode counter of /tmp, never reset by removing files: n creations move it by n
+    "tmpfs inode numbers": textwrap.dedent("""
+        import os
+        def _ino():
+            open("p", "w").close()
+            n = os.stat("p").st_ino
+            os.unlink("p")
+            return n
+        _START = _ino()
+        def remember(n):
+            for _ in range(n):
+                open("x", "w").close()
+                os.unlink("x")
+        def recall():  # the supervisor's own entries per test (test-N directory, counter probes) and this probe
+            return _START - 8
+    """),
+    # the PID namespace's counter: n forks in one test move the next test's PID by n
+    "pid numbers": textwrap.dedent("""
+        import os
+        def remember(n):
+            for _ in range(n):
+                child = os.fork()
+                if child == 0:
+                    os._exit(0)
+                os.waitpid(child, 0)
+        def recall():
+            return os.getpid() - 4  # the first test's process, its forks, the supervisor's probe fork, this one
+    """),
+}
+
+
+@pytest.mark.parametrize("carrier", sorted(CARRIERS))
+def test_no_state_carries_across_tests_through_pid_1_or_kernel_counters(carrier):
+    program = CARRIERS[carrier]
+    tests = [check("assert remember(1994) == 'MCMXCIV'"), check("assert recall() == 1994")]
+    # control: on its own, the second test fails (the program computes nothing); that the two together
+    # forged a pass before the fix, and do in one sandbox kept as it is, see the two tests below
+    assert run_tests(program, tests[1:], timeout_s=5.0).pass_fraction == 0.0
+    report = run_tests(program, tests, timeout_s=5.0)
+    assert [r.outcome.value for r in report.results] == ["wrong_answer", "wrong_answer"], report
+
+
+def in_one_sandbox(program, inputs, seccomp=None):
+    """stdio runs of `program` in one sandbox, as a job's tests run (the judge would replace a sandbox whose
+    supervisor says it is not clean; here it is kept): (stdout, the supervisor's "clean") per run."""
+    from trl_r1.verifiers.code.sandbox import Sandbox
+    with Sandbox(seccomp=seccomp) as sandbox:
+        deadline = time.monotonic() + 30
+        sandbox.request({"op": "load", "language": "python", "source": program}, deadline)
+        replies = [sandbox.request({"op": "run", "mode": "stdio", "timeout_s": 5.0, "stdin": text}, deadline)
+                   for text in inputs]
+    return [(reply["stdout"].strip(), reply["clean"]) for reply in replies]
+
+
+def without_self_only_rules(monkeypatch):
+    """The seccomp filter without its rules that keep limit and scheduling calls to the caller (the old filter)."""
+    from trl_r1.verifiers.code import sandbox
+    monkeypatch.setattr(sandbox, "_SELF_ONLY_SYSCALLS", ())
+    return sandbox.seccomp_program.__wrapped__()
+
+
+def test_a_test_changes_its_own_limits_and_scheduling_never_pid_1s(monkeypatch):
+    program = textwrap.dedent("""
+        import os, resource
+        CPUS = os.sched_getaffinity(0)
+        OWN = [lambda: resource.setrlimit(15, (7, resource.getrlimit(15)[1])), lambda: os.nice(1),
+               lambda: os.setpriority(os.PRIO_PROCESS, 0, 2), lambda: os.sched_setaffinity(0, CPUS),
+               lambda: os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0)),
+               lambda: resource.prlimit(0, 10, (7, resource.getrlimit(10)[1]))]
+        PID_1 = [lambda: resource.prlimit(1, 15, (7, resource.RLIM_INFINITY)),
+                 lambda: os.setpriority(os.PRIO_PROCESS, 1, 3), lambda: os.sched_setaffinity(1, CPUS),
+                 lambda: os.sched_setscheduler(1, os.SCHED_BATCH, os.sched_param(0)),
+                 lambda: os.sched_setparam(1, os.sched_param(0))]
+        GROUP_OR_USER = [lambda: os.setpriority(os.PRIO_PGRP, 0, 3), lambda: os.setpriority(os.PRIO_USER, 0, 3)]
+        def attempt(change):
+            try:
+                change()
+                return "ok"
+            except OSError as exc:
+                return str(exc.errno)
+        print(*[attempt(change) for change in {"pid 1": PID_1, "all": OWN + PID_1 + GROUP_OR_USER}[input()]])
+    """)
+    # control: the old filter let a test change PID 1's (only PID 1's calls: the others would reach the uid's
+    # processes outside the sandbox when the host is not root)
+    assert in_one_sandbox(program, ["pid 1"], without_self_only_rules(monkeypatch))[0][0] == "ok " * 4 + "ok"
+    assert in_one_sandbox(program, ["all"]) == [("ok " * 6 + "1 " * 6 + "1", True)]  # EPERM but on itself
+
+
+@pytest.mark.parametrize("carrier", ["prlimit", "nice", "affinity", "scheduler", "fork", "thread", "file", "shm"])
+def test_the_supervisor_replaces_a_sandbox_whose_next_test_would_start_differently(monkeypatch, carrier):
+    """Defence in depth behind seccomp (the old filter here) for PID 1's state, and the only defence for
+    the PID and tmpfs inode counters: a test that moved anything the next one inherits is not clean."""
+    if carrier == "affinity" and len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("one CPU: no affinity to change")
+    program = textwrap.dedent("""
+        import os, resource, threading
+        carrier = input()
+        if carrier == "prlimit":
+            resource.prlimit(1, 15, (1994, resource.RLIM_INFINITY))
+        elif carrier == "nice":
+            os.setpriority(os.PRIO_PROCESS, 1, 5)
+        elif carrier == "affinity":
+            os.sched_setaffinity(1, {min(os.sched_getaffinity(0))})
+        elif carrier == "scheduler":
+            os.sched_setscheduler(1, os.SCHED_IDLE, os.sched_param(0))
+        elif carrier == "fork":
+            pid = os.fork()
+            if pid == 0:
+                os._exit(0)
+            os.waitpid(pid, 0)
+        elif carrier == "thread":
+            thread = threading.Thread(target=int)
+            thread.start()
+            thread.join()
+        elif carrier in ("file", "shm"):
+            path = "x" if carrier == "file" else "/dev/shm/x"
+            open(path, "w").close()
+            os.unlink(path)
+        elif carrier == "read":
+            print(resource.getrlimit(15)[0], os.getpriority(os.PRIO_PROCESS, 0), sorted(os.sched_getaffinity(0)),
+                  os.sched_getscheduler(0), os.getpid(), os.stat(".").st_ino,
+                  os.stat(open("/dev/shm/y", "w").name).st_ino)
+    """)
+    seccomp = without_self_only_rules(monkeypatch)
+    (_, honest_clean), (baseline, _) = in_one_sandbox(program, ["none", "read"], seccomp)
+    assert honest_clean  # an honest test costs no new sandbox
+    (_, clean), (carried, _) = in_one_sandbox(program, [carrier, "read"], seccomp)
+    assert carried != baseline  # control: in a sandbox kept as it is, the next test sees the change
+    assert not clean  # so the judge replaces it
+
+
+@pytest.mark.xfail(strict=True, reason="known limit (docs/code_reward.md, residual channels): whether the sandbox "
+                                       "was replaced after a test carries one bit to the next test")
+def test_no_bit_carries_across_tests_through_the_sandbox_being_replaced():
+    program = textwrap.dedent("""
+        import os
+        def remember(bit):
+            if not bit:  # a fork moves the PID counter: the judge starts the next test in a fresh sandbox
+                pid = os.fork()
+                if pid == 0:
+                    os._exit(0)
+                os.waitpid(pid, 0)
+        def recall():
+            return int(os.getpid() != 2)  # the first test's process in a fresh sandbox is PID 2
+    """)
+    tests = [check("assert remember(1) == 'I'"), check("assert recall() == 1")]
+    assert run_tests(program, tests[1:]).pass_fraction == 0.0  # control: on its own, the second test fails
+    report = run_tests(program, tests)
+    assert [r.outcome.value for r in report.results] == ["wrong_answer", "wrong_answer"], report
+
+
+def test_honest_objects_format_and_convert_as_in_a_plain_interpreter():
+    program = textwrap.dedent("""
+        class V:
+            def __init__(self, v):
+                self.v = v
+            def __str__(self):
+                return "V(%d)" % self.v
+            __repr__ = __str__
+            def __format__(self, spec):
+                return format(self.v, spec)
+            def __int__(self):
+                return self.v
+            def __float__(self):
+                return self.v / 2
+            def __index__(self):
+                return self.v
+            def __iter__(self):  # `in` iterates the object and compares here (a __contains__ would decide it)
+                yield self.v
+    """)
+    tests = [check("assert str(V(3)) == 'V(3)'"), check("assert repr([V(3)]) == '[V(3)]'"), check("assert 3 in V(3)"),
+             check("assert int(V(3)) == 3"), check("assert f'{V(3)}|{V(3):>3}' == '3|  3' and '%s' % V(3) == 'V(3)'"),
+             check("assert float(V(3)) == 1.5 and [10, 20, 30, 40][V(3)] == 40 and hex(V(3)) == '0x3'")]
+    assert copied_at_the_boundary(program, "\n".join(t["code"] for t in tests))  # control: they pass in-process
+    report = run_tests(program, tests)
+    assert report.pass_fraction == 1.0, [(r.outcome.value, r.detail) for r in report.results]
+
+
+def test_an_objects_text_numbers_and_membership_cannot_forge_a_pass():
+    program = textwrap.dedent("""
+        class S(str):
+            def __eq__(self, other):
+                return True
+            __hash__ = str.__hash__
+        class Rigged:
+            def __str__(self):
+                return S("no")
+            __repr__ = __str__
+            def __format__(self, spec):
+                return S("no")
+            def __contains__(self, x):
+                return True
+        def f():
+            return Rigged()
+    """)
+    tests = [check("assert str(f()) == 'yes'"), check("assert repr(f()) == 'yes'"), check("assert f'{f()}' == 'yes'"),
+             check("assert 'x' in f()")]
+    assert all(copied_at_the_boundary(program, t["code"]) for t in tests)  # control: each passes in-process
+    report = run_tests(program, tests)
+    assert report.pass_fraction == 0.0, [(r.outcome.value, r.detail) for r in report.results]
+
+
+def test_an_objects_text_in_a_failure_message_fails_its_test_only():
+    """``assert ok, node`` formats the program's object for the verdict: in the sandbox, under its limits."""
+    program = textwrap.dedent("""
+        import os
+        class V:
+            def __str__(self):
+                return "V!"
+        class Raises:
+            def __str__(self):
+                raise ValueError("no text")
+        class Exits:
+            def __str__(self):
+                os._exit(0)
+        class Huge:
+            def __str__(self):
+                return "x" * (20 << 20)
+    """)
+    tests = [check(f"assert False, {name}()") for name in ("V", "Raises", "Exits", "Huge", "V")]
+    report = run_tests(program, tests)
+    assert [(r.outcome.value, r.detail) for r in report.results] == [
+        ("wrong_answer", "AssertionError: V!"),
+        ("wrong_answer", "AssertionError: (no message: formatting it failed in the sandbox)"),
+        ("crash", "the program exited during the test"), ("limit_exceeded", "output limit exceeded"),
+        ("wrong_answer", "AssertionError: V!")]

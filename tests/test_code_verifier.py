@@ -7,6 +7,8 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -379,8 +381,35 @@ def test_a_broken_sandbox_is_reported_with_bwraps_own_words(monkeypatch):
         return ["bwrap", "--no-such-option", "--", *inner]
 
     monkeypatch.setattr(sandbox, "bwrap_command", broken)
-    problem = sandbox.isolation_problem.__wrapped__()  # uncached probe
+    problem = sandbox.probe_isolation()  # uncached probe
     assert problem.startswith("bubblewrap could not start a sandbox") and "Unknown option --no-such-option" in problem
+
+
+def test_a_failed_isolation_probe_is_retried_and_concurrent_callers_share_one_probe(monkeypatch):
+    from trl_r1.verifiers.code import sandbox
+
+    answers = iter(["bubblewrap could not start a sandbox (timed out)", None])
+    probes = []
+
+    def probe():
+        probes.append(threading.get_ident())
+        time.sleep(0.2)  # long enough for every caller below to arrive during it
+        return next(answers)
+
+    monkeypatch.setattr(sandbox, "probe_isolation", probe)
+    monkeypatch.setattr(sandbox, "_isolation_works", False)
+    monkeypatch.setattr(sandbox, "_isolation_failure", None)
+    callers = [threading.Thread(target=sandbox.isolation_problem) for _ in range(8)]
+    for caller in callers:
+        caller.start()
+    for caller in callers:
+        caller.join()
+    assert len(probes) == 1  # one probe for eight concurrent callers
+    assert sandbox.isolation_problem() == "bubblewrap could not start a sandbox (timed out)"  # within the window
+    assert len(probes) == 1
+    monkeypatch.setattr(sandbox, "ISOLATION_RETRY_S", 0.0)  # the window has passed: the transient failure is gone
+    assert sandbox.isolation_problem() is None and len(probes) == 2
+    assert sandbox.isolation_problem() is None and len(probes) == 2  # a success is kept
 
 
 @pytest.mark.skipif(os.geteuid() != 0 or shutil.which("setpriv") is None, reason="needs root to switch to nobody")

@@ -59,10 +59,12 @@ class RemoteObject:
 
     Iterating brings its items back like any returned value (so ``list(gen())``, ``next(gen)`` and
     ``sorted(map_object)`` work): a container's all at once, an iterator's in growing chunks, so that
-    ``islice`` over an endless generator ends. Truth tests, ``len`` and indexing are the object's own,
-    computed in the sandbox (``while node:`` over a linked list), and their plain result is what the test
-    sees, like a method's. Comparisons, hashing by value and arithmetic are refused: they would hand the
-    test's expected value to the object, and an object whose ``__eq__`` always holds must not satisfy an assertion.
+    ``islice`` over an endless generator ends. Truth tests, ``len``, indexing, ``str``/``repr``/f-strings and
+    ``int``/``float``/use as an index are the object's own, computed in the sandbox (``while node:`` over a
+    linked list), and their plain result (an exact ``str``, ``int``...) is what the test sees, like a method's.
+    Comparisons, hashing by value, arithmetic and ``in`` (done by iterating, compared here) are not the
+    object's: they would hand the test's expected value to the object, and an object whose ``__eq__`` or
+    ``__contains__`` always holds must not satisfy an assertion.
     """
 
     __slots__ = ("_session", "_handle")
@@ -105,11 +107,32 @@ class RemoteObject:
             return item
         raise StopIteration
 
+    def _plain(self, op: str, **extra):  # the object's own answer, as plain data (see the supervisor's PLAIN_RESULTS)
+        return self._session.request({"op": op, "target": self._handle, **extra})
+
     def __bool__(self):
-        return self._session.request({"op": "bool", "target": self._handle})
+        return self._plain("bool")
 
     def __len__(self):
-        return self._session.request({"op": "len", "target": self._handle})
+        return self._plain("len")
+
+    def __str__(self):
+        return self._plain("str")
+
+    def __repr__(self):
+        return self._plain("repr")
+
+    def __format__(self, spec):
+        return self._plain("format", spec=spec)
+
+    def __int__(self):
+        return self._plain("int")
+
+    def __float__(self):
+        return self._plain("float")
+
+    def __index__(self):
+        return self._plain("index")
 
     def __getitem__(self, key):
         return self._session.request({"op": "getitem", "target": self._handle, "key": self._session.encode(key)})
@@ -135,8 +158,6 @@ class RemoteObject:
     __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = _refuse
     __hash__ = None  # a set or dict key would use the judge's identity, not the program's __hash__/__eq__
 
-    def __repr__(self) -> str:
-        return f"<sandboxed object #{self._handle}>"
 
 
 def _update_in_place(target: Any, value: Any) -> None:
@@ -455,6 +476,15 @@ def _compile_test(code: str):
     return compile(ast.fix_missing_locations(tree), "<test>", "exec")
 
 
+def _message(exc: BaseException) -> str:
+    """An exception's text for the verdict. It may hold the program's objects (``assert ok, node``), whose
+    ``str`` is computed in the sandbox and can raise or end the program like any request: then no text."""
+    try:
+        return _short(str(exc))
+    except (Exception, SandboxEnded):
+        return "(no message: formatting it failed in the sandbox)"
+
+
 def _remote_exception(name: Any, message: Any, bases: Any = None) -> Exception:
     """A host exception for one raised in the sandbox: the built-in type of that name or of its nearest
     built-in base class (a program's ``class Invalid(ValueError)`` is caught by ``except ValueError``),
@@ -641,11 +671,11 @@ class _Job:
         except SandboxEnded:
             pass
         except AssertionError as exc:
-            verdict = TestResult(Outcome.WRONG_ANSWER, f"AssertionError: {_short(str(exc))}".rstrip(": "))
+            verdict = TestResult(Outcome.WRONG_ANSWER, f"AssertionError: {_message(exc)}".rstrip(": "))
         except SyntaxError as exc:
             verdict = TestResult(Outcome.ERROR, f"the test does not compile: {exc}")
         except Exception as exc:  # the test raised (a remote exception, a refused comparison, a NameError...)
-            verdict = TestResult(Outcome.WRONG_ANSWER, f"{type(exc).__name__}: {_short(str(exc))}")
+            verdict = TestResult(Outcome.WRONG_ANSWER, f"{type(exc).__name__}: {_message(exc)}")
         if session.done is None and session.lost is None:
             self.sandbox.send({"op": "end"}, deadline)
             while session.done is None and session.lost is None:  # late frames from the child are dropped

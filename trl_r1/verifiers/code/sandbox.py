@@ -2,7 +2,8 @@
 
 The sandbox (``bwrap``) gets new user, PID, network, IPC, UTS, mount and cgroup namespaces, a read-only
 ``/usr``, a size-limited tmpfs as its only writable place, an empty environment and a seccomp filter
-(no inet/netlink/packet sockets, no ptrace, mounts, keyrings, BPF, io_uring, new user namespaces...). When
+(no inet/netlink/packet sockets, no ptrace, mounts, keyrings, BPF, io_uring, new user namespaces, no limit or
+scheduling change to another process...). When
 the host runs as root, bwrap itself is started as an unprivileged uid taken from a pool of slots (one per
 live sandbox, locked across processes with ``flock``), so the sandbox has no host-root file access and
 ``RLIMIT_NPROC`` bounds its processes; as an ordinary user it runs as that user. Inside, the trusted
@@ -22,6 +23,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -76,6 +78,17 @@ _DENIED_SYSCALLS = (
     "shmget", "shmat", "shmctl", "semget", "semop", "semtimedop", "semctl", "msgget", "msgsnd", "msgrcv", "msgctl",
     "mq_open", "mq_unlink", "mq_timedsend", "mq_timedreceive", "mq_notify", "mq_getsetattr",
     "memfd_create", "memfd_secret",
+    "process_madvise",  # advice on another process's memory
+)
+# (syscall, [(argument index, the value that means "the caller itself")]): anything else is denied
+_PRIO_PROCESS, _IOPRIO_WHO_PROCESS = 0, 1
+_SELF_ONLY_SYSCALLS = (
+    ("prlimit64", [(0, 0)]),
+    ("setpriority", [(0, _PRIO_PROCESS), (1, 0)]),  # PRIO_PGRP/PRIO_USER with who 0 reach PID 1 too
+    ("ioprio_set", [(0, _IOPRIO_WHO_PROCESS), (1, 0)]),
+    ("sched_setaffinity", [(0, 0)]), ("sched_setscheduler", [(0, 0)]), ("sched_setparam", [(0, 0)]),
+    ("sched_setattr", [(0, 0)]),
+    ("migrate_pages", [(0, 0)]), ("move_pages", [(0, 0)]),  # another's pages moved between NUMA nodes, read back
 )
 
 
@@ -97,6 +110,14 @@ def seccomp_program() -> bytes:
     rules.add_rule(seccomp.ERRNO(errno.EACCES), "socket", seccomp.Arg(0, seccomp.NE, socket.AF_UNIX))
     # glibc falls back from clone3 to clone only on ENOSYS (EPERM would kill thread creation)
     rules.add_rule(seccomp.ERRNO(errno.ENOSYS), "clone3")
+    # a process may change its own limits and scheduling, never another's: the supervisor (PID 1, same uid)
+    # outlives the test, and what a test wrote into it would reach the next test's child (a covert channel)
+    for name, args in _SELF_ONLY_SYSCALLS:
+        for index, value in args:  # each rule denies one "argument is not what targets the caller"
+            try:
+                rules.add_rule(seccomp.ERRNO(errno.EPERM), name, seccomp.Arg(index, seccomp.NE, value))
+            except (OSError, ValueError, RuntimeError):  # a syscall this kernel/arch does not know
+                break
     read_fd, write_fd = os.pipe()
     with os.fdopen(write_fd, "wb") as out:
         rules.export_bpf(out)
@@ -379,9 +400,34 @@ def _bwrap_error() -> str:
     return message + hint
 
 
-@functools.lru_cache(maxsize=1)
+ISOLATION_RETRY_S = 30.0  # how long a failed probe's answer stands before the next caller probes again
+_isolation_lock = threading.Lock()
+_isolation_works = False  # a probe succeeded: kept for the process
+_isolation_failure: tuple[float, str] | None = None  # (when, why) of the last failed probe
+
+
 def isolation_problem() -> str | None:
-    """Why OS isolation does not work here (None when it does); probed once per process."""
+    """Why OS isolation does not work here (None when it does). A success is kept for the process; a failure
+    may be transient (a loaded node, a caller short of descriptors), so it stands for `ISOLATION_RETRY_S` and
+    is then probed again. Concurrent callers wait for one probe."""
+    global _isolation_works, _isolation_failure
+    if _isolation_works:
+        return None
+    with _isolation_lock:
+        if _isolation_works:
+            return None
+        if _isolation_failure is not None and time.monotonic() - _isolation_failure[0] < ISOLATION_RETRY_S:
+            return _isolation_failure[1]
+        problem = probe_isolation()
+        if problem is None:
+            _isolation_works = True
+        else:
+            _isolation_failure = (time.monotonic(), problem)
+        return problem
+
+
+def probe_isolation() -> str | None:
+    """Why OS isolation does not work here (None when it does), by starting one real sandbox."""
     if sys.platform != "linux":
         return f"bubblewrap isolation needs Linux (this is {sys.platform})"
     if shutil.which("bwrap") is None:

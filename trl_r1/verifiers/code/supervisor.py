@@ -8,9 +8,12 @@ JSON, which the host parses strictly):
 * ``load``: receive the program; C++ is compiled here once (under limits), Python per test.
 * ``run``: fork a fresh child per test, so every test sees a fresh copy of the program. stdio tests feed
   stdin and capture stdout under a byte cap; assert tests run the program's top-level code in the child,
-  which then answers ``call`` / ``getattr`` / ``iterate`` / ``bool`` / ``len`` / ``getitem`` / ``isinstance`` / ``getglobal`` requests that the host relays while evaluating
-  the test itself (expected values never enter the sandbox). At the deadline, on an output overflow, or
-  when the test ends, every other process in the sandbox is killed and the test's directory removed.
+  which then answers ``call`` / ``getattr`` / ``iterate`` / ``getitem`` / ``isinstance`` / ``getglobal`` requests
+  and the plain-result ones (``PLAIN_RESULTS``: ``bool``, ``len``, ``str``, ``int``...) that the host relays
+  while evaluating the test itself (expected values never enter the sandbox). At the deadline, on an output overflow, or
+  when the test ends, every other process in the sandbox is killed and the test's directory removed; if the
+  test changed what the next test's process would start with (our limits, priority, CPUs; the PID and tmpfs
+  inode counters), the reply says the sandbox is not clean, and the judge replaces it.
 
 The sandbox cannot import the package: the judge sends ``protocol.py`` and ``rlimits.py`` followed by this file as
 bytecode compiled by the sandbox's interpreter, so the frame codec is the one the judge uses. It imports only what starts fast: ``json``, ``signal``, ``traceback`` would
@@ -18,6 +21,7 @@ double the interpreter's start-up time, which is paid once per program. With ``i
 plain local process and kills only the test's process group.
 """
 
+import _operator
 import _signal
 import atexit
 import marshal
@@ -39,6 +43,7 @@ RPC_CHILD_IN, RPC_CHILD_OUT = 3, 4  # an assert test's child: requests in, repli
 INODE_POLL_S = 0.02  # how often the scratch directories' inode counts are read while a test runs
 EXIT_DRAIN_S = 0.1  # after the test's process exits, how long to keep reading pipes its children may hold
 SIGKILL = 9
+RLIM_NLIMITS = 16  # Linux's resource limits, RLIMIT_CPU (0) to RLIMIT_RTTIME (15), whatever this Python names
 
 
 # ---------------------------------------------------------------- the supervisor
@@ -51,6 +56,8 @@ class Supervisor:
         self.tests_run = 0
         self.scratch_dirs = [self.scratch] + (["/dev/shm"] if self.isolated else [])
         self.started_ns = time.time_ns()  # the scratch directories' times after each wipe
+        self.inherited = inherited_state()  # what each test's child inherits from us: no test may change it
+        self.marks = None  # the PID and inode counters when the test started (isolated only)
 
     def serve(self):
         while True:
@@ -117,6 +124,7 @@ class Supervisor:
         else:
             (stdin_r, stdin_w), (stdout_r, stdout_w) = os.pipe(), os.pipe()
             child_fds, ours = [stdin_r, stdout_w, stderr_w], [stdin_w, stdout_r, stderr_r, None, None]
+        inodes = [fresh_inode(directory) for directory in self.scratch_dirs] if self.isolated else []  # before it runs
         pid = os.fork()
         if pid == 0:
             try:
@@ -138,6 +146,8 @@ class Supervisor:
         for fd in child_fds:
             if fd is not None:
                 os.close(fd)
+        if self.isolated:
+            self.marks = [pid] + inodes  # the child's PID is the PID counter's mark
         return (pid, *ours)
 
     def _fork_compiler(self, command, timeout_s):
@@ -190,7 +200,27 @@ class Supervisor:
                 clean = clean and not os.listxattr(directory)
             except OSError as exc:
                 clean = clean and exc.errno == 95  # EOPNOTSUPP: no extended attributes to carry state
-        return clean
+        return clean and self._nothing_carried()
+
+    def _nothing_carried(self):
+        """Whether the next test's child starts as this one's did: the limits, priority and CPUs it inherits
+        from us (seccomp already denies changing another process's), and, isolated, the PID and tmpfs inode
+        counters, which only move forward: a test that forked, made a thread or created a file moved them,
+        and could tell the next test how far (a covert channel). Then the judge starts a fresh sandbox,
+        whose counters start where this one's did. A handful of syscalls and one fork per test."""
+        if inherited_state() != self.inherited:
+            return False
+        if not self.isolated or self.marks is None:
+            return True
+        try:
+            probe = os.fork()
+            if probe == 0:
+                os._exit(0)
+            os.waitpid(probe, 0)
+            now = [probe] + [fresh_inode(directory) for directory in self.scratch_dirs]
+        except OSError:
+            return False
+        return now == [mark + 1 for mark in self.marks]  # our own probes since the marks, nothing else
 
 
 class Watch:
@@ -366,6 +396,22 @@ def set_limits(limits):
     """Lock each limit at its value, or at the lower hard limit the sandbox inherited (never raised)."""
     for limit, value in limits + [(resource.RLIMIT_CORE, 0)]:
         lower_limit(limit, value, lock=True)
+
+
+def inherited_state():
+    """This process's resource limits, nice value, CPU affinity and scheduling policy (its children inherit them)."""
+    return ([resource.getrlimit(kind) for kind in range(RLIM_NLIMITS)], os.getpriority(os.PRIO_PROCESS, 0),
+            os.sched_getaffinity(0), os.sched_getscheduler(0), os.sched_getparam(0))
+
+
+def fresh_inode(directory):
+    """The inode number a tmpfs gives a new entry in `directory` (its per-mount counter), by making one."""
+    path = os.path.join(directory, ".counter")
+    os.mkdir(path)
+    try:
+        return os.stat(path).st_ino
+    finally:
+        os.rmdir(path)
 
 
 def reap_all():
@@ -620,6 +666,22 @@ def snapshot(originals, handles, refs):
     return [encode(o, handles, refs=refs, top=True) for o in originals]
 
 
+# What a test may ask of an object and get back as plain data, computed by the object's own methods: truth,
+# length, text (str, repr, f-strings) and numbers (int, float, as an index). Each result is of exactly the
+# built-in type (a str subclass's __eq__ never reaches the test). Not `in`: the test's value would be handed to
+# the object, which would decide the membership the test asserts (the host iterates the object instead).
+PLAIN_RESULTS = {
+    "bool": lambda target, request: bool(target),
+    "len": lambda target, request: len(target),
+    "str": lambda target, request: str.__str__(str(target)),
+    "repr": lambda target, request: str.__str__(repr(target)),
+    "format": lambda target, request: str.__str__(format(target, request["spec"])),
+    "int": lambda target, request: int.__int__(int(target)),
+    "float": lambda target, request: float.__float__(float(target)),
+    "index": lambda target, request: int.__int__(_operator.index(target)),
+}
+
+
 def serve_calls(namespace):
     """Announce the program's top-level names, then answer the host's requests until it ends the test.
 
@@ -649,10 +711,8 @@ def serve_calls(namespace):
                 value = getattr(handles[request["target"]], request["name"])
             elif op == "setattr":
                 value = setattr(handles[request["target"]], request["name"], decode(request["value"], handles, []))
-            elif op == "bool":
-                value = bool(handles[request["target"]])
-            elif op == "len":
-                value = len(handles[request["target"]])
+            elif op in PLAIN_RESULTS:
+                value = PLAIN_RESULTS[op](handles[request["target"]], request)
             elif op == "isinstance":
                 value = isinstance(decode(request["value"], handles, []), handles[request["target"]])
             elif op == "getitem":
