@@ -215,3 +215,26 @@ def test_the_cached_base_evaluation_follows_the_rewards_it_was_scored_with(tmp_p
 
     assert "'math'" not in base_scores(["format"])["rewards"]
     assert "'math'" in base_scores(["format", "math"])["rewards"]  # not the cached format-only scores
+
+
+def test_a_stage_adapter_is_evaluated_on_the_base_it_was_trained_on(tmp_path, monkeypatch):
+    """QLoRA stages are evaluated on the 4-bit base; an `rl` stage that trains on the bf16 base (beside vLLM) on the
+    bf16 base, not on the recipe-wide 4-bit one."""
+    import trl_r1.pipeline.evaluate as evaluate
+    from trl_r1.pipeline import load_recipe
+    from trl_r1.pipeline.runner import Pipeline
+    from trl_r1.pipeline.stages import ModelHandle
+
+    loaded = {}
+    monkeypatch.setattr(evaluate, "evaluate_model", lambda *a, load_in_4bit, **k: loaded.setdefault(a[0], load_in_4bit))
+    data = {"run_dir": str(tmp_path), "model": {"model_name_or_path": "some/model"},
+            "training": {"use_cpu": True, "report_to": "none"},
+            "cold_start": {"dataset_name": ARITHMETIC},
+            "rl": {"dataset_name": ARITHMETIC, "rewards": ["math"], "load_in_4bit": False},
+            "evaluation": {"dataset_name": ARITHMETIC, "stages": ["cold_start", "rl"]}}
+    recipe = load_recipe(data)
+    pipeline = Pipeline(recipe, echo=lambda _: None)
+    plans = {plan.name: plan for plan in recipe.stages}
+    for stage in ("cold_start", "rl"):
+        pipeline._evaluate(stage, ModelHandle(stage, adapter_path=f"{stage}/adapter"), plans[stage].model_args)
+    assert loaded == {"cold_start": True, "rl": False}

@@ -209,7 +209,7 @@ class Pipeline:
         record = stage.record(plan, self, result)
         handed_on = time.perf_counter()
         if record.handle is not None:
-            record.evaluation = self._evaluate(plan.name, record.handle)
+            record.evaluation = self._evaluate(plan.name, record.handle, plan.model_args)
         # what the other ranks waited for (merging, evaluation), next to the stage's own `seconds`
         record.metrics["main_process_seconds"] = {"record": round(handed_on - began, 3),
                                                   "evaluation": round(time.perf_counter() - handed_on, 3)}
@@ -224,7 +224,9 @@ class Pipeline:
         return self.cached("evaluation", lambda: load_stage_dataset(self.recipe.evaluation,
                                                                     split_attribute="dataset_split"))
 
-    def _evaluate(self, stage: str, handle: ModelHandle) -> dict[str, float] | None:
+    def _evaluate(self, stage: str, handle: ModelHandle, model_args: Any = None) -> dict[str, float] | None:
+        """Held-out scores of a stage's model; an adapter is loaded on its base as the stage trained it (a stage
+        may set its own `load_in_4bit`, e.g. `rl` on a bf16 base beside vLLM while the others are QLoRA)."""
         from .evaluate import evaluate_model
 
         ev = self.recipe.evaluation
@@ -233,7 +235,7 @@ class Pipeline:
         self.echo(f"[{stage}] evaluating on held-out prompts")
         return evaluate_model(handle.model_path, self._evaluation_prompts(), ev, self._eval_rewards(),
                               adapter_path=handle.adapter_path,
-                              load_in_4bit=bool(self.recipe.model.load_in_4bit and handle.adapter_path))
+                              load_in_4bit=bool((model_args or self.recipe.model).load_in_4bit and handle.adapter_path))
 
     def _base_evaluation(self) -> dict[str, float] | None:
         """The untrained model's held-out scores (cached in the run directory, keyed by the settings)."""
