@@ -1100,15 +1100,32 @@ UNDETECTED_CARRIERS = {
                 s.close()
         print()
     """),
+    # the same, keeping a pty's master in flight: the next test opens /dev/pts/0 and reads any bytes written to it
+    "a pty kept in flight": textwrap.dedent("""
+        import array, os, socket, tty
+        data = input()
+        if data == "?":
+            print(os.read(os.open("/dev/pts/0", os.O_RDWR | os.O_NOCTTY | os.O_NONBLOCK), 100).decode())
+        else:
+            master, slave = os.openpty()
+            tty.setraw(slave)
+            os.write(master, data.encode())
+            keep = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+            keep.bind(b"\\0keep")
+            fds = array.array("i", [master, slave, keep.fileno()])
+            keep.sendmsg([b"x"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds)], 0, b"\\0keep")
+            os._exit(0)  # without closing a unix socket, which would run the kernel's garbage collector
+    """),
 }
 
 
-@pytest.mark.xfail(strict=True, reason="open (red team round 3): PID 1's heap and the sandbox's network namespace "
-                                       "carry state to the next test undetected")
+@pytest.mark.xfail(strict=True, reason="open (red team round 3): PID 1's heap, and descriptors kept in flight "
+                                       "(abstract unix socket names, ptys), carry state to the next test undetected")
 @pytest.mark.parametrize("carrier", sorted(UNDETECTED_CARRIERS))
-def test_no_state_carries_across_tests_through_pid_1s_memory_or_the_network_namespace(carrier):
+def test_no_state_carries_across_tests_through_pid_1s_memory_or_descriptors_in_flight(carrier):
     program = UNDETECTED_CARRIERS[carrier]
-    secret, expected = ("3", "3") if carrier == "PID 1's malloc state" else ("37", "0 2 5")  # 37 = 0b100101
+    secret, expected = {"PID 1's malloc state": ("3", "3"), "a pty kept in flight": ("1994", "1994")}.get(
+        carrier, ("37", "0 2 5"))  # 37 = 0b100101
     tests = [stdio(secret, "nothing"), stdio("?", expected)]
     assert run_tests(program, tests[1:], timeout_s=5.0).pass_fraction == 0.0  # control: on its own, it fails
     report = run_tests(program, tests, timeout_s=5.0)
