@@ -91,6 +91,9 @@ _BEFORE_ANSWER = re.compile(  # right before the answer: a negation ("is not \\b
     r"almost|under|over|below|above|near|within|up\s+to|close\s+to)|\b(?:less|more|greater|fewer|smaller|larger|"
     r"bigger|higher|lower)\s+than)\s*(?:be\s+|equal\s+(?:to\s+)?|equals?\s+)?[\s:,]*$"
 )
+_CASE_SPLIT = re.compile(  # what makes an opening "if" clause a case of the answer ("If $a>0$"), not a derivation
+    r"(?i)[<>≤≥]|\\(?:[lg]eq?|neq?)(?![a-zA-Z])|\b(?:odd|even|positive|negative|nonzero|non-zero)\b"
+)
 _CONDITION = re.compile(  # a condition the answer depends on: "when $n$ is odd", "if $a>0$", "for odd $n$"
     r"(?i)\b(?:when(?:ever)?|if|unless|otherwise|assuming|provided|suppose|in\s+case|"
     r"for\s+(?:all\s+|every\s+|each\s+|any\s+)?(?:odd|even|positive|negative|nonzero|non-zero|large|small))\b"
@@ -181,8 +184,10 @@ def _hedged_context(region: str, start: int, end: int, block: bool) -> str | Non
         return "negated or bounded: " + " ".join(_BEFORE_ANSWER.search(before).group().split()).lower()
     clause = sentences.split(region[:start])[-1]  # "If $a>0$ the answer is": a condition with math opens it
     opening = re.match(r"\s*(?:\W\s*)?(\w+(?:\s+case)?)", clause)
+    if opening and re.fullmatch(r"Is|Are|Does|Do|Could|Can|Should|Would|Will", opening.group(1)):
+        return "a question"  # "Is the answer \\boxed{5}"
     condition = _CONDITION.search(sentences.split(after)[0]) or (
-        opening and _CONDITION.fullmatch(opening.group(1)) and _MATH_SPAN.search(clause) and opening)
+        opening and _CONDITION.fullmatch(opening.group(1)) and _CASE_SPLIT.search(clause) and opening)
     return f"conditional: {condition.group().strip().lower()}" if condition else None
 
 
@@ -258,7 +263,8 @@ def _revised(after: str, answer: str) -> bool:
     if not revision:
         return False
     stated = set(re.findall(r"\d+(?:\.\d+)?", answer.replace(",", "")))
-    later = re.findall(r"\d+(?:\.\d+)?", after[revision.end():].replace(",", ""))
+    sentence = max((m.end() for m in _SENTENCE_END.finditer(after, 0, revision.start())), default=0)
+    later = re.findall(r"\d+(?:\.\d+)?", after[sentence:].replace(",", ""))  # "$13$ works too": before the word
     return any(number not in stated for number in later)
 
 
@@ -384,8 +390,10 @@ def final_answer(completion: str, allow_or: bool = False, policy: str = "marked"
     words = _HEDGE.finditer(re.sub(r"\\text\{\s*(or)\s*\}", r" \1 ", text))
     allow_or = allow_or or or_joins_relations(text)
     hedge = next((w.group().lower() for w in words if not (allow_or and w.group().lower() == "or")), None)
+    remark = re.search(r"\(([^()]*[A-Za-z]{2,}[^()]*)\)\s*\}?$", text)  # "5 (low confidence)", "5 \\text{ (wrong)}"
+    hedge = hedge or (remark and _CONTEXT_HEDGE.search(remark.group(1)) and _CONTEXT_HEDGE.search(remark.group(1)).group())
     if hedge:
-        return Answer(None, f"hedged: {hedge}")
+        return Answer(None, f"hedged: {hedge.lower()}")
     return Answer(text)
 
 
