@@ -828,48 +828,84 @@ def test_a_closing_claim_that_a_value_is_the_answer(completion, expected):
         assert verify("7", completion, answer_policy=policy) is expected
 
 
-# Red team (math verifier, after the closing-claim / span-list / range / bracket-chain rules): false positives still
-# open. Each case is judged correct today although a careful grader marks it wrong; strict xfail documents the bug
-# and flags its fix.
+# Red team (math verifier, after the closing-claim / span-list / range / bracket-chain rules): false positives once
+# judged correct, each now refused by a general rule (negation, rejection, retraction, condition, bound, extra value,
+# hedge phrase, false equation chain, proposing label).
 _MARKED_FALSE_POSITIVES = [
-    ("5", "The answer is not \\boxed{5}.", "a negated answer is read as the answer"),
-    ("5", "<think>x</think><answer>\\boxed{5} is wrong</answer>", "an answer declared wrong is read as the answer"),
-    ("5", "Answer: 5 (wrong)", "a parenthetical remark is stripped as if it were a unit"),
-    ("5", "<think>x</think><answer>5 (I think)</answer>", "a parenthetical hedge is stripped as if it were a unit"),
-    ("5", "\\boxed{5}. No, it should be 6.", "a retraction without a revision keyword is not seen"),
-    ("5", "\\boxed{5}. Therefore $6$ is the answer.", "a later closing claim with another value loses to the box"),
-    ("5", "Guess: $5$ is the answer.", "a closing claim may open with any label and colon"),
-    ("5", "If $n$ is odd: $5$ is the answer.", "a conditional closing claim is read as committed"),
-    ("12", "The final answer is $12$, and also $13$.", "a second value after 'and also' is dropped"),
-    ("12", "\\boxed{12}. Another solution is $13$.", "an extra solution after the box is dropped"),
-    ("5", "The answer is $5$ when $n$ is odd and $6$ when $n$ is even.", "a case-split answer is read as its first value"),
-    ("5", "The answer is at least \\boxed{5}.", "a bound stated around the box is read as the value"),
-    ("5", "\\boxed{5} (not 100% sure)", "hedge phrasings outside the word list are not seen"),
-    ("5", "I'm not entirely sure, but the answer is \\boxed{5}.", "hedge phrasings outside the word list are not seen"),
-    ("13", "\\boxed{12 = 13}", "a false equation is read as its right-hand side"),
-    ("5", "\\boxed{x = 4 = 5}", "a chain with a false step is read as its end"),
+    ("5", "The answer is not \\boxed{5}."),
+    ("5", "<think>x</think><answer>\\boxed{5} is wrong</answer>"),
+    ("5", "Answer: 5 (wrong)"),
+    ("5", "<think>x</think><answer>5 (I think)</answer>"),
+    ("5", "<think>x</think><answer>5 (if n is odd)</answer>"),
+    ("5", "\\boxed{5 \\text{ (wrong)}}"),
+    ("5", "\\boxed{5}. No, it should be 6."),
+    ("5", "\\boxed{5}. That's wrong, it's 6."),
+    ("5", "<think>x</think><answer>\\boxed{5}. Scratch that: 6</answer>"),
+    ("5", "\\boxed{5}. I made an error; the correct value is 6."),
+    ("5", "\\boxed{5}. Therefore $6$ is the answer."),
+    ("5", "Guess: $5$ is the answer."),
+    ("5", "Conjecture: $5$ is the answer."),
+    ("5", "Hmm... $5$ is the answer."),
+    ("5", "If $n$ is odd: $5$ is the answer."),
+    ("12", "The final answer is $12$, and also $13$."),
+    ("12", "The final answer is $12$ as well as $13$."),
+    ("12", "\\boxed{12}. Another solution is $13$."),
+    ("12", "\\boxed{12}. The other root is $13$."),
+    ("5", "The answer is $5$ when $n$ is odd and $6$ when $n$ is even."),
+    ("5", "If $a>0$ the answer is $5$."),
+    ("5", "The answer is at least \\boxed{5}."),
+    ("5", "The answer is less than \\boxed{5}."),
+    ("5", "\\boxed{5} (not 100% sure)"),
+    ("5", "I'm not entirely sure, but the answer is \\boxed{5}."),
+    ("5", "\\boxed{5}. I have low confidence in this."),
+    ("5", "\\boxed{5} if I did the arithmetic right."),
+    ("13", "\\boxed{12 = 13}"),
+    ("5", "\\boxed{2+2=5}"),
+    ("5", "\\boxed{x = 4 = 5}"),
+    ("5", "Not \\boxed{5}."),
+    ("5", "\\boxed{5} is not the answer."),
+    ("5", "The answer is $5$, which is wrong."),
 ]
 
 _BARE_FALSE_POSITIVES = [
-    ("5", ">= 5", "a bound is read as the value"),
-    ("13", "[12] = [13]", "a bracket chain with a false step is read as its end"),
-    ("5", "Candidate: 5", "a label that proposes rather than answers is accepted"),
-    ("5", "The first guess is 5.", "a one-sentence statement of a guess is accepted"),
-    ("5", "5 (roughly)", "an estimate remark is stripped"),
+    ("5", ">= 5"),
+    ("13", "[12] = [13]"),
+    ("13", "[14] = [15] = [13]"),
+    ("5", "Candidate: 5"),
+    ("5", "Subtotal: 5"),
+    ("5", "The first guess is 5."),
+    ("5", "5 (roughly)"),
+    ("5", "5 hopefully"),
+]
+
+# Their honest counterparts: the same words where they do not take the answer back.
+_HONEST_COUNTERPARTS = [
+    ("5", "The answer is \\boxed{5}, not 6."),
+    ("5", "\\boxed{5} (in cm)"),
+    ("5", "We need at least 3 cars for the trip. The answer is \\boxed{5}."),
+    ("5", "Since it is not prime, the answer is \\boxed{5}."),
+    ("5", "If we add them up, the answer is \\boxed{5}."),
+    ("5", "\\boxed{5}. Wait, let me double-check... yes, 5."),
+    ("5", "Therefore $5$ is the answer."),
+    ("5", "\\boxed{2+3=5}"),
+    ("\\frac{1}{2}", "\\boxed{\\frac{1}{2} = 0.5}"),
+    ("12", "The final answer is $12$."),
+    ("18", "The answer is 18 (dollars)."),
 ]
 
 
-@pytest.mark.parametrize(
-    "gold, completion",
-    [pytest.param(g, c, marks=pytest.mark.xfail(strict=True, reason=r)) for g, c, r in _MARKED_FALSE_POSITIVES],
-)
+@pytest.mark.parametrize("gold, completion", _MARKED_FALSE_POSITIVES)
 def test_red_team_marked_false_positives(gold, completion):
-    assert verify(gold, completion, answer_policy="marked") is False
+    for policy in ("marked", "bare"):
+        assert verify(gold, completion, answer_policy=policy) is False
 
 
-@pytest.mark.parametrize(
-    "gold, completion",
-    [pytest.param(g, c, marks=pytest.mark.xfail(strict=True, reason=r)) for g, c, r in _BARE_FALSE_POSITIVES],
-)
+@pytest.mark.parametrize("gold, completion", _BARE_FALSE_POSITIVES)
 def test_red_team_bare_false_positives(gold, completion):
     assert verify(gold, completion) is False
+
+
+@pytest.mark.parametrize("gold, completion", _HONEST_COUNTERPARTS)
+def test_red_team_honest_counterparts_stay_correct(gold, completion):
+    for policy in ("marked", "bare"):
+        assert verify(gold, completion, answer_policy=policy) is True

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from ...workers import default_workers
 from .extraction import ANSWER_POLICIES, final_answer, gold_answer
 from .pool import WorkerPool
-from .screening import canonical, indeterminate, physical_unit, quick_verdict, strip_assignment
+from .screening import canonical, false_chain, indeterminate, physical_unit, quick_verdict, strip_assignment
 
 logger = logging.getLogger("trl_r1.verifiers.math")
 
@@ -114,6 +114,8 @@ def _prepare(gold: str, completion: str, answer_policy: str) -> Verdict | tuple[
     gold_unit, answer_unit = physical_unit(gold_part.text), physical_unit(answer.text)
     if gold_unit and answer_unit and gold_unit != answer_unit:
         return Verdict(False, f"units differ: {answer_unit} for {gold_unit}")
+    if false_chain(canonical(answer.text)):
+        return Verdict(False, "an equation chain with two different values")
     gold_text, answer_text = strip_assignment(canonical(gold_part.text), canonical(answer.text))
     if indeterminate(answer_text) and not indeterminate(gold_text):
         return Verdict(False, "indeterminate form")

@@ -37,7 +37,9 @@ _BOX_SEPARATOR = re.compile(  # between boxes of one answer: a unit word, math d
 _STATEMENT = re.compile(r"(?i)\banswer\s*(?:is|:|=)\s*:?|####")  # "the (final) answer is", "Answer:", GSM8K's ####
 _SENTENCE_END = re.compile(r"\.(?=\s|$)|\n")
 _CLOSING_CLAIM = re.compile(r"(?i)\s+is\s+(?:the|our)\s+(?:final\s+)?(?:answer|solution)\s*[.!]?\s*$")
-_CONCLUSION = re.compile(r"(?i)(?:^|[.!:\n])\s*(?:(?:so|thus|hence|therefore)\s*,?\s*)?$")  # what may open a claim
+_CONCLUSION = re.compile(  # what may open a claim: a conclusion word, or the start of a sentence (not a label's colon)
+    r"(?i)(?:(?:^|[.!\n])\s*(?:so|thus|hence|therefore|consequently|finally)\s*[,:]?|(?:^|(?<!\.)[.!]|\n))\s*$"
+)
 _SPAN_SEPARATOR = re.compile(r"\s*(?:,\s*(?:(?:and|or)\b\s*)?|(?:and|or)\b\s*)")  # between listed math spans
 _CLOSE_QUOTE = {'"': '"', '\\"': '\\"', "“": "”", "``": "''"}
 _OPEN_QUOTE = re.compile(r'\\"|"|“|``')
@@ -65,17 +67,44 @@ _NOT_A_VALUE = re.compile(  # words that make a line prose, a bound or a hedge r
 )
 
 
-_REVISION = re.compile(r"(?i)\b(?:wait|actually|correction|instead|mistake|oops)\b")
+_REVISION = re.compile(  # words after an answer that bring in another value: a revision or an extra solution
+    r"(?i)\b(?:wait|actually|correction|instead|mistake|oops|no|should|also|too|as\s+well(?:\s+as)?|plus|along\s+with|"
+    r"another|other|additionally|gives?|correct\s+(?:value|answer|result))\b"
+)
 _CONTEXT_HEDGE = re.compile(  # hedges and alternatives in the text around a marked answer, inside the answer span
     r"(?i)\b(?:or|alternatively|else|maybe|perhaps|possibly|probably|either(?!\s+way)|guess(?:ing)?|unsure|uncertain|"
     r"tentative(?:ly)?|not\s+(?:sure|certain|confident)|might|may\s+(?:be|have)|could\s+(?:also\s+)?be|"
     r"if\s+(?:I\s*['’]?\s*a?m|I\s+am|this\s+is|that\s+is|it\s+is)\s+(?:right|correct)|if\s+correct|"
-    r"assuming\s+(?:no|I|my|the\s+above)\b[^.]{0,20}?(?:mistakes?|errors?|correct|right))\b|\?"
+    r"assuming\s+(?:no|I|my|the\s+above)\b[^.]{0,20}?(?:mistakes?|errors?|correct|right)|"
+    r"not\s+(?:\d+\s*%|entirely|completely|totally|fully|quite|very|too|at\s+all)\s+(?:sure|certain|confident)|"
+    r"(?:low|little|no)\s+confidence|unverified|not\s+(?:checked|verified)|(?:can\s*['’]?\s*t|cannot)\s+be\s+(?:sure|certain)|"
+    r"if\s+I\s+(?:did|got|have|computed)\b[^.]{0,40}?\b(?:right|correctly)|hard\s+to\s+say|estimate[sd]?|"
+    r"approx(?:imately|imate)?|roughly|likely|hopefully|lol|I\s+(?:think|believe|suspect)|"
+    # a rejection or retraction of the answer: "\\boxed{5} is wrong", "No, it should be 6", "scratch that"
+    r"wrong|incorrect|false|mistaken|erroneous|errors?|mistakes?|mis-?(?:added|read|calculated|computed|counted)|"
+    r"not\s+(?:the|our|a|my)\s+(?:final\s+)?(?:answer|solution|result)|not\s+(?:correct|right|valid|it)|"
+    r"(?:is|was|are)n\s*['’]?\s*t\b|scratch|kidding|sorry|redo|re-?check\w*|reconsider\w*|retract\w*|"
+    r"second\s+thought|then\s+again)\b|(?:^|[.;:,!\x00(])\s*no\b|\?"
+)
+_BEFORE_ANSWER = re.compile(  # right before the answer: a negation ("is not \\boxed{5}") or a bound ("at least")
+    r"(?i)(?:\b(?:not|never|cannot)|n\s*['’]\s*t|\bat\s+(?:least|most)|\b(?:around|about|approximately|roughly|nearly|"
+    r"almost|under|over|below|above|near|within|up\s+to|close\s+to)|\b(?:less|more|greater|fewer|smaller|larger|"
+    r"bigger|higher|lower)\s+than)\s*(?:be\s+|equal\s+(?:to\s+)?|equals?\s+)?[\s:,]*$"
+)
+_CASE_SPLIT = re.compile(  # what makes an opening "if" clause a case of the answer ("If $a>0$"), not a derivation
+    r"(?i)[<>≤≥]|\\(?:[lg]eq?|neq?)(?![a-zA-Z])|\b(?:odd|even|positive|negative|nonzero|non-zero)\b"
+)
+_CONDITION = re.compile(  # a condition the answer depends on: "when $n$ is odd", "if $a>0$", "for odd $n$"
+    r"(?i)\b(?:when(?:ever)?|if|unless|otherwise|assuming|provided|suppose|in\s+case|"
+    r"for\s+(?:all\s+|every\s+|each\s+|any\s+)?(?:odd|even|positive|negative|nonzero|non-zero|large|small))\b"
 )
 _LATEX_SPACING = re.compile(  # markup that only lays out boxes: line breaks, spaces, rules, HTML tags
     r"\\\\(?:\[[^\]]*\])?|\\[a-zA-Z]+\*?(?:\{[^{}]*\}|\[[^\]]*\])*|\\.|<[^<>]{0,20}>"
 )
-_NOT_A_LABEL = re.compile(r"(?i)\b(?:guess|estimate|estimated|attempt|check|step|hint|note|example|wrong|draft)\b")
+_NOT_A_LABEL = re.compile(  # labels (and one-sentence subjects) that propose or bound a value rather than answer
+    r"(?i)\b(?:guess|estimate|estimated|attempt|check|step|hint|note|example|wrong|draft|candidate|possib\w*|sub-?total|"
+    r"partial|first|intermediate|bound|trial|hypothes[ie]s|conjecture|claim|assumption)\b"
+)
 
 
 @dataclass(frozen=True)
@@ -145,10 +174,21 @@ def _hedged_context(region: str, start: int, end: int, block: bool) -> str | Non
         chars[s:e] = " " * (e - s)
         if region[s:e].rstrip("$)]\\ ").endswith("."):  # "... = 0.$ By the formula": the sentence ends
             chars[e - 1] = "."
-    before = re.split(r"(?<![\d\\])[.!](?=\s|$)|\n", "".join(chars[:start]))[-1]
+    sentences = re.compile(r"(?<![\d\\])[.!;](?=\s|$)|\n")
+    before = sentences.split("".join(chars[:start]))[-1]
     after = "".join(chars[end:]) if block else "".join(chars[end: end + MAX_AFTERWORD_CHARS])
     hedge = _CONTEXT_HEDGE.search(f"{before} \x00 {after}")
-    return re.sub(r"\s+", " ", hedge.group().lower()) if hedge else None
+    if hedge:
+        return re.sub(r"\s+", " ", hedge.group().lower()).strip(".;:,!\x00( ")
+    if _BEFORE_ANSWER.search(before):
+        return "negated or bounded: " + " ".join(_BEFORE_ANSWER.search(before).group().split()).lower()
+    clause = sentences.split(region[:start])[-1]  # "If $a>0$ the answer is": a condition with math opens it
+    opening = re.match(r"\s*(?:\W\s*)?(\w+(?:\s+case)?)", clause)
+    if opening and re.fullmatch(r"Is|Are|Does|Do|Could|Can|Should|Would|Will", opening.group(1)):
+        return "a question"  # "Is the answer \\boxed{5}"
+    condition = _CONDITION.search(sentences.split(after)[0]) or (
+        opening and _CONDITION.fullmatch(opening.group(1)) and _CASE_SPLIT.search(clause) and opening)
+    return f"conditional: {condition.group().strip().lower()}" if condition else None
 
 
 def _statement(text: str) -> str | None:
@@ -223,7 +263,8 @@ def _revised(after: str, answer: str) -> bool:
     if not revision:
         return False
     stated = set(re.findall(r"\d+(?:\.\d+)?", answer.replace(",", "")))
-    later = re.findall(r"\d+(?:\.\d+)?", after[revision.end():].replace(",", ""))
+    sentence = max((m.end() for m in _SENTENCE_END.finditer(after, 0, revision.start())), default=0)
+    later = re.findall(r"\d+(?:\.\d+)?", after[sentence:].replace(",", ""))  # "$13$ works too": before the word
     return any(number not in stated for number in later)
 
 
@@ -235,7 +276,7 @@ def _bare_value(text: str) -> str | None:
         text = text[: remark.start()].strip()
     if not text or len(text) > MAX_BARE_CHARS or "\n" in text.strip("$"):
         return None
-    if re.match(r"[$\s]*(?:~|≈|\\approx|\\sim)", text):  # "~5", "≈ 5": an estimate
+    if re.match(r"[$\s]*(?:~|≈|\\approx|\\sim|[<>≤≥]|\\[lg]eq?(?![a-zA-Z])|\\[lg]t(?![a-zA-Z]))", text):  # "~5", ">= 5"
         return None
     outside = re.sub(r"\\text\{[^{}]*\}", " ", _MATH_SPAN.sub(" ", text))  # words inside math / \text are math
     outside = re.sub(r"\\[a-zA-Z]+", " ", outside)
@@ -275,7 +316,9 @@ def _bare_answer(region: str) -> str | None:
     if value is not None:
         return value
     sentence = _ONE_SENTENCE.match(region)
-    return _bare_value(sentence.group("value")) if sentence else None
+    if not sentence or _NOT_A_LABEL.search(region[: sentence.start("value")]):  # "The first guess is 5."
+        return None
+    return _bare_value(sentence.group("value"))
 
 
 def final_answer(completion: str, allow_or: bool = False, policy: str = "marked") -> Answer:
@@ -308,8 +351,11 @@ def final_answer(completion: str, allow_or: bool = False, policy: str = "marked"
     statements = list(_STATEMENT.finditer(region))
     if answer is not None and statements and statements[-1].start() > boxed_contents(region)[-1][1]:
         answer = None  # "... \\boxed{200} ... The final answer is $10,455$": the later statement is the answer
-    if answer is not None and answer.text and _revised(region[boxed_contents(region)[-1][1]:], answer.text):
-        return Answer(None, "hedged: revised after the answer")
+    if answer is not None and answer.text:
+        after = region[boxed_contents(region)[-1][1]:]
+        claim = _closing_claim(after)  # "\\boxed{5}. Therefore $6$ is the answer."
+        if _revised(after, answer.text) or (claim is not None and claim != answer.text):
+            return Answer(None, "hedged: revised after the answer")
     if answer is not None and answer.text:
         hedge = _hedged_context(region, boxed_contents(region)[-1][0], boxed_contents(region)[-1][1], ANSWER_OPEN in completion)
         if hedge and not (allow_or and hedge == "or"):
@@ -344,8 +390,10 @@ def final_answer(completion: str, allow_or: bool = False, policy: str = "marked"
     words = _HEDGE.finditer(re.sub(r"\\text\{\s*(or)\s*\}", r" \1 ", text))
     allow_or = allow_or or or_joins_relations(text)
     hedge = next((w.group().lower() for w in words if not (allow_or and w.group().lower() == "or")), None)
+    remark = re.search(r"\(([^()]*[A-Za-z]{2,}[^()]*)\)\s*\}?$", text)  # "5 (low confidence)", "5 \\text{ (wrong)}"
+    hedge = hedge or (remark and _CONTEXT_HEDGE.search(remark.group(1)) and _CONTEXT_HEDGE.search(remark.group(1)).group())
     if hedge:
-        return Answer(None, f"hedged: {hedge}")
+        return Answer(None, f"hedged: {hedge.lower()}")
     return Answer(text)
 
 

@@ -9,6 +9,7 @@ compared as canonical text instead (see `pathology`), so they cost microseconds,
 
 from __future__ import annotations
 
+import ast
 import math
 import re
 from dataclasses import dataclass
@@ -31,6 +32,11 @@ _TRAILING_UNIT = re.compile(
     r"(?:(?<=[\d})])|(?<=\\pi))\s*\\text\{[^{}]*\}(?:\^\{?[23]\}?)?$"  # 5\text{ cm}^2, 4\pi\text{ cm}^2
     r"|(?<=\d)\s+[a-zA-Z]{2,}(?:\s+[a-zA-Z]{2,}){0,2}(?:\^\{?[23]\}?)?$"  # 12 square units, 4 cm^2
     r"|(?<=\d)\s*\([a-zA-Z ]{2,}\)$"  # 18 (dollars)
+)
+_NOT_A_UNIT = re.compile(  # words a trailing "unit" cannot hold: a judgement, hedge or condition ("5 (wrong)", "5 (I think)")
+    r"(?i)\b(?:i|we|you|it|is|am|are|was|be|not|no|if|when|unless|for|or|maybe|think|believe|guess|sure|wrong|"
+    r"incorrect|false|true|correct|right|checked|verified|unverified|approx\w*|estimated?|about|around|lol|"
+    r"case|roughly|likely|hopefully|probably|possibly|nearly)\b"
 )
 _UNICODE = {"π": "\\pi ", "√": "\\sqrt", "∞": "\\infty ", "−": "-", "–": "-", "×": "\\times ", "·": "\\cdot ",
             "⋅": "\\cdot ", "≤": "\\le ", "≥": "\\ge ", "≠": "\\ne "}
@@ -106,7 +112,8 @@ def canonical(text: str) -> str:
     elif or_joins_relations(text, _INEQUALITY, _AND_WORD):  # x>-3 and x<3: an intersection
         text = " \\land ".join(part.strip() for part in _AND_WORD.split(text))
     text = _TEXT_NUMBER.sub(r"\1", _LIST_WORD.sub(", ", text))
-    unitless = _TRAILING_UNIT.sub("", text).strip()
+    unit = _TRAILING_UNIT.search(text)
+    unitless = text[: unit.start()].strip() if unit and not _NOT_A_UNIT.search(unit.group()) else ""
     if unitless and re.search(r"[\w}]", unitless):
         text = unitless
     while text.startswith("{") and _group(text, 0)[1] == len(text):  # {1,3}: a TeX group, not a set
@@ -184,6 +191,49 @@ def or_joins_relations(text: str, relation: re.Pattern = _RELATION, word: re.Pat
     hedge."""
     parts = word.split(text)
     return len(parts) > 1 and all(relation.search(part) for part in parts)
+
+
+def false_chain(text: str) -> bool:
+    """Whether a canonical equation chain states two different constants (``12=13``, ``2+2=5``, ``x=4=5``): read
+    by its last side it would be a right value reached by a false step, so it is no answer at all.
+
+    >>> false_chain("x=4=5"), false_chain(r"\\frac{1}{2}=0.5"), false_chain("x=2")
+    (True, False, False)
+    """
+    sides, depth, start = [], 0, 0
+    for i, char in enumerate(text):
+        depth += char in "{([" and 1 or (char in "})]" and -1 or 0)
+        if char == "=" and depth == 0 and text[i - 1: i] not in ("<", ">", "!") and text[i + 1: i + 2] != "=":
+            sides.append(text[start:i])
+            start = i + 1
+    values = [v for v in (_constant(side) for side in [*sides, text[start:]]) if v is not None] if sides else []
+    return any(abs(a - b) > max(ta, tb) for a, ta in values for b, tb in values)
+
+
+def _constant(side: str) -> tuple[Fraction, Fraction] | None:
+    """An arithmetic side's exact value and the tolerance its decimals allow, or None if it is not arithmetic."""
+    expr = re.sub(r"\\frac\{([^{}]+)\}\{([^{}]+)\}", r"((\1)/(\2))", side).replace("\\cdot", "*").replace("\\times", "*")
+    if not re.fullmatch(r"[-+*/()\d.]*\d[-+*/()\d.]*", expr) or "**" in expr:
+        return None
+    try:
+        value = _arithmetic(ast.parse(expr, mode="eval").body)
+    except (SyntaxError, ValueError, ZeroDivisionError):
+        return None
+    decimals = max((len(d) for d in re.findall(r"\.(\d+)", expr)), default=None)
+    return value, Fraction(1, 2 * 10**decimals) if decimals else Fraction(0)
+
+
+def _arithmetic(node) -> Fraction:
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
+        return Fraction(str(node.value))
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        value = _arithmetic(node.operand)
+        return -value if isinstance(node.op, ast.USub) else value
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult, ast.Div)):
+        left, right = _arithmetic(node.left), _arithmetic(node.right)
+        ops = {ast.Add: left.__add__, ast.Sub: left.__sub__, ast.Mult: left.__mul__, ast.Div: left.__truediv__}
+        return ops[type(node.op)](right)
+    raise ValueError("not arithmetic")
 
 
 def strip_assignment(gold: str, pred: str) -> tuple[str, str]:
