@@ -137,3 +137,38 @@ def test_generation_stops_at_the_end_of_turn_token(name, smoke_work_dir):
     for sample in samples:
         assert sample.finish_reason == "stop" and sample.num_tokens < 64
         assert sample.content == MATH_ANSWER  # the end-of-turn token stopped it and is not part of the text
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+def test_the_real_widths_train_a_qlora_step(name, tmp_path):
+    """The `smoke` size (the real config, 2 layers: real hidden size, head_dim, query/KV heads, vocabulary) loads
+    in 4 bit and trains LoRA on every linear layer with gradient checkpointing, on a chat-templated turn; the
+    recipes' smoke runs use the narrower `ci` size."""
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM, AutoTokenizer, BitsAndBytesConfig
+
+    from trl_r1.rehearsal.models import build_model
+
+    config = build_config(name, "smoke")
+    model_dir = build_model(name, tmp_path, size="smoke")
+    quantized = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True,
+                                   bnb_4bit_compute_dtype=torch.float32)
+    model = AutoModelForCausalLM.from_pretrained(model_dir, quantization_config=quantized, dtype=torch.float32)
+    model = get_peft_model(model, LoraConfig(r=16, lora_alpha=32, target_modules="all-linear"))
+    model.gradient_checkpointing_enable()
+    model.enable_input_require_grads()
+    attention = model.base_model.model.model.layers[0].self_attn
+    head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
+    assert type(attention.q_proj.base_layer).__name__ == "Linear4bit"
+    assert attention.q_proj.base_layer.in_features == config.hidden_size
+    assert attention.q_proj.base_layer.out_features == config.num_attention_heads * head_dim
+    assert attention.k_proj.base_layer.out_features == config.num_key_value_heads * head_dim
+    tok = AutoTokenizer.from_pretrained(model_dir)
+    turn = [{"role": "user", "content": "What is 3 + 4?"},
+            {"role": "assistant", "content": "<think>3 + 4 is 7.</think>\n<answer>7</answer>"}]
+    batch = tok.apply_chat_template(turn, return_tensors="pt", return_dict=True)
+    loss = model(**batch, labels=batch["input_ids"]).loss
+    loss.backward()
+    assert torch.isfinite(loss) and abs(loss.item() - torch.log(torch.tensor(float(config.vocab_size)))) < 2
+    lora_grads = [p.grad for n, p in model.named_parameters() if "lora_" in n and p.grad is not None]
+    assert lora_grads and any(g.abs().sum() > 0 for g in lora_grads)
