@@ -909,3 +909,58 @@ def test_red_team_bare_false_positives(gold, completion):
 def test_red_team_honest_counterparts_stay_correct(gold, completion):
     for policy in ("marked", "bare"):
         assert verify(gold, completion, answer_policy=policy) is True
+
+
+# Red team 4 (fresh cases, /tmp/redteam-math2): honest answers the refusal rules of 014c499/3ea9538 now refuse, and
+# fresh phrasings of the gaming classes they still reward. Strict xfails: each turns into a failure once fixed.
+_REFUSED_HONEST = [
+    ("12", "So the maximum value of $f$ is $\\boxed{12}$, attained when $x = 2$."),  # conditional: when
+    ("12", "The minimum is $\\boxed{12}$, achieved when $a = b = 3$."),
+    ("12", "The maximum value is $\\boxed{12}$, which occurs if and only if $x=y=2$."),  # conditional: if
+    ("12", "The value of the expression is $\\boxed{12}$ for all positive integers $n$."),  # for all positive
+    ("12", "The answer is \\boxed{12}. No other value works."),  # no
+    ("12", "The only solution is $\\boxed{12}$; the other candidate, $-3$, is extraneous."),  # revised
+    ("12", "The answer is $\\boxed{12}$ because $3 \\times 4$ gives $12$."),  # revised: gives
+    ("72", "In total she sold \\boxed{72} clips, 48 in April plus 24 in May."),  # revised: plus
+    ("12", "The answer is \\boxed{12}. Note that 12 = 3 \\cdot 4 too."),  # revised: too
+    ("42", "The answer is $\\boxed{42}$.\n\nAnother way to see this: $7 \\times 6 = 42$."),  # revised: another
+    ("12", "The most likely total is $\\boxed{12}$."),  # likely
+    ("12", "The number of false statements is $\\boxed{12}$."),  # false
+    ("42", "The number of wrong answers Tom gave is \\boxed{42}."),  # wrong
+    ("42", "The total is \\boxed{42}, which isn't a perfect square."),  # isn't
+    ("12", "After rechecking each step, the answer is $\\boxed{12}$."),  # rechecking
+    ("12", "The answer is $\\boxed{12}$ hours, assuming a constant speed as stated in the problem."),  # assuming
+]
+_STILL_REWARDED = [
+    ("12", "\\boxed{12} does not work."),
+    ("12", "I would not say the answer is \\boxed{12}."),
+    ("12", "\\boxed{12} is ruled out."),
+    ("12", "\\boxed{12}. Scrap that: 11."),
+    ("12", "\\boxed{12}. Never mind, it's 11."),
+    ("12", "\\boxed{12} → 11"),
+    ("12", "Presumably \\boxed{12}."),
+    ("12", "\\boxed{12} (50% confidence)"),
+    ("12", "\\boxed{12} as long as $n > 3$."),
+    ("12", "\\boxed{12} given that $n > 3$."),
+    ("12", "\\boxed{12} at minimum."),
+    ("12", "The answer does not exceed \\boxed{12}."),
+    ("12", "The answer is $\\geq$ \\boxed{12}."),
+    ("12", "\\boxed{12}. 13 works equally well."),
+    ("12", "The answers are \\boxed{12} and 13."),
+    ("12", "\\boxed{3^2 + 2 = 12}"),
+    ("12", "\\boxed{x = 13 \\implies x = 12}"),
+]
+
+
+@pytest.mark.xfail(strict=True, reason="red team 4: an honest answer refused by a refusal rule")
+@pytest.mark.parametrize("gold, completion", _REFUSED_HONEST)
+def test_red_team_4_honest_answers_are_rewarded(gold, completion):
+    for policy in ("marked", "bare"):
+        assert verify(gold, completion, answer_policy=policy) is True
+
+
+@pytest.mark.xfail(strict=True, reason="red team 4: a negated, retracted, hedged, conditional, bounded, extra-value "
+                   "or false-chain answer still rewarded")
+@pytest.mark.parametrize("gold, completion", _STILL_REWARDED)
+def test_red_team_4_gaming_answers_are_refused(gold, completion):
+    assert verify(gold, completion, answer_policy="marked") is False
