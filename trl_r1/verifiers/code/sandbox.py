@@ -2,12 +2,12 @@
 
 The sandbox (``bwrap``) gets new user, PID, network, IPC, UTS, mount and cgroup namespaces, a read-only
 ``/usr``, a size-limited tmpfs as its only writable place, an empty environment and a seccomp filter
-(no inet/netlink/packet sockets, no ptrace, mounts, keyrings, BPF, io_uring, new user namespaces, no limit or
-scheduling change to another process...). When
-the host runs as root, bwrap itself is started as an unprivileged uid taken from a pool of slots (one per
-live sandbox, locked across processes with ``flock``), so the sandbox has no host-root file access and
-``RLIMIT_NPROC`` bounds its processes; as an ordinary user it runs as that user. Inside, the trusted
-supervisor (``protocol.py`` + ``rlimits.py`` + ``supervisor.py``) forks one child per test under rlimits; see `Sandbox`.
+(no inet/netlink/packet sockets, no descriptor passing, no ptrace, mounts, keyrings, BPF, io_uring, new user
+namespaces, no limit or scheduling change to another process...). When the host runs as root, bwrap itself
+is started as an unprivileged uid taken from a pool of slots (one per live sandbox, locked across processes
+with ``flock``), so the sandbox has no host-root file access and ``RLIMIT_NPROC`` bounds its processes; as an
+ordinary user it runs as that user. Inside, the trusted supervisor (``protocol.py`` + ``rlimits.py`` +
+``supervisor.py``) forks one child per test under rlimits; see `Sandbox`.
 """
 
 from __future__ import annotations
@@ -79,6 +79,10 @@ _DENIED_SYSCALLS = (
     "mq_open", "mq_unlink", "mq_timedsend", "mq_timedreceive", "mq_notify", "mq_getsetattr",
     "memfd_create", "memfd_secret",
     "process_madvise",  # advice on another process's memory
+    # descriptors in flight (SCM_RIGHTS) outlive the processes the supervisor kills after each test: a socket
+    # or pty sent to itself keeps its abstract name or its bytes for the next test. Only fd passing needs
+    # these (send, sendto and the pipes of asyncio and multiprocessing's fork context do not)
+    "sendmsg", "sendmmsg",
 )
 # (syscall, [(argument index, the value that means "the caller itself")]): anything else is denied
 _PRIO_PROCESS, _IOPRIO_WHO_PROCESS = 0, 1
