@@ -181,7 +181,8 @@ def test_cannot_see_the_trainers_environment_or_home(monkeypatch, token):
         assert unsandboxed(monkeypatch, program, tests).pass_fraction == 1.0  # found in /proc/<pid>/environ
         report = run_tests(program, tests)
         assert report.pass_fraction == 0.0
-        assert report.results[0].detail.endswith("got \"['LANG', 'MALLOC_ARENA_MAX', 'PATH', 'PWD']\"")
+        assert report.results[0].detail.endswith(
+            "got \"['LANG', 'MALLOC_ARENA_MAX', 'MALLOC_MMAP_THRESHOLD_', 'MALLOC_TRIM_THRESHOLD_', 'PATH', 'PWD']\"")
     finally:
         trainer.kill()
         trainer.wait()
@@ -1061,72 +1062,142 @@ def test_an_objects_text_in_a_failure_message_fails_its_test_only():
         ("wrong_answer", "AssertionError: V!")]
 
 
-# Red team (round 3): state that outlives a test without moving the PID or inode counters or PID 1's limits.
-UNDETECTED_CARRIERS = {
-    # each test's process is a fork of the supervisor, which buffered, framed and freed the previous test's
-    # output: glibc raises its dynamic mmap threshold to the largest chunk it frees, and the fork inherits it
-    "PID 1's malloc state": textwrap.dedent("""
-        import sys
-        data = input()
-        if data == "?":
-            keep, heap = [], id(bytes(4096))
+# Red team (round 3): each test's process is a fork of the supervisor, which buffered, framed and freed the
+# previous test's output: glibc raised its dynamic mmap threshold to the largest block PID 1 freed, kept the
+# freed heap, and each fork inherited both (7-13 bits per job). What a test can see of PID 1's heap: the mmap
+# threshold, the address space left under RLIMIT_AS, where blocks of glibc's heap land.
+HEAP_VIEW = textwrap.dedent("""
+    import sys
+    data = input()
+    if data == "?":
+        keep, heap, threshold = [], id(bytes(4096)), 0
+        try:
             for size in range(128 << 10, 33 << 20, 64 << 10):
                 keep.append(bytes(size))
                 if abs(id(keep[-1]) - heap) > 1 << 40:  # mmapped: at or above the threshold inherited from PID 1
-                    print(size >> 20)
+                    threshold = size >> 20
                     break
-        else:
-            sys.stdout.write("x" * (int(data) << 20))
-    """),
+        except MemoryError:  # none below 32 MiB was mmapped: the threshold is fixed at glibc's maximum
+            threshold = 32
+        del keep
+        low, high = 0, 1 << 30  # the largest block RLIMIT_AS still allows, to 64 KiB
+        while high - low > 1 << 16:
+            middle = (low + high) // 2
+            try:
+                bytes(middle)
+                low = middle
+            except MemoryError:
+                high = middle
+        heap = id(bytes(600))  # a block of glibc's heap (pymalloc serves 512 bytes and less)
+        print(threshold, low >> 16, *[(id(bytes(size)) - heap) >> 4 for size in (2000, 40000, 1 << 20, 8 << 20)])
+    else:
+        sys.stdout.write("x" * (int(data) << 20))
+""")
+
+
+def test_no_state_carries_across_tests_through_pid_1s_heap():
+    tests = [stdio("3", "nothing"), stdio("?", "3")]  # the red team's carrier: the threshold read back
+    assert run_tests(HEAP_VIEW, tests[1:], timeout_s=5.0).pass_fraction == 0.0  # control: on its own, it fails
+    report = run_tests(HEAP_VIEW, tests, timeout_s=5.0)
+    assert [r.outcome.value for r in report.results] == ["wrong_answer", "wrong_answer"], report
+    # glibc's thresholds are fixed for the sandbox and PID 1 trims its heap after each reply: the next test's
+    # view is the same whatever the previous test printed (before: threshold 0 / 3 / 6, and less space left)
+    views = [in_one_sandbox(HEAP_VIEW, [size, "?"])[1] for size in ("0", "3", "6")]
+    assert views[0] == views[1] == views[2] and views[0][1], views
+
+
+# Red team (round 3): a descriptor in flight (sent over a unix socket, never received) outlives the processes
+# the supervisor kills after a test, and with it what it refers to. Each program prints the errno of the
+# call that fails ("1": EPERM from seccomp for sendmsg); (program, what test 1 plants, what test 2 reads back).
+IN_FLIGHT_CARRIERS = {
     # the network namespace outlives the test: an abstract unix socket whose only reference is its own
-    # descriptor in flight (sent to itself) keeps its name after its process is killed, until a unix socket
-    # is closed (the kernel's garbage collector then runs)
-    "an abstract unix socket in flight": textwrap.dedent("""
+    # descriptor in flight keeps its name after its process is killed, until a unix socket is closed (the
+    # kernel's garbage collector then runs); the next test probes the names with sendto
+    "an abstract unix socket in flight": (textwrap.dedent("""
         import array, socket
         data = input()
         probe = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) if data == "?" else None  # closing one runs the GC
-        for k in range(8):
-            name = b"\\0bit%d" % k
-            if data == "?":
-                try:
-                    probe.sendto(b"", name)
-                    print(k, end=" ")
-                except OSError:  # no such name: this bit was 0
-                    pass
-            elif int(data) >> k & 1:
-                s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-                s.bind(name)
-                s.sendmsg([b"x"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [s.fileno()]))], 0, name)
-                s.close()
+        try:
+            for k in range(8):
+                name = b"\\0bit%d" % k
+                if data == "?":
+                    try:
+                        probe.sendto(b"", name)
+                        print(k, end=" ")
+                    except OSError:  # no such name: this bit was 0
+                        pass
+                elif int(data) >> k & 1:
+                    s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+                    s.bind(name)
+                    fds = array.array("i", [s.fileno()])
+                    s.sendmsg([b"x"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds)], 0, name)
+                    s.close()
+        except OSError as exc:
+            print(exc.errno, end="")
         print()
-    """),
+    """), "37", "0 2 5"),  # 37 = 0b100101
     # the same, keeping a pty's master in flight: the next test opens /dev/pts/0 and reads any bytes written to it
-    "a pty kept in flight": textwrap.dedent("""
+    "a pty kept in flight": (textwrap.dedent("""
         import array, os, socket, tty
         data = input()
-        if data == "?":
-            print(os.read(os.open("/dev/pts/0", os.O_RDWR | os.O_NOCTTY | os.O_NONBLOCK), 100).decode())
-        else:
-            master, slave = os.openpty()
-            tty.setraw(slave)
-            os.write(master, data.encode())
-            keep = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-            keep.bind(b"\\0keep")
-            fds = array.array("i", [master, slave, keep.fileno()])
-            keep.sendmsg([b"x"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds)], 0, b"\\0keep")
-            os._exit(0)  # without closing a unix socket, which would run the kernel's garbage collector
-    """),
+        try:
+            if data == "?":
+                print(os.read(os.open("/dev/pts/0", os.O_RDWR | os.O_NOCTTY | os.O_NONBLOCK), 100).decode())
+            else:
+                master, slave = os.openpty()
+                tty.setraw(slave)
+                os.write(master, data.encode())
+                keep = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+                keep.bind(b"\\0keep")
+                fds = array.array("i", [master, slave, keep.fileno()])
+                keep.sendmsg([b"x"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds)], 0, b"\\0keep")
+                os._exit(0)  # without closing a unix socket, which would run the kernel's garbage collector
+        except OSError as exc:
+            print(exc.errno)
+    """), "1994", "1994"),
 }
 
 
-@pytest.mark.xfail(strict=True, reason="open (red team round 3): PID 1's heap, and descriptors kept in flight "
-                                       "(abstract unix socket names, ptys), carry state to the next test undetected")
-@pytest.mark.parametrize("carrier", sorted(UNDETECTED_CARRIERS))
-def test_no_state_carries_across_tests_through_pid_1s_memory_or_descriptors_in_flight(carrier):
-    program = UNDETECTED_CARRIERS[carrier]
-    secret, expected = {"PID 1's malloc state": ("3", "3"), "a pty kept in flight": ("1994", "1994")}.get(
-        carrier, ("37", "0 2 5"))  # 37 = 0b100101
-    tests = [stdio(secret, "nothing"), stdio("?", expected)]
-    assert run_tests(program, tests[1:], timeout_s=5.0).pass_fraction == 0.0  # control: on its own, it fails
-    report = run_tests(program, tests, timeout_s=5.0)
-    assert [r.outcome.value for r in report.results] == ["wrong_answer", "wrong_answer"], report
+def with_descriptor_passing(monkeypatch):
+    """The seccomp filter that still allowed sendmsg/sendmmsg (the old filter)."""
+    from trl_r1.verifiers.code import sandbox
+    monkeypatch.setattr(sandbox, "_DENIED_SYSCALLS",
+                        tuple(name for name in sandbox._DENIED_SYSCALLS if name not in ("sendmsg", "sendmmsg")))
+    return sandbox.seccomp_program.__wrapped__()
+
+
+@pytest.mark.parametrize("carrier", sorted(IN_FLIGHT_CARRIERS))
+def test_no_descriptor_kept_in_flight_carries_state_to_the_next_test(monkeypatch, carrier):
+    program, secret, expected = IN_FLIGHT_CARRIERS[carrier]
+    # control: under the old filter the next test reads the secret back, and the supervisor saw nothing to replace
+    assert in_one_sandbox(program, [secret, "?"], with_descriptor_passing(monkeypatch)) == [("", True),
+                                                                                          (expected, True)]
+    report = run_tests(program, [stdio(secret, "1"), stdio("?", expected)], timeout_s=5.0)
+    assert [r.outcome.value for r in report.results] == ["passed", "wrong_answer"], report  # sendmsg: EPERM
+
+
+def test_asyncio_and_a_multiprocessing_pool_work_in_the_sandbox():
+    """What honest programs use sockets and pipes for (asyncio's self-pipe and streams, a forked Pool's
+    queues) needs no descriptor passing."""
+    program = textwrap.dedent("""
+        import asyncio, multiprocessing, socket
+
+        def square(x):
+            return x * x
+
+        async def echo():
+            ours, theirs = socket.socketpair()
+            reader, writer = await asyncio.open_connection(sock=ours)
+            loop = asyncio.get_running_loop()
+            loop.call_soon_threadsafe(lambda: None)  # through the loop's self-pipe
+            await loop.run_in_executor(None, theirs.sendall, b"ping\\n")
+            line = await reader.readline()
+            writer.close()
+            theirs.close()
+            return line.decode().strip()
+
+        with multiprocessing.get_context("fork").Pool(2) as pool:
+            print(sum(pool.map(square, range(10))), asyncio.run(echo()))
+    """)
+    report = run_tests(program, [stdio("", "285 ping")], timeout_s=10.0)
+    assert report.pass_fraction == 1.0, report.results[0]

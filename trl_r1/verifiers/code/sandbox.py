@@ -2,12 +2,12 @@
 
 The sandbox (``bwrap``) gets new user, PID, network, IPC, UTS, mount and cgroup namespaces, a read-only
 ``/usr``, a size-limited tmpfs as its only writable place, an empty environment and a seccomp filter
-(no inet/netlink/packet sockets, no ptrace, mounts, keyrings, BPF, io_uring, new user namespaces, no limit or
-scheduling change to another process...). When
-the host runs as root, bwrap itself is started as an unprivileged uid taken from a pool of slots (one per
-live sandbox, locked across processes with ``flock``), so the sandbox has no host-root file access and
-``RLIMIT_NPROC`` bounds its processes; as an ordinary user it runs as that user. Inside, the trusted
-supervisor (``protocol.py`` + ``rlimits.py`` + ``supervisor.py``) forks one child per test under rlimits; see `Sandbox`.
+(no inet/netlink/packet sockets, no descriptor passing, no ptrace, mounts, keyrings, BPF, io_uring, new user
+namespaces, no limit or scheduling change to another process...). When the host runs as root, bwrap itself
+is started as an unprivileged uid taken from a pool of slots (one per live sandbox, locked across processes
+with ``flock``), so the sandbox has no host-root file access and ``RLIMIT_NPROC`` bounds its processes; as an
+ordinary user it runs as that user. Inside, the trusted supervisor (``protocol.py`` + ``rlimits.py`` +
+``supervisor.py``) forks one child per test under rlimits; see `Sandbox`.
 """
 
 from __future__ import annotations
@@ -79,6 +79,10 @@ _DENIED_SYSCALLS = (
     "mq_open", "mq_unlink", "mq_timedsend", "mq_timedreceive", "mq_notify", "mq_getsetattr",
     "memfd_create", "memfd_secret",
     "process_madvise",  # advice on another process's memory
+    # descriptors in flight (SCM_RIGHTS) outlive the processes the supervisor kills after each test: a socket
+    # or pty sent to itself keeps its abstract name or its bytes for the next test. Only fd passing needs
+    # these (send, sendto and the pipes of asyncio and multiprocessing's fork context do not)
+    "sendmsg", "sendmmsg",
 )
 # (syscall, [(argument index, the value that means "the caller itself")]): anything else is denied
 _PRIO_PROCESS, _IOPRIO_WHO_PROCESS = 0, 1
@@ -171,7 +175,8 @@ def _user_task_count(uid: int) -> int:
 
 
 # ------------------------------------------------------------------------------------------------ the sandbox
-_BOOTSTRAP = "import marshal, sys; exec(marshal.loads(bytes.fromhex(sys.argv[1])))"
+_BOOTSTRAP = "import marshal, sys; exec(marshal.loads(bytes.fromhex(''.join(sys.argv[1:-1]))))"
+ARG_CHUNK = 1 << 16  # Linux refuses any one argument over 128 KiB (MAX_ARG_STRLEN): the bytecode comes in pieces
 
 
 @functools.lru_cache(maxsize=None)
@@ -184,7 +189,9 @@ def supervisor_bytecode(python: str) -> str:
 
 
 def supervisor_command(python: str, config: dict) -> list[str]:
-    return [python, "-I", "-S", "-c", _BOOTSTRAP, supervisor_bytecode(python), marshal.dumps(config, 4).hex()]
+    code = supervisor_bytecode(python)
+    chunks = [code[i: i + ARG_CHUNK] for i in range(0, len(code), ARG_CHUNK)]
+    return [python, "-I", "-S", "-c", _BOOTSTRAP, *chunks, marshal.dumps(config, 4).hex()]
 
 
 def bwrap_command(limits: SandboxLimits, seccomp_fd: int, inner: list[str]) -> list[str]:
@@ -194,6 +201,9 @@ def bwrap_command(limits: SandboxLimits, seccomp_fd: int, inner: list[str]) -> l
         "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session", "--as-pid-1",
         "--clearenv", "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "LANG", "C.UTF-8",
         "--setenv", "MALLOC_ARENA_MAX", "2",  # glibc's per-thread arenas would use up RLIMIT_AS with few threads
+        # glibc's thresholds fixed at the values its dynamic ones reach (a fully warmed-up process): otherwise
+        # they rise with the largest block PID 1 frees (a test's output), and each test's fork inherits them
+        "--setenv", "MALLOC_MMAP_THRESHOLD_", str(32 << 20), "--setenv", "MALLOC_TRIM_THRESHOLD_", str(64 << 20),
         "--hostname", "sandbox",
         "--ro-bind", "/usr", "/usr",
         *(["--tmpfs", "/usr/local", "--remount-ro", "/usr/local"] if os.path.isdir("/usr/local") else []),  # host-local files
