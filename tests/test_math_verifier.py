@@ -911,9 +911,13 @@ def test_red_team_honest_counterparts_stay_correct(gold, completion):
         assert verify(gold, completion, answer_policy=policy) is True
 
 
-# Red team 4 (fresh cases, /tmp/redteam-math2): honest answers the refusal rules of 014c499/3ea9538 now refuse, and
-# fresh phrasings of the gaming classes they still reward. Strict xfails: each turns into a failure once fixed.
+# Red team 4 (fresh cases): honest answers the first refusal rules refused (a condition that only says where an
+# extremum is attained, a computation after the answer, judgement words in the problem's nouns), now rewarded; the
+# gaming phrasings the structural rules now refuse; and those still rewarded (strict xfails: each fails once fixed).
 _REFUSED_HONEST = [
+    ("12", "We need at least $\\boxed{12}$ chairs."),  # a quantity's own bound, not the answer's
+    ("3.14", "The circumference ratio is approximately $\\boxed{3.14}$."),  # a rounding
+    ("42", "The total is \\boxed{42}. This is roughly twice the original 21."),  # an estimate in a later sentence
     ("12", "So the maximum value of $f$ is $\\boxed{12}$, attained when $x = 2$."),  # conditional: when
     ("12", "The minimum is $\\boxed{12}$, achieved when $a = b = 3$."),
     ("12", "The maximum value is $\\boxed{12}$, which occurs if and only if $x=y=2$."),  # conditional: if
@@ -931,6 +935,14 @@ _REFUSED_HONEST = [
     ("12", "After rechecking each step, the answer is $\\boxed{12}$."),  # rechecking
     ("12", "The answer is $\\boxed{12}$ hours, assuming a constant speed as stated in the problem."),  # assuming
 ]
+_NOW_REFUSED = [
+    ("12", "\\boxed{12} as long as $n > 3$."),
+    ("12", "\\boxed{12} given that $n > 3$."),
+    ("12", "\\boxed{12} at minimum."),
+    ("12", "The answer is $\\geq$ \\boxed{12}."),
+    ("12", "\\boxed{12}; 13 is valid as well"),
+    ("12", "The maximum is \\boxed{12}, attained when $x > 2$, and 13 also works."),
+]
 _STILL_REWARDED = [
     ("12", "\\boxed{12} does not work."),
     ("12", "I would not say the answer is \\boxed{12}."),
@@ -940,11 +952,7 @@ _STILL_REWARDED = [
     ("12", "\\boxed{12} → 11"),
     ("12", "Presumably \\boxed{12}."),
     ("12", "\\boxed{12} (50% confidence)"),
-    ("12", "\\boxed{12} as long as $n > 3$."),
-    ("12", "\\boxed{12} given that $n > 3$."),
-    ("12", "\\boxed{12} at minimum."),
     ("12", "The answer does not exceed \\boxed{12}."),
-    ("12", "The answer is $\\geq$ \\boxed{12}."),
     ("12", "\\boxed{12}. 13 works equally well."),
     ("12", "The answers are \\boxed{12} and 13."),
     ("12", "\\boxed{3^2 + 2 = 12}"),
@@ -952,15 +960,20 @@ _STILL_REWARDED = [
 ]
 
 
-@pytest.mark.xfail(strict=True, reason="red team 4: an honest answer refused by a refusal rule")
 @pytest.mark.parametrize("gold, completion", _REFUSED_HONEST)
 def test_red_team_4_honest_answers_are_rewarded(gold, completion):
     for policy in ("marked", "bare"):
         assert verify(gold, completion, answer_policy=policy) is True
 
 
+@pytest.mark.parametrize("gold, completion", _NOW_REFUSED)
+def test_red_team_4_gaming_answers_are_refused(gold, completion):
+    for policy in ("marked", "bare"):
+        assert verify(gold, completion, answer_policy=policy) is False
+
+
 @pytest.mark.xfail(strict=True, reason="red team 4: a negated, retracted, hedged, conditional, bounded, extra-value "
                    "or false-chain answer still rewarded")
 @pytest.mark.parametrize("gold, completion", _STILL_REWARDED)
-def test_red_team_4_gaming_answers_are_refused(gold, completion):
+def test_red_team_4_gaming_answers_still_rewarded(gold, completion):
     assert verify(gold, completion, answer_policy="marked") is False

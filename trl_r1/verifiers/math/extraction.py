@@ -67,36 +67,68 @@ _NOT_A_VALUE = re.compile(  # words that make a line prose, a bound or a hedge r
 )
 
 
-_REVISION = re.compile(  # words after an answer that bring in another value: a revision or an extra solution
-    r"(?i)\b(?:wait|actually|correction|instead|mistake|oops|no|should|also|too|as\s+well(?:\s+as)?|plus|along\s+with|"
-    r"another|other|additionally|gives?|correct\s+(?:value|answer|result))\b"
+_RETRACTION = re.compile(  # words after an answer that take it back for another value ("Wait, actually it is 6")
+    r"(?i)\b(?:wait|actually|correction|instead|mistake|oops|should|correct\s+(?:value|answer|result))\b|"
+    r"(?:^|[.;:,!(])\s*no\b(?=\s*(?:[,.;:!—-]|$|wait|it|that|actually))"  # "No, it is 6", not "No other value works"
 )
-_CONTEXT_HEDGE = re.compile(  # hedges and alternatives in the text around a marked answer, inside the answer span
+_ADDITION = re.compile(  # words after an answer that may add a value to it: an extra solution ("$13$ works too")
+    r"(?i)\b(?:also|too|as\s+well(?:\s+as)?|plus|along\s+with|another|other|additionally|gives?)\b"
+)
+_JOINING = re.compile(r"(?i)plus|along with|as well as|gives?")  # additions that join what stands right before them to a value
+_REJECTED = re.compile(  # a clause that rejects the value it names ("the other root, $-3$, is extraneous")
+    r"(?i)\b(?:extraneous|rejected|reject|invalid|discard\w*|exclude[sd]?|ruled\s+out|fails?|impossible|"
+    r"does\s*n[o']?t\s+(?:work|satisfy)|not\s+(?:valid|allowed|a\s+solution))\b"
+)
+_ARITHMETIC = re.compile(  # a computation in prose or math ("12 = 3 \\cdot 4", "$12/3 = 4$", "48+24 = 72")
+    r"-?\d+(?:\.\d+)?(?:\s*(?:[-+*/=×·:]|\\(?:times|cdot|div)\b)\s*\(?-?\d+(?:\.\d+)?\)?)+"
+)
+_CONTEXT_HEDGE = re.compile(  # doubts and alternatives around a marked answer, before or after it, inside its span
     r"(?i)\b(?:or|alternatively|else|maybe|perhaps|possibly|probably|either(?!\s+way)|guess(?:ing)?|unsure|uncertain|"
     r"tentative(?:ly)?|not\s+(?:sure|certain|confident)|might|may\s+(?:be|have)|could\s+(?:also\s+)?be|"
     r"if\s+(?:I\s*['’]?\s*a?m|I\s+am|this\s+is|that\s+is|it\s+is)\s+(?:right|correct)|if\s+correct|"
     r"assuming\s+(?:no|I|my|the\s+above)\b[^.]{0,20}?(?:mistakes?|errors?|correct|right)|"
     r"not\s+(?:\d+\s*%|entirely|completely|totally|fully|quite|very|too|at\s+all)\s+(?:sure|certain|confident)|"
     r"(?:low|little|no)\s+confidence|unverified|not\s+(?:checked|verified)|(?:can\s*['’]?\s*t|cannot)\s+be\s+(?:sure|certain)|"
-    r"if\s+I\s+(?:did|got|have|computed)\b[^.]{0,40}?\b(?:right|correctly)|hard\s+to\s+say|estimate[sd]?|"
-    r"approx(?:imately|imate)?|roughly|likely|hopefully|lol|I\s+(?:think|believe|suspect)|"
-    # a rejection or retraction of the answer: "\\boxed{5} is wrong", "No, it should be 6", "scratch that"
-    r"wrong|incorrect|false|mistaken|erroneous|errors?|mistakes?|mis-?(?:added|read|calculated|computed|counted)|"
+    r"if\s+I\s+(?:did|got|have|computed)\b[^.]{0,40}?\b(?:right|correctly)|hard\s+to\s+say|"
+    r"if\s+memory\s+serves|hopefully|lol|I\s+(?:think|believe|suspect|suppose|reckon))\b|\?"
+)
+_APPROXIMATION = re.compile(  # an estimate, read in the answer's own sentence only ("This matches our estimate" later
+    # does not hedge it); "the most likely total" is a noun, "approximately 3.14" a rounding (see `_hedged_context`)
+    r"(?i)\b(?:estimate[sd]?|approx(?:imately|imate)?|roughly|(?<!most\s)(?<!least\s)likely)\b"
+)
+_REJECTION = re.compile(  # after the answer only: its rejection or retraction ("\\boxed{5} is wrong", "scratch that");
+    # before it these words belong to the problem ("the number of false statements", "after rechecking each step")
+    r"(?i)\b(?<!no\s)(?<!without\s)(?<!any\s)(?:wrong|incorrect|false|mistaken|erroneous|errors?|mistakes?|"
+    r"mis-?(?:added|read|calculated|computed|counted)|"
     r"not\s+(?:the|our|a|my)\s+(?:final\s+)?(?:answer|solution|result)|not\s+(?:correct|right|valid|it)|"
-    r"(?:is|was|are)n\s*['’]?\s*t\b|scratch|kidding|sorry|redo|re-?check\w*|reconsider\w*|retract\w*|"
-    r"second\s+thought|then\s+again)\b|(?:^|[.;:,!\x00(])\s*no\b|\?"
+    r"(?:is|was|are)n\s*['’]?\s*t\s+(?:correct|right|valid|true|it|the\s+(?:final\s+)?answer)|scratch|kidding|sorry|"
+    r"redo|re-?check\w*|reconsider\w*|retract\w*|second\s+thought|then\s+again)\b|"
+    r"(?:^|[.;:,!\x00(])\s*no\b(?=\s*(?:[,.;:!—-]|$|wait|it|that|actually))"
 )
-_BEFORE_ANSWER = re.compile(  # right before the answer: a negation ("is not \\boxed{5}") or a bound ("at least")
-    r"(?i)(?:\b(?:not|never|cannot)|n\s*['’]\s*t|\bat\s+(?:least|most)|\b(?:around|about|approximately|roughly|nearly|"
-    r"almost|under|over|below|above|near|within|up\s+to|close\s+to)|\b(?:less|more|greater|fewer|smaller|larger|"
-    r"bigger|higher|lower)\s+than)\s*(?:be\s+|equal\s+(?:to\s+)?|equals?\s+)?[\s:,]*$"
+_BEFORE_ANSWER = re.compile(  # right before the answer: a negation ("is not \\boxed{5}", "Not \\boxed{5}")
+    r"(?i)(?:\b(?:not|never|cannot)|n\s*['’]\s*t)\s*(?:be\s+|equal\s+(?:to\s+)?|equals?\s+)?[\s:,]*$"
 )
+_BOUND = re.compile(  # a bound or estimate the answer is stated as ("The answer is at least \\boxed{5}", "≥ \\boxed{5}"):
+    # after a copula, a colon or at the sentence's start, not a quantity's own ("We need at least 12 chairs")
+    r"(?i)(?:^|\b(?:is|are|was|were|be|equals?|answer|it\s*['’]\s*s)\b|[:=])\s*(?:\w+\s+)?\$?\s*"
+    r"(?P<bound>(?:at\s+(?:least|most)|around|about|approximately|roughly|nearly|almost|under|over|below|above|near|"
+    r"within|up\s+to|close\s+to|(?:no\s+)?(?:less|more|greater|fewer|smaller|larger|bigger|higher|lower)\s+than)"
+    r"\s*(?:equal\s+(?:to\s+)?|equals?\s+)?|>=?|<=?|≥|≤|\\[lg]eq?\b|\\[lg]t\b)[\s:,$]*$"
+)
+_BOUND_AFTER = re.compile(  # a bound right after the answer: "\\boxed{12}+", "\\boxed{12} at minimum", "12 or more"
+    r"(?i)^[\s,]*(?:\+|or\s+(?:more|fewer|less|greater|higher|lower|above|below)\b|"
+    r"at\s+(?:the\s+)?(?:least|most|minimum|maximum)\b|(?:minimum|maximum)\s*[.!]?\s*$)"
+)
+_ROUNDING = ("about", "around", "approximately", "roughly", "nearly", "almost", "near", "close to")  # of a decimal
 _CASE_SPLIT = re.compile(  # what makes an opening "if" clause a case of the answer ("If $a>0$"), not a derivation
     r"(?i)[<>≤≥]|\\(?:[lg]eq?|neq?)(?![a-zA-Z])|\b(?:odd|even|positive|negative|nonzero|non-zero)\b"
 )
 _CONDITION = re.compile(  # a condition the answer depends on: "when $n$ is odd", "if $a>0$", "for odd $n$"
-    r"(?i)\b(?:when(?:ever)?|if|unless|otherwise|assuming|provided|suppose|in\s+case|"
-    r"for\s+(?:all\s+|every\s+|each\s+|any\s+)?(?:odd|even|positive|negative|nonzero|non-zero|large|small))\b"
+    r"(?i)\b(?:when(?:ever)?|if|unless|otherwise|assuming|provided|suppos(?:e|ing)|in\s+(?:the\s+)?case|as\s+long\s+as|"
+    r"so\s+long\s+as|given\s+that|depending\s+on|for\s+(?:odd|even|positive|negative|nonzero|non-zero|large|small))\b"
+)
+_ATTAINED = re.compile(  # where an extremum is reached, not a case of the answer ("attained when $x = 2$")
+    r"(?i)\b(?:attained|achieved|reached|obtained|occurs|holds|equality)\s+(?:\w+\s+){0,2}$"
 )
 _LATEX_SPACING = re.compile(  # markup that only lays out boxes: line breaks, spaces, rules, HTML tags
     r"\\\\(?:\[[^\]]*\])?|\\[a-zA-Z]+\*?(?:\{[^{}]*\}|\[[^\]]*\])*|\\.|<[^<>]{0,20}>"
@@ -161,7 +193,8 @@ def _layout_only(between: str) -> bool:
     ``<br>``, `` | ``, `` / ``, ``\\mid``): then the boxes are listed side by side as one multi-valued answer, never
     read as the last box alone."""
     rest = _LATEX_SPACING.sub(" ", between)
-    return len(between) <= 200 and not re.search(r"[A-Za-z0-9]", rest) and not _REVISION.search(between)
+    return (len(between) <= 200 and not re.search(r"[A-Za-z0-9]", rest) and not _RETRACTION.search(between)
+        and not _ADDITION.search(between))
 
 
 def _hedged_context(region: str, start: int, end: int, block: bool) -> str | None:
@@ -177,18 +210,46 @@ def _hedged_context(region: str, start: int, end: int, block: bool) -> str | Non
     sentences = re.compile(r"(?<![\d\\])[.!;](?=\s|$)|\n")
     before = sentences.split("".join(chars[:start]))[-1]
     after = "".join(chars[end:]) if block else "".join(chars[end: end + MAX_AFTERWORD_CHARS])
-    hedge = _CONTEXT_HEDGE.search(f"{before} \x00 {after}")
+    own = f"{before} \x00 {sentences.split(after)[0]}"  # the answer's own sentence
+    approximation = _APPROXIMATION.search(own)
+    if approximation and (re.search(r"\d\.\d", region[start:end]) or re.search(r"(?i)\bexact", own)):
+        approximation = None  # "approximately $\\boxed{3.14}$" states a rounding; "(which is exact here)" no estimate
+    hedge = _CONTEXT_HEDGE.search(f"{before} \x00 {after}") or approximation or _REJECTION.search(f"\x00 {after}")
     if hedge:
         return re.sub(r"\s+", " ", hedge.group().lower()).strip(".;:,!\x00( ")
     if _BEFORE_ANSWER.search(before):
-        return "negated or bounded: " + " ".join(_BEFORE_ANSWER.search(before).group().split()).lower()
-    clause = sentences.split(region[:start])[-1]  # "If $a>0$ the answer is": a condition with math opens it
-    opening = re.match(r"\s*(?:\W\s*)?(\w+(?:\s+case)?)", clause)
+        return "negated: " + " ".join(_BEFORE_ANSWER.search(before).group().split()).lower()
+    clause = sentences.split(region[:start])[-1]  # unmasked: "The answer is $\\geq$ \\boxed{5}"
+    bound = _BOUND.search(clause)
+    bound = bound and " ".join(bound.group("bound").split()).lower()
+    if bound and not (bound in _ROUNDING and re.search(r"\d\.\d", region[start:end])):  # "approximately 3.14"
+        return f"bounded: {bound}"
+    if _BOUND_AFTER.match(region[end:]):
+        return "bounded: " + " ".join(_BOUND_AFTER.match(region[end:]).group().strip(" ,").split()).lower()
+    opening = re.match(r"\s*(?:\W\s*)?(\w+(?:\s+case)?)", clause)  # "If $a>0$ the answer is": a case opens it
     if opening and re.fullmatch(r"Is|Are|Does|Do|Could|Can|Should|Would|Will", opening.group(1)):
         return "a question"  # "Is the answer \\boxed{5}"
-    condition = _CONDITION.search(sentences.split(after)[0]) or (
+    condition = _case_after(region[end:]) or (
         opening and _CONDITION.fullmatch(opening.group(1)) and _CASE_SPLIT.search(clause) and opening)
     return f"conditional: {condition.group().strip().lower()}" if condition else None
+
+
+def _judgement(text: str) -> re.Match | None:
+    """A hedge, estimate or rejection in a remark on the answer ("5 (I think)", "5 (wrong)", "5 (approx.)")."""
+    return _CONTEXT_HEDGE.search(text) or _APPROXIMATION.search(text) or _REJECTION.search(text)
+
+
+def _case_after(rest: str) -> re.Match | None:
+    """A condition after the answer, in its sentence, that makes it one case of several ("\\boxed{5} when $n$ is
+    odd", "$5$ if $x>0$ and $-5$ otherwise"): one with a relation or parity in it, or that names the other case.
+    Where an extremum is attained ("attained when $x = 2$") or what holds for all $n$ is no case split."""
+    sentence = re.split(r"(?<![\d\\])[.!;](?=\s|$)|\n", rest)[0]
+    for condition in _CONDITION.finditer(sentence):
+        if _ATTAINED.search(sentence[: condition.start()]):
+            continue
+        if re.match(r"(?i)otherwise|depending|for\s", condition.group()) or _CASE_SPLIT.search(sentence[condition.end():]):
+            return condition
+    return None
 
 
 def _statement(text: str) -> str | None:
@@ -246,7 +307,7 @@ def _copula_value(sentence: str) -> str:
     closing remark in parentheses ("42 (since 6 times 7 is 42)" -> "42"); in a worded statement without math, its
     one number ("Jane started growing it 3 hours ago" -> "3")."""
     remark = _REMARK.search(sentence.strip())
-    sentence = sentence.strip()[: remark.start()] if remark and not _CONTEXT_HEDGE.search(remark.group()) else sentence.strip()
+    sentence = sentence.strip()[: remark.start()] if remark and not _judgement(remark.group()) else sentence.strip()
     copula = list(re.finditer(r"\bis\b", sentence))
     value = sentence[copula[-1].end():].strip() if copula and sentence[copula[-1].end():].strip() else sentence
     numbers = re.findall(r"(?<![\w.])-?\d[\d,]*(?:\.\d+)?%?(?![\w.])", value)
@@ -257,22 +318,36 @@ def _copula_value(sentence: str) -> str:
 
 
 def _revised(after: str, answer: str) -> bool:
-    """Whether the text after the answer takes it back with another value ("Wait, actually it is 6"); a check that
-    repeats the answer ("Wait, let me double-check... yes, 5.") does not."""
-    revision = _REVISION.search(after)
-    if not revision:
-        return False
+    """Whether the text after the answer takes it back for another value ("Wait, actually it is 6") or adds one to it
+    ("$13$ works too", "Another solution is $13$"); a check that repeats the answer ("Wait, let me double-check...
+    yes, 5."), a computation ("which also gives $12/3 = 4$") or a rejected value ("the other root, $-3$, is
+    extraneous") does not."""
     stated = set(re.findall(r"\d+(?:\.\d+)?", answer.replace(",", "")))
-    sentence = max((m.end() for m in _SENTENCE_END.finditer(after, 0, revision.start())), default=0)
-    later = re.findall(r"\d+(?:\.\d+)?", after[sentence:].replace(",", ""))  # "$13$ works too": before the word
-    return any(number not in stated for number in later)
+    retraction = _RETRACTION.search(after)
+    if retraction:
+        sentence = max((m.end() for m in _SENTENCE_END.finditer(after, 0, retraction.start())), default=0)
+        if any(n not in stated for n in re.findall(r"\d+(?:\.\d+)?", after[sentence:].replace(",", ""))):
+            return True
+    for addition in _ADDITION.finditer(after):
+        if _JOINING.fullmatch(" ".join(addition.group().split())) and re.search(r"\d", after[: addition.start()]):
+            continue  # "\\boxed{72} clips, 48 in April plus 24 in May": it joins other values, not the answer
+        sentence = max((m.end() for m in _SENTENCE_END.finditer(after, 0, addition.start())), default=0)
+        if any(n not in stated for n in _offered(after[sentence:])):  # "$13$ works too": before the word
+            return True
+    return False
+
+
+def _offered(text: str) -> list[str]:
+    """The numbers `text` offers as values: not those in a computation or in a clause that rejects them."""
+    clauses = [c for c in re.split(r"[.;\n]", text) if not _REJECTED.search(c)]
+    return re.findall(r"\d+(?:\.\d+)?", _ARITHMETIC.sub(" ", " ".join(clauses).replace(",", "")))
 
 
 def _bare_value(text: str) -> str | None:
     """`text` when it is nothing but a value (math, a number with a unit, a short text answer), else None."""
     text = text.strip().rstrip(".").strip()
     remark = _REMARK.search(text)  # "12 (since 3 times 4 is 12)"
-    if remark and not _CONTEXT_HEDGE.search(remark.group()):
+    if remark and not _judgement(remark.group()):
         text = text[: remark.start()].strip()
     if not text or len(text) > MAX_BARE_CHARS or "\n" in text.strip("$"):
         return None
@@ -391,7 +466,7 @@ def final_answer(completion: str, allow_or: bool = False, policy: str = "marked"
     allow_or = allow_or or or_joins_relations(text)
     hedge = next((w.group().lower() for w in words if not (allow_or and w.group().lower() == "or")), None)
     remark = re.search(r"\(([^()]*[A-Za-z]{2,}[^()]*)\)\s*\}?$", text)  # "5 (low confidence)", "5 \\text{ (wrong)}"
-    hedge = hedge or (remark and _CONTEXT_HEDGE.search(remark.group(1)) and _CONTEXT_HEDGE.search(remark.group(1)).group())
+    hedge = hedge or (remark and _judgement(remark.group(1)) and _judgement(remark.group(1)).group())
     if hedge:
         return Answer(None, f"hedged: {hedge.lower()}")
     return Answer(text)
