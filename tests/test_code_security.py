@@ -985,6 +985,26 @@ def test_no_bit_carries_across_tests_through_the_sandbox_being_replaced():
     assert [r.outcome.value for r in report.results] == ["wrong_answer", "wrong_answer"], report
 
 
+
+@pytest.mark.xfail(strict=True, reason="known limit (red team 3): a test's duration is read by the next test against "
+                                       "a timestamp fixed when the sandbox started (bwrap's /dev): several bits per test")
+def test_no_value_carries_across_tests_through_how_long_a_test_took():
+    program = textwrap.dedent("""
+        import os, time
+        SLOT = 0.25
+        def elapsed():  # since bwrap made /dev, i.e. since the sandbox started (no test can change it)
+            return (time.time_ns() - os.stat("/dev").st_mtime_ns) / 1e9
+        def to_roman(n):  # implements nothing: ends when (n + 1) slots have passed since the sandbox started
+            time.sleep(max(0.0, (n + 1) * SLOT + 0.02 - elapsed()))
+            return "?"
+        def from_roman(s):
+            return int(elapsed() // SLOT) - 1
+    """)
+    tests = [check("assert to_roman(3) == 'III'"), check("assert from_roman('III') == 3")]
+    assert run_tests(program, tests[1:]).pass_fraction == 0.0  # control: on its own, the second test fails
+    report = run_tests(program, tests)
+    assert [r.outcome.value for r in report.results] == ["wrong_answer", "wrong_answer"], report
+
 def test_honest_objects_format_and_convert_as_in_a_plain_interpreter():
     program = textwrap.dedent("""
         class V:
