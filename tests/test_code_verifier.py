@@ -354,6 +354,8 @@ def test_cpp_is_compiled_once_and_run_per_test():
     tamper = ('#include <cstdio>\nint main(){ if (fopen("/tmp/state", "r")) { puts("stale"); return 0; }\n'
               '  fclose(fopen("/tmp/state", "w")); remove("main"); puts("fresh"); }')  # deletes its own binary
     assert run_tests(tamper, [stdio("", "fresh")] * 3, language="cpp").pass_fraction == 1.0
+    surrogate = '#include <cstdio>\n// \ud800 from a bad decode\nint main(){ puts("ok"); }'  # text, not the judge's fault
+    assert outcomes(run_tests(surrogate, [stdio("", "ok")], language="cpp")) == ["passed"]
 
 
 # ------------------------------------------------------------------------------------------------ pool

@@ -85,7 +85,7 @@ class Supervisor:
         build_dir = os.path.join(self.scratch, ".build")
         os.makedirs(build_dir, exist_ok=True)
         source_path, binary_path = os.path.join(build_dir, "main.cpp"), os.path.join(build_dir, "main")
-        with open(source_path, "w") as f:
+        with open(source_path, "w", encoding="utf-8", errors="replace") as f:  # a lone surrogate is not our crash
             f.write(self.source)
         pid, stderr_r = self._fork_compiler(request["compile"] + [source_path, "-o", binary_path], request["compile_timeout_s"])
         watch = Watch(pid, None, None, stderr_r, None, None, time.monotonic() + request["compile_timeout_s"], 0)
