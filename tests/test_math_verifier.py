@@ -894,23 +894,6 @@ _HONEST_COUNTERPARTS = [
 ]
 
 
-@pytest.mark.parametrize("gold, completion", _MARKED_FALSE_POSITIVES)
-def test_red_team_marked_false_positives(gold, completion):
-    for policy in ("marked", "bare"):
-        assert verify(gold, completion, answer_policy=policy) is False
-
-
-@pytest.mark.parametrize("gold, completion", _BARE_FALSE_POSITIVES)
-def test_red_team_bare_false_positives(gold, completion):
-    assert verify(gold, completion) is False
-
-
-@pytest.mark.parametrize("gold, completion", _HONEST_COUNTERPARTS)
-def test_red_team_honest_counterparts_stay_correct(gold, completion):
-    for policy in ("marked", "bare"):
-        assert verify(gold, completion, answer_policy=policy) is True
-
-
 # Red team 4 (fresh cases): honest answers the first refusal rules refused (a condition that only says where an
 # extremum is attained, a computation after the answer, judgement words in the problem's nouns), now rewarded; the
 # gaming phrasings the structural rules now refuse; and those still rewarded (strict xfails: each fails once fixed).
@@ -960,16 +943,21 @@ _STILL_REWARDED = [
 ]
 
 
-@pytest.mark.parametrize("gold, completion", _REFUSED_HONEST)
-def test_red_team_4_honest_answers_are_rewarded(gold, completion):
-    for policy in ("marked", "bare"):
-        assert verify(gold, completion, answer_policy=policy) is True
-
-
-@pytest.mark.parametrize("gold, completion", _NOW_REFUSED)
-def test_red_team_4_gaming_answers_are_refused(gold, completion):
+@pytest.mark.parametrize("gold, completion", _MARKED_FALSE_POSITIVES + _NOW_REFUSED)
+def test_red_team_marked_false_positives(gold, completion):
     for policy in ("marked", "bare"):
         assert verify(gold, completion, answer_policy=policy) is False
+
+
+@pytest.mark.parametrize("gold, completion", _BARE_FALSE_POSITIVES)
+def test_red_team_bare_false_positives(gold, completion):
+    assert verify(gold, completion) is False
+
+
+@pytest.mark.parametrize("gold, completion", _HONEST_COUNTERPARTS + _REFUSED_HONEST)
+def test_red_team_honest_answers_stay_correct(gold, completion):
+    for policy in ("marked", "bare"):
+        assert verify(gold, completion, answer_policy=policy) is True
 
 
 @pytest.mark.xfail(strict=True, reason="red team 4: a negated, retracted, hedged, conditional, bounded, extra-value "
