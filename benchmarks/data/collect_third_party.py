@@ -9,7 +9,12 @@ recorded in every case's ``where``. Verdicts are the ones the tests assert, exce
 completion gives its answer: ``marked`` (box, answer block, "the answer is"), ``bare`` (only an answer, or a closing
 answer line) or ``prose`` (the answer is somewhere in running text, which the verifier never reads by design).
 """
-import ast, json, os, re, subprocess, sys
+import ast
+import json
+import os
+import re
+import subprocess
+import sys
 
 M = os.environ.get("MIRRORS", "/work/.mirror")
 def show(repo, path):
@@ -194,4 +199,5 @@ with open(out, "w") as f:
     for row in cases:
         f.write(json.dumps(row, ensure_ascii=False) + "\n")
 from collections import Counter
+
 print(len(cases), Counter((c["source"], c["kind"]) for c in cases))

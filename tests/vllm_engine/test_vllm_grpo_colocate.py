@@ -41,9 +41,8 @@ class LowTokenShare:
 
 @pytest.fixture
 def colocate_on_cpu(monkeypatch):
-    from vllm import LLM
-
     import trl.generation.vllm_generation as vllm_generation
+    from vllm import LLM
 
     monkeypatch.setattr(vllm_generation, "LLM", functools.partial(LLM, enforce_eager=True))
     monkeypatch.setattr(vllm_generation.VLLMGeneration, "sync_weights", _cpu_sync_weights)

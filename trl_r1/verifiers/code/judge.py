@@ -32,11 +32,26 @@ from typing import Any
 
 from .languages import Language, resolve_language
 from .protocol import (
-    CONTAINERS, HEADER_SIZE, STARTED, decode_scalar, encode_scalar, pack_verdict, read_frame, write_all,
+    CONTAINERS,
+    HEADER_SIZE,
+    STARTED,
+    decode_scalar,
+    encode_scalar,
+    pack_verdict,
+    read_frame,
+    write_all,
 )
 from .rlimits import lower_limit
 from .runner import (
-    GRACE_S, MAX_ITERATED_BYTES, MAX_REPLY_BYTES, START_TIMEOUT_S, Outcome, TestCase, TestResult, _short, outputs_match,
+    GRACE_S,
+    MAX_ITERATED_BYTES,
+    MAX_REPLY_BYTES,
+    START_TIMEOUT_S,
+    Outcome,
+    TestCase,
+    TestResult,
+    _short,
+    outputs_match,
 )
 from .sandbox import Sandbox, SandboxLimits, SandboxLost, SandboxUnavailable
 

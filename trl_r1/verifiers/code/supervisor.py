@@ -33,8 +33,16 @@ import time
 
 if __package__:  # imported as a module (for reading); in the sandbox protocol.py's and rlimits.py's text precede it
     from .protocol import (
-        CHILD_FRAME, CONTAINERS, HEADER_SIZE, STDERR_TAIL, SUPERVISOR_FRAME, decode_scalar, encode_scalar, json_frame,
-        read_frame, write_all,
+        CHILD_FRAME,
+        CONTAINERS,
+        HEADER_SIZE,
+        STDERR_TAIL,
+        SUPERVISOR_FRAME,
+        decode_scalar,
+        encode_scalar,
+        json_frame,
+        read_frame,
+        write_all,
     )
     from .rlimits import lower_limit
 
