@@ -3,6 +3,8 @@
     python benchmarks/math_verifier.py [--cases benchmarks/data/math_cases.jsonl] [--show-errors]
     python benchmarks/math_verifier.py --cases benchmarks/data/math_third_party.jsonl   # other projects' suites
     python benchmarks/math_verifier.py --cases benchmarks/data/math_red_team_2.jsonl    # red team 2's probes
+    python benchmarks/math_verifier.py --cases benchmarks/data/math_red_team_3.jsonl    # red teams 3 and 4
+    python benchmarks/math_verifier.py --cases benchmarks/data/math_red_team_4.jsonl
 
 Cases are (gold, completion, label) rows: published grader test cases (Math-Verify's tests and issues, the
 Hendrycks/Qwen graders) rewritten as model-style completions, MATH-500-style bare-LaTeX golds, GSM8K-style golds
@@ -19,6 +21,11 @@ checked with ``answer_policy="marked"``; one that is only an answer with ``"bare
 already here dropped): MATH/GSM8K/AIME/AMC/Minerva/Olympiad-style answers, R1-style outputs and gaming probes
 (hedges around a box, boxes split by layout), each with the red team's label and policy; a ``note`` marks the
 labels that are debatable, kept as the red team wrote them.
+
+``math_red_team_3.jsonl`` (438 cases: 351 wrong answers dressed as right ones, 87 honest ones) and
+``math_red_team_4.jsonl`` (192 honest R1-style completions, 144 gaming phrasings) are the third and fourth red
+teams' fresh cases, written after the verifier; each case appears twice, checked with ``"marked"`` (the RL
+reward) and with ``"bare"``.
 
 Both sides check the cases one after another in one process each: ours with one sympy worker process
 (`workers=1`), math-verify in a child process whose main thread runs its SIGALRM timeouts. math-verify can hang
