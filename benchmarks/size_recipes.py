@@ -2,16 +2,20 @@
 
 For each `recipes/<model>/{math,code}.yaml` the RL settings are read from the file (LoRA on a 4-bit or bf16
 base, TRL's vLLM colocate mode with its `vllm_gpu_memory_utilization` and sleep mode, or transformers
-generation). The header lists, per card (24/48/80 GB), the longest completion and then the largest micro-batch
-whose projected GRPO peak fits (and, with vLLM, whose prompt + completion vLLM's KV cache holds), the projected
-SFT peak of the cold-start settings, and the rejection-sampling and evaluation passes: vLLM's budget when `auto`
-picks vLLM (and whether vLLM can start there), and the transformers fallback's peak. The file itself is set to
-the 24 GB row (rl.max_completion_length, rl.per_device_train_batch_size and gradient_accumulation_steps for 32
-completions per step, rl.vllm_max_model_length = prompt + completion, rejection_sampling / evaluation
-max_new_tokens, and their vLLM budget: vllm_gpu_memory_utilization PASS_VLLM_UTILIZATION and
-vllm_max_model_length = prompt + max_new_tokens) and to the largest rejection_sampling / evaluation batch_size whose
-transformers fallback fits (in bf16, else rejection sampling loads the base in 4-bit). Only those lines change, so other keys are
-untouched.
+generation; vLLM on a 4-bit base means vLLM serves it with the adapter unmerged, the only way TRL can generate
+with vLLM for a 4-bit base). The header lists, per card (24/48/80 GB), the longest completion and then the
+largest micro-batch whose projected GRPO peak fits (and, with vLLM, whose prompt + completion vLLM's KV cache
+holds); the SFT stages' longest `max_length` and largest micro-batch (`sft_fits`: the fused log-prob head, no
+full logits); and the rejection-sampling and evaluation passes: vLLM's budget when `auto` picks vLLM (and
+whether vLLM can start there), and the transformers fallback's peak. Every figure is a projection of the
+formula (calibrated on the GPU points of benchmarks/data/gpu_points.jsonl); docs/memory.md says how measured
+figures from benchmarks/gpu.py replace them. The file itself is set to the 24 GB row (rl.max_completion_length,
+rl.per_device_train_batch_size and gradient_accumulation_steps for 32 completions per step,
+rl.vllm_max_model_length = prompt + completion, the SFT stages' max_length, per_device_train_batch_size and
+gradient_accumulation_steps for 16 sequences per step, rejection_sampling / evaluation max_new_tokens, and their
+vLLM budget: vllm_gpu_memory_utilization PASS_VLLM_UTILIZATION and vllm_max_model_length = prompt +
+max_new_tokens) and to the largest rejection_sampling / evaluation batch_size whose transformers fallback fits
+(in bf16, else rejection sampling loads the base in 4-bit). Only those lines change, so other keys are untouched.
 
     python benchmarks/size_recipes.py          # rewrite the recipes
     python benchmarks/size_recipes.py --check  # exit 1 if a recipe is out of date
@@ -25,19 +29,20 @@ from pathlib import Path
 
 from trl_r1.pipeline.memory import (
     CARDS_GB,
-    MAX_CALIBRATION_ERROR,
+    MAX_GPU_CALIBRATION_ERROR,
     USABLE_FRACTION,
     GenerationSettings,
     GRPOSettings,
     estimate_generation_peak,
-    estimate_sft_peak,
     fits,
     model_shapes,
+    sft_fits,
     vllm_kv_tokens,
+    vllm_lora_bytes,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
-HEADER_START, HEADER_END = "# Expected peak GPU memory", "# batch), then max_completion_length."
+HEADER_START, HEADER_END = "# Expected peak GPU memory", "# gradient_accumulation_steps to keep the batch), then"
 PROMPT = GRPOSettings().max_prompt_length  # prompt tokens assumed (TRL 1.16 does not truncate prompts)
 RS_BATCHES, EVAL_BATCHES = (8, 4, 2, 1), (16, 8, 4, 2, 1)  # from the configs' defaults down
 # vLLM's share of the card in the rejection-sampling and evaluation passes, which run alone on the GPU after training
@@ -49,9 +54,11 @@ def rl_settings(data: dict) -> GRPOSettings:
     """The GRPO settings that move the peak, as the recipe's `rl` section sets them."""
     rl, model = data["rl"], data["model"]
     vllm = bool(rl.get("use_vllm")) and rl.get("vllm_mode", "colocate") == "colocate"
-    return GRPOSettings(lora_r=model.get("lora_r", 16), load_in_4bit=rl.get("load_in_4bit", model.get("load_in_4bit",
-                        True)), use_vllm=vllm, vllm_gpu_memory_utilization=rl.get("vllm_gpu_memory_utilization", 0.3),
-                        vllm_enable_sleep_mode=bool(rl.get("vllm_enable_sleep_mode")))
+    four_bit = rl.get("load_in_4bit", model.get("load_in_4bit", True))
+    return GRPOSettings(lora_r=model.get("lora_r", 16), load_in_4bit=four_bit, use_vllm=vllm,
+                        vllm_gpu_memory_utilization=rl.get("vllm_gpu_memory_utilization", 0.3),
+                        vllm_enable_sleep_mode=bool(rl.get("vllm_enable_sleep_mode")),
+                        vllm_lora_adapter=vllm and four_bit)
 
 
 def generation_fit(shape, batches, **settings):
@@ -77,10 +84,22 @@ def vllm_lines(shape, num_samples: int, length: int, load_in_4bit: bool) -> list
     return [f"{budget}; its KV cache holds {tokens // (length * num_samples)} such prompts at once;"]
 
 
+def sft_settings(data: dict) -> GRPOSettings:
+    """The SFT stages' settings that move the peak: QLoRA unless the recipe's model (or cold_start) says otherwise."""
+    model = data["model"]
+    return GRPOSettings(lora_r=model.get("lora_r", 16),
+                        load_in_4bit=data["cold_start"].get("load_in_4bit", model.get("load_in_4bit", True)))
+
+
+def bigger_cards_hint(values: list[tuple[int, int]]) -> str:
+    """What to raise on a bigger card, only where a bigger card's projected value differs from the 24 GB one."""
+    return ", ".join(f"{value} on {card} GB" for card, value in values[1:] if value != values[0][1])
+
+
 def header(data: dict) -> tuple[list[str], GRPOSettings, dict]:
     shape = model_shapes()[data["model"]["model_name_or_path"]]
     rl = rl_settings(data)
-    rows, chosen = [], None
+    rows, chosen, lengths = [], None, []
     for card in CARDS_GB:
         fit = fits(shape, card, rl)
         if fit is None:
@@ -88,6 +107,7 @@ def header(data: dict) -> tuple[list[str], GRPOSettings, dict]:
             continue
         settings, estimate = fit
         chosen = chosen or settings
+        lengths.append((card, settings.max_completion_length))
         phases = (f" (generating {estimate.generation_peak / 1e9:.1f}, training {estimate.training_peak / 1e9:.1f})"
                   if rl.use_vllm else "")
         rows.append(f"#   {card} GB card: max_completion_length {settings.max_completion_length:>5}, "
@@ -96,7 +116,19 @@ def header(data: dict) -> tuple[list[str], GRPOSettings, dict]:
     if chosen is None:
         raise ValueError(f"{shape.name}: the rl settings fit no card")
     length = chosen.max_completion_length
-    sft_batch, sft = sft_fit(shape, data["cold_start"]["max_length"])
+    sft_rows, sft_lengths, sft = [], [], None
+    sft_base = sft_settings(data)
+    for card in CARDS_GB:
+        fit = sft_fits(shape, card, sft_base)
+        if fit is None:
+            sft_rows.append(f"#   {card} GB card: does not fit")
+            continue
+        sft = sft or fit
+        sft_lengths.append((card, fit[0]))
+        sft_rows.append(f"#   {card} GB card: max_length {fit[0]:>5}, per_device_train_batch_size {fit[1]} -> "
+                        f"~{fit[2].peak / 1e9:.1f} GB")
+    if sft is None:
+        raise ValueError(f"{shape.name}: the SFT stages fit no card")
     rs, ev = data["rejection_sampling"], data["evaluation"]
     lora = data["model"].get("lora_r", 16)
     rs_4bit = False
@@ -111,20 +143,29 @@ def header(data: dict) -> tuple[list[str], GRPOSettings, dict]:
                                              max_new_tokens=length, lora_r=None, load_in_4bit=eval_4bit)
     if rl.use_vllm:
         base = "bf16" if not rl.load_in_4bit else "4-bit"
-        setup = (f"LoRA on the {base} base, TRL vLLM colocate with {rl.vllm_gpu_memory_utilization} of the card, sleep "
-                 f"mode {'on' if rl.vllm_enable_sleep_mode else 'off'}")
+        served = ("vLLM serves the 4-bit base with the adapter unmerged"
+                  f" ({vllm_lora_bytes(shape, rl) / 1e6:.0f} MB of LoRA slots), " if rl.vllm_lora_adapter else "")
+        setup = (f"LoRA on the {base} base, TRL vLLM colocate with {rl.vllm_gpu_memory_utilization} of the card, "
+                 f"{served}sleep mode {'on' if rl.vllm_enable_sleep_mode else 'off'}")
     else:
         setup = f"{'QLoRA' if rl.load_in_4bit else 'LoRA on the bf16 base'}, transformers generation"
     fallback = "" if ok and ev_ok else " (does not fit: lower max_new_tokens)"
+    hints = [f"#   {what}: {bigger_cards_hint(values)}" for what, values in (
+        ("rl.max_completion_length, rejection_sampling / evaluation max_new_tokens", lengths),
+        ("the SFT stages' max_length", sft_lengths)) if bigger_cards_hint(values)]
+    bigger = (["# This file uses the 24 GB setting. On a bigger card, raise (besides the micro-batches above):", *hints]
+              if hints else ["# This file uses the 24 GB setting; a bigger card only raises the micro-batches above."])
     lines = [
-        "# Expected peak GPU memory: projected by trl_r1/pipeline/memory.py, not measured on a GPU. Its training terms",
-        f"# are calibrated on CPU measurements of the 0.5B shape (benchmarks/memory.py, max error "
-        f"{MAX_CALIBRATION_ERROR:.0%} there); vLLM's",
-        "# share and the generation passes are projections. Prompts assumed <= 512 tokens, 32 completions per step.",
+        "# Expected peak GPU memory, all projected (not measured at these settings) by trl_r1/pipeline/memory.py,",
+        f"# whose terms are calibrated on one-step peaks measured on an NVIDIA H200 (Qwen2.5-1.5B shape; within "
+        f"{MAX_GPU_CALIBRATION_ERROR:.0%},",
+        "# docs/memory.md); vLLM's share is projected from its documented behaviour. Measure this recipe on your card:",
+        "# python benchmarks/gpu.py <this file>. Prompts assumed <= 512 tokens, 32 completions per step.",
         f"# rl: GRPO, {setup}:",
         *rows,
-        f"# SFT stages (QLoRA, max_length {data['cold_start']['max_length']}, per_device_train_batch_size {sft_batch}, "
-        f"full logits): ~{sft.peak / 1e9:.1f} GB.",
+        f"# SFT stages ({'QLoRA' if sft_base.load_in_4bit else 'LoRA on the bf16 base'}, fused log-prob head: no full "
+        "logits; an example longer than max_length is dropped):",
+        *sft_rows,
         f"# rejection_sampling, backend auto (batch_size {rs_batch} x num_samples {rs['num_samples']}, "
         f"{PROMPT + length} tokens each):",
         *vllm_lines(shape, rs["num_samples"], PROMPT + length, rs_4bit),
@@ -135,22 +176,13 @@ def header(data: dict) -> tuple[list[str], GRPOSettings, dict]:
         *vllm_lines(shape, ev["num_samples"], PROMPT + length, eval_4bit),
         f"#   transformers fallback ({'4-bit' if eval_4bit else 'bf16'}: the base model's pass): "
         f"~{ev_est.peak / 1e9:.1f} GB{fallback if not ev_ok else ''}; batch_size is sized for it.",
-        "# This file uses the 24 GB setting; on a bigger card raise rl.max_completion_length (and",
-        "# rejection_sampling.max_new_tokens / evaluation.max_new_tokens) to the value above. Out of memory? See",
-        "# docs/troubleshooting.md: lower per_device_train_batch_size (raise gradient_accumulation_steps to keep the",
-        HEADER_END,
+        *bigger,
+        "# Out of memory? See docs/troubleshooting.md: lower per_device_train_batch_size (raise",
+        HEADER_END + " max_completion_length / max_length.",
     ]
-    sizes = {"sft_batch": sft_batch, "rs_batch": rs_batch, "rs_4bit": rs_4bit, "ev_batch": ev_batch}
+    sizes = {"sft_length": sft[0], "sft_batch": sft[1], "rs_batch": rs_batch, "rs_4bit": rs_4bit,
+             "ev_batch": ev_batch}
     return lines, chosen, sizes
-
-
-def sft_fit(shape, max_length: int, card_gb: int = CARDS_GB[0]):
-    """The largest SFT micro-batch (2 or 1) whose projected peak fits in 90% of the smallest card."""
-    for batch in (2, 1):
-        estimate = estimate_sft_peak(shape, GRPOSettings(max_prompt_length=0, max_completion_length=max_length,
-                                                         per_device_train_batch_size=batch))
-        if estimate.peak <= USABLE_FRACTION * card_gb * 1e9 or batch == 1:
-            return batch, estimate
 
 
 def _set(lines: list[str], section: str, key: str, value, after: str | None = None, whole: bool = False) -> None:
@@ -197,6 +229,7 @@ def size_recipe(path: Path) -> str:
         _set(lines, section, "vllm_max_model_length", PROMPT + length, after="backend")
         _set(lines, section, "vllm_gpu_memory_utilization", PASS_VLLM_UTILIZATION, after="backend")
     for stage in ("cold_start", "final_sft"):  # 16 sequences per optimizer step, as the recipes had
+        _set(lines, stage, "max_length", sizes["sft_length"])
         _set(lines, stage, "per_device_train_batch_size", sizes["sft_batch"])
         _set(lines, stage, "gradient_accumulation_steps", 16 // sizes["sft_batch"])
     return "\n".join(lines) + "\n"

@@ -1,61 +1,45 @@
-"""Peak memory of one GRPO step with TRL 1.16 on one GPU, and of a generation pass (rejection sampling,
-evaluation): the formula behind the recipes' card sizes.
+"""Peak memory of one GRPO or SFT step with TRL 1.16 on one GPU, and of a generation pass (rejection sampling,
+evaluation): the formula behind the recipes' card sizes. docs/memory.md explains it and its calibration.
 
 Built on what TRL 1.16 allocates, term by term::
 
     peak = weights + lora_state + max(generation + vllm_generating, training + vllm_training) + overhead
 
 * weights: QLoRA stores a linear weight in NF4 with double quantisation, 4 + 8/64 + 32/(64*256) = 4.127 bits
-  per parameter (4.131 measured on CPU by `benchmarks/memory.py`); LoRA without 4-bit keeps it in bf16.
-  Embeddings (and an untied LM head) stay in bf16.
-* lora_state: PEFT keeps the adapters in float32 (`autocast_adapter_dtype`), so 4 B weight + 4 B gradient +
-  two 8-bit AdamW states (2 B).
-* generation: the KV cache of the whole generation batch (`per_device_train_batch_size x
-  steps_per_generation` sequences, TRL's default steps_per_generation = gradient_accumulation_steps), 2 (K, V)
-  x layers x kv_heads x head_dim x 2 B per token of prompt + completion, plus the last-token logits
-  (`[sequences, vocab]` float32).
+  per parameter; LoRA without 4-bit keeps it in bf16. Embeddings (and an untied LM head) stay in bf16.
+* lora_state: PEFT keeps the adapters in float32, so 4 B weight + 4 B gradient + two 8-bit AdamW states (2 B).
+* generation (GRPO with transformers): the KV cache of the whole generation batch (`per_device_train_batch_size
+  x steps_per_generation` sequences) plus the last-token logits (`[sequences, vocab]` float32).
 * training (one micro-batch, gradient checkpointing): each layer's bf16 input kept for the backward pass, one
-  layer's recomputed activations (attention projections, MLP gate/up/act, norms) times `ACTIVATION_FACTOR`
-  (the backward's activation gradients and autograd buffers, calibrated below), the dequantised bf16 copy of
-  the largest weight, and the output head. TRL 1.16 never materialises the `[batch, length, vocab]` logits: GRPO
-  replaces the LM head by a fused, chunked log-prob head (`trl/kernels/chunked_logprob.py`) that projects
-  `[4096 tokens, 32768 vocab]` tiles, one tile in the forward and one in the backward.
-* overhead: CUDA context and allocator fragmentation: `CUDA_CONTEXT_GIB` + 10 % of the trainer's own terms.
-* vLLM in TRL's colocate mode (`use_vllm`, `vllm_mode: colocate`; vllm_* terms, 0 without it): vLLM runs in
-  the trainer's process and takes `vllm_gpu_memory_utilization x card` (its own copy of the weights, 4-bit
-  when the trainer's base is, its working memory and the KV cache filling the rest) while it generates; the
-  trainer then holds no KV cache of its own (generation = 0). With `vllm_enable_sleep_mode` TRL puts vLLM to
-  sleep at level 2 after each generation (`trl/generation/vllm_generation.py`: `llm.sleep(level=2)` discards
-  the weights and the KV cache; the next generation wakes the weights, re-pushes the trainer's, then wakes the
-  KV cache), so during the training step vLLM keeps only what lives outside its sleep pool
-  (`VLLM_ASLEEP_FRACTION` of its budget); without sleep mode its whole budget stays. vLLM starts only if its
-  budget holds its weights, its working memory (`VLLM_RUNTIME_GIB`) and the KV cache of one
-  `vllm_max_model_length` sequence (`vllm_kv_tokens`). These vLLM terms are projections from vLLM's and TRL's
-  documented behaviour, not measured (the CPU calibration below has no vLLM).
-* a generation pass (`estimate_generation_peak`: rejection sampling, evaluation): with transformers the
-  weights in the stage's dtype (4-bit or bf16) + the adapter + the KV cache of `batch_size x num_samples`
-  sequences of prompt + `max_new_tokens` + the prompt's prefill (one layer's activations) + the last-token
-  logits; with vLLM its budget (`vllm_gpu_memory_utilization` x card; vLLM's default share is 0.9).
+  layer's recomputed activations times `ACTIVATION_FACTOR`, the dequantised bf16 copy of the largest weight, and
+  the output head. TRL 1.16 never materialises the `[batch, length, vocab]` logits in GRPO nor, by default, in
+  SFT: both project through a fused, chunked log-prob head (`trl/kernels/chunked_logprob.py`;
+  SFTTrainer patches it in with `add_fused_lm_head`) in `[4096 tokens, 32768 vocab]` tiles, one in the forward
+  and one in the backward. SFTTrainer still builds the full logits when the loss needs them: with
+  `label_smoothing_factor > 0` or a `compute_loss_func` (`estimate_sft_peak(..., full_logits=True)`).
+* overhead: the CUDA context (`CUDA_CONTEXT_GIB`, outside the caching allocator) + 10 % of the trainer's terms
+  (allocator fragmentation). `MemoryEstimate.reserved` is the peak without the context: what
+  `torch.cuda.max_memory_reserved()` reports.
+* vLLM in TRL's colocate mode (`use_vllm`, `vllm_mode: colocate`; vllm_* terms, 0 without it): vLLM takes
+  `vllm_gpu_memory_utilization x card` (its own copy of the weights, its working memory `VLLM_RUNTIME_GIB`, the
+  KV cache filling the rest) while it generates; the trainer then holds no KV cache of its own. With
+  `vllm_enable_sleep_mode` vLLM sleeps at level 2 during the training step and keeps `VLLM_ASLEEP_FRACTION` of
+  its budget; without it the whole budget stays. vLLM starts only if its KV cache holds one
+  `vllm_max_model_length` sequence (`vllm_kv_tokens`). With `vllm_lora_adapter` vLLM serves the base (in 4-bit
+  with bitsandbytes when `load_in_4bit`, so the trainer also trains on the 4-bit base) and the LoRA adapter
+  unmerged: its budget also holds `vllm_max_loras` adapter slots of rank `lora_r` in bf16 (`vllm_lora_bytes`).
+* a generation pass (`estimate_generation_peak`): weights (4-bit or bf16) + the adapter + the KV cache of
+  `batch_size x num_samples` sequences + the prompts' prefill + the last-token logits.
 
-Calibration (CPU-measured): `benchmarks/memory.py` ran one step of the real Qwen2.5-0.5B shape (random weights,
-float32, 64 prompt tokens, 4 sequences) per fresh process and recorded the step's peak RSS above the process
-baseline (`CALIBRATION`; raw rows in `benchmarks/memory_cpu_points.jsonl`, `--report` reprints them). Measured
-there: 4-bit linear weights take 4.131 bits per parameter (the 4.127 above plus the NF4 code tables); every
-point trained on real tokens; five ran with trl-r1's defaults (gradient checkpointing, 8-bit AdamW), one with
-stock TRL's (no checkpointing, AdamW): for GRPO LoRA at 128 tokens trl-r1's defaults peak at 0.73x stock's. Fitted on
-those points (`fit_calibration`): `CPU_OVERHEAD_GIB` = 1.50 (host-process memory the formula does not model, CPU
-only) and `ACTIVATION_FACTOR` = 2.0, the physical floor the fit is clamped to (the free fit asks for less).
-The formula's error on the 6 points: max 36 %, mean 18 % (`calibration_error()`): SFT QLoRA over-estimated
-(+36 %, +24 %), GRPO QLoRA (-25 %), GRPO LoRA (-16 %) and SFT LoRA on float32 weights (-8 %) under-estimated,
-stock GRPO LoRA matched (-0 %).
-The error is dominated by what CPU RSS counts beyond live tensors: the same QLoRA model's RSS after loading
-varied from 1.00 to 2.45 GiB above baseline across runs (heap glibc keeps after the load peak). Only 6 points
-(2 CPU cores shared by 8 engineers: a QLoRA GRPO step with 128-token completions took 20 minutes); the
-benchmark's 512-token GRPO and 384-token QLoRA GRPO points were not measured. GPU figures are
-projections (bf16 tensors, CUDA context + 10 % instead of the CPU overhead, the vLLM terms above), not
-measurements.
+Calibration. Primary: one-step peaks measured on a GPU (`benchmarks/data/gpu_points.jsonl`: card, versions,
+settings and `torch.cuda.max_memory_reserved()` of each point; `benchmarks/gpu.py` measures more). The formula's
+`reserved` figure is within `MAX_GPU_CALIBRATION_ERROR` of every point (`gpu_calibration_error`). Secondary:
+six CPU points of the 0.5B shape in float32 (`CALIBRATION`, `benchmarks/memory.py`: peak RSS above the process
+baseline, which also counts host heap the GPU never sees), fitted by `fit_calibration` into `ACTIVATION_FACTOR`
+(clamped at its physical floor, 2.0) and `CPU_OVERHEAD_GIB`; `MAX_CALIBRATION_ERROR` is the formula's error
+there. The vLLM terms are projections from vLLM's and TRL's documented behaviour: no point measures them.
 
-Run `python -m trl_r1.pipeline.memory` to print the table for docs/recipes.md.
+Run `python -m trl_r1.pipeline.memory` to print the GRPO tables of docs/memory.md.
 """
 
 from __future__ import annotations
@@ -84,13 +68,16 @@ VLLM_ASLEEP_FRACTION = 0.1
 # CALIBRATION (`fit_calibration`, printed by `python benchmarks/memory.py`).
 MIN_ACTIVATION_FACTOR = 2.0  # one layer's outputs + their gradients
 ACTIVATION_FACTOR = 2.0  # the fit's value: the CPU points ask for less (clamped, see fit_calibration)
-CPU_OVERHEAD_GIB = 1.50
+CPU_OVERHEAD_GIB = 2.22
 # (trainer, mode, completion length, setup, measured CPU peak GiB above the process baseline) from that run.
 CALIBRATION: list[tuple[str, str, int, str, float]] = [
     ("grpo", "qlora", 128, "trl-r1", 3.44), ("sft", "qlora", 256, "trl-r1", 2.95), ("sft", "lora", 256, "trl-r1", 5.61),
     ("sft", "qlora", 512, "trl-r1", 4.36), ("grpo", "lora", 128, "trl-r1", 4.44), ("grpo", "lora", 128, "stock", 6.10),
 ]
-MAX_CALIBRATION_ERROR = 0.36  # the largest relative error of the formula on CALIBRATION (stated in the docstring)
+MAX_CALIBRATION_ERROR = 0.22  # the largest relative error of the formula on CALIBRATION (docs/memory.md)
+# The largest relative error of `MemoryEstimate.reserved` on the GPU points (benchmarks/data/gpu_points.jsonl); the
+# issue-20 bound is 25 %.
+MAX_GPU_CALIBRATION_ERROR = 0.22
 
 
 @dataclass(frozen=True)
@@ -165,6 +152,10 @@ class GRPOSettings:
     use_vllm: bool = False  # TRL's colocate mode (server mode puts vLLM on another GPU: nothing on this one)
     vllm_gpu_memory_utilization: float = 0.3  # TRL's default
     vllm_enable_sleep_mode: bool = False
+    # vLLM serves the base (4-bit with bitsandbytes when load_in_4bit) and the LoRA adapter unmerged, in
+    # `vllm_max_loras` slots of rank lora_r, instead of the trainer pushing merged weights
+    vllm_lora_adapter: bool = False
+    vllm_max_loras: int = 1  # vLLM's `max_loras` default
 
 
 @dataclass(frozen=True)
@@ -195,6 +186,12 @@ class MemoryEstimate:
     def peak_gib(self) -> float:
         return self.peak / GIB
 
+    @property
+    def reserved(self) -> float:
+        """The peak less the CUDA context: what `torch.cuda.max_memory_reserved()` reports (the trainer's caching
+        allocator; vLLM colocate's share counted in)."""
+        return self.peak - (CUDA_CONTEXT_GIB * GIB if self.overhead else 0.0)
+
 
 def activation_terms(shape: ModelShape, settings: GRPOSettings) -> tuple[float, float]:
     """(bytes kept between layers, bytes of one layer's recompute) for one training micro-batch."""
@@ -223,22 +220,35 @@ def static_bytes(shape: ModelShape, s: GRPOSettings) -> tuple[float, float]:
     return weight_bytes(shape, s.load_in_4bit, s.dtype_bytes), shape.lora_params(s.lora_r) * LORA_BYTES_PER_PARAM
 
 
-def vllm_kv_tokens(shape: ModelShape, card_gb: float, utilization: float, load_in_4bit: bool = False) -> int:
-    """Tokens of KV cache vLLM's budget (`utilization x card`) holds after its weights and working memory; vLLM
-    refuses to start below one `max_model_len` sequence.
+def vllm_lora_bytes(shape: ModelShape, settings: GRPOSettings) -> float:
+    """vLLM's LoRA slots when it serves the adapter unmerged: `vllm_max_loras` x the adapter's A and B matrices
+    of every linear layer at rank `lora_r`, preallocated in bf16 (0 when vLLM gets merged weights)."""
+    if not (settings.use_vllm and settings.vllm_lora_adapter):
+        return 0.0
+    return settings.vllm_max_loras * shape.lora_params(settings.lora_r) * 2
+
+
+def vllm_kv_tokens(shape: ModelShape, card_gb: float, utilization: float, load_in_4bit: bool = False,
+                   lora_bytes: float = 0.0) -> int:
+    """Tokens of KV cache vLLM's budget (`utilization x card`) holds after its weights, its LoRA slots
+    (`lora_bytes`) and working memory; vLLM refuses to start below one `max_model_len` sequence.
 
     >>> qwen = model_shapes()["Qwen/Qwen2.5-1.5B-Instruct"]
     >>> vllm_kv_tokens(qwen, 24, 0.3) > 8704 > vllm_kv_tokens(qwen, 24, 0.15) == 0
     True
     """
-    free = utilization * card_gb * 1e9 - weight_bytes(shape, load_in_4bit) - VLLM_RUNTIME_GIB * GIB
+    free = utilization * card_gb * 1e9 - weight_bytes(shape, load_in_4bit) - lora_bytes - VLLM_RUNTIME_GIB * GIB
     return max(0, int(free // kv_bytes_per_token(shape)))
 
 
 def _training_body(shape: ModelShape, s: GRPOSettings, factor: float) -> float:
     kept, one_layer = activation_terms(shape, s)
     largest_weight = shape.hidden_size * shape.intermediate_size * s.dtype_bytes if s.load_in_4bit else 0
-    return kept + factor * one_layer + largest_weight
+    # sdpa's boolean [batch, 1, length, length] mask: transformers builds it when a padded batch has several
+    # sequences (one sequence runs with is_causal and no mask); it grows with the square of the length
+    length, batch = s.max_prompt_length + s.max_completion_length, s.per_device_train_batch_size
+    mask = batch * length * length if batch > 1 else 0
+    return kept + factor * one_layer + largest_weight + mask
 
 
 def _finish(weights, lora_state, generation, training, cpu: bool, vllm: tuple[float, float] = (0.0, 0.0)
@@ -271,33 +281,69 @@ def estimate_grpo_peak(shape: ModelShape, settings: GRPOSettings = GRPOSettings(
     weights, lora_state = static_bytes(shape, s)
     seq = s.max_prompt_length + s.max_completion_length
     sequences = s.per_device_train_batch_size * s.gradient_accumulation_steps
-    head_tokens = min(s.per_device_train_batch_size * s.max_completion_length, HEAD_TOKENS)
-    head = 2 * head_tokens * min(shape.vocab_size, HEAD_VOCAB) * s.dtype_bytes  # fused log-prob head tiles
-    training = _training_body(shape, s, factor) + head
+    training = _training_body(shape, s, factor) + head_bytes(shape, s.per_device_train_batch_size
+                                                              * s.max_completion_length, s.dtype_bytes)
     if not s.use_vllm:
         generation = sequences * seq * kv_bytes_per_token(shape, s.dtype_bytes) + sequences * shape.vocab_size * 4
         return _finish(weights, lora_state, generation, training, cpu)
     if card_gb is None:
         raise ValueError("use_vllm: vLLM's budget is a share of the card, pass card_gb")
-    budget = s.vllm_gpu_memory_utilization * card_gb * 1e9
+    budget = s.vllm_gpu_memory_utilization * card_gb * 1e9  # holds vllm_lora_bytes too (see vllm_kv_tokens)
     asleep = VLLM_ASLEEP_FRACTION * budget if s.vllm_enable_sleep_mode else budget
     return _finish(weights, lora_state, 0.0, training, cpu, (budget, asleep))
 
 
+def head_bytes(shape: ModelShape, tokens: int, dtype_bytes: int = 2) -> float:
+    """TRL 1.16's fused, chunked log-prob head: one `[min(tokens, 4096), 32768]` tile in the forward and one in the
+    backward, never the `[tokens, vocab]` logits."""
+    return 2 * min(tokens, HEAD_TOKENS) * min(shape.vocab_size, HEAD_VOCAB) * dtype_bytes
+
+
 def estimate_sft_peak(shape: ModelShape, settings: GRPOSettings = GRPOSettings(), *,
-                      activation_factor: float | None = None, cpu: bool = False) -> MemoryEstimate:
+                      activation_factor: float | None = None, cpu: bool = False,
+                      full_logits: bool = False) -> MemoryEstimate:
     """Peak memory of one SFT step on `per_device_train_batch_size` sequences of prompt + completion tokens.
 
-    Unlike GRPO, TRL 1.16's SFTTrainer computes the loss from the model's full logits: `[batch, length, vocab]`
-    in the compute dtype, its float32 upcast and the float32 gradient.
+    TRL 1.16's SFTTrainer always patches in the fused LM head (`add_fused_lm_head`) and computes the default
+    `nll`/`dft` loss from it: no full logits. With `full_logits` (what SFTTrainer does for
+    `label_smoothing_factor > 0` or a `compute_loss_func`) the loss forward builds `[tokens, vocab]` logits in the
+    compute dtype, their float32 upcast and float32 gradient, on top of the fused head's metrics forward.
+
+    >>> qwen = model_shapes()["Qwen/Qwen2.5-1.5B-Instruct"]
+    >>> one = GRPOSettings(max_prompt_length=0, max_completion_length=16384, per_device_train_batch_size=1)
+    >>> 4 < estimate_sft_peak(qwen, one).peak_gib < 8 < 20 < estimate_sft_peak(qwen, one, full_logits=True).peak_gib
+    True
     """
     factor = ACTIVATION_FACTOR if activation_factor is None else activation_factor
     s = settings
     weights, lora_state = static_bytes(shape, s)
     tokens = s.per_device_train_batch_size * (s.max_prompt_length + s.max_completion_length)
-    upcast = 4 if s.dtype_bytes != 4 else 0  # float32 runs (the CPU calibration) have no separate upcast
-    logits = tokens * shape.vocab_size * (s.dtype_bytes + upcast + 4)
-    return _finish(weights, lora_state, 0.0, _training_body(shape, s, factor) + logits, cpu)
+    training = _training_body(shape, s, factor) + head_bytes(shape, tokens, s.dtype_bytes)
+    if full_logits:
+        upcast = 4 if s.dtype_bytes != 4 else 0  # float32 runs have no separate upcast
+        training += tokens * shape.vocab_size * (s.dtype_bytes + upcast + 4)
+    return _finish(weights, lora_state, 0.0, training, cpu)
+
+
+SFT_LENGTHS = (4096, 8192, 16384, 32768)  # open-r1 trains its distilled models at 32k
+SFT_BATCHES = (1, 2, 4, 8)
+
+
+def sft_fits(shape: ModelShape, card_gb: float, settings: GRPOSettings = GRPOSettings(), *,
+             lengths: tuple[int, ...] = SFT_LENGTHS, batches: tuple[int, ...] = SFT_BATCHES
+             ) -> tuple[int, int, MemoryEstimate] | None:
+    """(max_length, per_device_train_batch_size, estimate): the longest `max_length` (up to the model's context)
+    that fits one sequence in 90% of the card, then the largest micro-batch of such sequences that fits."""
+    limit = USABLE_FRACTION * card_gb * 1e9
+    best = None
+    for length in (n for n in lengths if n <= shape.max_position_embeddings):
+        for batch in batches:
+            estimate = estimate_sft_peak(shape, replace(settings, max_prompt_length=0, max_completion_length=length,
+                                                        per_device_train_batch_size=batch))
+            if estimate.peak > limit:
+                break
+            best = (length, batch, estimate)  # ascending lengths, then batches: the last fit wins
+    return best
 
 
 def fits(shape: ModelShape, card_gb: int, settings: GRPOSettings) -> tuple[GRPOSettings, MemoryEstimate] | None:
@@ -306,7 +352,8 @@ def fits(shape: ModelShape, card_gb: int, settings: GRPOSettings) -> tuple[GRPOS
     best = None
     for length in (n for n in COMPLETION_LENGTHS if n <= shape.max_completion):
         if settings.use_vllm and vllm_kv_tokens(shape, card_gb, settings.vllm_gpu_memory_utilization,
-                                                settings.load_in_4bit) < settings.max_prompt_length + length:
+                                                settings.load_in_4bit, vllm_lora_bytes(shape, settings)
+                                                ) < settings.max_prompt_length + length:
             continue
         for batch in BATCH_SIZES:
             candidate = replace(settings, max_completion_length=length, per_device_train_batch_size=batch,
@@ -400,6 +447,36 @@ def calibration_error(points: list[CalibrationPoint] | None = None,
             for trainer, mode, length, setup, measured in (CALIBRATION if points is None else points)]
 
 
+def gpu_point_settings(point: dict) -> GRPOSettings:
+    """The settings of a measured GPU point (a `benchmarks/data/gpu_points.jsonl` row, as `benchmarks/gpu.py`
+    writes them): one step of `per_device_train_batch_size` sequences, bf16, gradient checkpointing."""
+    return GRPOSettings(max_prompt_length=point["prompt_length"], max_completion_length=point["completion_length"],
+                        per_device_train_batch_size=point["per_device_train_batch_size"],
+                        gradient_accumulation_steps=point.get("gradient_accumulation_steps", 1),
+                        lora_r=point.get("lora_r", 16), load_in_4bit=point["mode"] == "qlora",
+                        gradient_checkpointing=point.get("gradient_checkpointing", True))
+
+
+def gpu_point_estimate(point: dict, shape: ModelShape | None = None) -> MemoryEstimate:
+    """The formula's estimate for a measured GPU point (`shape` defaults to the point's model)."""
+    shape = shape or model_shapes()[point["model"]]
+    if point["trainer"] == "sft":
+        return estimate_sft_peak(shape, gpu_point_settings(point))
+    return estimate_grpo_peak(shape, gpu_point_settings(point))
+
+
+def gpu_calibration_error(points: list[dict]) -> list[tuple[dict, float, float]]:
+    """(point, measured `max_memory_reserved` GiB, the formula's `reserved` GiB) for each measured GPU point.
+
+    >>> point = {"model": "Qwen/Qwen2.5-1.5B-Instruct", "trainer": "sft", "mode": "qlora", "prompt_length": 64,
+    ...          "completion_length": 4032, "per_device_train_batch_size": 2, "peak_reserved_gib": 3.42}
+    >>> (_, measured, formula), = gpu_calibration_error([point])
+    >>> abs(formula / measured - 1) <= MAX_GPU_CALIBRATION_ERROR
+    True
+    """
+    return [(p, p["peak_reserved_gib"], gpu_point_estimate(p).reserved / GIB) for p in points]
+
+
 VLLM_TABLE = GRPOSettings(load_in_4bit=False, use_vllm=True, vllm_gpu_memory_utilization=0.4,
                           vllm_enable_sleep_mode=True)  # LoRA on the bf16 base, as the vLLM recipes run it
 
@@ -412,9 +489,9 @@ def markdown_table(settings: GRPOSettings = GRPOSettings()) -> str:
              "from vLLM's and TRL's documented behaviour)" if s.use_vllm else
              f"{'QLoRA' if s.load_in_4bit else 'LoRA on the bf16 base'}, generation with transformers")
     intro = (
-        f"Estimated peak GPU memory of one GRPO step with TRL 1.16, {setup} (`trl_r1.pipeline.memory`: projected to "
-        f"a GPU, training terms calibrated on CPU measurements of the 0.5B shape, max error "
-        f"{MAX_CALIBRATION_ERROR:.0%} there; prompt {s.max_prompt_length} tokens, 32 completions per step, LoRA "
+        f"Projected peak GPU memory of one GRPO step with TRL 1.16, {setup} (`trl_r1.pipeline.memory`, calibrated "
+        f"on one-step peaks measured on an NVIDIA H200, within {MAX_GPU_CALIBRATION_ERROR:.0%} of each; "
+        f"prompt {s.max_prompt_length} tokens, 32 completions per step, LoRA "
         f"r={s.lora_r} on all linear layers, 8-bit AdamW, gradient checkpointing). Each card column gives the "
         "longest `max_completion_length`, then the largest `per_device_train_batch_size`, that fit in 90% of the "
         "card" + (" with vLLM able to start (its KV cache holds one prompt + completion)" if s.use_vllm else "")
