@@ -139,6 +139,12 @@ class DataArguments:
 class SFTStageArguments(DataArguments):
     """Cold-start SFT (R1 §2.3.1): a small long-CoT set teaches the format before RL."""
 
+    long_examples: str = field(default="drop", metadata={
+        "help": "What happens to an example longer than `max_length` tokens: 'drop' it (default; the stage's "
+        "record counts the dropped ones, and the stage fails if none is left) or 'truncate' it as TRL does "
+        "(`truncation_mode`). A cut reasoning trace teaches the model to stop before its answer.",
+        "choices": ["drop", "truncate"]})
+
 
 @dataclass
 class RLStageArguments(DataArguments):
@@ -163,7 +169,7 @@ class RejectionSamplingStageArguments:
 
 
 @dataclass
-class FinalSFTArguments(DataArguments):
+class FinalSFTArguments(SFTStageArguments):
     """SFT on the rejection-sampled set (R1 §2.3.3), optionally mixed with other data."""
 
     init_from: str | None = field(default=None, metadata={

@@ -52,9 +52,19 @@ def stage_summary(record: StageRecord, history: list[dict[str, Any]]) -> dict[st
         row["generated"] = rs.get("generated", rs.get("num_generated"))
         row["prompts"], row["prompts_with_accepted"] = rs.get("num_prompts"), rs.get("prompts_with_accepted")
         row["rejections"] = {reason: n for reason, n in rs.get("rejections", {}).items() if n}
+    if record.metrics.get("long_examples"):  # the SFT examples dropped for exceeding max_length
+        row["long_examples"] = record.metrics["long_examples"]
     if record.evaluation:
         row["evaluation"] = record.evaluation
     return row
+
+
+def dropped_sentence(row: dict[str, Any]) -> str | None:
+    """'dropped 3 of 40 examples longer than 4096 tokens', for an SFT stage that dropped any."""
+    long = row.get("long_examples")
+    if not long or not long.get("dropped"):
+        return None
+    return f"dropped {long['dropped']} of {long['examples']} examples longer than {long['max_length']} tokens"
 
 
 def write_report(run_dir: str | Path, stage_names: list[str], base_evaluation: dict[str, float] | None = None,
@@ -103,6 +113,10 @@ def markdown(report: dict[str, Any]) -> str:
             cells += [_cell(values.get(f"{m}/pass@{k}")) for m in rewards[:1] if k]
             cells += [_cell(values.get("mean_length")), _cell(values.get("truncated_ratio"))]
             lines.append(f"| {stage} | " + " | ".join(cells) + " |")
+    dropped = [f"- {row['stage']}: {dropped_sentence(row)}" for row in report["stages"] if dropped_sentence(row)]
+    if dropped:
+        lines += ["", "Examples dropped for exceeding `max_length` (`long_examples: truncate` cuts them instead):", "",
+                  *dropped]
     lines += ["", "What each stage changed:", ""] + [f"- {s}" for s in stage_changes(report)]
     if report["curves"]:
         lines += ["", "## Curves", ""] + [f"![{name}]({path})" for name, path in report["curves"].items()]
@@ -119,6 +133,8 @@ def terminal_summary(report: dict[str, Any]) -> str:
                 parts.append(f"{label} {_trend(row, label)}")
         if row.get("accepted") is not None:
             parts.append(f"accepted {row['accepted']}")
+        if dropped_sentence(row):
+            parts.append(dropped_sentence(row))
         lines.append("  ".join(parts))
     evaluations = report["evaluation"]
     if evaluations:

@@ -26,6 +26,7 @@ fingerprint changed (its section, the model, or an earlier stage was edited) is 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import shutil
@@ -145,8 +146,9 @@ class TrainingResult:
 
 
 def train(plan: StagePlan, start: ModelHandle, train_dataset: Any, *,
-          reward_funcs: list[Any] | None = None) -> TrainingResult:
-    """Train one SFT / GRPO / PPO stage from `start`, resuming from its last checkpoint, and save it.
+          reward_funcs: list[Any] | None = None, long_examples: "DropLongExamples | None" = None) -> TrainingResult:
+    """Train one SFT / GRPO / PPO stage from `start`, resuming from its last checkpoint, and save it; with
+    `long_examples`, the examples longer than `max_length` are dropped from what the trainer prepared.
 
     Runs on every rank: TRL's trainer shards the batches across processes and saves on the main one.
     """
@@ -162,7 +164,13 @@ def train(plan: StagePlan, start: ModelHandle, train_dataset: Any, *,
                               "peft_config": peft_config, "quantization_config": quantization_config}
     if reward_funcs is not None:
         kwargs["reward_funcs"] = reward_funcs
-    trainer = TRAINER_KINDS[plan.kind].trainer(**kwargs)
+    if long_examples is None:
+        trainer = TRAINER_KINDS[plan.kind].trainer(**kwargs)
+        dropped = {}
+    else:
+        with long_examples.untruncated(config):
+            trainer = TRAINER_KINDS[plan.kind].trainer(**kwargs)
+        dropped = {"long_examples": long_examples(trainer)}
     began = time.perf_counter()
     result = trainer.train(resume_from_checkpoint=resume)
     trainer.save_model(str(plan.output_dir))
@@ -171,7 +179,7 @@ def train(plan: StagePlan, start: ModelHandle, train_dataset: Any, *,
     metrics = {"train": dict(result.metrics), "global_step": trainer.state.global_step,
                "resumed_from": resume, "loaded_in_4bit": bool(getattr(trained, "is_loaded_in_4bit", False)),
                "trainable_params": sum(p.numel() for p in trained.parameters() if p.requires_grad),
-               "num_processes": trainer.accelerator.num_processes}
+               "num_processes": trainer.accelerator.num_processes, **dropped}
     seconds = time.perf_counter() - began
     del trainer, trained, model
     _release_accelerator_memory()
@@ -253,6 +261,42 @@ def merge_adapter(base_path: str, adapter_path: str, output_dir: Path, *, dtype:
     return output_dir
 
 
+class DropLongExamples:
+    """Drop, not cut, the SFT examples longer than `max_length` tokens.
+
+    TRL 1.16's SFTTrainer truncates them (`truncation_mode`), which cuts a long reasoning trace before its answer
+    and teaches the model to stop mid-reasoning. The trainer is built with `max_length=None` (TRL tokenizes
+    every example in full, with its own chat template and masks), then the prepared examples longer than
+    `max_length` are filtered out and `max_length` is restored. The counts go into the stage's record; a dataset
+    left empty is an error, never a silent no-op.
+    """
+
+    def __init__(self, stage: str, max_length: int):
+        self.stage, self.max_length = stage, max_length
+
+    @contextlib.contextmanager
+    def untruncated(self, config: Any):
+        config.max_length = None
+        try:
+            yield
+        finally:
+            config.max_length = self.max_length
+
+    def __call__(self, trainer: Any) -> dict[str, Any]:
+        dataset, limit = trainer.train_dataset, self.max_length
+        kept = dataset.filter(lambda ids: [len(x) <= limit for x in ids], input_columns=["input_ids"], batched=True,
+                              desc=f"{self.stage}: dropping examples longer than {limit} tokens")
+        counts = {"policy": "drop", "max_length": limit, "examples": len(dataset), "dropped": len(dataset) - len(kept)}
+        if len(kept) == 0:
+            raise StageError(f"{self.stage}: all {len(dataset)} examples are longer than max_length {limit} tokens, "
+                             "so nothing is left to train on; raise max_length or set long_examples: truncate")
+        if counts["dropped"]:
+            logger.warning("%s: dropped %d of %d examples longer than max_length %d tokens (long_examples: "
+                           "truncate cuts them instead)", self.stage, counts["dropped"], len(dataset), limit)
+        trainer.train_dataset = kept
+        return counts
+
+
 # --------------------------------------------------------------------------------------------- the stage protocol
 
 
@@ -326,11 +370,17 @@ class SFTStage(TrainingStage):
 
     trains_on_chat = True
     args_class: type = SFTStageArguments
+    # a smoke run cuts its long examples to a CPU minute rather than dropping them all
     smoke_settings = {"max_steps": 1, "per_device_train_batch_size": 2, "gradient_accumulation_steps": 1,
-                      "max_length": 128, "warmup_steps": 0}
+                      "max_length": 128, "warmup_steps": 0, "long_examples": "truncate"}
 
     def plan(self, name, section, where, problems):
-        return plan_trainer_stage(name, "sft", section, where, self.args_class, problems)
+        plan = plan_trainer_stage(name, "sft", section, where, self.args_class, problems)
+        choices = ("drop", "truncate")
+        if plan is not None and plan.args is not None and plan.args.long_examples not in choices:
+            problems.append(f"{name}: key 'long_examples': expected one of {list(choices)}, got "
+                            f"{plan.args.long_examples!r}")
+        return plan
 
     def check_data(self, plan, pipeline):
         if plan.args.dataset_name is None:
@@ -357,7 +407,13 @@ class SFTStage(TrainingStage):
     def run(self, plan, pipeline):
         start = self.start(plan, pipeline)
         prepare_assistant_only_loss(plan.config, start.model_path, plan.output_dir)
-        return train(plan, start, self.dataset(plan, pipeline))
+        return train(plan, start, self.dataset(plan, pipeline), long_examples=self.long_examples(plan))
+
+    def long_examples(self, plan) -> DropLongExamples | None:
+        """The drop of over-long examples, unless the stage truncates them (or packs, which splits them)."""
+        if plan.args.long_examples == "truncate" or plan.config.max_length is None or plan.config.packing:
+            return None
+        return DropLongExamples(plan.name, plan.config.max_length)
 
 
 class FinalSFTStage(SFTStage):
