@@ -100,7 +100,13 @@ class ModelShape:
     def from_spec(cls, name: str) -> "ModelShape":
         from ..rehearsal.models import model_spec
 
-        c = model_spec(name).config
+        return cls.from_config(name, model_spec(name).config)
+
+    @classmethod
+    def from_config(cls, name: str, c: dict) -> "ModelShape":
+        """From config.json values (`trl_r1.rehearsal.models.model_spec(name).sized(size)` for a rehearsal size)."""
+        from ..rehearsal.models import model_spec
+
         return cls(name, c["hidden_size"], c["num_hidden_layers"], c["intermediate_size"], c["num_attention_heads"],
                    c["num_key_value_heads"], c.get("head_dim") or c["hidden_size"] // c["num_attention_heads"],
                    c["vocab_size"], c["tie_word_embeddings"],
