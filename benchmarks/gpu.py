@@ -3,6 +3,7 @@
     python benchmarks/gpu.py recipes/qwen2.5-1.5b-instruct/math.yaml --out gpu.json
     python benchmarks/gpu.py RECIPE --stages cold_start rl --points benchmarks/data/gpu_points.jsonl
     python benchmarks/gpu.py RECIPE --dry-run      # CPU, the model's `ci` size, tiny lengths: what CI runs
+    python benchmarks/gpu.py --remeasure benchmarks/data/gpu_points.jsonl   # the calibration points, again
 
 It builds the recipe's model shape with random weights (`trl_r1.rehearsal.models`, size `full`; no Hub), then
 runs each stage in its own process (a fresh peak) at the recipe's settings, as trl-r1 plans them (the stage's
@@ -22,7 +23,8 @@ TRL config from the recipe, QLoRA / LoRA, gradient checkpointing, 8-bit AdamW, a
 Each measured figure is printed beside the formula's at the very settings that ran (its `reserved` figure: the
 peak without the CUDA context) and written to `--out` JSON, with the card and the versions. `--points FILE`
 appends the training points in the format of `benchmarks/data/gpu_points.jsonl`, which the formula is
-calibrated and tested against (docs/memory.md: how the figures get into docs/recipes.md). Steps are shortened
+calibrated and tested against (docs/memory.md: how the figures get into docs/recipes.md); `--remeasure` runs
+each point of such a file again at its own settings, beside its recorded peak. Steps are shortened
 (memory and speed are per step): a model up to 3B takes about 10 minutes on one GPU.
 """
 
@@ -354,6 +356,45 @@ def generation_points(data: dict, stage: str, section: dict, measured: dict | No
              "lora_r": lora, "vllm_gpu_memory_utilization": utilization} for backend in backends]
 
 
+def point_recipe(row: dict) -> tuple[dict, str]:
+    """A `gpu_points.jsonl` row as a one-stage recipe (`--remeasure`): its model, mode, lengths and batch."""
+    model = {"model_name_or_path": row["model"], "lora_r": row.get("lora_r", 16),
+             "load_in_4bit": row["mode"] == "qlora"}
+    batch = row["per_device_train_batch_size"]
+    if row["trainer"] == "sft":
+        return {"model": model, "training": {"bf16": True}, "cold_start": {
+            "max_length": row["prompt_length"] + row["completion_length"], "per_device_train_batch_size": batch}}, \
+            "cold_start"
+    section = {"max_completion_length": row["completion_length"], "per_device_train_batch_size": batch,
+               "num_generations": batch * row.get("gradient_accumulation_steps", 1)}
+    if row.get("generation") == "vllm":
+        section.update(use_vllm=True, vllm_mode="colocate", vllm_gpu_memory_utilization=row[
+            "vllm_gpu_memory_utilization"], vllm_enable_sleep_mode=bool(row.get("vllm_enable_sleep_mode")))
+    return {"model": model, "training": {"bf16": True}, "rl": section}, "rl"
+
+
+def measure_stage(data: dict, stage: str, args, context: dict) -> dict:
+    """One stage: its training step (SFT, GRPO) and its generation passes, each beside the formula."""
+    entry: dict = {"measured": [], "changed": {}}
+    training = None
+    if stage in SFT_STAGES or stage == "rl":
+        section, entry["changed"] = stage_section(data, stage, args, context["vllm"])
+        training = run_child({"stage": stage, "data": data, "section": section, "model_dir": context["model_dir"],
+                              "run_dir": str(context["work"] / stage), "dry_run": args.dry_run,
+                              "prompt_words": context["prompt_words"]}, args.timeout)
+        entry["measured"].append({"what": "training", **training})
+    else:
+        section = data[stage]
+    for point in generation_points(data, stage, section, training, args, context["vllm"]):
+        point.update(model_dir=context["model_dir"], gen_tokens=args.gen_tokens, prompt_words=context["prompt_words"],
+                     dry_run=args.dry_run)
+        entry["measured"].append({"what": "generation", **point, **run_child(point, args.timeout)})
+    for measured in entry["measured"]:
+        if "error" not in measured and (measured["what"] == "training" or measured["backend"] == "transformers"):
+            measured["formula_reserved_gib"] = formula_gib(context["shape"], measured, context["card_memory_gb"])
+    return entry
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("recipe", nargs="?")
@@ -366,6 +407,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--model-dir", help="where the random-weight model is built (reused when it is there)")
     parser.add_argument("--out", help="write the results as JSON here")
     parser.add_argument("--points", help="append the measured training points to this gpu_points.jsonl")
+    parser.add_argument("--remeasure", metavar="POINTS", help="instead of a recipe: measure again each training "
+                        "point of a gpu_points.jsonl file at its own settings (benchmarks/data/gpu_points.jsonl)")
     parser.add_argument("--dry-run", action="store_true", help="CPU, the model's ci size, tiny lengths (CI)")
     parser.add_argument("--timeout", type=int, default=300, help="seconds per measurement")
     parser.add_argument("--child", help=argparse.SUPPRESS)
@@ -374,55 +417,44 @@ def main(argv: list[str] | None = None) -> dict:
         point = json.loads(args.child)
         print(json.dumps(measure_generation(point) if "backend" in point else measure_training(point)))
         return {}
-    if not args.recipe:
-        parser.error("RECIPE is required")
+    if not args.recipe and not args.remeasure:
+        parser.error("RECIPE (or --remeasure POINTS) is required")
     import importlib.util
 
     import torch
-
-    from trl_r1.pipeline.memory import ModelShape
-    from trl_r1.rehearsal.models import build_model, model_spec
 
     if not args.dry_run and not torch.cuda.is_available():
         parser.error("no CUDA GPU here: run on a GPU machine, or pass --dry-run (CPU, tiny sizes)")
     args.steps = args.steps or (DRY_RUN["steps"] if args.dry_run else 3)
     if args.dry_run:
         args.prompt_tokens, args.gen_tokens = DRY_RUN["prompt_tokens"], DRY_RUN["gen_tokens"]
-    data = yaml.safe_load(Path(args.recipe).read_text())
-    name, size = data["model"]["model_name_or_path"], "ci" if args.dry_run else "full"
-    work = Path(tempfile.mkdtemp(prefix="trl_r1_gpu_"))
-    model_dir = args.model_dir or str(Path(tempfile.gettempdir()) / "trl_r1_gpu" / f"{name.replace('/', '--')}-{size}")
     began = time.time()
-    build_model(name, model_dir, size=size)
     env = environment(args.dry_run)
-    shape = ModelShape.from_config(name, model_spec(name).sized(size))
     vllm = importlib.util.find_spec("vllm") is not None and not args.dry_run
-    stages = args.stages or [s for s in ("cold_start", "rl", "rejection_sampling", "final_sft", "evaluation")
-                             if s in data]
-    results = {**env, "recipe": args.recipe, "model": name, "size": size, "model_build_s": round(time.time() - began),
-               "command": " ".join(["python benchmarks/gpu.py", *(argv if argv is not None else sys.argv[1:])]),
-               "stages": {}}
-    prompt_words = max(1, args.prompt_tokens - 20)  # the chat template's own tokens make up the rest
-    for stage in stages:
-        entry: dict = {"measured": [], "changed": {}}
-        training = None
-        if stage in SFT_STAGES or stage == "rl":
-            section, entry["changed"] = stage_section(data, stage, args, vllm)
-            training = run_child({"stage": stage, "data": data, "section": section, "model_dir": model_dir,
-                                  "run_dir": str(work / stage), "dry_run": args.dry_run,
-                                  "prompt_words": prompt_words}, args.timeout)
-            entry["measured"].append({"what": "training", **training})
-        else:
-            section = data[stage]
-        for point in generation_points(data, stage, section, training, args, vllm):
-            point.update(model_dir=model_dir, gen_tokens=args.gen_tokens, prompt_words=prompt_words,
-                         dry_run=args.dry_run)
-            measured = run_child(point, args.timeout)
-            entry["measured"].append({"what": "generation", **point, **measured})
-        for measured in entry["measured"]:
-            if "error" not in measured and (measured["what"] == "training" or measured["backend"] == "transformers"):
-                measured["formula_reserved_gib"] = formula_gib(shape, measured, env["card_memory_gb"])
-        results["stages"][stage] = entry
+    command = " ".join(["python benchmarks/gpu.py", *(argv if argv is not None else sys.argv[1:])])
+    work = Path(tempfile.mkdtemp(prefix="trl_r1_gpu_"))
+    if args.remeasure:
+        rows = [json.loads(line) for line in Path(args.remeasure).read_text().splitlines() if line.strip()]
+        results = {**env, "recipe": None, "remeasured": args.remeasure, "command": command, "stages": {}}
+        for i, row in enumerate(rows):
+            data, stage = point_recipe(row)
+            if row["trainer"] == "grpo":
+                args.prompt_tokens = row["prompt_length"]
+            context = prepare_model(data, args, env, work / f"point-{i}", vllm)
+            entry = measure_stage(data, stage, args, context)
+            entry["recorded"] = {k: row[k] for k in ("card", "versions", "peak_reserved_gib", "source")}
+            results["model"], results["size"] = row["model"], context["size"]
+            results["stages"][f"point {i}: {row['trainer']} {row['mode']} "
+                              f"{row['prompt_length']}+{row['completion_length']} x "
+                              f"{row['per_device_train_batch_size']}"] = entry
+    else:
+        data = yaml.safe_load(Path(args.recipe).read_text())
+        context = prepare_model(data, args, env, work, vllm)
+        stages = args.stages or [s for s in ("cold_start", "rl", "rejection_sampling", "final_sft", "evaluation")
+                                 if s in data]
+        results = {**env, "recipe": args.recipe, "model": context["name"], "size": context["size"],
+                   "command": command, "stages": {stage: measure_stage(data, stage, args, context)
+                                                  for stage in stages}}
     results["total_s"] = round(time.time() - began)
     print_table(results)
     if args.out:
@@ -432,6 +464,20 @@ def main(argv: list[str] | None = None) -> dict:
             for line in gpu_points(results):
                 points.write(json.dumps(line) + "\n")
     return results
+
+
+def prepare_model(data: dict, args, env: dict, work: Path, vllm: bool) -> dict:
+    """Build the recipe's model shape with random weights (reused when built before) and what a stage needs."""
+    from trl_r1.pipeline.memory import ModelShape
+    from trl_r1.rehearsal.models import build_model, model_spec
+
+    name, size = data["model"]["model_name_or_path"], "ci" if args.dry_run else "full"
+    model_dir = args.model_dir or str(Path(tempfile.gettempdir()) / "trl_r1_gpu" / f"{name.replace('/', '--')}-{size}")
+    build_model(name, model_dir, size=size)
+    return {"name": name, "size": size, "model_dir": model_dir, "work": work, "vllm": vllm,
+            "shape": ModelShape.from_config(name, model_spec(name).sized(size)),
+            "card_memory_gb": env["card_memory_gb"],
+            "prompt_words": max(1, args.prompt_tokens - 20)}  # the chat template's own tokens make up the rest
 
 
 def gpu_points(results: dict) -> list[dict]:
@@ -481,6 +527,8 @@ def print_table(results: dict) -> None:
                 speed = ("", f"{m['generated_tokens_per_s']:.0f}")
             peak, formula = m.get("peak_reserved_gib"), m.get("formula_reserved_gib")
             ratio = f"{formula / peak:.2f}" if peak and formula else "-"
+            if entry.get("recorded") and m["what"] == "training":
+                settings += f" (recorded on {entry['recorded']['card']}: {entry['recorded']['peak_reserved_gib']} GiB)"
             print(f"| {stage} | {m['what']} | {settings} | {f'{peak:.2f}' if peak else '-'} | "
                   f"{f'{formula:.2f}' if formula else '-'} | {ratio} | {speed[0]} | {speed[1]} |")
         if entry["changed"]:

@@ -106,3 +106,26 @@ def test_each_training_stage_plans_as_the_benchmark_runs_it(path, tmp_path):
             assert generation_batch % plan.config.num_generations == 0
         else:
             assert plan.config.max_length == data[stage]["max_length"]
+
+
+def test_every_calibration_point_is_remeasured_at_its_own_settings(tmp_path):
+    """`--remeasure benchmarks/data/gpu_points.jsonl` plans each recorded point as it ran: trainer, 4-bit or not,
+    lengths, micro-batch, one generation batch per step."""
+    import argparse
+
+    gpu = _gpu_module()
+    args = argparse.Namespace(steps=3, dry_run=False, transformers_completion=1024)
+    rows = [json.loads(line) for line in (ROOT / "benchmarks/data/gpu_points.jsonl").read_text().splitlines()]
+    for row in rows:
+        data, stage = gpu.point_recipe(row)
+        section, _ = gpu.stage_section(data, stage, args, vllm=False)
+        plan = gpu.plan_stage(data, stage, section, str(tmp_path / "model"), str(tmp_path / "run"), dry_run=True)
+        assert plan.model_args.load_in_4bit == (row["mode"] == "qlora")
+        assert plan.config.per_device_train_batch_size == row["per_device_train_batch_size"]
+        assert plan.config.gradient_checkpointing
+        if row["trainer"] == "sft":
+            assert plan.kind == "sft" and plan.config.max_length == row["prompt_length"] + row["completion_length"]
+        else:
+            assert plan.kind == "grpo" and plan.config.max_completion_length == row["completion_length"]
+            assert plan.config.num_generations == row["per_device_train_batch_size"]
+            assert plan.config.steps_per_generation == row.get("gradient_accumulation_steps", 1)
