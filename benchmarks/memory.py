@@ -9,8 +9,9 @@ load peak (reported apart) cannot hide it.
 Printed per point: trained tokens (a step must train on real ones), the RSS after loading beside the formula's
 weights + LoRA, the bits per 4-bit linear parameter, the load peak, the step's peak and the formula's CPU
 estimate; then the constants fitted on the points (`trl_r1.pipeline.memory.fit_calibration`), the formula's max
-and mean relative error, and trl-r1 vs stock TRL. GPU figures in the recipes are projections from the same
-formula (bf16, CUDA context), not measurements. The committed measurements are in
+and mean relative error, and trl-r1 vs stock TRL. This CPU table is the formula's secondary check: its primary
+calibration is the GPU points of `benchmarks/data/gpu_points.jsonl` (`benchmarks/gpu.py`, docs/memory.md). The
+committed measurements are in
 `benchmarks/memory_cpu_points.jsonl` (6 of the 8 default points; a QLoRA GRPO step took 20 minutes on the shared
 2-core machine).
 
@@ -186,8 +187,8 @@ def report(rows: list[tuple[tuple, dict]]) -> None:
     for p, r in rows:
         if p[3] == "trl-r1" and p[:3] in stock:
             print(f"{' '.join(map(str, p[:3]))}: trl-r1 defaults / stock TRL peak = {r['peak_gib'] / stock[p[:3]]:.2f}")
-    print("GPU figures (docs/recipes.md, the recipe headers) are projections of this formula to bf16 on a GPU with a "
-          "CUDA context, not measurements.")
+    print("A secondary check: the formula is calibrated on the GPU points of benchmarks/data/gpu_points.jsonl "
+          "(docs/memory.md); the recipe headers' GPU figures are its projections.")
 
 
 def main() -> None:

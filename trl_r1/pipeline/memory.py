@@ -490,7 +490,9 @@ VLLM_TABLE = GRPOSettings(load_in_4bit=False, use_vllm=True, vllm_gpu_memory_uti
 def markdown_table(settings: GRPOSettings = GRPOSettings()) -> str:
     """Per model and card: the longest completion and largest micro-batch that fit, and the estimated peak."""
     s = settings
-    setup = (f"LoRA on the bf16 base with vLLM colocate (`vllm_gpu_memory_utilization` {s.vllm_gpu_memory_utilization}"
+    base = ("the 4-bit base, vLLM serving it with the LoRA adapter unmerged" if s.vllm_lora_adapter else
+            "the bf16 base")
+    setup = (f"LoRA on {base} with vLLM colocate (`vllm_gpu_memory_utilization` {s.vllm_gpu_memory_utilization}"
              f" of the card, sleep mode {'on' if s.vllm_enable_sleep_mode else 'off'}; the vLLM share is projected "
              "from vLLM's and TRL's documented behaviour)" if s.use_vllm else
              f"{'QLoRA' if s.load_in_4bit else 'LoRA on the bf16 base'}, generation with transformers")
@@ -518,5 +520,50 @@ def markdown_table(settings: GRPOSettings = GRPOSettings()) -> str:
     return "\n".join(lines)
 
 
+VLLM_4BIT_TABLE = replace(VLLM_TABLE, load_in_4bit=True, vllm_lora_adapter=True)  # vLLM on the 4-bit base + LoRA
+
+
+def sft_markdown_table(settings: GRPOSettings = GRPOSettings()) -> str:
+    """Per model and card: the longest SFT `max_length`, then the largest micro-batch, that fit (`sft_fits`)."""
+    lines = [f"Projected peak GPU memory of one SFT step with TRL 1.16 ({'QLoRA' if settings.load_in_4bit else 'LoRA'}"
+             f", fused log-prob head, LoRA r={settings.lora_r}, 8-bit AdamW, gradient checkpointing): per card, the "
+             "longest `max_length` (up to 32768 and the model's context), then the largest "
+             "`per_device_train_batch_size`, that fit in 90% of the card.", "",
+             "| model | " + " | ".join(f"{c} GB card" for c in CARDS_GB) + " |", "|---|" + "---|" * len(CARDS_GB)]
+    for shape in model_shapes().values():
+        cells = []
+        for card in CARDS_GB:
+            fit = sft_fits(shape, card, settings)
+            cells.append(f"{fit[0]} x {fit[1]}, {fit[2].peak / 1e9:.1f} GB" if fit else "does not fit")
+        lines.append(f"| {shape.name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def gpu_calibration_table(points: list[dict]) -> str:
+    """The measured GPU points beside the formula (`python -m trl_r1.pipeline.memory --gpu-points FILE`)."""
+    lines = ["| card | versions (torch, transformers, TRL, PEFT, bitsandbytes) | model | step | tokens per micro-batch "
+             "| measured peak reserved | formula (reserved) | error |", "|---|---|---|---|---|---|---|---|"]
+    for point, measured, formula in gpu_calibration_error(points):
+        v = point["versions"]
+        versions = ", ".join(str(v.get(k)) for k in ("torch", "transformers", "trl", "peft", "bitsandbytes"))
+        length, batch = point["prompt_length"] + point["completion_length"], point["per_device_train_batch_size"]
+        sequences = batch * point.get("gradient_accumulation_steps", 1)
+        step = (f"SFT {point['mode']}, {length} x {batch}" if point["trainer"] == "sft" else
+                f"GRPO {point['mode']}, {sequences} x ({point['prompt_length']} + {point['completion_length']}), "
+                f"{point.get('generation') or 'transformers'} generation")
+        lines.append(f"| {point['card']} | {versions} | {point['model']} | {step} | {length * batch:,} | "
+                     f"{measured:.2f} GiB | {formula:.2f} GiB | {formula / measured - 1:+.0%} |")
+    return "\n".join(lines)
+
+
 if __name__ == "__main__":
-    print(markdown_table(), markdown_table(VLLM_TABLE), sep="\n\n")
+    import json
+    import sys
+
+    if "--gpu-points" in sys.argv:
+        path = sys.argv[sys.argv.index("--gpu-points") + 1]
+        with open(path) as file:
+            print(gpu_calibration_table([json.loads(line) for line in file if line.strip()]))
+    else:
+        print(sft_markdown_table(), markdown_table(), markdown_table(VLLM_TABLE), markdown_table(VLLM_4BIT_TABLE),
+              sep="\n\n")
