@@ -47,7 +47,8 @@ GENERATION_DEFAULTS = {  # RejectionSamplingConfig's / EvaluationConfig's defaul
     "rejection_sampling": {"batch_size": 8, "num_samples": 8, "load_in_4bit": False},
     "evaluation": {"batch_size": 16, "num_samples": 4, "load_in_4bit": False},
 }
-DRY_RUN = {"steps": 2, "prompt_tokens": 16, "max_length": 48, "completion": 8, "gen_tokens": 4, "batch": 2}
+STEPS = 2  # the first step warms up (kernels, allocator), the second is timed
+DRY_RUN = {"prompt_tokens": 16, "max_length": 48, "completion": 8, "gen_tokens": 4, "batch": 2}
 
 
 class ConstantReward:
@@ -399,7 +400,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("recipe", nargs="?")
     parser.add_argument("--stages", nargs="+", help="default: every stage of the recipe, and evaluation")
-    parser.add_argument("--steps", type=int, help="optimizer steps per training stage (default 3; dry run 2)")
+    parser.add_argument("--steps", type=int, help="optimizer steps per training stage (default 2: the first is "
+                        "warm-up, the rest are timed)")
     parser.add_argument("--prompt-tokens", type=int, default=512, help="rl / generation prompt length (about)")
     parser.add_argument("--transformers-completion", type=int, default=1024,
                         help="rl completion length when it generates with transformers (slow: shortened)")
@@ -410,7 +412,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--remeasure", metavar="POINTS", help="instead of a recipe: measure again each training "
                         "point of a gpu_points.jsonl file at its own settings (benchmarks/data/gpu_points.jsonl)")
     parser.add_argument("--dry-run", action="store_true", help="CPU, the model's ci size, tiny lengths (CI)")
-    parser.add_argument("--timeout", type=int, default=300, help="seconds per measurement")
+    parser.add_argument("--timeout", type=int, default=600, help="seconds per measurement")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
@@ -425,7 +427,7 @@ def main(argv: list[str] | None = None) -> dict:
 
     if not args.dry_run and not torch.cuda.is_available():
         parser.error("no CUDA GPU here: run on a GPU machine, or pass --dry-run (CPU, tiny sizes)")
-    args.steps = args.steps or (DRY_RUN["steps"] if args.dry_run else 3)
+    args.steps = args.steps or STEPS
     if args.dry_run:
         args.prompt_tokens, args.gen_tokens = DRY_RUN["prompt_tokens"], DRY_RUN["gen_tokens"]
     began = time.time()
