@@ -376,7 +376,7 @@ class SFTStage(TrainingStage):
 
     def plan(self, name, section, where, problems):
         plan = plan_trainer_stage(name, "sft", section, where, self.args_class, problems)
-        choices = ("drop", "truncate")
+        choices = self.args_class.__dataclass_fields__["long_examples"].metadata["choices"]
         if plan is not None and plan.args is not None and plan.args.long_examples not in choices:
             problems.append(f"{name}: key 'long_examples': expected one of {list(choices)}, got "
                             f"{plan.args.long_examples!r}")
