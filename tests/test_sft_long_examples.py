@@ -32,6 +32,7 @@ def recipe(run_dir: Path, dataset: str, **overrides) -> dict:
             "cold_start": section}
 
 
+@pytest.mark.slow  # trains, then writes the report with its curves: over 20 s on a shared machine
 def test_long_examples_are_dropped_and_counted_in_the_record_and_report(tmp_path):
     data = write_traces(tmp_path / "traces.jsonl", short=6, long=3)
     lines: list[str] = []
