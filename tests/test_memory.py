@@ -171,6 +171,13 @@ def test_each_recipe_fits_a_24_gb_card_as_it_runs(path):
     if rl.use_vllm:
         assert data["rl"]["vllm_max_model_length"] == rl.max_prompt_length + rl.max_completion_length
         assert vllm_kv_tokens(shape, 24, rl.vllm_gpu_memory_utilization) >= data["rl"]["vllm_max_model_length"]
+    for stage in ("cold_start", "final_sft"):  # long traces kept whole: >= 16k tokens up to 3B, on the card
+        sft = data[stage]
+        assert sft["max_length"] >= (16384 if shape.num_params < 3.5e9 else 8192)
+        assert estimate_sft_peak(shape, GRPOSettings(max_prompt_length=0, max_completion_length=sft["max_length"],
+                                                     per_device_train_batch_size=sft["per_device_train_batch_size"]
+                                                     )).peak <= limit
+        assert sft["per_device_train_batch_size"] * sft["gradient_accumulation_steps"] == 16
     rs, ev = data["rejection_sampling"], data["evaluation"]
     assert estimate_generation_peak(shape, GenerationSettings(
         rs["batch_size"], rs["num_samples"], rs["max_new_tokens"], load_in_4bit=rs["load_in_4bit"])).peak <= limit
