@@ -44,6 +44,15 @@ def test_unknown_keys_name_stage_and_suggest(tmp_path):
     assert "cold_start: unknown key 'num_train_epoch'; did you mean 'num_train_epochs'?" in problems
 
 
+def test_one_error_per_mistake_no_cascade(tmp_path):
+    """A typo in `rl` must not make the later stages claim the recipe has no rl stage (issue 19)."""
+    problems = problems_of(recipe(tmp_path, rl={"dataset_name": ARITHMETIC, "learning_rat": 1e-6},
+                                  cold_start={"dataset_name": COLD_START, "num_train_epochs": "three"},
+                                  rejection_sampling={"num_samples": 2}, final_sft={"init_from": "rl"}))
+    assert problems == ["cold_start: key 'num_train_epochs': expected float, got 'three' (str)",
+                        "rl: unknown key 'learning_rat'; did you mean 'learning_rate'?"]
+
+
 def test_wrong_types_are_reported_and_numeric_strings_coerced(tmp_path):
     problems = problems_of(recipe(tmp_path, cold_start={"dataset_name": COLD_START, "num_train_epochs": "three",
                                                         "assistant_only_loss": "yes"}))

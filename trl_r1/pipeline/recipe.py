@@ -307,7 +307,9 @@ def load_recipe(source: str | Path | dict[str, Any], *, single_stage: bool = Fal
             for stage in evaluation.stages:
                 if stage not in known:
                     problems.append(f"evaluation: stages entry {stage!r} is not a stage{suggest(stage, known)}")
-    present = {s.name for s in stages}
+    # a section that failed to plan is still present: its own error is the one mistake (no cascade of
+    # "the recipe has no rl stage" from the stages that need it)
+    present = {name for name in stage_names if name in data}
     for plan in stages:
         registry[plan.name].check_recipe(plan, present, problems)
     if problems:
