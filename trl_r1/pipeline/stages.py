@@ -318,9 +318,6 @@ class TrainingStage(Stage):
         return out
 
 
-SFT_COLUMNS = (("messages",), ("text",), ("prompt", "completion"))
-
-
 class SFTStage(TrainingStage):
     """Supervised fine-tuning on the stage's dataset (R1's cold start, §2.3.1)."""
 
@@ -335,17 +332,14 @@ class SFTStage(TrainingStage):
     def check_data(self, plan, pipeline):
         if plan.args.dataset_name is None:
             return []
-        columns = pipeline.columns(plan.name, lambda: self.own_dataset(plan, pipeline))
-        if not any(set(c) <= set(columns) for c in SFT_COLUMNS):
-            needs = "'messages', 'text', or 'prompt' + 'completion'"
-            return [f"{plan.name}: dataset {plan.args.dataset_name!r} has columns {columns}; SFT needs {needs}"]
-        return []
+        text_field = getattr(plan.config, "dataset_text_field", "text")  # TRL's SFTConfig: the text column's name
+        return pipeline.check_columns(plan.name, lambda: self.own_dataset(plan, pipeline), (), [],
+                                      named=[plan.args, plan.config],
+                                      any_of=(("messages",), (text_field,), ("prompt", "completion")))
 
     def own_dataset(self, plan, pipeline):
         """The stage's `dataset_name`, loaded once."""
-        from .data import load_stage_dataset
-
-        return pipeline.cached(plan.name, lambda: load_stage_dataset(plan.args))
+        return pipeline.stage_data(plan.name, plan.args)
 
     def dataset(self, plan, pipeline):
         """What the stage trains on."""
@@ -421,16 +415,14 @@ class RLStage(TrainingStage):
         return plan_trainer_stage(name, kind, section, where, RLStageArguments, problems)
 
     def prompts(self, plan, pipeline):
-        from .data import load_stage_dataset
-
-        return pipeline.cached(plan.name, lambda: load_stage_dataset(plan.args))
+        return pipeline.stage_data(plan.name, plan.args)
 
     def rewards(self, plan, pipeline) -> list[Any]:
         return pipeline.adapted(plan.args.rewards)
 
     def check_data(self, plan, pipeline):
         return pipeline.check_columns(plan.name, lambda: self.prompts(plan, pipeline), ("prompt",),
-                                      self.rewards(plan, pipeline))
+                                      self.rewards(plan, pipeline), named=[plan.args])
 
     def run(self, plan, pipeline):
         from ..rewards import get_reward_funcs
@@ -490,20 +482,18 @@ class RejectionSamplingStage(Stage):
         return plan.section.get("rewards", default)
 
     def prompts(self, plan, pipeline):
-        from .data import load_dataset_spec
-
         cfg, args = plan.config, plan.args
         if cfg.dataset_name is None:
             source = pipeline.recipe.stage(self.rewards_from)
             return STAGE_REGISTRY[source.name].prompts(source, pipeline)
-        return pipeline.cached(plan.name, lambda: load_dataset_spec(
-            cfg.dataset_name, split=cfg.dataset_split, config=args.dataset_config, kwargs=args.dataset_kwargs))
+        return pipeline.load_data(plan.name, cfg.dataset_name, split=cfg.dataset_split, config=args.dataset_config,
+                                  kwargs=args.dataset_kwargs)
 
     def check_data(self, plan, pipeline):
         if plan.config.dataset_name is None:
             return []
         return pipeline.check_columns(plan.name, lambda: self.prompts(plan, pipeline), (plan.config.prompt_column,),
-                                      self.rewards(plan, pipeline))
+                                      self.rewards(plan, pipeline), named=[plan.config])
 
     def run(self, plan, pipeline):
         from ..data.rejection_sampling import rejection_sample
