@@ -10,8 +10,8 @@ import pytest
 import yaml
 
 from trl_r1.cli import run_main, sft_main
-from trl_r1.pipeline import RecipeError, load_recipe, run_recipe
-from trl_r1.pipeline.plan import THROUGHPUT, generation_rate, stage_cost
+from trl_r1.pipeline import STAGE_REGISTRY, RecipeError, load_recipe
+from trl_r1.pipeline.plan import THROUGHPUT, generation_rate
 from trl_r1.pipeline.runner import Pipeline
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -137,6 +137,22 @@ def test_memory_model_must_fit_the_card(tmp_path):
     assert any(line.startswith("note: memory: no GPU here") for line in pipeline.plan_lines())
 
 
+def test_vllm_needs_room_for_one_sequence_in_its_share_of_the_card(tmp_path):
+    from trl_r1.pipeline.preflight import memory_problems, model_shape
+
+    data = yaml.safe_load(MATH_RECIPE.read_text())
+    data["run_dir"] = str(tmp_path / "run")
+    recipe = load_recipe(data, check_hardware=False)
+    shape = model_shape("Qwen/Qwen2.5-1.5B-Instruct")
+    assert memory_problems(recipe, recipe.stages, shape, ("NVIDIA L4", 24.0), vllm_installed=True) == []
+    data["rl"]["vllm_gpu_memory_utilization"] = 0.15  # 3.6 GB: the bf16 weights and vLLM's working memory fill it
+    recipe = load_recipe(data, check_hardware=False)
+    [problem] = memory_problems(recipe, recipe.stages, shape, ("NVIDIA L4", 24.0), vllm_installed=True)
+    assert problem.startswith("rl: vLLM's share of this NVIDIA L4 (vllm_gpu_memory_utilization 0.15 of 24 GB) "
+                              "holds the KV cache of 0 tokens after its weights, fewer than one sequence of "
+                              "vllm_max_model_length 8704; vLLM would not start")
+
+
 def test_plan_shows_every_setting_marks_overrides_and_the_model_each_stage_loads(tmp_path, capsys):
     long_section = {"dataset_name": ARITHMETIC, "rewards": [{"name": "format", "weight": 0.5}, {"name": "math"}],
                     "learning_rate": 1e-5, "lr_scheduler_type": "cosine", "warmup_steps": 0.05, "temperature": 1.0,
@@ -163,7 +179,7 @@ def test_the_plan_gives_each_stage_its_cost(tmp_path, mirrors, capsys):
         assert all("vLLM is not installed" in p for p in exc.problems)
     costs = {}
     for plan in recipe.stages:
-        costs[plan.name] = stage_cost(plan, pipeline, costs)
+        costs[plan.name] = STAGE_REGISTRY[plan.name].cost(plan, pipeline, costs)
     rl, sampling = costs["rl"], costs["rejection_sampling"]
     assert (rl.prompts, rl.samples, rl.generated_tokens) == (2000, 16000, 16000 * 8192)  # 500 steps x 32 / 8
     # rejection sampling covers about the prompts GRPO saw, not all 20,000 (1.3 billion tokens)
@@ -186,10 +202,12 @@ def test_generation_time_is_measured_only_where_measured():
 
 
 def test_dry_run_shows_no_future_warning_of_our_own_defaults():
+    paths = sorted(p for p in (ROOT / "recipes").rglob("*.yaml") if "accelerate_configs" not in p.parts)
     with warnings.catch_warnings():
-        warnings.simplefilter("error", FutureWarning)
-        recipe = load_recipe(MATH_RECIPE, check_hardware=False)
-    assert recipe.stage("rl").config.gradient_checkpointing  # still on by default
+        warnings.simplefilter("error", FutureWarning)  # transformers 5: `gradient_checkpointing` is an old alias
+        recipes = {path.parent.name + "/" + path.name: load_recipe(path, check_hardware=False) for path in paths}
+    assert recipes["qwen2.5-1.5b-instruct/math.yaml"].stage("rl").config.gradient_checkpointing  # on by default
+    assert not recipes["tiny/pipeline.yaml"].stage("rl").config.gradient_checkpointing  # the recipe's own `false`
 
 
 def test_math_recipes_cap_rejection_sampling_at_the_prompts_grpo_sees():

@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from .preflight import PROMPT_TOKENS, loads_4bit, uses_vllm
-from .recipe import StagePlan
 
 WIDTH = 116  # the plan's line width; settings wrap, they are never cut
 
@@ -52,8 +51,9 @@ def generation_rate(card: str | None, model: str, backend: str, weights: str, ad
 
     "measured": a `THROUGHPUT` row with this card (by name), model, backend, weights and adapter. Otherwise
     "projected" from the row with the same weights and adapter: scaled by the models' parameter counts (a
-    decoding step reads every weight once) when `num_params(model)` knows both, and, for vLLM, the transformers
-    rate taken as a floor (vLLM generates faster, so the time is an upper bound). None without such a row.
+    decoding step reads every weight once) for another model, and, for vLLM, the transformers rate taken as a
+    floor (vLLM generates faster, so the time is an upper bound). None without such a row, or for another model
+    whose size `num_params(model)` does not know.
 
     >>> generation_rate("NVIDIA H200", "Qwen/Qwen2.5-1.5B-Instruct", "transformers", "nf4", True)[0]
     329.0
@@ -73,11 +73,10 @@ def generation_rate(card: str | None, model: str, backend: str, weights: str, ad
         how.append(f"{row.card}'s rate, not measured on {card or 'this card'}")
     if row.model.lower() != model.lower():
         mine, theirs = (num_params(model), num_params(row.model)) if num_params else (None, None)
-        if mine and theirs:
-            rate *= theirs / mine
-            how.append(f"scaled from {row.model} by parameter count")
-        else:
-            how.append(f"{row.model}'s rate")
+        if not (mine and theirs):
+            return None  # another model of unknown size: nothing to project from
+        rate *= theirs / mine
+        how.append(f"scaled from {row.model} by parameter count")
     if backend != row.backend:
         how.append(f"{row.backend}'s rate as a floor for {backend}: the time is an upper bound")
     return rate, f"projected ({'; '.join(how)}) from {row.source}"
@@ -108,7 +107,7 @@ def _times(a: int | None, b: int | None) -> int | None:
     return None if a is None or b is None else a * b
 
 
-def dataset_rows(pipeline: Any, name: str, plan: StagePlan | None) -> int | None:
+def dataset_rows(pipeline: Any, name: str, plan: Any | None) -> int | None:
     """A stage's dataset size as the preflight saw it, else its `max_samples`."""
     schema = pipeline.schemas.get(name)
     if schema is not None and schema.num_rows is not None:
@@ -116,7 +115,7 @@ def dataset_rows(pipeline: Any, name: str, plan: StagePlan | None) -> int | None
     return getattr(plan.args, "max_samples", None) if plan is not None and plan.args is not None else None
 
 
-def training_cost(plan: StagePlan, pipeline: Any, rows: int | None, basis: str) -> StageCost:
+def training_cost(plan: Any, pipeline: Any, rows: int | None, basis: str) -> StageCost:
     """SFT: the rows trained on (`max_steps` x batch, or epochs x rows), each at most `max_length` tokens."""
     c = plan.config
     batch = c.per_device_train_batch_size * c.gradient_accumulation_steps * pipeline.ranks.num_processes
@@ -130,7 +129,7 @@ def training_cost(plan: StagePlan, pipeline: Any, rows: int | None, basis: str) 
                      basis=f"{how}, <= max_length {c.max_length} tokens each")
 
 
-def rl_cost(plan: StagePlan, pipeline: Any) -> StageCost:
+def rl_cost(plan: Any, pipeline: Any) -> StageCost:
     """RL: `max_steps` x completions per step (per device x accumulation x processes), generated once every
     `num_iterations` steps, `num_generations` per prompt, each <= `max_completion_length` tokens."""
     c = plan.config
@@ -163,42 +162,27 @@ def sampling_cost(pipeline: Any, prompts: int | None, num_samples: int, max_new_
                      "tokens each", generation=generation)
 
 
-def stage_cost(plan: StagePlan, pipeline: Any, costs: dict[str, StageCost]) -> StageCost | None:
-    """A stage's cost from its settings, its dataset's size and the earlier stages' costs."""
-    recipe, vllm_here = pipeline.recipe, pipeline.vllm_installed
-    if plan.config is None:
-        return None
-    if plan.kind in ("grpo", "ppo"):
-        return rl_cost(plan, pipeline)
-    if plan.kind == "rejection_sampling":
-        c = plan.config
-        source = recipe.stage("rl") if c.dataset_name is None else plan
-        rows = dataset_rows(pipeline, source.name, source) if source is not None else None
-        prompts = rows if c.max_prompts is None else c.max_prompts if rows is None else min(rows, c.max_prompts)
-        how = f"{_n(prompts)} prompts ({'max_prompts ' + str(c.max_prompts) if c.max_prompts else 'every prompt'})"
-        adapter = bool(recipe.model.use_peft) and recipe.model.adapter_handoff == "continue"
-        backend = "vllm" if uses_vllm(plan, vllm_installed=vllm_here, cuda=pipeline.card is not None) else "transformers"
-        return sampling_cost(pipeline, prompts, c.num_samples, c.max_new_tokens, how,
-                             (backend, "nf4" if loads_4bit(plan, recipe) else "bf16", adapter))
-    data_from = getattr(pipeline_stage(plan), "data_from", None)
-    if data_from is not None:  # final SFT: at most the accepted samples, plus its own dataset
-        sampled = costs.get(data_from)
-        per_prompt = recipe.stage(data_from).config.max_per_prompt if recipe.stage(data_from) else None
-        accepted = None
-        if sampled is not None and sampled.prompts is not None:
-            accepted = sampled.prompts * min(sampled.samples // sampled.prompts if sampled.prompts else 0,
-                                             per_prompt or sampled.samples)
-        own = dataset_rows(pipeline, plan.name, plan) if plan.args.dataset_name else 0
-        rows = None if accepted is None or own is None else accepted + own
-        mixed = " + mix_datasets" if plan.args.mix_datasets else ""
-        return training_cost(plan, pipeline, rows, f" (<= the accepted samples{mixed})")
-    return training_cost(plan, pipeline, dataset_rows(pipeline, plan.name, plan), "")
+def final_sft_cost(plan: Any, pipeline: Any, sampled: StageCost | None, max_per_prompt: int | None) -> StageCost:
+    """An SFT on the accepted samples (at most `max_per_prompt` of each prompt's), plus its own dataset."""
+    accepted = None
+    if sampled is not None and sampled.prompts:
+        accepted = sampled.prompts * min(sampled.samples // sampled.prompts, max_per_prompt or sampled.samples)
+    own = dataset_rows(pipeline, plan.name, plan) if plan.args.dataset_name else 0
+    rows = None if accepted is None or own is None else accepted + own
+    mixed = " + mix_datasets" if plan.args.mix_datasets else ""
+    return training_cost(plan, pipeline, rows, f" (<= the accepted samples{mixed})")
 
 
-def pipeline_stage(plan: StagePlan) -> Any:
-    from .stages import STAGE_REGISTRY
-
-    return STAGE_REGISTRY[plan.name]
+def rejection_sampling_cost(plan: Any, pipeline: Any, prompt_rows: int | None) -> StageCost:
+    """`max_prompts` (or every prompt) x `num_samples`, each <= `max_new_tokens`."""
+    c, recipe = plan.config, pipeline.recipe
+    prompts = prompt_rows if c.max_prompts is None else c.max_prompts if prompt_rows is None else \
+        min(prompt_rows, c.max_prompts)
+    how = f"{_n(prompts)} prompts ({'max_prompts ' + str(c.max_prompts) if c.max_prompts else 'every prompt'})"
+    adapter = bool(recipe.model.use_peft) and recipe.model.adapter_handoff == "continue"
+    vllm = uses_vllm(plan, vllm_installed=pipeline.vllm_installed, cuda=pipeline.card is not None)
+    return sampling_cost(pipeline, prompts, c.num_samples, c.max_new_tokens, how,
+                         ("vllm" if vllm else "transformers", "nf4" if loads_4bit(plan, recipe) else "bf16", adapter))
 
 
 def evaluation_cost(pipeline: Any) -> StageCost:
@@ -224,21 +208,22 @@ def time_line(cost: StageCost, pipeline: Any) -> str:
     card = pipeline.card[0] if pipeline.card else None
     rate = generation_rate(card, pipeline.base_model_path, *cost.generation, num_params=params)
     if rate is None:
-        return f"time:     no generation rate for {cost.generation} in the THROUGHPUT table"
-    hours = cost.generated_tokens / rate[0] / 3600
+        return "time:     generation not estimated (no measured rate for this model, nor its size to scale one)"
+    seconds = cost.generated_tokens / rate[0]
+    took = (f"{seconds / 3600:,.1f} h" if seconds >= 360 else f"{seconds / 60:.1f} min" if seconds >= 60
+            else f"{seconds:.0f} s")
     training = " (+ training, not estimated)" if cost.trained_tokens else ""
-    return f"time:     generation <= {hours:,.1f} h{training} at {rate[0]:.0f} tokens/s, {rate[1]}"
+    return f"time:     generation <= {took}{training} at {rate[0]:.0f} tokens/s, {rate[1]}"
 
 
-def model_line(plan: StagePlan, pipeline: Any) -> str | None:
+def model_line(plan: Any, pipeline: Any) -> str | None:
     """How this stage loads the model (a stage may override the recipe's model keys)."""
     model, recipe = plan.model_args, pipeline.recipe
     if model is None:
         if plan.kind != "rejection_sampling":
             return None
-        four_bit = loads_4bit(plan, recipe)
-        return (f"loads:    {'4-bit NF4' if four_bit else 'bf16' if recipe.model.dtype == 'bfloat16' else recipe.model.dtype}"
-                " weights for sampling")
+        dtype = "bf16" if recipe.model.dtype == "bfloat16" else recipe.model.dtype
+        return f"loads:    {'4-bit NF4' if loads_4bit(plan, recipe) else dtype} weights for sampling"
     dtype = model.dtype or "auto"
     if model.load_in_4bit:
         mode = f"QLoRA: 4-bit NF4 base ({dtype} compute) + LoRA r={model.lora_r}"
@@ -276,8 +261,9 @@ def cost_lines(cost: StageCost | None, pipeline: Any) -> list[str]:
     return lines
 
 
-def plan_lines(pipeline: Any) -> list[str]:
-    """The plan of a pipeline (`Pipeline.plan_lines`): call it after the preflight, whose schemas give sizes."""
+def plan_lines(pipeline: Any, costs: dict[str, StageCost]) -> list[str]:
+    """The plan of a pipeline (`Pipeline.plan_lines`) with each stage's cost (`Stage.cost`): after the preflight,
+    whose schemas give the datasets' sizes."""
     recipe = pipeline.recipe
     model = recipe.model
     built = " (tiny, built locally)" if model.tiny is not None else ""
@@ -289,7 +275,6 @@ def plan_lines(pipeline: Any) -> list[str]:
     shared = recipe.shared
     for section in ("model", "training"):
         lines += settings_lines(f"{section}:", shared.get(section, {}), section, pipeline.overridden)
-    costs: dict[str, StageCost] = {}
     for i, plan in enumerate(recipe.stages, 1):
         action = {"done": "skip (done)", "resume": "resume", "stale": "redo", "new": "run"}[pipeline.status[plan.name]]
         lines.append(f"{i}. {plan.name:<19}{plan.kind:<19}{action:<12}-> {plan.output_dir}")
@@ -297,10 +282,7 @@ def plan_lines(pipeline: Any) -> list[str]:
         if described:
             lines.append(f"     {described}")
         lines += settings_lines("settings:", plan.section, plan.name, pipeline.overridden)
-        cost = stage_cost(plan, pipeline, costs)
-        if cost is not None:
-            costs[plan.name] = cost
-        lines += cost_lines(cost, pipeline)
+        lines += cost_lines(costs.get(plan.name), pipeline)
     ev = recipe.evaluation
     if ev is not None:
         lines.append(f"evaluation: {ev.dataset_name} [{ev.dataset_split}] after {ev.stages}, {ev.num_prompts} "
@@ -313,4 +295,5 @@ def plan_lines(pipeline: Any) -> list[str]:
     return lines
 
 
-__all__ = ["THROUGHPUT", "StageCost", "Throughput", "generation_rate", "plan_lines", "stage_cost"]
+__all__ = ["THROUGHPUT", "StageCost", "Throughput", "dataset_rows", "final_sft_cost", "generation_rate", "plan_lines",
+           "rejection_sampling_cost", "rl_cost", "training_cost"]

@@ -5,8 +5,8 @@ stage (section) and key:
 
 * data (`Stage.check_data`, through `Pipeline.check_columns`): each dataset's schema, from its real loader
   (`pipeline.data.load_stage_dataset`: a builder's or local file's real rows; a Hub id, or its local mirror
-  under TRL_R1_DATA_DIR, streamed for its first rows on a dry run). A column a key names (`prompt_column`, `solution_column`,
-  `dataset_text_field`) must exist; the columns a stage and its rewards need must exist.
+  under TRL_R1_DATA_DIR, streamed for its first rows on a dry run). A column a key names (`prompt_column`,
+  `solution_column`, `dataset_text_field`) must exist; the columns a stage and its rewards need must exist.
 * the chat template (`templates.template_problems`).
 * backends (`backend_problems`): vLLM where a stage asks for it, bitsandbytes where a stage loads 4-bit, the
   code sandbox (bubblewrap) where a reward runs programs; each error gives the install command.
@@ -17,10 +17,9 @@ stage (section) and key:
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib.util
 from typing import Any
-
-from .recipe import Recipe, StagePlan
 
 COLUMN_KEYS = ("prompt_column", "solution_column", "dataset_text_field")  # keys whose value names a column
 PROMPT_TOKENS = 512  # the prompt length the memory model and the plan assume (memory.GRPOSettings' default)
@@ -60,7 +59,7 @@ def install_hint(extra: str) -> str:
     return f"pip install '{spec}' (or `pip install -e '.[{extra}]'` in the trl-r1 clone)"
 
 
-def uses_vllm(plan: StagePlan, *, vllm_installed: bool, cuda: bool) -> bool:
+def uses_vllm(plan: Any, *, vllm_installed: bool, cuda: bool) -> bool:
     """Whether a stage generates with vLLM: `use_vllm` (RL), or `backend: vllm`, or `auto` where vLLM runs."""
     config = plan.config
     if getattr(config, "use_vllm", False):
@@ -69,7 +68,7 @@ def uses_vllm(plan: StagePlan, *, vllm_installed: bool, cuda: bool) -> bool:
     return backend == "vllm" or (backend == "auto" and vllm_installed and cuda)
 
 
-def loads_4bit(plan: StagePlan, recipe: Recipe) -> bool:
+def loads_4bit(plan: Any, recipe: Any) -> bool:
     if plan.model_args is not None:
         return bool(plan.model_args.load_in_4bit)
     if plan.kind == "rejection_sampling":
@@ -77,7 +76,7 @@ def loads_4bit(plan: StagePlan, recipe: Recipe) -> bool:
     return False
 
 
-def backend_problems(recipe: Recipe, stages: list[StagePlan], rewards: dict[str, list[Any]], *,
+def backend_problems(recipe: Any, stages: list[Any], rewards: dict[str, list[Any]], *,
                      cuda: bool) -> list[str]:
     """One problem per missing backend, naming every stage (and key) that needs it, with the install command.
 
@@ -126,12 +125,12 @@ def card_memory_gb() -> tuple[str, float] | None:
     return props.name, props.total_memory / 1e9
 
 
+@functools.lru_cache(maxsize=8)
 def model_shape(model_path: str):
     """The memory model's `ModelShape` of a model: a recipe model's known config (no download), else its
     config.json (a local directory, or the Hub when reachable); None when neither is at hand."""
-    from .memory import ModelShape
-
     from ..rehearsal.models import MODELS
+    from .memory import ModelShape
 
     known = {name.lower(): name for name in MODELS}
     if model_path.lower() in known:
@@ -151,7 +150,7 @@ def model_shape(model_path: str):
                       max_position_embeddings=getattr(c, "max_position_embeddings", 32768))
 
 
-def stage_peak(plan: StagePlan, recipe: Recipe, shape: Any, card_gb: float, *, vllm: bool) -> tuple[float, str] | None:
+def stage_peak(plan: Any, recipe: Any, shape: Any, card_gb: float, *, vllm: bool) -> tuple[float, str] | None:
     """(estimated peak bytes, what was estimated) of one stage on a `card_gb` card, None where the memory model
     has no formula for it (full fine-tuning)."""
     from . import memory
@@ -166,13 +165,15 @@ def stage_peak(plan: StagePlan, recipe: Recipe, shape: Any, card_gb: float, *, v
             gradient_checkpointing=bool(config.gradient_checkpointing),
             per_device_train_batch_size=config.per_device_train_batch_size)
         if plan.kind == "sft":
-            settings = dataclasses.replace(settings, max_prompt_length=0, max_completion_length=config.max_length or 1024)
+            settings = dataclasses.replace(settings, max_prompt_length=0,
+                                           max_completion_length=config.max_length or 1024)
             return memory.estimate_sft_peak(shape, settings).peak, "SFT step"
         colocate = bool(getattr(config, "use_vllm", False)) and getattr(config, "vllm_mode", "colocate") == "colocate"
+        steps = getattr(config, "steps_per_generation", None) or config.gradient_accumulation_steps
         settings = dataclasses.replace(
             settings, max_prompt_length=PROMPT_TOKENS, max_completion_length=config.max_completion_length,
-            gradient_accumulation_steps=getattr(config, "steps_per_generation", None) or config.gradient_accumulation_steps,
-            use_vllm=colocate, vllm_gpu_memory_utilization=getattr(config, "vllm_gpu_memory_utilization", 0.3),
+            gradient_accumulation_steps=steps, use_vllm=colocate,
+            vllm_gpu_memory_utilization=getattr(config, "vllm_gpu_memory_utilization", 0.3),
             vllm_enable_sleep_mode=bool(getattr(config, "vllm_enable_sleep_mode", False)))
         return memory.estimate_grpo_peak(shape, settings, card_gb=card_gb).peak, "RL step"
     return generation_peak(config, shape, card_gb, load_in_4bit=loads_4bit(plan, recipe),
@@ -193,7 +194,7 @@ def generation_peak(config: Any, shape: Any, card_gb: float, *, load_in_4bit: bo
     return memory.estimate_generation_peak(shape, settings).peak, "transformers generation"
 
 
-def memory_problems(recipe: Recipe, stages: list[StagePlan], shape: Any, card: tuple[str, float], *,
+def memory_problems(recipe: Any, stages: list[Any], shape: Any, card: tuple[str, float], *,
                     vllm_installed: bool) -> list[str]:
     """Each stage whose estimated peak exceeds the usable share of the card (memory.USABLE_FRACTION)."""
     from . import memory
@@ -223,7 +224,29 @@ def memory_problems(recipe: Recipe, stages: list[StagePlan], shape: Any, card: t
             problems.append(f"{where}: the memory model puts its peak ({peak[1]}) at {peak[0] / 1e9:.1f} GB, over "
                             f"{memory.USABLE_FRACTION:.0%} of this {name} ({card_gb:.0f} GB){hint}; see "
                             "docs/troubleshooting.md (out of memory)")
+            continue
+        config = recipe.evaluation if plan is None else plan.config
+        generating_with_vllm = (vllm if plan is None else uses_vllm(plan, vllm_installed=vllm_installed, cuda=True)
+                                and getattr(config, "vllm_mode", "colocate") == "colocate")
+        if generating_with_vllm:
+            problems += vllm_cache_problems(where, config, shape, card, loads_4bit(plan, recipe) if plan else False)
     return problems
+
+
+def vllm_cache_problems(where: str, config: Any, shape: Any, card: tuple[str, float], load_in_4bit: bool) -> list[str]:
+    """vLLM refuses to start unless its share of the card holds the KV cache of one `vllm_max_model_length`
+    sequence (default: the model's whole context) after its weights."""
+    from . import memory
+
+    share = getattr(config, "vllm_gpu_memory_utilization", None) or 0.9  # TRL's default is set (0.3); vLLM's 0.9
+    needed = getattr(config, "vllm_max_model_length", None) or shape.max_position_embeddings
+    tokens = memory.vllm_kv_tokens(shape, card[1], share, load_in_4bit)
+    if tokens >= needed:
+        return []
+    return [f"{where}: vLLM's share of this {card[0]} (vllm_gpu_memory_utilization {share} of {card[1]:.0f} GB) "
+            f"holds the KV cache of {tokens} tokens after its weights, fewer than one sequence of "
+            f"vllm_max_model_length {needed}; vLLM would not start: raise vllm_gpu_memory_utilization or lower "
+            "vllm_max_model_length"]
 
 
 __all__ = ["backend_problems", "card_memory_gb", "column_key_problems", "memory_problems", "model_shape"]

@@ -377,8 +377,10 @@ def plan_trainer_stage(name: str, kind: str, section: dict[str, Any], where: Pla
     trainer_values["output_dir"] = str(where.output_dir)
     if model_args is not None:
         check_model(model_args, problems, stage=name)
-        if "gradient_checkpointing" not in trainer_values:  # on by default; under transformers 5's new name, which
-            trainer_values.setdefault(CHECKPOINTING_KEY, True)  # does not warn (the old one is a FutureWarning)
+        # on by default, set under transformers 5's new name (the old one, an alias, is a FutureWarning)
+        if CHECKPOINTING_KEY != "gradient_checkpointing" and "gradient_checkpointing" in trainer_values:
+            trainer_values.setdefault(CHECKPOINTING_KEY, trainer_values.pop("gradient_checkpointing"))
+        trainer_values.setdefault(CHECKPOINTING_KEY, True)
         if model_args.load_in_4bit or model_args.load_in_8bit:
             trainer_values.setdefault("optim", "paged_adamw_8bit")
     if TRAINER_KINDS.meta(kind)["rewards"] and args is not None:

@@ -38,6 +38,7 @@ logger = logging.getLogger("trl_r1.pipeline")
 BASE_MODEL_DIR, BASE_EVALUATION = "base_model", "base_evaluation.json"
 TINY_SETTINGS = "trl_r1_tiny.json"  # in BASE_MODEL_DIR: the `model.tiny` settings it was built with
 DEFAULT_EVAL_REWARDS = ["format", "math"]
+DETECT_CARD = "detect"  # Pipeline(card=...): the GPU torch.cuda sees here
 
 
 class Pipeline:
@@ -45,7 +46,7 @@ class Pipeline:
 
     def __init__(self, recipe: Recipe, *, from_stage: str | None = None, echo: Callable[[str], None] = print,
                  ranks: Ranks | None = None, dry_run: bool = False, overridden: Iterable[str] = (),
-                 card: tuple[str, float] | None | str = "this machine's"):
+                 card: tuple[str, float] | None | str = DETECT_CARD):
         """`dry_run`: the preflight builds nothing and streams Hub datasets' first rows; `overridden`: the keys a
         command line set (`section.key`, or `key` in any section), marked in the plan; `card`: (name, GB) of the
         GPU the memory check sizes for (default: what torch.cuda sees here; None: skip it)."""
@@ -80,7 +81,7 @@ class Pipeline:
     @property
     def card(self) -> tuple[str, float] | None:
         """(name, GB) of the GPU the memory check sizes for; None without one."""
-        if self._card == "this machine's":
+        if self._card == DETECT_CARD:
             self._card = card_memory_gb()
         return self._card
 
@@ -93,7 +94,11 @@ class Pipeline:
         (`trl_r1.pipeline.plan`)."""
         from .plan import plan_lines
 
-        return plan_lines(self)
+        costs: dict[str, Any] = {}
+        for plan in self.recipe.stages:
+            if plan.config is not None:
+                costs[plan.name] = STAGE_REGISTRY[plan.name].cost(plan, self, costs)
+        return plan_lines(self, costs)
 
     def pending(self) -> list[StagePlan]:
         return [plan for plan in self.recipe.stages if self.status[plan.name] != "done"]
@@ -211,7 +216,8 @@ class Pipeline:
                     for p in column_key_problems(where, *set_column_keys(obj), published)]
         if problems:
             return problems
-        problems = [f"{where}: the dataset has no {c!r} column (columns: {columns})" for c in needed if c not in columns]
+        problems = [f"{where}: the dataset has no {c!r} column (columns: {columns})"
+                    for c in needed if c not in columns]
         if any_of and not any(set(c) <= set(columns) for c in any_of):
             wanted = " or ".join(" + ".join(repr(c) for c in group) for group in any_of)
             problems.append(f"{where}: the dataset has columns {columns}; it needs {wanted}")
@@ -251,8 +257,9 @@ class Pipeline:
             return self.preflight()
 
         self.template = self.ranks.on_main(start)
-        for line in self.plan_lines():
-            self.echo(line)
+        if self.ranks.is_main:  # the plan's costs use what the main process's preflight saw
+            for line in self.plan_lines():
+                self.echo(line)
         base_evaluation = self.ranks.on_main(self._base_evaluation)
         for plan in self.recipe.stages:
             stage, status = STAGE_REGISTRY[plan.name], self.status[plan.name]

@@ -6,6 +6,7 @@ A stage answers four questions, so the runner never asks for a stage by name:
 * `plan(name, section, where, problems)`: validate its recipe section into a `StagePlan` (and
   `check_recipe(plan, present, problems)`: what it needs from the other stages);
 * `check_data(plan, pipeline)`: problems with its dataset, before any work (preflight);
+* `cost(plan, pipeline, costs)`: what it will spend (prompts, samples, tokens: `plan.StageCost`), for the plan;
 * `run(plan, pipeline)`: the work. A `data_parallel` stage runs on every rank (training: accelerate/TRL shard
   the batches); any other stage runs on the main process only;
 * `record(plan, pipeline, result)`: on the main process, what the next stages get (the model handle, merged if
@@ -35,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from ..registry import Registry
+from .plan import StageCost, dataset_rows, final_sft_cost, rejection_sampling_cost, rl_cost, training_cost
 from .recipe import (
     TRAINER_KINDS,
     FinalSFTArguments,
@@ -280,6 +282,10 @@ class Stage:
     def check_data(self, plan: StagePlan, pipeline: Any) -> list[str]:
         return []
 
+    def cost(self, plan: StagePlan, pipeline: Any, costs: dict[str, StageCost]) -> StageCost | None:
+        """What the stage will spend, given the earlier stages' `costs` (None: not known before it runs)."""
+        return None
+
     def run(self, plan: StagePlan, pipeline: Any) -> Any:
         raise NotImplementedError
 
@@ -337,6 +343,9 @@ class SFTStage(TrainingStage):
                                       named=[plan.args, plan.config],
                                       any_of=(("messages",), (text_field,), ("prompt", "completion")))
 
+    def cost(self, plan, pipeline, costs):
+        return training_cost(plan, pipeline, dataset_rows(pipeline, plan.name, plan), "")
+
     def own_dataset(self, plan, pipeline):
         """The stage's `dataset_name`, loaded once."""
         return pipeline.stage_data(plan.name, plan.args)
@@ -389,6 +398,11 @@ class FinalSFTStage(SFTStage):
     def start(self, plan, pipeline):
         return pipeline.start_from(self.init_from(plan))
 
+    def cost(self, plan, pipeline, costs):
+        source = pipeline.recipe.stage(self.data_from)
+        per_prompt = getattr(source.config, "max_per_prompt", None) if source is not None else None
+        return final_sft_cost(plan, pipeline, costs.get(self.data_from), per_prompt)
+
     def dataset(self, plan, pipeline):
         accepted = pipeline.output_of(self.data_from, "dataset_path")
         own = self.own_dataset(plan, pipeline) if plan.args.dataset_name else None
@@ -419,6 +433,9 @@ class RLStage(TrainingStage):
 
     def rewards(self, plan, pipeline) -> list[Any]:
         return pipeline.adapted(plan.args.rewards)
+
+    def cost(self, plan, pipeline, costs):
+        return rl_cost(plan, pipeline)
 
     def check_data(self, plan, pipeline):
         return pipeline.check_columns(plan.name, lambda: self.prompts(plan, pipeline), ("prompt",),
@@ -494,6 +511,11 @@ class RejectionSamplingStage(Stage):
             return []
         return pipeline.check_columns(plan.name, lambda: self.prompts(plan, pipeline), (plan.config.prompt_column,),
                                       self.rewards(plan, pipeline), named=[plan.config])
+
+    def cost(self, plan, pipeline, costs):
+        source = pipeline.recipe.stage(self.rewards_from) if plan.config.dataset_name is None else plan
+        rows = dataset_rows(pipeline, source.name, source) if source is not None else None
+        return rejection_sampling_cost(plan, pipeline, rows)
 
     def run(self, plan, pipeline):
         from ..data.rejection_sampling import rejection_sample
