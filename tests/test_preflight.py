@@ -162,7 +162,7 @@ def test_plan_shows_every_setting_marks_overrides_and_the_model_each_stage_loads
                                                  rl=long_section)))
     assert run_main([str(config), "--dry-run", "--set", "rl.max_steps=50"]) == 0
     out = capsys.readouterr().out
-    assert "max_steps=50 (--set)" in out and "mask_truncated_completions=True" in out  # nothing cut
+    assert "max_steps=50 (overridden)" in out and "mask_truncated_completions=True" in out  # nothing cut
     models = [line.strip() for line in out.splitlines() if line.startswith("     loads: ")]
     assert models[0].startswith("loads:    QLoRA: 4-bit NF4 base") and models[1].startswith("loads:    LoRA r=16 on")
     assert not (tmp_path / "run").exists()  # a dry run builds nothing, not even the tiny model

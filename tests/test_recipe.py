@@ -192,6 +192,7 @@ def test_flat_trl_style_yaml_runs_as_one_stage(tmp_path, capsys):
     assert sft_main(["--config", str(config), "--learning_rate", "3e-5", "--dry-run"]) == 0
     out = capsys.readouterr().out
     assert "cold_start" in out and str(tmp_path / "out") in out
+    assert "learning_rate=3e-5 (overridden)" in out and "max_steps=3," in out  # the flag's key marked, not the file's
     parsed = load_recipe(flat_to_recipe(flat, "cold_start"), single_stage=True)
     assert parsed.stage("cold_start").output_dir == tmp_path / "out"  # a single stage writes into output_dir
     assert sft_main(["--config", str(config), "--lora_rr", "3"]) == 2

@@ -78,7 +78,7 @@ def generation_rate(card: str | None, model: str, backend: str, weights: str, ad
         rate *= theirs / mine
         how.append(f"scaled from {row.model} by parameter count")
     if backend != row.backend:
-        how.append(f"{row.backend}'s rate as a floor for {backend}: the time is an upper bound")
+        how.append(f"the {row.backend} rate as a floor for {backend}: the time is an upper bound")
     return rate, f"projected ({'; '.join(how)}) from {row.source}"
 
 
@@ -235,13 +235,18 @@ def model_line(plan: Any, pipeline: Any) -> str | None:
 
 
 def settings_lines(label: str, section: dict[str, Any], name: str, overridden: set[str]) -> list[str]:
-    """Every key of a section, wrapped (never cut), the command line's overrides marked `(--set)`."""
-    items = [f"{k}={v}" + (" (--set)" if f"{name}.{k}" in overridden or k in overridden else "")
+    """Every key of a section, wrapped (never cut), the command line's overrides marked `(overridden)`."""
+    items = [f"{k}={v}" + (" (overridden)" if f"{name}.{k}" in overridden or k in overridden else "")
              for k, v in section.items()]
-    if not items:
-        return []
-    return textwrap.wrap(", ".join(items), WIDTH, initial_indent=f"     {label:<10}",
-                         subsequent_indent=" " * 15, break_long_words=False, break_on_hyphens=False)
+    lines: list[str] = []
+    for item in items:  # wrapped between items, so that a value and its mark stay on one line
+        if lines and len(lines[-1]) + len(item) + 2 <= WIDTH:
+            lines[-1] += f", {item}"
+        else:
+            if lines:
+                lines[-1] += ","
+            lines.append(f"     {label:<10}{item}" if not lines else " " * 15 + item)
+    return lines
 
 
 def cost_lines(cost: StageCost | None, pipeline: Any) -> list[str]:
@@ -289,8 +294,8 @@ def plan_lines(pipeline: Any, costs: dict[str, StageCost]) -> list[str]:
                      f"prompts x {ev.num_samples} samples at T={ev.temperature}")
         lines += settings_lines("settings:", shared.get("evaluation", {}), "evaluation", pipeline.overridden)
         lines += cost_lines(evaluation_cost(pipeline), pipeline)
-    lines.append(f"tokens are upper bounds: every sample at its maximum length (prompts, <= {PROMPT_TOKENS} tokens "
-                 "assumed, not counted)")
+    lines.append(f"token counts are upper bounds: every sample at its maximum length; prompt tokens (<= {PROMPT_TOKENS} "
+                 "assumed) are not counted")
     lines += [f"note: {note}" for note in pipeline.notes]
     return lines
 
