@@ -65,8 +65,8 @@ def run_main(argv: list[str] | None = None) -> int:
     parser.add_argument("--run-dir", help="override the recipe's run_dir")
     parser.add_argument("--from-stage", metavar="STAGE",
                         help="redo this stage (one of the recipe's, checked against it) and every later one")
-    parser.add_argument("--dry-run", action="store_true", help="run the preflight (datasets, chat template, backends, memory) and print the plan with its cost; "
-                        "build and train nothing")
+    parser.add_argument("--dry-run", action="store_true", help="run the preflight (datasets, chat template, "
+                        "backends, memory) and print the plan with its cost; build and train nothing")
     parser.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
                         help="override one recipe key, e.g. --set rl.learning_rate=1e-6 (value parsed as YAML)")
     parser.add_argument("--smoke", action="store_true", help="rehearse the recipe on CPU: its real model shape "

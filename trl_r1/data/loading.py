@@ -15,7 +15,8 @@ _FILE_BUILDERS = {".json": "json", ".jsonl": "json", ".parquet": "parquet", ".cs
 
 
 def load_dataset_spec(name: str, *, split: str = "train", config: str | None = None,
-                      kwargs: dict[str, Any] | None = None, max_samples: int | None = None, streaming: bool = False):
+                      kwargs: dict[str, Any] | None = None, max_samples: int | None = None,
+                      streaming: bool = False):
     """One dataset split from a recipe's `dataset_name`.
 
     `name` is a Python builder ``module:function`` (called with `split` when it takes one, and `kwargs`), a local
