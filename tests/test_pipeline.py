@@ -189,6 +189,19 @@ def test_from_stage_must_name_a_stage_of_the_recipe(tmp_path, capsys):
     assert "--from-stage 'final_sft' is not a stage of this recipe; stages: ['cold_start']" in capsys.readouterr().err
 
 
+def test_a_real_run_stops_at_the_preflight_before_any_stage(tmp_path, capsys):
+    """The preflight a dry run shows is the one a run makes: a misspelt column key stops it before training."""
+    data = shortened_tiny_recipe(tmp_path / "run")
+    data["evaluation"]["solution_column"] = "answr"
+    from trl_r1.pipeline import RecipeError
+
+    with pytest.raises(RecipeError) as info:
+        run_recipe(data)
+    assert info.value.problems == ["evaluation: key 'solution_column': the dataset has no 'answr' column (columns: "
+                                   "['prompt', 'solution'])"]
+    assert not (tmp_path / "run" / "cold_start").exists()  # no stage started
+
+
 def test_held_out_metrics_leave_out_samples_a_reward_does_not_apply_to():
     """A math reward on rows without gold (or a code reward without a sandbox) says None: not a wrong answer."""
     from trl_r1.pipeline.evaluate import summarize_scores

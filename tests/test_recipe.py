@@ -44,6 +44,15 @@ def test_unknown_keys_name_stage_and_suggest(tmp_path):
     assert "cold_start: unknown key 'num_train_epoch'; did you mean 'num_train_epochs'?" in problems
 
 
+def test_one_error_per_mistake_no_cascade(tmp_path):
+    """A typo in `rl` must not make the later stages claim the recipe has no rl stage (issue 19)."""
+    problems = problems_of(recipe(tmp_path, rl={"dataset_name": ARITHMETIC, "learning_rat": 1e-6},
+                                  cold_start={"dataset_name": COLD_START, "num_train_epochs": "three"},
+                                  rejection_sampling={"num_samples": 2}, final_sft={"init_from": "rl"}))
+    assert problems == ["cold_start: key 'num_train_epochs': expected float, got 'three' (str)",
+                        "rl: unknown key 'learning_rat'; did you mean 'learning_rate'?"]
+
+
 def test_wrong_types_are_reported_and_numeric_strings_coerced(tmp_path):
     problems = problems_of(recipe(tmp_path, cold_start={"dataset_name": COLD_START, "num_train_epochs": "three",
                                                         "assistant_only_loss": "yes"}))
@@ -183,6 +192,7 @@ def test_flat_trl_style_yaml_runs_as_one_stage(tmp_path, capsys):
     assert sft_main(["--config", str(config), "--learning_rate", "3e-5", "--dry-run"]) == 0
     out = capsys.readouterr().out
     assert "cold_start" in out and str(tmp_path / "out") in out
+    assert "learning_rate=3e-5 (overridden)" in out and "max_steps=3," in out  # the flag's key marked, not the file's
     parsed = load_recipe(flat_to_recipe(flat, "cold_start"), single_stage=True)
     assert parsed.stage("cold_start").output_dir == tmp_path / "out"  # a single stage writes into output_dir
     assert sft_main(["--config", str(config), "--lora_rr", "3"]) == 2

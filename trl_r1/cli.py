@@ -65,7 +65,8 @@ def run_main(argv: list[str] | None = None) -> int:
     parser.add_argument("--run-dir", help="override the recipe's run_dir")
     parser.add_argument("--from-stage", metavar="STAGE",
                         help="redo this stage (one of the recipe's, checked against it) and every later one")
-    parser.add_argument("--dry-run", action="store_true", help="validate and print the resolved plan, run nothing")
+    parser.add_argument("--dry-run", action="store_true", help="run the preflight (datasets, chat template, "
+                        "backends, memory) and print the plan with its cost; build and train nothing")
     parser.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
                         help="override one recipe key, e.g. --set rl.learning_rate=1e-6 (value parsed as YAML)")
     parser.add_argument("--smoke", action="store_true", help="rehearse the recipe on CPU: its real model shape "
@@ -82,7 +83,7 @@ def run_main(argv: list[str] | None = None) -> int:
 
         data = recipe_data(args)
         run_recipe(load_recipe(data, check_hardware=not args.dry_run), from_stage=args.from_stage,
-                   dry_run=args.dry_run)
+                   dry_run=args.dry_run, overridden=[item.partition("=")[0] for item in args.set])
         if args.smoke and not args.dry_run:  # did the smoke run train on real tokens and accept samples?
             from .pipeline.smoke import check_smoke_run
             from .pipeline.stages import StageError
@@ -105,7 +106,8 @@ def recipe_data(args: argparse.Namespace) -> dict[str, Any]:
     if getattr(args, "smoke", False):  # the whole-recipe transform: real shape, tiny widths, 1 step per stage
         from .pipeline.smoke import prepare_smoke
 
-        data = prepare_smoke(data, args.run_dir or f"{str(data.get('run_dir', 'runs/recipe')).rstrip('/')}-smoke")
+        data = prepare_smoke(data, args.run_dir or f"{str(data.get('run_dir', 'runs/recipe')).rstrip('/')}-smoke",
+                             build=not getattr(args, "dry_run", False))
     for item in args.set:
         apply_override(data, item, RecipeError)
     if args.run_dir and not getattr(args, "smoke", False):
@@ -134,7 +136,8 @@ def _single_stage(command: str, stage: str, argv: list[str] | None) -> int:
         f"{'grpo' if command == 'ppo' else command}`: trl.ModelConfig, the TRL config and data keys in one "
         "namespace (QLoRA defaults as in recipes). Any key can be overridden with --KEY VALUE.")
     parser.add_argument("--config", help="flat YAML with the stage's keys (output_dir is where it writes)")
-    parser.add_argument("--dry-run", action="store_true", help="validate and print the plan, run nothing")
+    parser.add_argument("--dry-run", action="store_true", help="run the preflight and print the plan with its cost; "
+                        "train nothing")
     _add_launch_arguments(parser)
     args, rest = parser.parse_known_args(argv)
     if _should_relaunch(args):
@@ -147,14 +150,15 @@ def _single_stage(command: str, stage: str, argv: list[str] | None) -> int:
         from .pipeline.recipe import RecipeError, flat_to_recipe, read_yaml
 
         flat = read_yaml(args.config) if args.config else {}
-        flat.update(flag_overrides(rest, RecipeError))
+        overrides = flag_overrides(rest, RecipeError)
+        flat.update(overrides)
         if stage == "rl":
             algorithm = flat.setdefault("algorithm", command)
             if algorithm != command:
                 message = f"{command}: algorithm {algorithm!r} contradicts the command; use `trl-r1 {algorithm}`"
                 raise RecipeError([message])
         recipe = load_recipe(flat_to_recipe(flat, stage), single_stage=True, check_hardware=not args.dry_run)
-        run_recipe(recipe, dry_run=args.dry_run)
+        run_recipe(recipe, dry_run=args.dry_run, overridden=list(overrides))
 
     return _exit_code(f"trl-r1 {command}", work)
 

@@ -15,11 +15,14 @@ _FILE_BUILDERS = {".json": "json", ".jsonl": "json", ".parquet": "parquet", ".cs
 
 
 def load_dataset_spec(name: str, *, split: str = "train", config: str | None = None,
-                      kwargs: dict[str, Any] | None = None, max_samples: int | None = None):
+                      kwargs: dict[str, Any] | None = None, max_samples: int | None = None,
+                      streaming: bool = False):
     """One dataset split from a recipe's `dataset_name`.
 
     `name` is a Python builder ``module:function`` (called with `split` when it takes one, and `kwargs`), a local
     file (by extension), a folder written by ``save_to_disk``, or anything ``datasets.load_dataset`` accepts.
+    With `streaming`, that last kind is streamed (an ``IterableDataset``: the preflight reads its first rows
+    without downloading it); the others load as usual.
 
     >>> load_dataset_spec("trl_r1.toy.arithmetic:arithmetic_dataset", split="test", max_samples=5).num_rows
     5
@@ -42,7 +45,9 @@ def load_dataset_spec(name: str, *, split: str = "train", config: str | None = N
         from ..rehearsal.fixtures import mirror  # TRL_R1_DATA_DIR: a local mirror of the Hub repo, same loader
 
         name, kwargs = mirror(name, kwargs)
-        dataset = datasets.load_dataset(name, config, split=split, **kwargs)
+        dataset = datasets.load_dataset(name, config, split=split, streaming=streaming, **kwargs)
+        if streaming:
+            return dataset.take(max_samples) if max_samples is not None else dataset
     if max_samples is not None:
         dataset = dataset.select(range(min(max_samples, len(dataset))))
     return dataset

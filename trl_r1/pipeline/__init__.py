@@ -15,15 +15,20 @@ __all__ = ["STAGE_REGISTRY", "Recipe", "RecipeError", "Stage", "StageError", "lo
 
 
 def run_recipe(recipe: Recipe | str | dict, *, from_stage: str | None = None, dry_run: bool = False,
-               echo=print) -> dict[str, Any] | None:
-    """Run a recipe (or only print its plan with `dry_run`); returns the report dict of a real run."""
+               overridden: list[str] = (), echo=print) -> dict[str, Any] | None:
+    """Run a recipe; returns the report dict. With `dry_run`, run the whole preflight (building nothing), print
+    the plan and raise RecipeError listing the problems found, if any. `overridden`: the keys a command line set
+    (`section.key`, or `key`), marked in the plan."""
     from .runner import Pipeline
 
     if not isinstance(recipe, Recipe):
-        recipe = load_recipe(recipe)
-    pipeline = Pipeline(recipe, from_stage=from_stage, echo=echo)
+        recipe = load_recipe(recipe, check_hardware=not dry_run)
+    pipeline = Pipeline(recipe, from_stage=from_stage, echo=echo, dry_run=dry_run, overridden=overridden)
     if dry_run:
-        for line in pipeline.plan_lines():
-            echo(line)
+        try:
+            pipeline.preflight()
+        finally:  # the plan, with what the preflight saw, also when it found problems
+            for line in pipeline.plan_lines():
+                echo(line)
         return None
     return pipeline.run()

@@ -1,17 +1,51 @@
-"""A stage's dataset from a recipe (`trl_r1.data.loading.load_dataset_spec`), with the column names TRL expects."""
+"""A stage's dataset from a recipe (`trl_r1.data.loading.load_dataset_spec`), with the column names TRL expects,
+and its schema as published (what the preflight checks the recipe's column keys against)."""
 
 from __future__ import annotations
 
+import itertools
+from dataclasses import dataclass
 from typing import Any
 
 from ..data.loading import load_dataset_spec
 
+PEEK_ROWS = 8  # rows a dry run reads of a streamed Hub dataset: enough for its columns
 
-def load_stage_dataset(args: Any, split_attribute: str = "dataset_train_split"):
-    """The dataset a stage's arguments (a `DataArguments`-like object) point at, with standard column names."""
-    dataset = load_dataset_spec(args.dataset_name, split=getattr(args, split_attribute), config=args.dataset_config,
-                                kwargs=args.dataset_kwargs, max_samples=getattr(args, "max_samples", None))
-    return standardize_columns(dataset, prompt_column=args.prompt_column, solution_column=args.solution_column)
+
+@dataclass
+class DatasetSchema:
+    """A dataset's columns as published (before renaming) and its number of rows."""
+
+    columns: list[str]
+    num_rows: int | None  # None: a streamed Hub dataset whose card gives no size
+
+
+def load_stage_dataset(name: str, *, split: str, config: str | None = None, kwargs: dict[str, Any] | None = None,
+                       max_samples: int | None = None, rename: dict[str, str] | None = None,
+                       streaming: bool = False) -> tuple[Any, DatasetSchema]:
+    """(dataset, schema) of a stage's `dataset_name`, its columns renamed as `rename` says (`standardize_columns`).
+
+    With `streaming` (a dry run), a Hub id is streamed and only its first `PEEK_ROWS` rows are read; a builder, a
+    local file or a saved folder loads its real rows either way.
+    """
+    import datasets
+
+    dataset = load_dataset_spec(name, split=split, config=config, kwargs=kwargs, max_samples=max_samples,
+                                streaming=streaming)
+    if isinstance(dataset, datasets.IterableDataset):
+        rows = list(itertools.islice(dataset, PEEK_ROWS))
+        splits = dataset.info.splits if dataset.info is not None else None
+        total = splits[split].num_examples if splits and split in splits else None
+        if total is not None and max_samples is not None:
+            total = min(total, max_samples)
+        features = dataset.features
+        columns = list(features) if features else list(rows[0]) if rows else []
+        dataset = (datasets.Dataset.from_list(rows, features=features) if rows
+                   else datasets.Dataset.from_dict({c: [] for c in columns}))
+        schema = DatasetSchema(columns, total)
+    else:
+        schema = DatasetSchema(list(dataset.column_names), len(dataset))
+    return (standardize_columns(dataset, **rename) if rename else dataset), schema
 
 
 def standardize_columns(dataset, *, prompt_column: str = "prompt", solution_column: str = "solution"):
@@ -37,4 +71,4 @@ def standardize_columns(dataset, *, prompt_column: str = "prompt", solution_colu
     return dataset
 
 
-__all__ = ["load_dataset_spec", "load_stage_dataset", "standardize_columns"]
+__all__ = ["DatasetSchema", "load_dataset_spec", "load_stage_dataset", "standardize_columns"]

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from transformers import TrainingArguments
 from trl import ModelConfig
 
 from ..config import ConfigError, build, check_keys, fields_of, pick, suggest
@@ -38,6 +39,9 @@ from ..registry import Registry, resolve_import_path
 
 PIPELINE_SET_KEYS = {"output_dir", "model_name_or_path", "adapter_path"}  # stage sections may not set these
 QLORA_TARGETS = ["all-linear"]
+# transformers 5 renamed `gradient_checkpointing` (now a deprecated alias that warns) to `activation_checkpointing`
+CHECKPOINTING_KEY = ("activation_checkpointing" if "activation_checkpointing" in fields_of(TrainingArguments)
+                     else "gradient_checkpointing")
 
 
 class RecipeError(ConfigError):
@@ -237,6 +241,7 @@ class Recipe:
     stages: list[StagePlan]
     evaluation: EvaluationConfig | None
     source: Path | None = None
+    shared: dict[str, dict[str, Any]] = field(default_factory=dict)  # the user's model/training/evaluation keys
 
     def stage(self, name: str) -> StagePlan | None:
         return next((s for s in self.stages if s.name == name), None)
@@ -313,13 +318,16 @@ def load_recipe(source: str | Path | dict[str, Any], *, single_stage: bool = Fal
             for stage in evaluation.stages:
                 if stage not in known:
                     problems.append(f"evaluation: stages entry {stage!r} is not a stage{suggest(stage, known)}")
-    present = {s.name for s in stages}
+    # a section that failed to plan is still present: its own error is the one mistake (no cascade of
+    # "the recipe has no rl stage" from the stages that need it)
+    present = {name for name in stage_names if name in data}
     for plan in stages:
         registry[plan.name].check_recipe(plan, present, problems)
     if problems:
         raise RecipeError(problems)
     _fingerprint(stages, model_section, data.get("evaluation"))
-    return Recipe(run_dir=run_root, model=model, stages=stages, evaluation=evaluation, source=path)
+    shared = {name: data[name] for name in ("model", "training", "evaluation") if name in data}
+    return Recipe(run_dir=run_root, model=model, stages=stages, evaluation=evaluation, source=path, shared=shared)
 
 
 def flat_to_recipe(flat: dict[str, Any], stage: str) -> dict[str, Any]:
@@ -375,7 +383,10 @@ def plan_trainer_stage(name: str, kind: str, section: dict[str, Any], where: Pla
     trainer_values["output_dir"] = str(where.output_dir)
     if model_args is not None:
         check_model(model_args, problems, stage=name)
-        trainer_values.setdefault("gradient_checkpointing", True)
+        # on by default, set under transformers 5's new name (the old one, an alias, is a FutureWarning)
+        if CHECKPOINTING_KEY != "gradient_checkpointing" and "gradient_checkpointing" in trainer_values:
+            trainer_values.setdefault(CHECKPOINTING_KEY, trainer_values.pop("gradient_checkpointing"))
+        trainer_values.setdefault(CHECKPOINTING_KEY, True)
         if model_args.load_in_4bit or model_args.load_in_8bit:
             trainer_values.setdefault("optim", "paged_adamw_8bit")
     if TRAINER_KINDS.meta(kind)["rewards"] and args is not None:

@@ -12,13 +12,22 @@ the report (`Ranks.on_main`, whose broadcast is the barrier at every hand-off); 
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
-from .data import load_stage_dataset
+from .data import DatasetSchema, load_stage_dataset
+from .preflight import (
+    backend_problems,
+    card_memory_gb,
+    column_key_problems,
+    memory_problems,
+    model_shape,
+    set_column_keys,
+)
 from .ranks import Ranks
 from .recipe import Recipe, RecipeError, StagePlan, _digest
 from .stages import STAGE_REGISTRY, ModelHandle, StageRecord, prepare_stage_dir, read_record, stage_status, write_record
@@ -29,13 +38,18 @@ logger = logging.getLogger("trl_r1.pipeline")
 BASE_MODEL_DIR, BASE_EVALUATION = "base_model", "base_evaluation.json"
 TINY_SETTINGS = "trl_r1_tiny.json"  # in BASE_MODEL_DIR: the `model.tiny` settings it was built with
 DEFAULT_EVAL_REWARDS = ["format", "math"]
+DETECT_CARD = "detect"  # Pipeline(card=...): the GPU torch.cuda sees here
 
 
 class Pipeline:
     """One run of a recipe. `run()` does the work; `plan_lines()` is what `--dry-run` prints."""
 
     def __init__(self, recipe: Recipe, *, from_stage: str | None = None, echo: Callable[[str], None] = print,
-                 ranks: Ranks | None = None):
+                 ranks: Ranks | None = None, dry_run: bool = False, overridden: Iterable[str] = (),
+                 card: tuple[str, float] | None | str = DETECT_CARD):
+        """`dry_run`: the preflight builds nothing and streams Hub datasets' first rows; `overridden`: the keys a
+        command line set (`section.key`, or `key` in any section), marked in the plan; `card`: (name, GB) of the
+        GPU the memory check sizes for (default: what torch.cuda sees here; None: skip it)."""
         if from_stage is not None and recipe.stage(from_stage) is None:
             names = [s.name for s in recipe.stages]
             raise RecipeError([f"--from-stage {from_stage!r} is not a stage of this recipe; stages: {names}"])
@@ -48,6 +62,10 @@ class Pipeline:
         self.template: TemplateReport | None = None
         self.handles: dict[str, ModelHandle] = {"base": ModelHandle(self.base_model_path)}
         self._datasets: dict[str, Any] = {}
+        self.dry_run, self.overridden = dry_run, set(overridden)
+        self._card = card
+        self.schemas: dict[str, DatasetSchema] = {}  # what the preflight saw of each dataset, by stage
+        self.notes: list[str] = []  # what the preflight could not check here, and why
 
     # ----------------------------------------------------------------------------------------- plan and checks
 
@@ -60,57 +78,95 @@ class Pipeline:
     def prefills_think(self) -> bool:
         return bool(self.template and self.template.prefills_think)
 
+    @property
+    def card(self) -> tuple[str, float] | None:
+        """(name, GB) of the GPU the memory check sizes for; None without one."""
+        if self._card == DETECT_CARD:
+            self._card = card_memory_gb()
+        return self._card
+
+    @property
+    def vllm_installed(self) -> bool:
+        return importlib.util.find_spec("vllm") is not None
+
     def plan_lines(self) -> list[str]:
-        """The resolved plan: each stage, what will happen to it, where it writes, and its main settings."""
-        model = self.recipe.model
-        mode = ("QLoRA 4-bit NF4" if model.load_in_4bit else "LoRA" if model.use_peft else "full fine-tuning")
-        built = " (tiny, built locally)" if model.tiny is not None else ""
-        lines = [f"run_dir: {self.recipe.run_dir}",
-                 f"model:   {self.base_model_path}{built}  [{mode}, adapter_handoff={model.adapter_handoff}]"]
-        if self.ranks.distributed:
-            lines.append(f"ranks:   {self.ranks.num_processes} (training data-parallel, the rest on the main process)")
-        for i, plan in enumerate(self.recipe.stages, 1):
-            action = {"done": "skip (done)", "resume": "resume", "stale": "redo", "new": "run"}[self.status[plan.name]]
-            lines.append(f"{i}. {plan.name:<19}{plan.kind:<19}{action:<12}-> {plan.output_dir}")
-            lines.append(f"     {_settings(plan)}")
-        if self.recipe.evaluation:
-            ev = self.recipe.evaluation
-            lines.append(f"evaluation: {ev.dataset_name} [{ev.dataset_split}] after {ev.stages}, {ev.num_prompts} "
-                         f"prompts x {ev.num_samples} samples at T={ev.temperature}")
-        return lines
+        """The resolved plan: each stage, what will happen to it, where it writes, its settings and its cost
+        (`trl_r1.pipeline.plan`)."""
+        from .plan import plan_lines
+
+        costs: dict[str, Any] = {}
+        for plan in self.recipe.stages:
+            if plan.config is not None:
+                costs[plan.name] = STAGE_REGISTRY[plan.name].cost(plan, self, costs)
+        return plan_lines(self, costs)
+
+    def pending(self) -> list[StagePlan]:
+        return [plan for plan in self.recipe.stages if self.status[plan.name] != "done"]
 
     def preflight(self) -> TemplateReport | None:
-        """Checks that need the tokenizer or the data (chat template, dataset columns); raises RecipeError.
+        """Every check before any work (`trl_r1.pipeline.preflight`): chat template, each dataset's columns and
+        the keys that name them, the backends each stage needs, and the memory model against this card. Raises
+        RecipeError listing every problem; returns (and keeps) the chat-template report.
 
-        Builds the tiny model first when the recipe asks for it. Returns (and keeps) the chat-template report.
-        """
+        Builds the tiny model first when the recipe asks for it (a dry run builds nothing)."""
         problems: list[str] = []
         self.template = self._inspect_template()
         if self.template is not None:
-            chat_stages = [s.name for s in self.recipe.stages
-                           if STAGE_REGISTRY[s.name].trains_on_chat and self.status[s.name] != "done"]
+            chat_stages = [s.name for s in self.pending() if STAGE_REGISTRY[s.name].trains_on_chat]
             assistant_only = [s.name for s in self.recipe.stages if s.name in chat_stages
                               and getattr(s.config, "assistant_only_loss", False)
                               and not getattr(s.config, "chat_template_path", None)]
             problems += template_problems(self.template, sft_stages=chat_stages, assistant_only_stages=assistant_only)
-        for plan in self.recipe.stages:
-            if self.status[plan.name] != "done":
-                problems += STAGE_REGISTRY[plan.name].check_data(plan, self)
-        if self.recipe.evaluation is not None:
-            problems += self.check_columns("evaluation", self._evaluation_prompts, ("prompt",), self._eval_rewards())
+        for plan in self.pending():
+            problems += STAGE_REGISTRY[plan.name].check_data(plan, self)
+        ev = self.recipe.evaluation
+        if ev is not None:
+            problems += self.check_columns("evaluation", self._evaluation_prompts, ("prompt",), self._eval_rewards(),
+                                           named=[ev])
+        problems += backend_problems(self.recipe, self.pending(), self._rewards_by_stage(),
+                                     cuda=self.card is not None)
+        problems += self._memory_problems()
         if problems:
             raise RecipeError(problems)
         return self.template
 
+    def _rewards_by_stage(self) -> dict[str, list[Any]]:
+        """The reward entries each pending stage (and the evaluation) scores with."""
+        rewards = {plan.name: STAGE_REGISTRY[plan.name].rewards(plan, self) for plan in self.pending()
+                   if hasattr(STAGE_REGISTRY[plan.name], "rewards")}
+        if self.recipe.evaluation is not None:
+            rewards["evaluation"] = self._eval_rewards()
+        return rewards
+
+    def _memory_problems(self) -> list[str]:
+        if self.card is None:
+            self.notes.append("memory: no GPU here, so the memory model was not checked against a card (it is "
+                              "checked on the GPU machine)")
+            return []
+        shape = model_shape(self.base_model_path)
+        if shape is None:
+            self.notes.append(f"memory: no config.json for {self.base_model_path} at hand, so the memory model was "
+                              "not checked")
+            return []
+        return memory_problems(self.recipe, self.pending(), shape, self.card, vllm_installed=self.vllm_installed)
+
     def _inspect_template(self) -> TemplateReport | None:
         from transformers import AutoTokenizer
 
-        if self.recipe.model.tiny is not None:
+        tiny = self.recipe.model.tiny
+        if tiny is not None and not self.dry_run:
             self._build_tiny_model()
         try:
-            tokenizer = AutoTokenizer.from_pretrained(self.base_model_path)
+            if tiny is not None and self.dry_run:  # its tokenizer alone (a second), the model is built by the run
+                from ..toy.tiny import build_tokenizer
+
+                tokenizer = build_tokenizer(**{k: tiny[k] for k in ("vocab_size", "prefill_think") if k in tiny})
+            else:
+                tokenizer = AutoTokenizer.from_pretrained(self.base_model_path)
         except (OSError, ValueError) as exc:
             logger.warning("cannot load the tokenizer of %s to check its chat template: %s", self.base_model_path, exc)
+            self.notes.append(f"chat template: not checked, the tokenizer of {self.base_model_path} cannot be loaded "
+                              f"here ({type(exc).__name__})")
             return None
         if tokenizer.chat_template is None:
             return None
@@ -124,20 +180,47 @@ class Pipeline:
             self._datasets[key] = load()
         return self._datasets[key]
 
-    def columns(self, where: str, load: Callable[[], Any]) -> list[str]:
-        try:
-            return list(load().column_names)
-        except Exception as exc:  # a dataset that cannot be loaded is reported, not a crash
-            raise RecipeError([f"{where}: cannot load the dataset: {type(exc).__name__}: {exc}"]) from exc
+    def stage_data(self, key: str, args: Any, split_attribute: str = "dataset_train_split") -> Any:
+        """The dataset a stage's arguments (a `DataArguments`-like object) point at, standard column names."""
+        return self.load_data(key, args.dataset_name, split=getattr(args, split_attribute), config=args.dataset_config,
+                              kwargs=args.dataset_kwargs, max_samples=getattr(args, "max_samples", None),
+                              rename={"prompt_column": args.prompt_column, "solution_column": args.solution_column})
 
-    def check_columns(self, where: str, load: Callable[[], Any], needed: tuple[str, ...],
-                      rewards: list[Any]) -> list[str]:
-        """Problems with a dataset's columns for a stage's own needs and for what its rewards declare they read."""
+    def load_data(self, key: str, name: str, **spec: Any) -> Any:
+        """A dataset loaded once per run (`data.load_stage_dataset`); on a dry run a Hub dataset's first rows."""
+        def load():
+            dataset, self.schemas[key] = load_stage_dataset(name, streaming=self.dry_run, **spec)
+            return dataset
+
+        return self.cached(key, load)
+
+    def check_columns(self, where: str, load: Callable[[], Any], needed: tuple[str, ...], rewards: list[Any], *,
+                      named: list[Any] = (), any_of: tuple[tuple[str, ...], ...] = ()) -> list[str]:
+        """Problems with a dataset's columns: a key of `named` (config objects) that names a column it lacks, the
+        stage's own needs (`needed`, and one of the `any_of` sets), and what its rewards declare they read. A key
+        naming a missing column is the one mistake: what would follow from it is not reported again."""
         from ..rewards import get_reward_funcs
         from ..rewards.base import declared
 
-        columns = self.columns(where, load)
-        problems = [f"{where}: the dataset has no {c!r} column (columns: {columns})" for c in needed if c not in columns]
+        try:
+            columns = list(load().column_names)
+        except ConnectionError as exc:  # no Hub here: a dry run says so; a run cannot train without the data
+            if not self.dry_run:
+                return [f"{where}: cannot load the dataset: {type(exc).__name__}: {exc}"]
+            self.notes.append(f"{where}: dataset not checked, the Hub is not reachable here ({exc})")
+            return []
+        except Exception as exc:  # a dataset that cannot be loaded is reported, not a crash
+            return [f"{where}: cannot load the dataset: {type(exc).__name__}: {exc}"]
+        published = self.schemas[where].columns if where in self.schemas else columns
+        problems = [p for obj in named if obj is not None
+                    for p in column_key_problems(where, *set_column_keys(obj), published)]
+        if problems:
+            return problems
+        problems = [f"{where}: the dataset has no {c!r} column (columns: {columns})"
+                    for c in needed if c not in columns]
+        if any_of and not any(set(c) <= set(columns) for c in any_of):
+            wanted = " or ".join(" + ".join(repr(c) for c in group) for group in any_of)
+            problems.append(f"{where}: the dataset has columns {columns}; it needs {wanted}")
         for func in get_reward_funcs(rewards):
             for column in declared(func, "required_columns"):
                 if column not in columns:
@@ -174,8 +257,9 @@ class Pipeline:
             return self.preflight()
 
         self.template = self.ranks.on_main(start)
-        for line in self.plan_lines():
-            self.echo(line)
+        if self.ranks.is_main:  # the plan's costs use what the main process's preflight saw
+            for line in self.plan_lines():
+                self.echo(line)
         base_evaluation = self.ranks.on_main(self._base_evaluation)
         for plan in self.recipe.stages:
             stage, status = STAGE_REGISTRY[plan.name], self.status[plan.name]
@@ -221,8 +305,7 @@ class Pipeline:
         return self.adapted(self.recipe.evaluation.rewards or (trained_with[0] if trained_with else DEFAULT_EVAL_REWARDS))
 
     def _evaluation_prompts(self):
-        return self.cached("evaluation", lambda: load_stage_dataset(self.recipe.evaluation,
-                                                                    split_attribute="dataset_split"))
+        return self.stage_data("evaluation", self.recipe.evaluation, split_attribute="dataset_split")
 
     def _evaluate(self, stage: str, handle: ModelHandle, model_args: Any = None) -> dict[str, float] | None:
         """Held-out scores of a stage's model; an adapter is loaded on its base as the stage trained it (a stage
@@ -269,13 +352,6 @@ class Pipeline:
             shutil.rmtree(out)
         build_tiny_model(out, **self.recipe.model.tiny)
         stamp.write_text(settings)
-
-
-def _settings(plan: StagePlan) -> str:
-    """The settings worth seeing in a plan line: what the user set in the section, shortened."""
-    shown = {k: v for k, v in plan.section.items() if k not in ("dataset_kwargs",)}
-    text = ", ".join(f"{k}={v}" for k, v in shown.items())
-    return text if len(text) <= 150 else text[:147] + "..."
 
 
 __all__ = ["Pipeline"]

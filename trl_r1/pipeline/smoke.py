@@ -119,15 +119,18 @@ def smoke_shape_key(name: str) -> str:
     return f"{spec.family}-{SMOKE_SIZE}-{shape[:10]}"
 
 
-def prepare_smoke(data: dict[str, Any], work_dir: str | Path, *, run_dir: str | Path | None = None) -> dict[str, Any]:
+def prepare_smoke(data: dict[str, Any], work_dir: str | Path, *, run_dir: str | Path | None = None,
+                  build: bool = True) -> dict[str, Any]:
     """Build the rehearsed model and the dataset mirrors under `work_dir`, point TRL_R1_DATA_DIR at them, and
-    return the smoke recipe (its run directory defaults to `<work_dir>/run`)."""
+    return the smoke recipe (its run directory defaults to `<work_dir>/run`). With `build=False` (`--dry-run`) the
+    model is not built: the recipe names the directory the run builds it in."""
     import os
 
     from ..rehearsal.fixtures import DATA_DIR_ENV, write_mirrors
 
     work_dir, model_id, datasets = Path(work_dir), smoke_model_id(data), smoke_datasets(data)  # checked first
-    model_dir = smoke_model_dir(work_dir, model_id)
+    model_dir = (smoke_model_dir(work_dir, model_id) if build
+                 else work_dir / "models" / smoke_shape_key(model_id))
     write_mirrors(work_dir / "data", datasets)
     os.environ[DATA_DIR_ENV] = str(work_dir / "data")
     return smoke_recipe(data, model_dir=model_dir, run_dir=run_dir or work_dir / "run")

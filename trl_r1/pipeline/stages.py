@@ -6,6 +6,7 @@ A stage answers four questions, so the runner never asks for a stage by name:
 * `plan(name, section, where, problems)`: validate its recipe section into a `StagePlan` (and
   `check_recipe(plan, present, problems)`: what it needs from the other stages);
 * `check_data(plan, pipeline)`: problems with its dataset, before any work (preflight);
+* `cost(plan, pipeline, costs)`: what it will spend (prompts, samples, tokens: `plan.StageCost`), for the plan;
 * `run(plan, pipeline)`: the work. A `data_parallel` stage runs on every rank (training: accelerate/TRL shard
   the batches); any other stage runs on the main process only;
 * `record(plan, pipeline, result)`: on the main process, what the next stages get (the model handle, merged if
@@ -36,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from ..registry import Registry
+from .plan import StageCost, dataset_rows, final_sft_cost, rejection_sampling_cost, rl_cost, training_cost
 from .recipe import (
     TRAINER_KINDS,
     FinalSFTArguments,
@@ -324,6 +326,10 @@ class Stage:
     def check_data(self, plan: StagePlan, pipeline: Any) -> list[str]:
         return []
 
+    def cost(self, plan: StagePlan, pipeline: Any, costs: dict[str, StageCost]) -> StageCost | None:
+        """What the stage will spend, given the earlier stages' `costs` (None: not known before it runs)."""
+        return None
+
     def run(self, plan: StagePlan, pipeline: Any) -> Any:
         raise NotImplementedError
 
@@ -362,9 +368,6 @@ class TrainingStage(Stage):
         return out
 
 
-SFT_COLUMNS = (("messages",), ("text",), ("prompt", "completion"))
-
-
 class SFTStage(TrainingStage):
     """Supervised fine-tuning on the stage's dataset (R1's cold start, §2.3.1)."""
 
@@ -385,17 +388,17 @@ class SFTStage(TrainingStage):
     def check_data(self, plan, pipeline):
         if plan.args.dataset_name is None:
             return []
-        columns = pipeline.columns(plan.name, lambda: self.own_dataset(plan, pipeline))
-        if not any(set(c) <= set(columns) for c in SFT_COLUMNS):
-            needs = "'messages', 'text', or 'prompt' + 'completion'"
-            return [f"{plan.name}: dataset {plan.args.dataset_name!r} has columns {columns}; SFT needs {needs}"]
-        return []
+        text_field = getattr(plan.config, "dataset_text_field", "text")  # TRL's SFTConfig: the text column's name
+        return pipeline.check_columns(plan.name, lambda: self.own_dataset(plan, pipeline), (), [],
+                                      named=[plan.args, plan.config],
+                                      any_of=(("messages",), (text_field,), ("prompt", "completion")))
+
+    def cost(self, plan, pipeline, costs):
+        return training_cost(plan, pipeline, dataset_rows(pipeline, plan.name, plan), "")
 
     def own_dataset(self, plan, pipeline):
         """The stage's `dataset_name`, loaded once."""
-        from .data import load_stage_dataset
-
-        return pipeline.cached(plan.name, lambda: load_stage_dataset(plan.args))
+        return pipeline.stage_data(plan.name, plan.args)
 
     def dataset(self, plan, pipeline):
         """What the stage trains on."""
@@ -451,6 +454,11 @@ class FinalSFTStage(SFTStage):
     def start(self, plan, pipeline):
         return pipeline.start_from(self.init_from(plan))
 
+    def cost(self, plan, pipeline, costs):
+        source = pipeline.recipe.stage(self.data_from)
+        per_prompt = getattr(source.config, "max_per_prompt", None) if source is not None else None
+        return final_sft_cost(plan, pipeline, costs.get(self.data_from), per_prompt)
+
     def dataset(self, plan, pipeline):
         accepted = pipeline.output_of(self.data_from, "dataset_path")
         own = self.own_dataset(plan, pipeline) if plan.args.dataset_name else None
@@ -477,16 +485,17 @@ class RLStage(TrainingStage):
         return plan_trainer_stage(name, kind, section, where, RLStageArguments, problems)
 
     def prompts(self, plan, pipeline):
-        from .data import load_stage_dataset
-
-        return pipeline.cached(plan.name, lambda: load_stage_dataset(plan.args))
+        return pipeline.stage_data(plan.name, plan.args)
 
     def rewards(self, plan, pipeline) -> list[Any]:
         return pipeline.adapted(plan.args.rewards)
 
+    def cost(self, plan, pipeline, costs):
+        return rl_cost(plan, pipeline)
+
     def check_data(self, plan, pipeline):
         return pipeline.check_columns(plan.name, lambda: self.prompts(plan, pipeline), ("prompt",),
-                                      self.rewards(plan, pipeline))
+                                      self.rewards(plan, pipeline), named=[plan.args])
 
     def run(self, plan, pipeline):
         from ..rewards import get_reward_funcs
@@ -546,20 +555,23 @@ class RejectionSamplingStage(Stage):
         return plan.section.get("rewards", default)
 
     def prompts(self, plan, pipeline):
-        from .data import load_dataset_spec
-
         cfg, args = plan.config, plan.args
         if cfg.dataset_name is None:
             source = pipeline.recipe.stage(self.rewards_from)
             return STAGE_REGISTRY[source.name].prompts(source, pipeline)
-        return pipeline.cached(plan.name, lambda: load_dataset_spec(
-            cfg.dataset_name, split=cfg.dataset_split, config=args.dataset_config, kwargs=args.dataset_kwargs))
+        return pipeline.load_data(plan.name, cfg.dataset_name, split=cfg.dataset_split, config=args.dataset_config,
+                                  kwargs=args.dataset_kwargs)
 
     def check_data(self, plan, pipeline):
         if plan.config.dataset_name is None:
             return []
         return pipeline.check_columns(plan.name, lambda: self.prompts(plan, pipeline), (plan.config.prompt_column,),
-                                      self.rewards(plan, pipeline))
+                                      self.rewards(plan, pipeline), named=[plan.config])
+
+    def cost(self, plan, pipeline, costs):
+        source = pipeline.recipe.stage(self.rewards_from) if plan.config.dataset_name is None else plan
+        rows = dataset_rows(pipeline, source.name, source) if source is not None else None
+        return rejection_sampling_cost(plan, pipeline, rows)
 
     def run(self, plan, pipeline):
         from ..data.rejection_sampling import rejection_sample

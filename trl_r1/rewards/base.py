@@ -49,6 +49,7 @@ class RewardFunction:
       fine (R1's readability filter drops them elsewhere).
     * `think_prefill_option`: the reward takes a `think_prefilled` option, which the pipeline sets when the chat
       template prefills ``<think>``.
+    * `needs_sandbox`: the reward runs programs in the OS sandbox (the preflight checks that it works here).
 
     Plain functions passed as rewards have none of these and count as correctness rewards (`declared`).
     """
@@ -59,6 +60,7 @@ class RewardFunction:
     reference_columns: tuple[str, ...] = ()
     code_in_reasoning_ok: ClassVar[bool] = False
     think_prefill_option: ClassVar[bool] = False
+    needs_sandbox: bool = False
 
     def score(self, sample: Completion) -> Score:  # pragma: no cover - subclasses override one of the two
         raise NotImplementedError
@@ -168,7 +170,7 @@ def _checked(score: Any) -> Score:
 
 def declared(reward: Any, attribute: str) -> Any:
     """What a reward declares (`role`, `required_columns`, `reference_columns`, `code_in_reasoning_ok`,
-    `think_prefill_option`), with `RewardFunction`'s defaults for plain reward functions.
+    `think_prefill_option`, `needs_sandbox`), with `RewardFunction`'s defaults for plain reward functions.
 
     >>> declared(lambda completions, **kw: [1.0] * len(completions), "role")
     'correctness'

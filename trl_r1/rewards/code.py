@@ -108,6 +108,7 @@ class CodeReward(RewardFunction):
         self.language = resolve_language(language).name
         self.limits = limits
         self.allow_unsafe = allow_unsafe
+        self.needs_sandbox = not allow_unsafe
         if binary:
             self.__name__ = "binary_code_reward"
 

@@ -1,0 +1,252 @@
+"""The preflight: every check that needs more than the recipe's text, before any work (and all of `--dry-run`).
+
+`Pipeline.preflight` runs them all and reports every problem at once, one per real mistake, each naming its
+stage (section) and key:
+
+* data (`Stage.check_data`, through `Pipeline.check_columns`): each dataset's schema, from its real loader
+  (`pipeline.data.load_stage_dataset`: a builder's or local file's real rows; a Hub id, or its local mirror
+  under TRL_R1_DATA_DIR, streamed for its first rows on a dry run). A column a key names (`prompt_column`,
+  `solution_column`, `dataset_text_field`) must exist; the columns a stage and its rewards need must exist.
+* the chat template (`templates.template_problems`).
+* backends (`backend_problems`): vLLM where a stage asks for it, bitsandbytes where a stage loads 4-bit, the
+  code sandbox (bubblewrap) where a reward runs programs; each error gives the install command.
+* memory (`memory_problems`): the memory model (`trl_r1.pipeline.memory`) must say each stage fits the card
+  this machine has (`torch.cuda`); without a GPU the check is skipped with a note.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import importlib.util
+from typing import Any
+
+COLUMN_KEYS = ("prompt_column", "solution_column", "dataset_text_field")  # keys whose value names a column
+PROMPT_TOKENS = 512  # the prompt length the memory model and the plan assume (memory.GRPOSettings' default)
+
+
+def column_key_problems(where: str, values: dict[str, Any], defaults: dict[str, Any],
+                        columns: list[str]) -> list[str]:
+    """A key that names a column the dataset does not have is an error (`solution_column: answr` would otherwise
+    be ignored and another column silently scored). Keys left at their default are checked by what needs them."""
+    return [f"{where}: key {key!r}: the dataset has no {value!r} column (columns: {columns})"
+            for key, value in values.items()
+            if key in COLUMN_KEYS and value != defaults.get(key) and value not in columns]
+
+
+def set_column_keys(obj: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(values, defaults) of the column-naming keys of a config dataclass."""
+    values, defaults = {}, {}
+    for f in dataclasses.fields(obj):
+        if f.name in COLUMN_KEYS:
+            values[f.name] = getattr(obj, f.name)
+            defaults[f.name] = f.default
+    return values, defaults
+
+
+# --------------------------------------------------------------------------------------------- backends
+
+
+def install_hint(extra: str) -> str:
+    """How to install an optional dependency: its pinned requirement from trl-r1's own metadata."""
+    from importlib.metadata import PackageNotFoundError, requires
+
+    try:
+        pinned = [r.split(";")[0].strip() for r in requires("trl-r1") or [] if f'extra == "{extra}"' in r]
+    except PackageNotFoundError:
+        pinned = []
+    spec = pinned[0] if pinned else extra
+    return f"pip install '{spec}' (or `pip install -e '.[{extra}]'` in the trl-r1 clone)"
+
+
+def uses_vllm(plan: Any, *, vllm_installed: bool, cuda: bool) -> bool:
+    """Whether a stage generates with vLLM: `use_vllm` (RL), or `backend: vllm`, or `auto` where vLLM runs."""
+    config = plan.config
+    if getattr(config, "use_vllm", False):
+        return True
+    backend = getattr(config, "backend", None)
+    return backend == "vllm" or (backend == "auto" and vllm_installed and cuda)
+
+
+def loads_4bit(plan: Any, recipe: Any) -> bool:
+    if plan.model_args is not None:
+        return bool(plan.model_args.load_in_4bit)
+    if plan.kind == "rejection_sampling":
+        return bool(plan.section.get("load_in_4bit", recipe.model.load_in_4bit))
+    return False
+
+
+def backend_problems(recipe: Any, stages: list[Any], rewards: dict[str, list[Any]], *,
+                     cuda: bool) -> list[str]:
+    """One problem per missing backend, naming every stage (and key) that needs it, with the install command.
+
+    `rewards` maps a stage (or "evaluation") to its reward entries."""
+    from ..rewards import get_reward_funcs
+    from ..rewards.base import declared
+
+    problems = []
+    vllm_installed = importlib.util.find_spec("vllm") is not None
+    if not vllm_installed:
+        wanting = [f"{p.name} ({'use_vllm: true' if getattr(p.config, 'use_vllm', False) else 'backend: vllm'})"
+                   for p in stages if uses_vllm(p, vllm_installed=False, cuda=cuda)]
+        if recipe.evaluation is not None and recipe.evaluation.backend == "vllm":
+            wanting.append("evaluation (backend: vllm)")
+        if wanting:
+            problems.append(f"{', '.join(wanting)}: vLLM is not installed; install it with {install_hint('vllm')}, "
+                            "or generate with transformers (use_vllm: false / backend: transformers)")
+    quantised = [p.name for p in stages if loads_4bit(p, recipe)]
+    if quantised and importlib.util.find_spec("bitsandbytes") is None:
+        problems.append(f"{', '.join(quantised)}: load_in_4bit: true needs bitsandbytes, which is not installed; "
+                        "install it with pip install bitsandbytes, or set load_in_4bit: false")
+    sandboxed = [where for where, entries in rewards.items()
+                 if any(declared(f, "needs_sandbox") for f in get_reward_funcs(entries))]
+    if sandboxed:
+        from ..verifiers.code.sandbox import isolation_problem
+
+        problem = isolation_problem()
+        if problem is not None:
+            problems.append(f"{', '.join(sandboxed)}: the code reward runs programs in a bubblewrap sandbox, which "
+                            f"does not work here: {problem}. Install it with scripts/install.sh (Debian/Ubuntu: "
+                            "apt-get install bubblewrap libseccomp2), or pass the reward allow_unsafe: true for "
+                            "trusted code only")
+    return problems
+
+
+# --------------------------------------------------------------------------------------------- memory
+
+
+def card_memory_gb() -> tuple[str, float] | None:
+    """(name, GB) of the GPU this process sees, None without one."""
+    import torch
+
+    if not torch.cuda.is_available():
+        return None
+    props = torch.cuda.get_device_properties(0)
+    return props.name, props.total_memory / 1e9
+
+
+@functools.lru_cache(maxsize=8)
+def model_shape(model_path: str):
+    """The memory model's `ModelShape` of a model: a recipe model's known config (no download), else its
+    config.json (a local directory, or the Hub when reachable); None when neither is at hand."""
+    from ..rehearsal.models import MODELS
+    from .memory import ModelShape
+
+    known = {name.lower(): name for name in MODELS}
+    if model_path.lower() in known:
+        return ModelShape.from_spec(known[model_path.lower()])
+    try:
+        from transformers import AutoConfig
+
+        c = AutoConfig.from_pretrained(model_path)
+    except (OSError, ValueError):
+        return None
+    c = getattr(c, "text_config", c)
+    heads = c.num_attention_heads
+    return ModelShape(model_path, c.hidden_size, c.num_hidden_layers, c.intermediate_size, heads,
+                      getattr(c, "num_key_value_heads", None) or heads,
+                      getattr(c, "head_dim", None) or c.hidden_size // heads, c.vocab_size,
+                      bool(getattr(c, "tie_word_embeddings", False)),
+                      max_position_embeddings=getattr(c, "max_position_embeddings", 32768))
+
+
+def stage_peak(plan: Any, recipe: Any, shape: Any, card_gb: float, *, vllm: bool) -> tuple[float, str] | None:
+    """(estimated peak bytes, what was estimated) of one stage on a `card_gb` card, None where the memory model
+    has no formula for it (full fine-tuning)."""
+    from . import memory
+
+    config = plan.config
+    if plan.kind in ("sft", "grpo", "ppo"):
+        model_args = plan.model_args
+        if not model_args.use_peft:
+            return None
+        settings = memory.GRPOSettings(
+            lora_r=model_args.lora_r, load_in_4bit=bool(model_args.load_in_4bit),
+            gradient_checkpointing=bool(config.gradient_checkpointing),
+            per_device_train_batch_size=config.per_device_train_batch_size)
+        if plan.kind == "sft":
+            settings = dataclasses.replace(settings, max_prompt_length=0,
+                                           max_completion_length=config.max_length or 1024)
+            return memory.estimate_sft_peak(shape, settings).peak, "SFT step"
+        colocate = bool(getattr(config, "use_vllm", False)) and getattr(config, "vllm_mode", "colocate") == "colocate"
+        steps = getattr(config, "steps_per_generation", None) or config.gradient_accumulation_steps
+        settings = dataclasses.replace(
+            settings, max_prompt_length=PROMPT_TOKENS, max_completion_length=config.max_completion_length,
+            gradient_accumulation_steps=steps, use_vllm=colocate,
+            vllm_gpu_memory_utilization=getattr(config, "vllm_gpu_memory_utilization", 0.3),
+            vllm_enable_sleep_mode=bool(getattr(config, "vllm_enable_sleep_mode", False)))
+        return memory.estimate_grpo_peak(shape, settings, card_gb=card_gb).peak, "RL step"
+    return generation_peak(config, shape, card_gb, load_in_4bit=loads_4bit(plan, recipe),
+                           adapter=recipe.model.use_peft and recipe.model.adapter_handoff == "continue", vllm=vllm)
+
+
+def generation_peak(config: Any, shape: Any, card_gb: float, *, load_in_4bit: bool, adapter: bool,
+                    vllm: bool) -> tuple[float, str]:
+    """A generation pass (rejection sampling, evaluation): vLLM's budget, or transformers' generate call."""
+    from . import memory
+
+    if vllm:
+        share = config.vllm_gpu_memory_utilization or 0.9  # vLLM's default share
+        return share * card_gb * 1e9, f"vLLM's budget ({share} of the card)"
+    settings = memory.GenerationSettings(batch_size=config.batch_size, num_samples=config.num_samples,
+                                         max_new_tokens=config.max_new_tokens, prompt_length=PROMPT_TOKENS,
+                                         load_in_4bit=load_in_4bit, lora_r=16 if adapter else None)
+    return memory.estimate_generation_peak(shape, settings).peak, "transformers generation"
+
+
+def memory_problems(recipe: Any, stages: list[Any], shape: Any, card: tuple[str, float], *,
+                    vllm_installed: bool) -> list[str]:
+    """Each stage whose estimated peak exceeds the usable share of the card (memory.USABLE_FRACTION)."""
+    from . import memory
+
+    name, card_gb = card
+    usable = memory.USABLE_FRACTION * card_gb * 1e9
+    problems = []
+    items = [(p.name, p) for p in stages]
+    if recipe.evaluation is not None:
+        items.append(("evaluation", None))
+    for where, plan in items:
+        if plan is None:
+            ev = recipe.evaluation
+            vllm = ev.backend == "vllm" or (ev.backend == "auto" and vllm_installed)
+            peak = generation_peak(ev, shape, card_gb, load_in_4bit=False, adapter=False, vllm=vllm)
+        else:
+            peak = stage_peak(plan, recipe, shape, card_gb, vllm=uses_vllm(plan, vllm_installed=vllm_installed,
+                                                                          cuda=True))
+        if peak is not None and peak[0] > usable:
+            hint = ""
+            if plan is not None and plan.kind in ("grpo", "ppo"):
+                fitting = memory.fits(shape, int(card_gb), memory.GRPOSettings(
+                    lora_r=plan.model_args.lora_r, load_in_4bit=bool(plan.model_args.load_in_4bit)))
+                if fitting is not None:
+                    hint = (f"; it fits with max_completion_length {fitting[0].max_completion_length} and "
+                            f"per_device_train_batch_size {fitting[0].per_device_train_batch_size}")
+            problems.append(f"{where}: the memory model puts its peak ({peak[1]}) at {peak[0] / 1e9:.1f} GB, over "
+                            f"{memory.USABLE_FRACTION:.0%} of this {name} ({card_gb:.0f} GB){hint}; see "
+                            "docs/troubleshooting.md (out of memory)")
+            continue
+        config = recipe.evaluation if plan is None else plan.config
+        generating_with_vllm = (vllm if plan is None else uses_vllm(plan, vllm_installed=vllm_installed, cuda=True)
+                                and getattr(config, "vllm_mode", "colocate") == "colocate")
+        if generating_with_vllm:
+            problems += vllm_cache_problems(where, config, shape, card, loads_4bit(plan, recipe) if plan else False)
+    return problems
+
+
+def vllm_cache_problems(where: str, config: Any, shape: Any, card: tuple[str, float], load_in_4bit: bool) -> list[str]:
+    """vLLM refuses to start unless its share of the card holds the KV cache of one `vllm_max_model_length`
+    sequence (default: the model's whole context) after its weights."""
+    from . import memory
+
+    share = getattr(config, "vllm_gpu_memory_utilization", None) or 0.9  # TRL's default is set (0.3); vLLM's 0.9
+    needed = getattr(config, "vllm_max_model_length", None) or shape.max_position_embeddings
+    tokens = memory.vllm_kv_tokens(shape, card[1], share, load_in_4bit)
+    if tokens >= needed:
+        return []
+    return [f"{where}: vLLM's share of this {card[0]} (vllm_gpu_memory_utilization {share} of {card[1]:.0f} GB) "
+            f"holds the KV cache of {tokens} tokens after its weights, fewer than one sequence of "
+            f"vllm_max_model_length {needed}; vLLM would not start: raise vllm_gpu_memory_utilization or lower "
+            "vllm_max_model_length"]
+
+
+__all__ = ["backend_problems", "card_memory_gb", "column_key_problems", "memory_problems", "model_shape"]
