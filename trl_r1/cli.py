@@ -10,6 +10,7 @@ Heavy modules are imported when a command is chosen, so `trl-r1 --help` stays in
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import os
 import socket
@@ -129,34 +130,193 @@ def ppo_main(argv: list[str] | None = None) -> int:
 
 
 def _single_stage(command: str, stage: str, argv: list[str] | None) -> int:
-    parser = argparse.ArgumentParser(
-        prog=f"trl-r1 {command}", description=f"Run the {command} stage alone. The YAML is flat, as for `trl "
-        f"{'grpo' if command == 'ppo' else command}`: trl.ModelConfig, the TRL config and data keys in one "
-        "namespace (QLoRA defaults as in recipes). Any key can be overridden with --KEY VALUE.")
-    parser.add_argument("--config", help="flat YAML with the stage's keys (output_dir is where it writes)")
-    parser.add_argument("--dry-run", action="store_true", help="validate and print the plan, run nothing")
-    _add_launch_arguments(parser)
+    parser = stage_parser(command, stage)
     args, rest = parser.parse_known_args(argv)
     if _should_relaunch(args):
         return relaunch([command, *_without_launch_arguments(argv)], args.num_processes)
     _setup_logging()
 
     def work() -> None:
-        from .config import flag_overrides
         from .pipeline import load_recipe, run_recipe
-        from .pipeline.recipe import RecipeError, flat_to_recipe, read_yaml
+        from .pipeline.recipe import RecipeError
 
-        flat = read_yaml(args.config) if args.config else {}
-        flat.update(flag_overrides(rest, RecipeError))
+        recipe = single_stage_recipe(command, stage, args, rest)
         if stage == "rl":
-            algorithm = flat.setdefault("algorithm", command)
+            algorithm = recipe[stage].setdefault("algorithm", command)
             if algorithm != command:
                 message = f"{command}: algorithm {algorithm!r} contradicts the command; use `trl-r1 {algorithm}`"
                 raise RecipeError([message])
-        recipe = load_recipe(flat_to_recipe(flat, stage), single_stage=True, check_hardware=not args.dry_run)
+        recipe = load_recipe(recipe, single_stage=True, check_hardware=not args.dry_run)
         run_recipe(recipe, dry_run=args.dry_run)
 
     return _exit_code(f"trl-r1 {command}", work)
+
+
+# TRL's script-argument names (trl.ScriptArguments, the grpo script's GRPOScriptArguments) that trl-r1 spells
+# otherwise or does not support, with what each becomes here. Every other TRL key (trl.ModelConfig, the TRL
+# configs, dataset_name / dataset_config / dataset_train_split) is a field of trl-r1's own classes already.
+TRL_SCRIPT_KEYS: dict[str, str] = {
+    "reward_funcs": "TRL's name for `rewards` (the grpo script's GRPOScriptArguments.reward_funcs)",
+    "dataset_test_split": "held-out split of dataset_name: evaluates the model before and after the stage (the "
+                          "pipeline's evaluation: pass@1 over k samples, pass@k; report.md)",
+    "dataset_streaming": "accepted as false only: trl-r1 loads the dataset (TRL's default False)",
+    "ignore_bias_buffers": "accepted as false only (TRL's default False; a DDP debugging switch)",
+    "reward_model_name_or_path": "not supported: trl-r1 trains on verifiable rewards (`rewards`)",
+}
+
+
+def single_stage_recipe(command: str, stage: str, args: argparse.Namespace, rest: list[str]) -> dict[str, Any]:
+    """The one-stage recipe a `trl-r1 sft|grpo|ppo` command line describes: the flat YAML, then the flags, TRL's
+    script-argument names translated (`TRL_SCRIPT_KEYS`); unknown keys stay in, for the recipe's checks to name."""
+    from .config import flag_overrides
+    from .pipeline.recipe import RecipeError, flat_to_recipe, read_yaml
+
+    flat = read_yaml(args.config) if args.config else {}
+    given = {k: v[0] if isinstance(v, list) and len(v) == 1 and isinstance(v[0], list) else v  # --KEY '[a, b]'
+             for k, v in vars(args).items() if k not in ("config", "dry_run", "num_processes")}
+    flat.update(given)
+    flat.update(flag_overrides(rest, RecipeError))
+    problems: list[str] = []
+    if "reward_funcs" in flat:
+        if stage != "rl":
+            problems.append(f"{command}: key 'reward_funcs' is for the RL commands (grpo, ppo)")
+        elif "rewards" in flat:
+            problems.append(f"{command}: set either 'rewards' or TRL's 'reward_funcs', not both")
+        else:
+            flat["rewards"] = flat.pop("reward_funcs")
+    for key in ("dataset_streaming", "ignore_bias_buffers"):
+        if flat.pop(key, False) not in (False, None):
+            problems.append(f"{command}: key {key!r}: {TRL_SCRIPT_KEYS[key]}")
+    if flat.pop("reward_model_name_or_path", None) is not None:
+        problems.append(f"{command}: key 'reward_model_name_or_path': {TRL_SCRIPT_KEYS['reward_model_name_or_path']}")
+    test_split = flat.pop("dataset_test_split", None)
+    if problems:
+        raise RecipeError(problems)
+    recipe = flat_to_recipe(flat, stage)
+    if test_split is not None:
+        section = recipe[stage]
+        recipe["evaluation"] = {"dataset_split": str(test_split), **{
+            key: section[key] for key in ("dataset_name", "dataset_config", "dataset_kwargs", "prompt_column",
+                                          "solution_column") if key in section}}
+    return recipe
+
+
+def stage_parser(command: str, stage: str) -> argparse.ArgumentParser:
+    """`trl-r1 sft|grpo|ppo`'s parser, as TRL's TrlParser builds one from its dataclasses: one `--KEY` per field of
+    the stage's argument class, TRL config and trl.ModelConfig (+ trl-r1's fields), each with its help and the
+    default the stage runs with; list fields take several values (`--reward_funcs format math`).
+
+    TRL's HfArgumentParser does not fit as is: it fills every default in, where the recipe checks need the keys
+    the user set, and the stage's classes share field names (`dataset_kwargs`), which it refuses. A key that is
+    no field is left to the recipe checks, which name it with a close-match suggestion."""
+    parser = argparse.ArgumentParser(
+        prog=f"trl-r1 {command}", allow_abbrev=False,
+        usage=f"trl-r1 {command} [--config YAML] [--dry-run] [--num_processes N] [--KEY VALUE ...]", formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=f"Run the {command} stage alone. The YAML is flat, as for `trl "
+        f"{'grpo' if command == 'ppo' else command}`: trl.ModelConfig, the TRL config and the data keys in one "
+        "namespace (QLoRA defaults as in recipes); any key can also be given as --KEY VALUE, which wins over the "
+        "YAML. Defaults below are the ones the stage runs with.")
+    parser.add_argument("--config", help="flat YAML with the stage's keys (output_dir is where it writes)")
+    parser.add_argument("--dry-run", action="store_true", help="validate and print the plan, run nothing")
+    _add_launch_arguments(parser)
+    for title, fields, defaults in stage_fields(command, stage):
+        group = parser.add_argument_group(title)
+        for f in fields:
+            _add_field(group, f, defaults.get(f.name, dataclasses.MISSING))
+    group = parser.add_argument_group("TRL script keys (trl.ScriptArguments, the grpo script's)")
+    for key, help_ in TRL_SCRIPT_KEYS.items():
+        if key == "reward_funcs" and stage != "rl":
+            continue
+        group.add_argument(f"--{key}", default=argparse.SUPPRESS, type=_yaml_value,
+                           nargs="+" if key == "reward_funcs" else None, help=_escape(help_),
+                           metavar="NAME" if key == "reward_funcs" else None)
+    return parser
+
+
+def stage_fields(command: str, stage: str) -> list[tuple[str, list[Any], dict[str, Any]]]:
+    """(group title, fields, default per field) for each class a single-stage YAML sets, in the order the recipe
+    reads them (a name in two classes belongs to the first). The defaults are read off a planned stage, so they
+    are the ones it runs with (trl-r1's QLoRA and gradient-checkpointing defaults included)."""
+    import warnings
+
+    from .pipeline.recipe import PIPELINE_SET_KEYS, flat_to_recipe, load_recipe
+
+    with warnings.catch_warnings():  # TRL's configs warn about their own deprecated fields; not the user's business
+        warnings.simplefilter("ignore")
+        flat = {"output_dir": "OUTPUT_DIR", "model_name_or_path": "MODEL", "dataset_name": "DATASET"}
+        if stage == "rl":
+            flat["algorithm"] = command
+        plan = load_recipe(flat_to_recipe(flat, stage), single_stage=True, check_hardware=False).stages[0]
+    hidden = (PIPELINE_SET_KEYS - {"output_dir", "model_name_or_path"}) | {"tiny", "adapter_handoff"}
+    groups, seen = [], set(hidden)
+    for title, obj in ((f"{type(plan.args).__name__} (data, rewards)", plan.args),
+                       (f"{type(plan.config).__name__} (the TRL config)", plan.config),
+                       (f"{type(plan.model_args).__name__} (trl.ModelConfig)", plan.model_args)):
+        fields = [f for f in dataclasses.fields(obj) if f.init and f.name not in seen]
+        seen.update(f.name for f in fields)
+        defaults = {f.name: getattr(obj, f.name) for f in fields}
+        if "output_dir" in defaults:
+            defaults["output_dir"] = dataclasses.MISSING  # required
+        groups.append((title, fields, defaults))
+    return groups
+
+
+def _add_field(group: Any, f: Any, default: Any) -> None:
+    kind = _field_kind(f.type)
+    shown = "required" if default is dataclasses.MISSING else f"default: {_show_default(default)}"
+    help_ = _escape(f"{f.metadata.get('help', '').strip()} ({shown})")
+    options: dict[str, Any] = {"default": argparse.SUPPRESS, "help": help_, "metavar": f.name.upper()}
+    if kind == "list":
+        options.update(nargs="+", type=_yaml_value)
+    elif kind == "bool":
+        options.update(nargs="?", const=True, type=_yaml_value, metavar="{true,false}")
+    elif kind == "str":
+        options.update(type=str)
+    else:
+        options.update(type=_yaml_value)
+    if f.metadata.get("choices"):
+        options["metavar"] = "{" + ",".join(map(str, f.metadata["choices"])) + "}"
+    group.add_argument(f"--{f.name}", **options)
+
+
+def _escape(help_: str) -> str:
+    """Help text for argparse, which %-formats it (transformers' help strings are escaped already)."""
+    return help_.replace("%%", "%").replace("%", "%%")
+
+
+def _field_kind(annotation: Any) -> str:
+    """'list', 'bool', 'str' or 'other' for a dataclass field's annotation (string annotations as written)."""
+    import typing
+
+    text = annotation if isinstance(annotation, str) else repr(annotation)
+    parts = {p.strip() for p in text.replace("typing.", "").replace("Optional[", "").rstrip("]").split("|")}
+    parts.discard("None")
+    if any(p.startswith(("list", "List", "tuple")) for p in parts):
+        return "list"
+    if parts == {"bool"} or annotation is bool:
+        return "bool"
+    if parts in ({"str"}, {"<class 'str'>"}) or annotation is str or typing.get_args(annotation) == (str, type(None)):
+        return "str"
+    return "other"
+
+
+def _yaml_value(token: str) -> Any:
+    """A command-line value as YAML reads it (`1e-6` stays text; the config checks make it a number); 'None' is
+    None, as for TRL's parser."""
+    import yaml
+
+    if token == "None":
+        return None
+    try:
+        return yaml.safe_load(token)
+    except yaml.YAMLError:
+        return token
+
+
+def _show_default(value: Any) -> str:
+    value = getattr(value, "value", value)  # enums (OptimizerNames, SchedulerType, ...)
+    text = repr(value) if isinstance(value, str) else str(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _exit_code(prog: str, work: Callable[[], None]) -> int:
