@@ -124,8 +124,23 @@ def test_a_reward_from_a_local_file_without_pythonpath(tmp_path, tiny_model_dir)
     assert proc.returncode == 2 and "no file 'my_reward.py'" in proc.stderr
     # the resolved reward is the file's function and scores with it
     code = ("from trl_r1.rewards import get_reward_func; import pickle; "
-            "f = get_reward_func('./my_rewards.py:ends_with_seven'); g = get_reward_func('my_rewards.ends_with_seven'); "
+            "f = get_reward_func('./my_rewards.py:ends_with_seven'); "
+            "g = get_reward_func('my_rewards.ends_with_seven'); "
             "print(f(completions=['it is 7', 'it is 8']), f is g, pickle.loads(pickle.dumps(f)) is f)")
     proc = subprocess.run([sys.executable, "-P", "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
                           timeout=300, check=True)
     assert proc.stdout.split() == ["[1.0,", "0.0]", "True", "True"]
+
+
+def test_builder_help_shows_defaults_and_lists_parse_as_trl(capsys):
+    """docs/data.md: `trl-r1 rejection-sample --help` gives every field with its default; lists as TRL parses."""
+    from trl_r1.config import parse_command_line
+    from trl_r1.data import RejectionSamplingConfig
+
+    text = _help("rejection-sample", capsys)
+    assert "--dataset_split DATASET_SPLIT Split of `dataset_name` to use. (default: 'train')" in text
+    assert "--model_name_or_path MODEL_NAME_OR_PATH" in text and "(required)" in text
+    config = parse_command_line(RejectionSamplingConfig, ["--model_name_or_path", "m", "--output_dir", "o",
+                                                          "--rewards", "math", "format", "--dedup_threshold", "None"],
+                                "trl-r1 rejection-sample")
+    assert config.rewards == ["math", "format"] and config.dedup_threshold is None

@@ -168,13 +168,11 @@ TRL_SCRIPT_KEYS: dict[str, str] = {
 def single_stage_recipe(command: str, stage: str, args: argparse.Namespace, rest: list[str]) -> dict[str, Any]:
     """The one-stage recipe a `trl-r1 sft|grpo|ppo` command line describes: the flat YAML, then the flags, TRL's
     script-argument names translated (`TRL_SCRIPT_KEYS`); unknown keys stay in, for the recipe's checks to name."""
-    from .config import flag_overrides
+    from .config import flag_overrides, given_values
     from .pipeline.recipe import RecipeError, flat_to_recipe, read_yaml
 
     flat = read_yaml(args.config) if args.config else {}
-    given = {k: v[0] if isinstance(v, list) and len(v) == 1 and isinstance(v[0], list) else v  # --KEY '[a, b]'
-             for k, v in vars(args).items() if k not in ("config", "dry_run", "num_processes")}
-    flat.update(given)
+    flat.update(given_values(args, exclude=("config", "dry_run", "num_processes")))
     flat.update(flag_overrides(rest, RecipeError))
     problems: list[str] = []
     if "reward_funcs" in flat:
@@ -211,7 +209,7 @@ def stage_parser(command: str, stage: str) -> argparse.ArgumentParser:
     no field is left to the recipe checks, which name it with a close-match suggestion."""
     parser = argparse.ArgumentParser(
         prog=f"trl-r1 {command}", allow_abbrev=False,
-        usage=f"trl-r1 {command} [--config YAML] [--dry-run] [--num_processes N] [--KEY VALUE ...]", formatter_class=argparse.RawDescriptionHelpFormatter,
+        usage=f"trl-r1 {command} [--config YAML] [--dry-run] [--num_processes N] [--KEY VALUE ...]",
         description=f"Run the {command} stage alone. The YAML is flat, as for `trl "
         f"{'grpo' if command == 'ppo' else command}`: trl.ModelConfig, the TRL config and the data keys in one "
         "namespace (QLoRA defaults as in recipes); any key can also be given as --KEY VALUE, which wins over the "
@@ -219,16 +217,16 @@ def stage_parser(command: str, stage: str) -> argparse.ArgumentParser:
     parser.add_argument("--config", help="flat YAML with the stage's keys (output_dir is where it writes)")
     parser.add_argument("--dry-run", action="store_true", help="validate and print the plan, run nothing")
     _add_launch_arguments(parser)
+    from .config import add_field_arguments, command_line_value
+
     for title, fields, defaults in stage_fields(command, stage):
-        group = parser.add_argument_group(title)
-        for f in fields:
-            _add_field(group, f, defaults.get(f.name, dataclasses.MISSING))
+        add_field_arguments(parser.add_argument_group(title), fields, defaults)
     group = parser.add_argument_group("TRL script keys (trl.ScriptArguments, the grpo script's)")
     for key, help_ in TRL_SCRIPT_KEYS.items():
         if key == "reward_funcs" and stage != "rl":
             continue
-        group.add_argument(f"--{key}", default=argparse.SUPPRESS, type=_yaml_value,
-                           nargs="+" if key == "reward_funcs" else None, help=_escape(help_),
+        group.add_argument(f"--{key}", default=argparse.SUPPRESS, type=command_line_value,
+                           nargs="+" if key == "reward_funcs" else None, help=help_.replace("%", "%%"),
                            metavar="NAME" if key == "reward_funcs" else None)
     return parser
 
@@ -259,64 +257,6 @@ def stage_fields(command: str, stage: str) -> list[tuple[str, list[Any], dict[st
             defaults["output_dir"] = dataclasses.MISSING  # required
         groups.append((title, fields, defaults))
     return groups
-
-
-def _add_field(group: Any, f: Any, default: Any) -> None:
-    kind = _field_kind(f.type)
-    shown = "required" if default is dataclasses.MISSING else f"default: {_show_default(default)}"
-    help_ = _escape(f"{f.metadata.get('help', '').strip()} ({shown})")
-    options: dict[str, Any] = {"default": argparse.SUPPRESS, "help": help_, "metavar": f.name.upper()}
-    if kind == "list":
-        options.update(nargs="+", type=_yaml_value)
-    elif kind == "bool":
-        options.update(nargs="?", const=True, type=_yaml_value, metavar="{true,false}")
-    elif kind == "str":
-        options.update(type=str)
-    else:
-        options.update(type=_yaml_value)
-    if f.metadata.get("choices"):
-        options["metavar"] = "{" + ",".join(map(str, f.metadata["choices"])) + "}"
-    group.add_argument(f"--{f.name}", **options)
-
-
-def _escape(help_: str) -> str:
-    """Help text for argparse, which %-formats it (transformers' help strings are escaped already)."""
-    return help_.replace("%%", "%").replace("%", "%%")
-
-
-def _field_kind(annotation: Any) -> str:
-    """'list', 'bool', 'str' or 'other' for a dataclass field's annotation (string annotations as written)."""
-    import typing
-
-    text = annotation if isinstance(annotation, str) else repr(annotation)
-    parts = {p.strip() for p in text.replace("typing.", "").replace("Optional[", "").rstrip("]").split("|")}
-    parts.discard("None")
-    if any(p.startswith(("list", "List", "tuple")) for p in parts):
-        return "list"
-    if parts == {"bool"} or annotation is bool:
-        return "bool"
-    if parts in ({"str"}, {"<class 'str'>"}) or annotation is str or typing.get_args(annotation) == (str, type(None)):
-        return "str"
-    return "other"
-
-
-def _yaml_value(token: str) -> Any:
-    """A command-line value as YAML reads it (`1e-6` stays text; the config checks make it a number); 'None' is
-    None, as for TRL's parser."""
-    import yaml
-
-    if token == "None":
-        return None
-    try:
-        return yaml.safe_load(token)
-    except yaml.YAMLError:
-        return token
-
-
-def _show_default(value: Any) -> str:
-    value = getattr(value, "value", value)  # enums (OptimizerNames, SchedulerType, ...)
-    text = repr(value) if isinstance(value, str) else str(value)
-    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _exit_code(prog: str, work: Callable[[], None]) -> int:
