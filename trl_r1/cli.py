@@ -18,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from .registry import resolve_import_path
@@ -28,6 +29,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "sft": ("trl_r1.cli:sft_main", "run the SFT stage alone (--config stage.yaml, TRL-style flat YAML works)"),
     "grpo": ("trl_r1.cli:grpo_main", "run the GRPO stage alone (trl-r1's R1GRPOTrainer)"),
     "ppo": ("trl_r1.cli:ppo_main", "run the PPO stage alone (actor-critic with GAE)"),
+    "evaluate": ("trl_r1.pipeline.evaluate:main", "a model or adapter on a benchmark (MATH-500, AIME, a file): "
+                 "pass@1 over k samples, pass@k"),
+    "publish": ("trl_r1.cli:publish_main", "push a run's final model (merged, or adapter + base) with a model "
+                "card to the Hub"),
     "rejection-sample": ("trl_r1.data.rejection_sampling:main", "sample k per prompt, keep verified traces"),
     "distill": ("trl_r1.data.distillation:main", "teacher traces -> R1-filtered <think> SFT dataset (verified when rewards are set)"),
     "tiny-model": ("trl_r1.toy.tiny:main", "build the tiny offline model + tokenizer used by demos and tests"),
@@ -112,6 +117,55 @@ def recipe_data(args: argparse.Namespace) -> dict[str, Any]:
     if args.run_dir and not getattr(args, "smoke", False):
         data["run_dir"] = args.run_dir
     return data
+
+
+def publish_main(argv: list[str] | None = None) -> int:
+    """`trl-r1 publish RECIPE --repo-id ID [--stage S] [--adapter [--base-model ID]] [--private] [--export-only]`:
+    a run's model and its card to the Hub (trl_r1.pipeline.publish)."""
+    parser = argparse.ArgumentParser(prog="trl-r1 publish", description="Push a run's final model (merged, or "
+                                     "the LoRA adapter with its Hub base) with a model card stating the recipe, "
+                                     "the stages and the held-out figures.")
+    parser.add_argument("recipe", help="the recipe the run used (its run_dir holds the run)")
+    parser.add_argument("--repo-id", required=True, help="Hub model repo, e.g. me/qwen2.5-1.5b-r1-math")
+    parser.add_argument("--run-dir", help="override the recipe's run_dir, as for `trl-r1 run`")
+    parser.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                        help="the overrides the run used (`trl-r1 run --set`), so that the card states them")
+    parser.add_argument("--stage", help="publish this stage's model (default: the last finished one)")
+    parser.add_argument("--adapter", action="store_true", help="publish the LoRA adapter alone (its base must be "
+                        "a Hub model: see --base-model)")
+    parser.add_argument("--base-model", help="the Hub id of the weights the adapter (or the run) started from")
+    parser.add_argument("--private", action="store_true", help="create the repo private")
+    parser.add_argument("--license", default="apache-2.0", help="the card's license (default apache-2.0)")
+    parser.add_argument("--export-only", action="store_true", help="write the upload to <run_dir>/hub and stop")
+    args = parser.parse_args(argv)
+
+    def work() -> None:
+        import yaml
+
+        from .data.hub import HubPublishError, upload_folder
+        from .pipeline import StageError, load_recipe
+        from .pipeline.publish import PublishError, export_model_for_hub
+        from .pipeline.recipe import RecipeError
+
+        data = recipe_data(args)
+        recipe = load_recipe(data, check_hardware=False)
+        text = Path(args.recipe).read_text() if not args.set else yaml.safe_dump(data, sort_keys=False)
+        try:
+            export = export_model_for_hub(recipe, repo_id=args.repo_id, stage=args.stage, adapter=args.adapter,
+                                          base_model=args.base_model, license=args.license, recipe_text=text)
+        except PublishError as exc:
+            raise RecipeError([str(exc)], "cannot publish") from exc
+        print(f"trl-r1 publish: the upload is ready in {export}")
+        if not args.export_only:
+            try:
+                url = upload_folder(export, args.repo_id, repo_type="model", private=args.private,
+                                    hint=f"the upload is ready in {export}",
+                                    message="Upload model trained with trl-r1")
+            except HubPublishError as exc:
+                raise StageError(str(exc)) from exc
+            print(f"trl-r1 publish: pushed to {url}")
+
+    return _exit_code("trl-r1 publish", work)
 
 
 def sft_main(argv: list[str] | None = None) -> int:
