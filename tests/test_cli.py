@@ -78,6 +78,8 @@ def test_trl_names_and_lists_parse_as_trl_does(tmp_path):
     recipe = _recipe("grpo", ["--num_generations", "4"], config)
     assert recipe["rl"]["rewards"] == ["math"] and recipe["evaluation"]["dataset_split"] == "validation"
     assert recipe["rl"]["num_generations"] == 4
+    config.write_text(yaml.safe_dump({"rewards": ["math"]}))  # the command line wins over the YAML, as in TRL
+    assert _recipe("grpo", ["--reward_funcs", "format"], config)["rl"]["rewards"] == ["format"]
 
 
 def test_trl_keys_that_cannot_apply_fail_clearly(tmp_path, capsys):

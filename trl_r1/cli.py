@@ -225,17 +225,10 @@ def single_stage_recipe(command: str, stage: str, args: argparse.Namespace, rest
     from .config import flag_overrides, given_values
     from .pipeline.recipe import RecipeError, flat_to_recipe, read_yaml
 
-    flat = read_yaml(args.config) if args.config else {}
-    flat.update(given_values(args, exclude=("config", "dry_run", "num_processes")))
-    flat.update(flag_overrides(rest, RecipeError))
     problems: list[str] = []
-    if "reward_funcs" in flat:
-        if stage != "rl":
-            problems.append(f"{command}: key 'reward_funcs' is for the RL commands (grpo, ppo)")
-        elif "rewards" in flat:
-            problems.append(f"{command}: set either 'rewards' or TRL's 'reward_funcs', not both")
-        else:
-            flat["rewards"] = flat.pop("reward_funcs")
+    flat = _reward_funcs_as_rewards(read_yaml(args.config) if args.config else {}, command, stage, problems)
+    given = {**given_values(args, exclude=("config", "dry_run", "num_processes")), **flag_overrides(rest, RecipeError)}
+    flat.update(_reward_funcs_as_rewards(given, command, stage, problems))  # the command line wins, as in TRL
     for key in ("dataset_streaming", "ignore_bias_buffers"):
         if flat.pop(key, False) not in (False, None):
             problems.append(f"{command}: key {key!r}: {TRL_SCRIPT_KEYS[key]}")
@@ -251,6 +244,19 @@ def single_stage_recipe(command: str, stage: str, args: argparse.Namespace, rest
             key: section[key] for key in ("dataset_name", "dataset_config", "dataset_kwargs", "prompt_column",
                                           "solution_column") if key in section}}
     return recipe
+
+
+def _reward_funcs_as_rewards(values: dict[str, Any], command: str, stage: str, problems: list[str]) -> dict[str, Any]:
+    """One source's keys (the YAML, or the command line) with TRL's `reward_funcs` as trl-r1's `rewards`."""
+    if "reward_funcs" not in values:
+        return values
+    if stage != "rl":
+        problems.append(f"{command}: key 'reward_funcs' is for the RL commands (grpo, ppo)")
+    elif "rewards" in values:
+        problems.append(f"{command}: set either 'rewards' or TRL's 'reward_funcs', not both")
+    else:
+        values = {("rewards" if k == "reward_funcs" else k): v for k, v in values.items()}
+    return values
 
 
 def stage_parser(command: str, stage: str) -> argparse.ArgumentParser:
