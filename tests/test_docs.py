@@ -285,3 +285,107 @@ def test_skipped_python_blocks_still_import(tmp_path):
     assert "SyntaxError" in outcomes[2]
     assert outcomes[3] is None  # doctests share the file's namespace (json imported by block b)
     assert "NameError" in outcomes[4]  # ... and only that file's
+
+
+# --- every command-line flag and config key a doc names exists ---------------------------------------------------
+
+NAMING_DOCS = [*DOCS, ROOT / "recipes" / "README.md"]
+_COMMAND = re.compile(r"(?:trl-r1|-m trl_r1\.cli)\s+(?P<command>[a-z][\w-]*)(?P<rest>(?:\\\n|[^\n`#|;&])*)")
+_FLAG = re.compile(r"(?<![\w-])--(?P<flag>[A-Za-z][\w-]*)")
+_SECTIONS = ("model", "training", "cold_start", "rl", "rejection_sampling", "final_sft", "evaluation")
+_DOTTED_KEY = re.compile(r"(?:`|--set )(?P<section>" + "|".join(_SECTIONS) + r")\.(?P<key>[a-z_0-9]+)\b")
+
+
+def named_flags() -> dict[str, set[tuple[str, str]]]:
+    """command -> {(flag, where)} for every `trl-r1 <command> ... --flag` in the docs (continued lines included)."""
+    found: dict[str, set[tuple[str, str]]] = {}
+    for path in NAMING_DOCS:
+        text = path.read_text(encoding="utf-8")
+        for match in _COMMAND.finditer(text):
+            where = f"{path.relative_to(ROOT)}:{text.count(chr(10), 0, match.start()) + 1}"
+            for flag in _FLAG.finditer(match["rest"]):
+                found.setdefault(match["command"], set()).add((flag["flag"], where))
+    return found
+
+
+def command_options(command: str) -> set[str]:
+    """The options `trl-r1 <command> --help` lists."""
+    import contextlib
+    import io
+
+    from trl_r1.cli import main
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.suppress(SystemExit):
+        main([command, "--help"])
+    return {m["flag"] for m in _FLAG.finditer(out.getvalue())}
+
+
+def test_every_cli_flag_a_doc_names_exists():
+    from trl_r1.cli import COMMANDS
+
+    flags = named_flags()
+    assert {"run", "grpo", "evaluate", "publish", "rejection-sample"} <= set(flags)  # the scan finds the commands
+    unknown = [f"{where}: trl-r1 {command} has no --{flag}" for command, named in sorted(flags.items())
+               if command in COMMANDS for flag, where in sorted(named) if flag not in command_options(command)]
+    assert not [f"{command} (not a command)" for command in flags if command not in COMMANDS]
+    assert not unknown
+
+
+def _unknown_key_problems(recipe: dict) -> list[str]:
+    from trl_r1.pipeline import RecipeError, load_recipe
+
+    try:
+        load_recipe(recipe, check_hardware=False)
+    except RecipeError as exc:
+        return [p for p in exc.problems if "unknown key" in p or "unknown section" in p]
+    return []
+
+
+def test_every_recipe_key_a_doc_names_exists():
+    """`section.key` in text or `--set`, and the keys of every recipe-shaped YAML block, pass the recipe checks; a
+    flat YAML block's keys are keys of some command (a single stage's, a builder's, `evaluate`'s)."""
+    import yaml
+
+    flat_keys = set().union(*(command_options(c) for c in ("sft", "grpo", "ppo", "rejection-sample", "distill",
+                                                            "evaluate")))
+    base = {"run_dir": "runs/check", "model": {"model_name_or_path": "m"}, "cold_start": {"dataset_name": "d"}}
+    problems, checked = [], 0
+    for path in NAMING_DOCS:
+        text = path.read_text(encoding="utf-8")
+        for match in _DOTTED_KEY.finditer(text):
+            if match["key"] in ("png", "md", "json", "jsonl", "yaml", "py"):  # a file name (evaluation.png)
+                continue
+            section = dict(base.get(match["section"], {}))
+            section[match["key"]] = None
+            where = f"{path.relative_to(ROOT)}:{text.count(chr(10), 0, match.start()) + 1}"
+            problems += [f"{where}: {p}" for p in _unknown_key_problems({**base, match["section"]: section})]
+            checked += 1
+        for block in re.finditer(r"^```ya?ml\n(?P<body>.*?)^```", text, re.M | re.S):
+            try:
+                data = yaml.safe_load(block["body"])
+            except yaml.YAMLError:
+                continue
+            where = f"{path.relative_to(ROOT)}:{text.count(chr(10), 0, block.start()) + 1}"
+            if not isinstance(data, dict):
+                continue
+            checked += 1
+            if not set(data) & set(_SECTIONS[2:]):  # a flat YAML (`--config`)
+                problems += [f"{where}: no command has a key {key!r}" for key in data if key not in flat_keys]
+                continue
+            data = {k: {kk: vv for kk, vv in v.items() if kk != "..."} if isinstance(v, dict) else v
+                    for k, v in data.items()}  # `model: {...}`: keys left out of the example
+            recipe = {**base, **{k: v for k, v in data.items() if k != "cold_start"}}
+            recipe["cold_start"] = {**base["cold_start"], **(data.get("cold_start") or {})}
+            problems += [f"{where}: {p}" for p in _unknown_key_problems(recipe)]
+    assert checked > 10 and not problems
+
+
+def test_the_key_checks_catch_a_wrong_name():
+    """The two checks above fail on what the issue found: a flag --help does not list, a key no section has."""
+    assert "reward_funcs" in command_options("grpo") and "rewards" in command_options("grpo")
+    assert "dataset_test_split" in command_options("grpo") and "not_a_flag" not in command_options("grpo")
+    assert _unknown_key_problems({"run_dir": "r", "model": {"model_name_or_path": "m"},
+                                  "evaluation": {"solution_column": "answr", "solutoin_column": "x"},
+                                  "cold_start": {"dataset_name": "d"}}) == [
+        "evaluation: unknown key 'solutoin_column'; did you mean 'solution_column'?"]

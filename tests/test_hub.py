@@ -94,3 +94,92 @@ def test_push_uploads_the_exported_folder(built, monkeypatch):
     assert calls["repo"] == ("me/toy-r1", {"repo_type": "dataset", "private": True, "exist_ok": True})
     assert calls["upload"]["folder_path"] == Path(built.output_dir) / "hub"
     assert calls["upload"]["repo_type"] == "dataset"
+
+
+# --------------------------------------------------------------------------------------------- model publishing
+
+RECIPE = {"model": {"tiny": {}, "load_in_4bit": False, "use_peft": True, "lora_r": 4, "dtype": "float32"},
+          "training": {"use_cpu": True, "report_to": "none", "disable_tqdm": True, "save_strategy": "no"},
+          "cold_start": {"dataset_name": "trl_r1.toy.arithmetic:cold_start_dataset", "dataset_kwargs": {"num_rows": 8},
+                         "max_steps": 2, "per_device_train_batch_size": 4, "max_length": 64},
+          "evaluation": {"dataset_name": "trl_r1.toy.arithmetic:arithmetic_dataset", "num_prompts": 4,
+                         "num_samples": 2, "max_new_tokens": 8, "stages": ["base", "cold_start"]}}
+
+
+@pytest.fixture(scope="module")
+def trained_run(tmp_path_factory):
+    """A finished one-stage run (LoRA cold start, merged) with held-out figures, and its recipe file."""
+    from trl_r1.pipeline import run_recipe
+
+    run_dir = tmp_path_factory.mktemp("published-run")
+    recipe = run_dir / "recipe.yaml"
+    recipe.write_text(yaml.safe_dump({"run_dir": str(run_dir / "run"), **RECIPE}, sort_keys=False))
+    run_recipe(str(recipe), echo=lambda _: None)
+    return recipe, run_dir / "run"
+
+
+def _publish(*argv):
+    from trl_r1.cli import main
+
+    return main(["publish", *map(str, argv)])
+
+
+def test_model_export_holds_the_merged_model_and_a_card_with_recipe_stages_and_figures(trained_run, capsys):
+    from safetensors.torch import load_file
+
+    recipe, run = trained_run
+    assert _publish(recipe, "--repo-id", "me/tiny-r1", "--export-only") == 0
+    export = run / "hub"
+    files = sorted(p.name for p in export.iterdir())
+    assert {"README.md", "config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"} <= set(files)
+    assert not any(name.startswith("adapter") for name in files)  # the merged model, not the adapter
+    merged, published = load_file(run / "cold_start" / "merged" / "model.safetensors"), load_file(
+        export / "model.safetensors")
+    assert merged.keys() == published.keys() and all((merged[k] == published[k]).all() for k in merged)
+    metadata, body = _card((export / "README.md").read_text())
+    assert metadata["library_name"] == "transformers" and {"trl-r1", "sft"} <= set(metadata["tags"])
+    assert "base_model" not in metadata  # the tiny model is built locally: no Hub base to claim
+    assert "| cold_start | sft | `trl_r1.toy.arithmetic:cold_start_dataset` | 2 |" in body
+    report = json.loads((run / "report.json").read_text())
+    accuracy = report["evaluation"]["cold_start"]["math_accuracy_reward"]
+    assert "| after | math_accuracy_reward (95% CI) |" in body and f"| cold_start | {round(accuracy, 3):g} [" in body
+    assert recipe.read_text().strip() in body  # the recipe itself
+    assert 'pipeline("text-generation", model="me/tiny-r1")' in body
+
+
+def test_an_adapter_on_a_local_base_is_not_pushed_claiming_that_path(trained_run, capsys):
+    recipe, run = trained_run
+    assert _publish(recipe, "--repo-id", "me/tiny-r1", "--adapter", "--export-only") == 2
+    err = capsys.readouterr().err
+    assert "trained on the local folder" in err and str(run / "base_model") in err and "--base-model" in err
+    assert _publish(recipe, "--repo-id", "me/tiny-r1", "--adapter", "--base-model", "me/tiny-base",
+                    "--export-only") == 0
+    export = run / "hub"
+    assert json.loads((export / "adapter_config.json").read_text())["base_model_name_or_path"] == "me/tiny-base"
+    metadata, body = _card((export / "README.md").read_text())
+    assert metadata["library_name"] == "peft" and metadata["base_model"] == "me/tiny-base"
+    assert "AutoPeftModelForCausalLM.from_pretrained(\"me/tiny-r1\")" in body
+
+
+def test_model_push_without_network_fails_clearly(trained_run, monkeypatch, capsys):
+    recipe, run = trained_run
+    monkeypatch.setenv("HF_TOKEN", "hf_not_a_real_token")  # the tests run with HF_HUB_OFFLINE=1
+    assert _publish(recipe, "--repo-id", "me/tiny-r1") == 1
+    assert "pushing to me/tiny-r1 failed" in capsys.readouterr().err
+    assert (run / "cold_start" / "merged" / "model.safetensors").exists()
+
+
+def test_a_stage_push_to_hub_of_an_adapter_on_a_local_base_is_refused(tmp_path):
+    """TRL's push_to_hub in a stage would push the LoRA adapter with its base recorded as a local folder."""
+    from trl_r1.pipeline import RecipeError, load_recipe
+
+    recipe = {"run_dir": str(tmp_path), **RECIPE, "cold_start": {**RECIPE["cold_start"], "push_to_hub": True}}
+    with pytest.raises(RecipeError, match=r"cold_start: push_to_hub would push a LoRA adapter whose base is the "
+                                          r"tiny model .*trl-r1 publish"):
+        load_recipe(recipe)
+    hub_base = {**recipe, "model": {**RECIPE["model"], "tiny": None, "model_name_or_path": "Qwen/Qwen2.5-0.5B"}}
+    load_recipe(hub_base)  # the first stage's adapter sits on the Hub model: TRL's push is right there
+    rl = {"dataset_name": "trl_r1.toy.arithmetic:arithmetic_dataset", "push_to_hub": True}
+    with pytest.raises(RecipeError, match="rl: push_to_hub would push a LoRA adapter whose base is cold_start's "
+                                          "merged model"):
+        load_recipe({**hub_base, "cold_start": RECIPE["cold_start"], "rl": rl})

@@ -10,6 +10,7 @@ Heavy modules are imported when a command is chosen, so `trl-r1 --help` stays in
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import os
 import socket
@@ -17,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from .registry import resolve_import_path
@@ -27,6 +29,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "sft": ("trl_r1.cli:sft_main", "run the SFT stage alone (--config stage.yaml, TRL-style flat YAML works)"),
     "grpo": ("trl_r1.cli:grpo_main", "run the GRPO stage alone (trl-r1's R1GRPOTrainer)"),
     "ppo": ("trl_r1.cli:ppo_main", "run the PPO stage alone (actor-critic with GAE)"),
+    "evaluate": ("trl_r1.pipeline.evaluate:main", "a model or adapter on a benchmark (MATH-500, AIME, a file): "
+                 "pass@1 over k samples, pass@k"),
+    "publish": ("trl_r1.cli:publish_main", "push a run's final model (merged, or adapter + base) with a model "
+                "card to the Hub"),
     "rejection-sample": ("trl_r1.data.rejection_sampling:main", "sample k per prompt, keep verified traces"),
     "distill": ("trl_r1.data.distillation:main", "teacher traces -> R1-filtered <think> SFT dataset (verified when rewards are set)"),
     "tiny-model": ("trl_r1.toy.tiny:main", "build the tiny offline model + tokenizer used by demos and tests"),
@@ -115,6 +121,55 @@ def recipe_data(args: argparse.Namespace) -> dict[str, Any]:
     return data
 
 
+def publish_main(argv: list[str] | None = None) -> int:
+    """`trl-r1 publish RECIPE --repo-id ID [--stage S] [--adapter [--base-model ID]] [--private] [--export-only]`:
+    a run's model and its card to the Hub (trl_r1.pipeline.publish)."""
+    parser = argparse.ArgumentParser(prog="trl-r1 publish", description="Push a run's final model (merged, or "
+                                     "the LoRA adapter with its Hub base) with a model card stating the recipe, "
+                                     "the stages and the held-out figures.")
+    parser.add_argument("recipe", help="the recipe the run used (its run_dir holds the run)")
+    parser.add_argument("--repo-id", required=True, help="Hub model repo, e.g. me/qwen2.5-1.5b-r1-math")
+    parser.add_argument("--run-dir", help="override the recipe's run_dir, as for `trl-r1 run`")
+    parser.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                        help="the overrides the run used (`trl-r1 run --set`), so that the card states them")
+    parser.add_argument("--stage", help="publish this stage's model (default: the last finished one)")
+    parser.add_argument("--adapter", action="store_true", help="publish the LoRA adapter alone (its base must be "
+                        "a Hub model: see --base-model)")
+    parser.add_argument("--base-model", help="the Hub id of the weights the adapter (or the run) started from")
+    parser.add_argument("--private", action="store_true", help="create the repo private")
+    parser.add_argument("--license", default="apache-2.0", help="the card's license (default apache-2.0)")
+    parser.add_argument("--export-only", action="store_true", help="write the upload to <run_dir>/hub and stop")
+    args = parser.parse_args(argv)
+
+    def work() -> None:
+        import yaml
+
+        from .data.hub import HubPublishError, upload_folder
+        from .pipeline import StageError, load_recipe
+        from .pipeline.publish import PublishError, export_model_for_hub
+        from .pipeline.recipe import RecipeError
+
+        data = recipe_data(args)
+        recipe = load_recipe(data, check_hardware=False)
+        text = Path(args.recipe).read_text() if not args.set else yaml.safe_dump(data, sort_keys=False)
+        try:
+            export = export_model_for_hub(recipe, repo_id=args.repo_id, stage=args.stage, adapter=args.adapter,
+                                          base_model=args.base_model, license=args.license, recipe_text=text)
+        except PublishError as exc:
+            raise RecipeError([str(exc)], "cannot publish") from exc
+        print(f"trl-r1 publish: the upload is ready in {export}")
+        if not args.export_only:
+            try:
+                url = upload_folder(export, args.repo_id, repo_type="model", private=args.private,
+                                    hint=f"the upload is ready in {export}",
+                                    message="Upload model trained with trl-r1")
+            except HubPublishError as exc:
+                raise StageError(str(exc)) from exc
+            print(f"trl-r1 publish: pushed to {url}")
+
+    return _exit_code("trl-r1 publish", work)
+
+
 def sft_main(argv: list[str] | None = None) -> int:
     """`trl-r1 sft --config stage.yaml [--KEY VALUE ...]`: one SFT stage from a TRL-style flat YAML."""
     return _single_stage("sft", "cold_start", argv)
@@ -131,36 +186,142 @@ def ppo_main(argv: list[str] | None = None) -> int:
 
 
 def _single_stage(command: str, stage: str, argv: list[str] | None) -> int:
-    parser = argparse.ArgumentParser(
-        prog=f"trl-r1 {command}", description=f"Run the {command} stage alone. The YAML is flat, as for `trl "
-        f"{'grpo' if command == 'ppo' else command}`: trl.ModelConfig, the TRL config and data keys in one "
-        "namespace (QLoRA defaults as in recipes). Any key can be overridden with --KEY VALUE.")
-    parser.add_argument("--config", help="flat YAML with the stage's keys (output_dir is where it writes)")
-    parser.add_argument("--dry-run", action="store_true", help="run the preflight and print the plan with its cost; "
-                        "train nothing")
-    _add_launch_arguments(parser)
+    parser = stage_parser(command, stage)
     args, rest = parser.parse_known_args(argv)
     if _should_relaunch(args):
         return relaunch([command, *_without_launch_arguments(argv)], args.num_processes)
     _setup_logging()
 
     def work() -> None:
-        from .config import flag_overrides
         from .pipeline import load_recipe, run_recipe
-        from .pipeline.recipe import RecipeError, flat_to_recipe, read_yaml
+        from .pipeline.recipe import RecipeError
 
-        flat = read_yaml(args.config) if args.config else {}
-        overrides = flag_overrides(rest, RecipeError)
-        flat.update(overrides)
+        recipe, overridden = single_stage_recipe(command, stage, args, rest)
         if stage == "rl":
-            algorithm = flat.setdefault("algorithm", command)
+            algorithm = recipe[stage].setdefault("algorithm", command)
             if algorithm != command:
                 message = f"{command}: algorithm {algorithm!r} contradicts the command; use `trl-r1 {algorithm}`"
                 raise RecipeError([message])
-        recipe = load_recipe(flat_to_recipe(flat, stage), single_stage=True, check_hardware=not args.dry_run)
-        run_recipe(recipe, dry_run=args.dry_run, overridden=list(overrides))
+        recipe = load_recipe(recipe, single_stage=True, check_hardware=not args.dry_run)
+        run_recipe(recipe, dry_run=args.dry_run, overridden=overridden)
 
     return _exit_code(f"trl-r1 {command}", work)
+
+
+# TRL's script-argument names (trl.ScriptArguments, the grpo script's GRPOScriptArguments) that trl-r1 spells
+# otherwise or does not support, with what each becomes here. Every other TRL key (trl.ModelConfig, the TRL
+# configs, dataset_name / dataset_config / dataset_train_split) is a field of trl-r1's own classes already.
+TRL_SCRIPT_KEYS: dict[str, str] = {
+    "reward_funcs": "TRL's name for `rewards` (the grpo script's GRPOScriptArguments.reward_funcs)",
+    "dataset_test_split": "held-out split of dataset_name: evaluates the model before and after the stage (the "
+                          "pipeline's evaluation: pass@1 over k samples, pass@k; report.md)",
+    "dataset_streaming": "accepted as false only: trl-r1 loads the dataset (TRL's default False)",
+    "ignore_bias_buffers": "accepted as false only (TRL's default False; a DDP debugging switch)",
+    "reward_model_name_or_path": "not supported: trl-r1 trains on verifiable rewards (`rewards`)",
+}
+
+
+def single_stage_recipe(command: str, stage: str, args: argparse.Namespace,
+                        rest: list[str]) -> tuple[dict[str, Any], list[str]]:
+    """The one-stage recipe a `trl-r1 sft|grpo|ppo` command line describes: the flat YAML, then the flags, TRL's
+    script-argument names translated (`TRL_SCRIPT_KEYS`); unknown keys stay in, for the recipe's checks to name.
+    Also the keys the command line set, which the plan marks as overridden."""
+    from .config import flag_overrides, given_values
+    from .pipeline.recipe import RecipeError, flat_to_recipe, read_yaml
+
+    problems: list[str] = []
+    flat = _reward_funcs_as_rewards(read_yaml(args.config) if args.config else {}, command, stage, problems)
+    given = {**given_values(args, exclude=("config", "dry_run", "num_processes")), **flag_overrides(rest, RecipeError)}
+    flat.update(_reward_funcs_as_rewards(given, command, stage, problems))  # the command line wins, as in TRL
+    for key in ("dataset_streaming", "ignore_bias_buffers"):
+        if flat.pop(key, False) not in (False, None):
+            problems.append(f"{command}: key {key!r}: {TRL_SCRIPT_KEYS[key]}")
+    if flat.pop("reward_model_name_or_path", None) is not None:
+        problems.append(f"{command}: key 'reward_model_name_or_path': {TRL_SCRIPT_KEYS['reward_model_name_or_path']}")
+    test_split = flat.pop("dataset_test_split", None)
+    if problems:
+        raise RecipeError(problems)
+    recipe = flat_to_recipe(flat, stage)
+    overridden = [("rewards" if key == "reward_funcs" else key) for key in given]
+    if test_split is not None:
+        section = recipe[stage]
+        recipe["evaluation"] = {"dataset_split": str(test_split), **{
+            key: section[key] for key in ("dataset_name", "dataset_config", "dataset_kwargs", "prompt_column",
+                                          "solution_column") if key in section}}
+    return recipe, overridden
+
+
+def _reward_funcs_as_rewards(values: dict[str, Any], command: str, stage: str, problems: list[str]) -> dict[str, Any]:
+    """One source's keys (the YAML, or the command line) with TRL's `reward_funcs` as trl-r1's `rewards`."""
+    if "reward_funcs" not in values:
+        return values
+    if stage != "rl":
+        problems.append(f"{command}: key 'reward_funcs' is for the RL commands (grpo, ppo)")
+    elif "rewards" in values:
+        problems.append(f"{command}: set either 'rewards' or TRL's 'reward_funcs', not both")
+    else:
+        values = {("rewards" if k == "reward_funcs" else k): v for k, v in values.items()}
+    return values
+
+
+def stage_parser(command: str, stage: str) -> argparse.ArgumentParser:
+    """`trl-r1 sft|grpo|ppo`'s parser, as TRL's TrlParser builds one from its dataclasses: one `--KEY` per field of
+    the stage's argument class, TRL config and trl.ModelConfig (+ trl-r1's fields), each with its help and the
+    default the stage runs with; list fields take several values (`--reward_funcs format math`).
+
+    TRL's HfArgumentParser does not fit as is: it fills every default in, where the recipe checks need the keys
+    the user set, and the stage's classes share field names (`dataset_kwargs`), which it refuses. A key that is
+    no field is left to the recipe checks, which name it with a close-match suggestion."""
+    parser = argparse.ArgumentParser(
+        prog=f"trl-r1 {command}", allow_abbrev=False,
+        usage=f"trl-r1 {command} [--config YAML] [--dry-run] [--num_processes N] [--KEY VALUE ...]",
+        description=f"Run the {command} stage alone. The YAML is flat, as for `trl "
+        f"{'grpo' if command == 'ppo' else command}`: trl.ModelConfig, the TRL config and the data keys in one "
+        "namespace (QLoRA defaults as in recipes); any key can also be given as --KEY VALUE, which wins over the "
+        "YAML. Defaults below are the ones the stage runs with.")
+    parser.add_argument("--config", help="flat YAML with the stage's keys (output_dir is where it writes)")
+    parser.add_argument("--dry-run", action="store_true", help="validate and print the plan, run nothing")
+    _add_launch_arguments(parser)
+    from .config import add_field_arguments, command_line_value
+
+    for title, fields, defaults in stage_fields(command, stage):
+        add_field_arguments(parser.add_argument_group(title), fields, defaults)
+    group = parser.add_argument_group("TRL script keys (trl.ScriptArguments, the grpo script's)")
+    for key, help_ in TRL_SCRIPT_KEYS.items():
+        if key == "reward_funcs" and stage != "rl":
+            continue
+        group.add_argument(f"--{key}", default=argparse.SUPPRESS, type=command_line_value,
+                           nargs="+" if key == "reward_funcs" else None, help=help_.replace("%", "%%"),
+                           metavar="NAME" if key == "reward_funcs" else None)
+    return parser
+
+
+def stage_fields(command: str, stage: str) -> list[tuple[str, list[Any], dict[str, Any]]]:
+    """(group title, fields, default per field) for each class a single-stage YAML sets, in the order the recipe
+    reads them (a name in two classes belongs to the first). The defaults are read off a planned stage, so they
+    are the ones it runs with (trl-r1's QLoRA and gradient-checkpointing defaults included)."""
+    import warnings
+
+    from .pipeline.recipe import PIPELINE_SET_KEYS, flat_to_recipe, load_recipe
+
+    with warnings.catch_warnings():  # TRL's configs warn about their own deprecated fields; not the user's business
+        warnings.simplefilter("ignore")
+        flat = {"output_dir": "OUTPUT_DIR", "model_name_or_path": "MODEL", "dataset_name": "DATASET"}
+        if stage == "rl":
+            flat["algorithm"] = command
+        plan = load_recipe(flat_to_recipe(flat, stage), single_stage=True, check_hardware=False).stages[0]
+    hidden = (PIPELINE_SET_KEYS - {"output_dir", "model_name_or_path"}) | {"tiny", "adapter_handoff"}
+    groups, seen = [], set(hidden)
+    for title, obj in ((f"{type(plan.args).__name__} (data, rewards)", plan.args),
+                       (f"{type(plan.config).__name__} (the TRL config)", plan.config),
+                       (f"{type(plan.model_args).__name__} (trl.ModelConfig)", plan.model_args)):
+        fields = [f for f in dataclasses.fields(obj) if f.init and f.name not in seen]
+        seen.update(f.name for f in fields)
+        defaults = {f.name: getattr(obj, f.name) for f in fields}
+        if "output_dir" in defaults:
+            defaults["output_dir"] = dataclasses.MISSING  # required
+        groups.append((title, fields, defaults))
+    return groups
 
 
 def _exit_code(prog: str, work: Callable[[], None]) -> int:

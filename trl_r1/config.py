@@ -95,19 +95,17 @@ def apply_override(data: dict[str, Any], item: str, error: type[ConfigError] = C
 def parse_command_line(config_class: type, argv: list[str], prog: str) -> Any:
     """`--config file.yaml` plus `--field value` overrides onto one dataclass (the builders' commands).
 
-    Raises ConfigError naming every unknown key and bad value; `--help` lists the fields with their help.
+    Raises ConfigError naming every unknown key and bad value; `--help` lists the fields with their help and
+    default (`add_field_arguments`).
     """
-    parser = argparse.ArgumentParser(prog=prog, add_help=False, description=config_class.__doc__)
-    parser.add_argument("--config", help="YAML file with the settings")
-    parser.add_argument("-h", "--help", action="store_true")
+    parser = argparse.ArgumentParser(prog=prog, allow_abbrev=False, description=config_class.__doc__,
+                                     usage=f"{prog} [--config YAML] [--FIELD VALUE ...]")
+    parser.add_argument("--config", help="YAML file with the settings; --FIELD VALUE flags win over it")
+    fields = [f for f in dataclasses.fields(config_class) if f.init]
+    add_field_arguments(parser.add_argument_group("fields"), fields, {f.name: field_default(f) for f in fields})
     args, rest = parser.parse_known_args(argv)
-    if args.help:
-        print(parser.format_usage().strip() + " [--FIELD VALUE ...]\n\nfields:")
-        for f in dataclasses.fields(config_class):
-            if f.init:
-                print(f"  --{f.name:<26} {f.metadata.get('help', '')}")
-        raise SystemExit(0)
     values = read_yaml(args.config) if args.config else {}
+    values.update(given_values(args, exclude=("config",)))
     values.update(flag_overrides(rest))
     problems: list[str] = []
     check_keys(prog, values, [config_class], problems)
@@ -115,6 +113,82 @@ def parse_command_line(config_class: type, argv: list[str], prog: str) -> Any:
     if problems:  # the caller prints `prog` once: "<prog>: invalid configuration: - <key>: ..."
         raise ConfigError([problem.removeprefix(f"{prog}: ") for problem in problems])
     return config
+
+
+# --------------------------------------------------------------------------------------------- command lines
+
+
+def add_field_arguments(parser: Any, fields: list[Any], defaults: dict[str, Any]) -> None:
+    """One `--NAME` option per dataclass field, as TRL's HfArgumentParser declares them: the field's help with
+    its default (`defaults[name]`; `dataclasses.MISSING`: required), several values for a list (`--rewards
+    format math`), an optional value for a bool (`--bf16`, `--bf16 false`). Values are kept as given (YAML-read,
+    text for a `str` field) and undeclared keys are left out of the namespace, so that the config checks
+    (`check_keys`, `build`) see exactly what the user set."""
+    for f in fields:
+        default = defaults.get(f.name, dataclasses.MISSING)
+        shown = "required" if default is dataclasses.MISSING else f"default: {_show_default(default)}"
+        help_ = f"{f.metadata.get('help', '').strip()} ({shown})".replace("%%", "%").replace("%", "%%")
+        options: dict[str, Any] = {"default": argparse.SUPPRESS, "help": help_, "metavar": f.name.upper(),
+                                   "type": command_line_value}
+        kind = _field_kind(f.type)
+        if kind == "list":
+            options["nargs"] = "+"
+        elif kind == "bool":
+            options.update(nargs="?", const=True, metavar="{true,false}")
+        elif kind == "str":
+            options["type"] = str
+        if f.metadata.get("choices"):
+            options["metavar"] = "{" + ",".join(map(str, f.metadata["choices"])) + "}"
+        parser.add_argument(f"--{f.name}", **options)
+
+
+def given_values(args: argparse.Namespace, exclude: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The options a command line set (`add_field_arguments` leaves the others out); a list given in its YAML
+    form (`--rewards '[format, math]'`) is that list."""
+    return {key: value[0] if isinstance(value, list) and len(value) == 1 and isinstance(value[0], list) else value
+            for key, value in vars(args).items() if key not in exclude}
+
+
+def field_default(f: Any) -> Any:
+    """A dataclass field's default (`dataclasses.MISSING` when it has none)."""
+    if f.default is not dataclasses.MISSING:
+        return f.default
+    return f.default_factory() if f.default_factory is not dataclasses.MISSING else dataclasses.MISSING
+
+
+def command_line_value(token: str) -> Any:
+    """A command-line value as YAML reads it (`1e-6` stays text, which `coerce` makes a number); 'None' is None,
+    as for TRL's parser.
+
+    >>> command_line_value("[format, math]"), command_line_value("None"), command_line_value("false")
+    (['format', 'math'], None, False)
+    """
+    if token == "None":
+        return None
+    try:
+        return yaml.safe_load(token)
+    except yaml.YAMLError:
+        return token
+
+
+def _field_kind(annotation: Any) -> str:
+    """'list', 'bool', 'str' or 'other' for a dataclass field's annotation (a type, or its text).
+
+    >>> _field_kind("list[str] | None"), _field_kind(bool), _field_kind("str | None"), _field_kind(float | None)
+    ('list', 'bool', 'str', 'other')
+    """
+    text = annotation if isinstance(annotation, str) else str(annotation)
+    text = text.replace("typing.", "").replace("<class '", "").replace("'>", "")
+    parts = {part.strip() for part in text.removeprefix("Optional[").removesuffix("]").split("|")} - {"None"}
+    if any(part.startswith(("list", "List", "tuple", "Union[list")) for part in parts):
+        return "list"
+    return {frozenset({"bool"}): "bool", frozenset({"str"}): "str"}.get(frozenset(parts), "other")
+
+
+def _show_default(value: Any) -> str:
+    value = getattr(value, "value", value)  # enums (OptimizerNames, SchedulerType, ...)
+    text = repr(value) if isinstance(value, str) else str(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 # --------------------------------------------------------------------------------------------- keys and types

@@ -23,17 +23,25 @@ from __future__ import annotations
 
 import difflib
 import importlib
+import os
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
 
 
 def resolve_import_path(path: str) -> Any:
-    """Import ``"package.module:attr"`` (or ``"package.module.attr"``) and return the attribute.
+    """Import ``"package.module:attr"`` (or ``"package.module.attr"``, or ``"path/to/file.py:attr"``) and return
+    the attribute.
 
-    The one place that turns a user's import path into an object; errors name the path and the cause.
+    The one place that turns a user's import path into an object; errors name the path and the cause. A module
+    that is not installed is looked for in the working directory too (as TRL's grpo script does for its
+    `reward_funcs`), so ``my_rewards.my_reward`` finds ``./my_rewards.py`` without PYTHONPATH; a file path
+    imports that file as a module named after it (its folder joins ``sys.path``, so the module pickles by name,
+    as TRL's trainers and worker processes need).
 
     >>> resolve_import_path("math:pi") == resolve_import_path("math.pi")
     True
@@ -42,14 +50,49 @@ def resolve_import_path(path: str) -> Any:
     ...
     ImportError: cannot import 'math:nope': module 'math' has no attribute 'nope'
     """
-    module, sep, attr = path.partition(":")
-    if not sep:
-        module, _, attr = path.rpartition(".")
+    module, _, attr = path.partition(":") if ":" in path else path.rpartition(".")
+    if module.endswith(".py") or "/" in module or os.sep in module:
+        return _attribute_of_file(path, Path(module), attr)
     if not module or not attr:
         raise ImportError(f"cannot import {path!r}: expected 'package.module:attribute'")
     try:
-        return getattr(importlib.import_module(module), attr)
+        return getattr(_import_module(module), attr)
     except (ImportError, AttributeError) as exc:
+        raise ImportError(f"cannot import {path!r}: {exc}") from exc
+
+
+def _import_module(module: str) -> Any:
+    """`importlib.import_module`, falling back to the working directory for a module found there."""
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        top = module.split(".")[0]
+        cwd = os.getcwd()
+        local = Path(cwd, f"{top}.py").is_file() or Path(cwd, top, "__init__.py").is_file()
+        if exc.name != top or not local or cwd in sys.path:
+            raise
+        sys.path.append(cwd)  # after the installed packages: a local file never shadows one
+        return importlib.import_module(module)
+
+
+def _attribute_of_file(path: str, file: Path, attr: str) -> Any:
+    if not attr:
+        raise ImportError(f"cannot import {path!r}: expected 'path/to/file.py:attribute'")
+    if not file.is_file():
+        raise ImportError(f"cannot import {path!r}: no file {str(file)!r}")
+    folder, name = str(file.resolve().parent), file.stem
+    if folder not in sys.path:
+        sys.path.append(folder)
+    try:
+        module = importlib.import_module(name)
+    except ImportError as exc:
+        raise ImportError(f"cannot import {path!r}: {exc}") from exc
+    if Path(getattr(module, "__file__", "") or "").resolve() != file.resolve():
+        raise ImportError(f"cannot import {path!r}: the module name {name!r} is taken by {module.__file__}; "
+                          "rename the file")
+    try:
+        return getattr(module, attr)
+    except AttributeError as exc:
         raise ImportError(f"cannot import {path!r}: {exc}") from exc
 
 

@@ -165,7 +165,7 @@ class TransformersGenerator:
 
 
 class VLLMGenerator:
-    """vLLM's offline engine (`pip install trl-r1[vllm]`); a LoRA adapter is served with `enable_lora`.
+    """vLLM's offline engine (`pip install -e ".[vllm]"` in the clone); a LoRA adapter is served with `enable_lora`.
 
     Sampling is seeded once per engine (`seed`), not per request: a per-request seed gives each request its own
     RNG, which vLLM rewinds when chunked prefill discards a token, and a CPU RNG cannot be rewound (`CPU Generator
@@ -183,7 +183,7 @@ class VLLMGenerator:
     def __init__(self, model_name_or_path: str, adapter_path: str | None = None, load_in_4bit: bool = False,
                  seed: int = 0, **engine_kwargs: Any):
         if not is_vllm_available():
-            raise ImportError("the vllm backend needs vLLM: pip install trl-r1[vllm]")
+            raise ImportError("the vllm backend needs vLLM: pip install -e \".[vllm]\" in the trl-r1 clone")
         from vllm import LLM
 
         self.model_name_or_path, self.adapter_path, self.load_in_4bit = model_name_or_path, adapter_path, load_in_4bit
@@ -230,7 +230,7 @@ def vllm_unsupported_reason(model_name_or_path: str, load_in_4bit: bool = False)
     head dimension of at least 32, and bitsandbytes 4-bit runs on CUDA only.
     """
     if not is_vllm_available():
-        return "vLLM is not installed (pip install trl-r1[vllm])"
+        return "vLLM is not installed (pip install -e \".[vllm]\" in the trl-r1 clone)"
     try:
         from vllm.platforms import current_platform
     except Exception as exc:  # a broken install must not stop the run

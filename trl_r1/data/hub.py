@@ -1,4 +1,5 @@
-"""Publishing a built dataset: a generated dataset card and `push_to_hub`.
+"""Publishing a built dataset: a generated dataset card and `push_to_hub` (its upload, `upload_folder`, also
+pushes models: `trl_r1.pipeline.publish`).
 
 `export_for_hub(output_dir)` writes exactly the files an upload would send into `output_dir/hub/`: `README.md`
 (the card: YAML metadata with license, task categories, `trl-r1` tags, size; the source model or teacher, the
@@ -29,7 +30,7 @@ _FILTER_HELP = {
 
 
 class HubPublishError(RuntimeError):
-    """The push failed (no token, no network, refused); the local dataset and its export are intact."""
+    """The push failed (no token, no network, refused); the local files and their export are intact."""
 
 
 def size_category(n: int) -> str:
@@ -148,18 +149,29 @@ def push_to_hub(output_dir: str | Path, repo_id: str, *, private: bool = False, 
 
     Raises HubPublishError (naming the cause) without a token, offline, or when the Hub refuses.
     """
-    from huggingface_hub import HfApi, get_token
-
     export = export_for_hub(output_dir, repo_id=repo_id, license=license)
     hint = f"the dataset in {output_dir} is intact and the upload is ready in {export}"
+    return upload_folder(export, repo_id, repo_type="dataset", private=private, token=token, hint=hint,
+                         message="Upload dataset built with trl-r1")
+
+
+def upload_folder(folder: str | Path, repo_id: str, *, repo_type: str, private: bool = False,
+                  token: str | None = None, hint: str = "", message: str = "Upload with trl-r1") -> str:
+    """Create the Hub repo `repo_id` (if needed) and upload `folder` to it; returns the commit URL. Datasets and
+    models (`trl_r1.pipeline.publish`) go up the same way.
+
+    Raises HubPublishError (naming the cause, then `hint`) without a token, offline, or when the Hub refuses.
+    """
+    from huggingface_hub import HfApi, get_token
+
     if token is None and get_token() is None:
         raise HubPublishError(f"no Hugging Face token (run `hf auth login` or set HF_TOKEN); {hint}")
     try:
         api = HfApi(token=token)
-        api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True)
-        commit = api.upload_folder(repo_id=repo_id, folder_path=export, repo_type="dataset",
-                                   commit_message="Upload dataset built with trl-r1")
-    except Exception as exc:  # offline mode, network, auth, permissions: all leave the local data as it was
+        api.create_repo(repo_id, repo_type=repo_type, private=private, exist_ok=True)
+        commit = api.upload_folder(repo_id=repo_id, folder_path=folder, repo_type=repo_type,
+                                   commit_message=message)
+    except Exception as exc:  # offline mode, network, auth, permissions: all leave the local files as they were
         raise HubPublishError(f"pushing to {repo_id} failed ({type(exc).__name__}: {exc}); {hint}") from exc
     return str(commit.commit_url) if hasattr(commit, "commit_url") else str(commit)
 

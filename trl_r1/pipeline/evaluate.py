@@ -7,12 +7,20 @@ pass@k (`<name>/pass@k`: the share of prompts with at least one of their k sampl
 completion length and the share of truncated completions. Samples a reward does not apply to (None: no gold
 answer, no tests, no sandbox) are left out of its metrics and counted in `<name>/skipped`, as TRL leaves them out
 of its reward means; counting them as 0 would report them as wrong answers.
+
+`trl-r1 evaluate` (`main`) is the same evaluation on its own: one model, or a PEFT adapter on its base, on a
+benchmark (`BENCHMARKS`: MATH-500, AIME 2024) or any dataset `dataset_name` names (a local file, a Hub id), with
+the pipeline's report table (`report.evaluation_table`) written to `<output_dir>/report.md`.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import random
+import sys
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ..verifiers.format import with_think_prefix
@@ -109,3 +117,137 @@ def bootstrap_interval(per_prompt: list[list[float]], *, level: float = 0.95, re
     stats = sorted(sum(rng.choices(means, k=n)) / n for _ in range(resamples))
     tail = (1.0 - level) / 2
     return [round(stats[int(tail * resamples)], 4), round(stats[min(int((1 - tail) * resamples), resamples - 1)], 4)]
+
+
+# --------------------------------------------------------------------------------------------- trl-r1 evaluate
+
+# benchmark name -> the evaluation keys it sets (the public datasets' own schemas)
+BENCHMARKS: dict[str, dict[str, str]] = {
+    "math500": {"dataset_name": "HuggingFaceH4/MATH-500", "dataset_split": "test", "prompt_column": "problem",
+                "solution_column": "answer"},
+    "aime24": {"dataset_name": "HuggingFaceH4/aime_2024", "dataset_split": "train", "prompt_column": "problem",
+               "solution_column": "answer"},
+}
+DEFAULT_REWARDS = ["format", "math"]
+EVALUATION_JSON, EVALUATION_MD = "evaluation.json", "report.md"
+
+
+@dataclass
+class EvaluateArguments(EvaluationConfig):
+    """`trl-r1 evaluate`: a model (or a PEFT adapter on its base) on a benchmark, scored as the pipeline's held-out
+    evaluation is: pass@1 estimated from `num_samples` samples per prompt (R1 §3.1), its 95% interval, pass@k."""
+
+    model_name_or_path: str | None = field(default=None, metadata={
+        "help": "The model: a Hub id or a local folder; a folder holding a PEFT adapter (adapter_config.json, e.g. "
+        "<run_dir>/rl) is evaluated on its base, read from adapter_config.json."})
+    base_model_name_or_path: str | None = field(default=None, metadata={
+        "help": "For an adapter: the base to load it on, when the one adapter_config.json names is not here "
+        "(default: that one)."})
+    benchmark: str | None = field(default=None, metadata={
+        "help": "A known benchmark, which sets dataset_name, dataset_split, prompt_column and solution_column: "
+        + ", ".join(f"{name} ({keys['dataset_name']})" for name, keys in BENCHMARKS.items())
+        + ". Those of the four keys given as well win.", "choices": list(BENCHMARKS)})
+    dataset_split: str | None = field(default=None, metadata={
+        "help": "Split to evaluate on (default: the benchmark's, else 'test')."})
+    prompt_column: str | None = field(default=None, metadata={
+        "help": "Column holding the prompt (default: the benchmark's, else 'prompt'); a text column becomes a "
+        "one-turn conversation, so the chat template applies."})
+    solution_column: str | None = field(default=None, metadata={
+        "help": "Column holding the gold answer (default: the benchmark's, else 'solution')."})
+    num_prompts: int | None = field(default=None, metadata={"help": "Evaluate the first N prompts (None: all)."})
+    load_in_4bit: bool = field(default=False, metadata={
+        "help": "Load the base in 4 bit (as QLoRA trained the adapter; transformers backend)."})
+    seed: int = field(default=0, metadata={"help": "Sampling seed."})
+    output_dir: str | None = field(default=None, metadata={
+        "help": "Where evaluation.json and report.md are written (None: print only)."})
+    stages: list[str] = field(default_factory=list, init=False, repr=False)  # a pipeline key: not for one model
+
+    def __post_init__(self):
+        if not self.model_name_or_path:
+            raise ValueError("model_name_or_path: required (a Hub id, a model folder or an adapter folder)")
+        if self.benchmark is not None and self.benchmark not in BENCHMARKS:
+            raise ValueError(f"benchmark: expected one of {list(BENCHMARKS)}, got {self.benchmark!r}")
+        preset, defaults = BENCHMARKS.get(self.benchmark or "", {}), EvaluationConfig()
+        for key in ("dataset_name", "dataset_split", "prompt_column", "solution_column"):
+            if getattr(self, key) is None:
+                setattr(self, key, preset.get(key, getattr(defaults, key)))
+        if self.benchmark is None and not self.dataset_name:
+            raise ValueError(f"set benchmark ({', '.join(BENCHMARKS)}) or dataset_name (a file or a Hub id)")
+        if self.num_samples < 1:
+            raise ValueError(f"num_samples must be >= 1, got {self.num_samples}")
+
+
+def resolve_model(model_name_or_path: str, base_model_name_or_path: str | None = None) -> tuple[str, str | None]:
+    """(model to load, adapter on it or None): a folder with adapter_config.json is an adapter on the base it
+    names (or `base_model_name_or_path`)."""
+    config = Path(model_name_or_path) / "adapter_config.json"
+    if not config.is_file():
+        return model_name_or_path, None
+    base = base_model_name_or_path or json.loads(config.read_text()).get("base_model_name_or_path")
+    if not base:
+        raise ValueError(f"{config} names no base model; set base_model_name_or_path")
+    return base, model_name_or_path
+
+
+def evaluate_command(args: EvaluateArguments) -> dict[str, Any]:
+    """Run `trl-r1 evaluate` with parsed arguments; returns {"settings", "evaluation": {model: metrics}} and
+    writes evaluation.json and report.md into `output_dir` when set."""
+    from .data import load_stage_dataset
+
+    model, adapter = resolve_model(args.model_name_or_path, args.base_model_name_or_path)
+    rewards = _adapted(args.rewards or DEFAULT_REWARDS, adapter or model)
+    prompts = load_stage_dataset(args, split_attribute="dataset_split")
+    results = evaluate_model(model, prompts, args, rewards, adapter_path=adapter, load_in_4bit=args.load_in_4bit,
+                             seed=args.seed)
+    settings = {k: v for k, v in asdict(args).items() if k != "stages"}
+    report = {"settings": {**settings, "rewards": rewards, "base_model": model if adapter else None},
+              "evaluation": {args.model_name_or_path: results}}
+    if args.output_dir:
+        from .report import evaluation_table
+
+        out = Path(args.output_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / EVALUATION_JSON).write_text(json.dumps(report, indent=2, default=str))
+        source = f"`{args.dataset_name}` (split `{args.dataset_split}`)"
+        lines = ["# Evaluation report", "", f"{source}, {results.get('num_completions', 0)} completions: "
+                 f"{args.num_samples} samples per prompt at temperature {args.temperature}, top-p {args.top_p}, "
+                 f"at most {args.max_new_tokens} new tokens; rewards {rewards}.", "",
+                 *evaluation_table(report["evaluation"], first_column="model")]
+        (out / EVALUATION_MD).write_text("\n".join(lines) + "\n")
+    return report
+
+
+def _adapted(rewards: list[Any], tokenizer_path: str) -> list[Any]:
+    """The rewards adapted to the model's chat template (a prefilled `<think>`), as the pipeline adapts them."""
+    from transformers import AutoTokenizer
+
+    from .templates import adapt_rewards, inspect_chat_template
+
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(tokenizer_path)
+    except (OSError, ValueError):
+        return list(rewards)
+    return adapt_rewards(rewards, inspect_chat_template(tokenizer)) if tokenizer.chat_template else list(rewards)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`trl-r1 evaluate --model_name_or_path M (--benchmark math500 | --dataset_name D) [--KEY VALUE ...]`."""
+    from ..config import ConfigError, parse_command_line
+    from .report import evaluation_lines
+
+    prog = "trl-r1 evaluate"
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        args = parse_command_line(EvaluateArguments, sys.argv[1:] if argv is None else argv, prog)
+    except ConfigError as exc:
+        print(f"{prog}: {exc}", file=sys.stderr)
+        return 2
+    try:
+        report = evaluate_command(args)
+    except (OSError, ValueError, ImportError, KeyError) as exc:  # a model or dataset that cannot load
+        print(f"{prog}: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    print("\n".join(evaluation_lines(report["evaluation"])))
+    if args.output_dir:
+        print(f"report: {Path(args.output_dir) / EVALUATION_MD}")
+    return 0

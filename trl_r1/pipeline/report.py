@@ -98,21 +98,8 @@ def markdown(report: dict[str, Any]) -> str:
         lines.append(f"| {row['stage']} | {row['status']} | {row['seconds']} | {_cell(row.get('steps'))} | "
                      f"{_trend(row, 'loss')} | {_trend(row, 'reward')} | {_trend(row, 'length')} | "
                      f"{_cell(row.get('accepted'))} |")
-    evaluations = report["evaluation"]
-    if evaluations:
-        rewards = reward_metrics(evaluations)
-        k = _k(evaluations)
-        header = [f"{m} (95% CI)" for m in rewards] + [f"{m} pass@{k}" for m in rewards[:1] if k] + \
-            ["mean length", "truncated"]
-        lines += ["", "## Held-out evaluation", "",
-                  "Mean reward over k samples per held-out prompt (pass@1), its 95% bootstrap interval over prompts, "
-                  "and pass@k (a prompt counts if any of its k samples scores 1).", "",
-                  "| after | " + " | ".join(header) + " |", "|---|" + "---|" * len(header)]
-        for stage, values in evaluations.items():
-            cells = [_with_interval(values, m) for m in rewards]
-            cells += [_cell(values.get(f"{m}/pass@{k}")) for m in rewards[:1] if k]
-            cells += [_cell(values.get("mean_length")), _cell(values.get("truncated_ratio"))]
-            lines.append(f"| {stage} | " + " | ".join(cells) + " |")
+    if report["evaluation"]:
+        lines += ["", "## Held-out evaluation", "", *evaluation_table(report["evaluation"])]
     dropped = [f"- {row['stage']}: {dropped_sentence(row)}" for row in report["stages"] if dropped_sentence(row)]
     if dropped:
         lines += ["", "Examples dropped for exceeding `max_length` (`long_examples: truncate` cuts them instead):", "",
@@ -121,6 +108,36 @@ def markdown(report: dict[str, Any]) -> str:
     if report["curves"]:
         lines += ["", "## Curves", ""] + [f"![{name}]({path})" for name, path in report["curves"].items()]
     return "\n".join(lines) + "\n"
+
+
+def evaluation_table(evaluations: dict[str, dict], first_column: str = "after") -> list[str]:
+    """The held-out evaluation as Markdown lines: one row per evaluated model (a stage, or `trl-r1 evaluate`'s
+    model), the reward means with their 95% interval, pass@k of the first reward, length and truncation."""
+    rewards = reward_metrics(evaluations)
+    k = _k(evaluations)
+    header = [f"{m} (95% CI)" for m in rewards] + [f"{m} pass@{k}" for m in rewards[:1] if k] + \
+        ["mean length", "truncated"]
+    lines = ["Mean reward over k samples per held-out prompt (pass@1), its 95% bootstrap interval over prompts, "
+             "and pass@k (a prompt counts if any of its k samples scores 1).", "",
+             f"| {first_column} | " + " | ".join(header) + " |", "|---|" + "---|" * len(header)]
+    for stage, values in evaluations.items():
+        cells = [_with_interval(values, m) for m in rewards]
+        cells += [_cell(values.get(f"{m}/pass@{k}")) for m in rewards[:1] if k]
+        cells += [_cell(values.get("mean_length")), _cell(values.get("truncated_ratio"))]
+        lines.append(f"| {stage} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def evaluation_lines(evaluations: dict[str, dict]) -> list[str]:
+    """The held-out evaluation in a few terminal lines: each reward's mean [95% CI] and pass@k per model."""
+    lines, k = [], _k(evaluations)
+    for metric in reward_metrics(evaluations):
+        values = "  ".join(f"{stage}={_with_interval(e, metric)}" for stage, e in evaluations.items())
+        lines.append(f"held-out {metric} [95% CI]: {values}")
+        if k and any(f"{metric}/pass@{k}" in e for e in evaluations.values()):
+            values = "  ".join(f"{stage}={_cell(e.get(f'{metric}/pass@{k}'))}" for stage, e in evaluations.items())
+            lines.append(f"held-out {metric} pass@{k}: {values}")
+    return lines
 
 
 def terminal_summary(report: dict[str, Any]) -> str:
@@ -139,13 +156,7 @@ def terminal_summary(report: dict[str, Any]) -> str:
     evaluations = report["evaluation"]
     if evaluations:
         lines.append("-" * 72)
-        k = _k(evaluations)
-        for metric in reward_metrics(evaluations):
-            values = "  ".join(f"{stage}={_with_interval(e, metric)}" for stage, e in evaluations.items())
-            lines.append(f"held-out {metric} [95% CI]: {values}")
-            if k and any(f"{metric}/pass@{k}" in e for e in evaluations.values()):
-                values = "  ".join(f"{stage}={_cell(e.get(f'{metric}/pass@{k}'))}" for stage, e in evaluations.items())
-                lines.append(f"held-out {metric} pass@{k}: {values}")
+        lines += evaluation_lines(evaluations)
     lines.append("-" * 72)
     lines += stage_changes(report)
     lines.append("=" * 72)

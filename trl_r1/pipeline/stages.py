@@ -354,6 +354,7 @@ class TrainingStage(Stage):
     def check_recipe(self, plan, present, problems):
         if plan.args is not None and not plan.args.dataset_name:
             problems.append(f"{plan.name}: key 'dataset_name' is required")
+        check_push_to_hub(plan, present, problems)
 
     def record(self, plan, pipeline, result):
         return hand_on(plan, result)
@@ -366,6 +367,23 @@ class TrainingStage(Stage):
         if out.get("dataset_name"):
             out["max_samples"] = SMOKE_MAX_SAMPLES
         return out
+
+
+def check_push_to_hub(plan: StagePlan, present: set[str], problems: list[str]) -> None:
+    """TRL's `push_to_hub` pushes a stage's LoRA adapter naming its base by the path it was loaded from: with the
+    `merge` hand-off, a stage after another that trains a model starts from that stage's merged folder, and the
+    tiny model is built locally, so the pushed adapter would claim a local path nobody else has."""
+    model = plan.model_args
+    if not getattr(plan.config, "push_to_hub", False) or model is None or not model.use_peft:
+        return
+    names = list(STAGE_REGISTRY)
+    earlier = [n for n in names[:names.index(plan.name)] if n in present and STAGE_REGISTRY[n].makes_model]
+    local = model.tiny is not None or Path(str(model.model_name_or_path)).exists()
+    if local or (earlier and model.adapter_handoff == "merge"):
+        base = "the tiny model built in <run_dir>/base_model" if model.tiny is not None else \
+            f"the local folder {model.model_name_or_path}" if local else f"{earlier[-1]}'s merged model, a local folder"
+        problems.append(f"{plan.name}: push_to_hub would push a LoRA adapter whose base is {base}; publish the "
+                        "run's model with its card instead: `trl-r1 publish RECIPE --repo-id ID` (docs/howto_publish.md)")
 
 
 class SFTStage(TrainingStage):
@@ -433,6 +451,7 @@ class FinalSFTStage(SFTStage):
         return (plan.args.init_from,) if plan.args.init_from else self.starts_from
 
     def check_recipe(self, plan, present, problems):
+        check_push_to_hub(plan, present, problems)
         if plan.args is None:
             return
         if self.data_from not in present and not plan.args.dataset_name:
