@@ -196,7 +196,10 @@ def evaluate_command(args: EvaluateArguments) -> dict[str, Any]:
 
     model, adapter = resolve_model(args.model_name_or_path, args.base_model_name_or_path)
     rewards = _adapted(args.rewards or DEFAULT_REWARDS, adapter or model)
-    prompts = load_stage_dataset(args, split_attribute="dataset_split")
+    prompts, _ = load_stage_dataset(args.dataset_name, split=args.dataset_split, config=args.dataset_config,
+                                    kwargs=args.dataset_kwargs, max_samples=getattr(args, "max_samples", None),
+                                    rename={"prompt_column": args.prompt_column,
+                                            "solution_column": args.solution_column})
     results = evaluate_model(model, prompts, args, rewards, adapter_path=adapter, load_in_4bit=args.load_in_4bit,
                              seed=args.seed)
     settings = {k: v for k, v in asdict(args).items() if k != "stages"}
