@@ -101,11 +101,14 @@ def test_a_misspelt_key_in_any_section_is_one_error_naming_section_and_key(tmp_p
     assert f"did you mean {hint!r}" in problem
 
 
-@pytest.mark.xfail(strict=True, reason="red team: a misspelt `model` key (lora_rr, load_in_4bits) gives 4 errors: "
-                   "the real one plus \"<stage>: R1ModelConfig.__init__() got an unexpected keyword argument\" for "
-                   "cold_start, rl and final_sft")
-def test_a_misspelt_model_key_is_one_error(tmp_path):
+def test_a_mistake_in_the_model_section_is_one_error_not_one_per_stage(tmp_path):
+    # every trainer stage builds its model arguments from the section; it used to re-report the mistake
     one_problem(recipe(MATH, tmp_path, **{"model.lora_rr": 8}), "model: unknown key 'lora_rr'", "'lora_r'")
+    one_problem(recipe(MATH, tmp_path, **{"model.lora_r": "eight"}), "model: key 'lora_r': expected int")
+    # the same mistake of a stage's own is its own error
+    data = recipe(MATH, tmp_path, **{"model.load_in_4bit": "yes", "rl.load_in_4bit": "yes"})
+    problems = problems_of(data)
+    assert [p.split(":")[0] for p in problems] == ["model", "rl"], problems
 
 
 def test_a_misspelt_section_is_one_error(tmp_path):
@@ -214,20 +217,18 @@ def test_code_recipe_column_typo_is_one_error(tmp_path, code_mirrors):
     one_problem(data, "rl: key 'prompt_column': the dataset has no 'problem_statment' column")
 
 
-@pytest.mark.xfail(strict=True, reason="red team: rejection_sampling.max_prompts 0 or -1 passes the preflight; the "
-                   "run then samples from no prompt (dataset.select(range(min(-1, n)))) and the final SFT gets an "
-                   "empty dataset, after the whole RL stage")
+# rejection_sampling.max_prompts 0 or -1 used to pass: the run then sampled from no prompt
+# (dataset.select(range(min(-1, n)))) and the final SFT got an empty dataset, after the whole RL stage
 @pytest.mark.parametrize("value", [0, -1])
 def test_max_prompts_below_one_is_an_error(tmp_path, value):
     one_problem(recipe(TINY, tmp_path, **{"rejection_sampling.max_prompts": value}),
-                "rejection_sampling", "max_prompts")
+                f"rejection_sampling: max_prompts must be >= 1, got {value}")
 
 
-@pytest.mark.xfail(strict=True, reason="red team: evaluation.num_prompts 0 and evaluation.num_samples 0 pass the "
-                   "preflight (rejection_sampling.num_samples 0 is refused); an evaluation of nothing reports nothing")
+# evaluation.num_prompts 0 and num_samples 0 used to pass (an evaluation of nothing reports nothing)
 @pytest.mark.parametrize("key", ["num_prompts", "num_samples"])
 def test_evaluation_of_zero_prompts_or_samples_is_an_error(tmp_path, key):
-    one_problem(recipe(TINY, tmp_path, **{f"evaluation.{key}": 0}), "evaluation", key)
+    one_problem(recipe(TINY, tmp_path, **{f"evaluation.{key}": 0}), f"evaluation: {key} must be >= 1, got 0")
 
 
 @pytest.mark.xfail(strict=True, reason="red team: a model_name_or_path that is a local path that does not exist "
