@@ -201,19 +201,18 @@ def test_set_override_typos_fail_naming_the_key(tmp_path, capsys):
 # ------------------------------------------------------------------ findings
 
 
-@pytest.mark.xfail(strict=True, reason="red team: every shipped code recipe holds out rows with a sliced split "
-                   "(dataset_train_split 'train[:-100]', evaluation dataset_split 'train[-100:]'); the dry run "
-                   "streams Hub datasets and `datasets` cannot stream a sliced split: 'rl: cannot load the dataset: "
-                   "ValueError: Bad split: train[:-100]' and the same for evaluation, two false errors on a correct "
-                   "recipe, so no code recipe passes its own dry run")
+# every shipped code recipe holds out rows with a sliced split (dataset_train_split 'train[:-100]', evaluation
+# dataset_split 'train[-100:]'); the dry run streams Hub datasets and `datasets` cannot stream a slice: it used to
+# fail with two false errors ("Bad split: train[:-100]"), so no code recipe passed its own dry run
 def test_the_shipped_code_recipe_passes(tmp_path, code_mirrors):
     assert problems_of(recipe(CODE, tmp_path)) == []
+    # a misspelt split is still an error, slice or not
+    one_problem(recipe(CODE, tmp_path, **{"rl.dataset_train_split": "tran[:-100]"}),
+                "rl: cannot load the dataset: ValueError: Bad split: tran")
 
 
 def test_code_recipe_column_typo_is_one_error(tmp_path, code_mirrors):
-    # (the sliced splits taken out: see test_the_shipped_code_recipe_passes)
-    data = recipe(CODE, tmp_path, **{"rl.dataset_train_split": None, "evaluation.dataset_split": "train",
-                                     "rl.prompt_column": "problem_statment"})
+    data = recipe(CODE, tmp_path, **{"rl.prompt_column": "problem_statment"})
     one_problem(data, "rl: key 'prompt_column': the dataset has no 'problem_statment' column")
 
 
