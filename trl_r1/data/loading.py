@@ -45,6 +45,8 @@ def load_dataset_spec(name: str, *, split: str = "train", config: str | None = N
         from ..rehearsal.fixtures import mirror  # TRL_R1_DATA_DIR: a local mirror of the Hub repo, same loader
 
         name, kwargs = mirror(name, kwargs)
+        if streaming:  # `datasets` cannot stream a slice ("train[:-100]"); its base split has the same columns
+            split = split.partition("[")[0]
         dataset = datasets.load_dataset(name, config, split=split, streaming=streaming, **kwargs)
         if streaming:
             return dataset.take(max_samples) if max_samples is not None else dataset

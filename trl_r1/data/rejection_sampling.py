@@ -129,8 +129,8 @@ class RejectionSamplingConfig:
     kind = "rejection_sampling"
 
     def __post_init__(self):
-        for key in ("num_samples", "batch_size"):
-            if getattr(self, key) < 1:
+        for key in ("num_samples", "batch_size", "max_prompts"):  # max_prompts 0 would sample nothing
+            if getattr(self, key) is not None and getattr(self, key) < 1:
                 raise ValueError(f"{key} must be >= 1, got {getattr(self, key)}")
         if self.backend not in BACKENDS:
             raise ValueError(f"unknown backend {self.backend!r}; choose one of {BACKENDS}")

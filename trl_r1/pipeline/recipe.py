@@ -217,6 +217,12 @@ class EvaluationConfig:
         "help": "After which stages to evaluate ('base' = the model before training; default: base and every "
         "stage that trains a model)."})
 
+    def __post_init__(self):
+        for key in ("num_prompts", "num_samples", "max_new_tokens", "batch_size"):
+            value = getattr(self, key)
+            if value is not None and value < 1:
+                raise ValueError(f"{key} must be >= 1, got {value}")
+
 
 @dataclass
 class StagePlan:
@@ -376,8 +382,13 @@ def plan_trainer_stage(name: str, kind: str, section: dict[str, Any], where: Pla
     if not plan_section_keys(name, section, [args_cls, config_cls, R1ModelConfig], problems):
         return None
     args = build(name, args_cls, pick(section, args_cls), problems)
-    model_values = {**where.model_section, **pick(section, R1ModelConfig, exclude=fields_of(config_cls))}
-    model_args = build(name, R1ModelConfig, model_values, problems)
+    # a mistake in the model section is its one error (`model: ...`), not one more per stage that inherits it
+    own_model_values = pick(section, R1ModelConfig, exclude=fields_of(config_cls))
+    model_values = {**pick(where.model_section, R1ModelConfig), **own_model_values}
+    model_problems: list[str] = []
+    model_args = build(name, R1ModelConfig, model_values, model_problems)
+    problems += [p for p in model_problems if "model" + p[len(name):] not in problems
+                 or any(f"key {key!r}" in p for key in own_model_values)]
     trainer_values = {k: v for k, v in where.training.items() if k in fields_of(config_cls)}
     trainer_values.update(pick(section, config_cls, exclude=fields_of(args_cls)))
     trainer_values["output_dir"] = str(where.output_dir)

@@ -209,6 +209,8 @@ class Pipeline:
                 return [f"{where}: cannot load the dataset: {type(exc).__name__}: {exc}"]
             self.notes.append(f"{where}: dataset not checked, the Hub is not reachable here ({exc})")
             return []
+        except StopIteration:  # `datasets`' json builder on an empty file
+            return [f"{where}: the dataset has no rows"]
         except Exception as exc:  # a dataset that cannot be loaded is reported, not a crash
             return [f"{where}: cannot load the dataset: {type(exc).__name__}: {exc}"]
         published = self.schemas[where].columns if where in self.schemas else columns
