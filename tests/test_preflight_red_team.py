@@ -313,9 +313,6 @@ def test_messages_as_a_string_is_an_error(tmp_path):
                 "cold_start", "messages")
 
 
-@pytest.mark.xfail(strict=True, reason="red team: a reward named by its file ('./my_rewards.py:reward', the form "
-                   "users try first) fails with \"the 'package' argument is required to perform a relative import "
-                   "for './my_rewards'\", which neither says the file is missing nor how to name a reward in a file")
 def test_a_reward_given_as_a_missing_file_path_says_how_to_name_it(tmp_path):
     problem = one_problem(recipe(TINY, tmp_path, **{"rl.rewards": [{"name": "./my_rewards.py:reward"}]}),
                           "rl: key 'rewards'", "my_rewards")
