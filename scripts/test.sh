@@ -1,7 +1,24 @@
 #!/usr/bin/env bash
-# The test suite: installs what it needs, then runs every test and doctest on CPU.
+# The test suite, in two tiers, on every core (pytest-xdist):
+#   bash scripts/test.sh            the fast tier, before each commit: every test not marked `slow` (each module's
+#                                   unit tests, both verifiers' security tests, the docs' examples, one recipe smoke
+#                                   run, one 2-rank run, one learning check); at most 8 min on 2 cores
+#   bash scripts/test.sh --all      the full tier, what CI runs: every test, then the vLLM suite in its own
+#                                   environment (scripts/test_vllm.sh)
+# Other arguments go to pytest (bash scripts/test.sh tests/test_kl.py -x). Models that tests build are cached
+# across runs under ~/.cache/trl-r1/tests, keyed by the code that builds them (TRL_R1_TEST_CACHE moves it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+all=0 args=()
+for arg in "$@"; do
+  if [ "$arg" = "--all" ]; then all=1; else args+=("$arg"); fi
+done
 bash scripts/install.sh --test
 export OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 HF_HUB_DISABLE_TELEMETRY=1 TOKENIZERS_PARALLELISM=false
-python3 -m pytest "$@"
+workers="${TRL_R1_TEST_WORKERS:-$(nproc)}"
+if [ "$all" = 1 ]; then
+  python3 -m pytest -n "$workers" --durations=10 ${args[@]+"${args[@]}"}
+  bash scripts/test_vllm.sh
+else
+  python3 -m pytest -n "$workers" --durations=10 -m "not slow" ${args[@]+"${args[@]}"}
+fi

@@ -88,17 +88,16 @@ def _trained_spans(tok, row) -> list[str]:
 
 
 @pytest.mark.parametrize("name", FAMILIES)
-def test_sft_assistant_only_loss_masks_exactly_the_assistant_turns(name, smoke_work_dir, tmp_path):
+def test_sft_assistant_only_loss_masks_exactly_the_assistant_turns(name, smoke_model, tmp_path):
     """What a recipe with `assistant_only_loss: true` gets (no chat_template_path): the loss covers each assistant
     turn's text and its end-of-turn token, and nothing else (Llama-3.2 through trl-r1's training template)."""
     from datasets import Dataset
     from transformers import AutoTokenizer
     from trl import SFTConfig, SFTTrainer
 
-    from trl_r1.pipeline.smoke import smoke_model_dir
     from trl_r1.pipeline.templates import prepare_assistant_only_loss
 
-    model_dir = smoke_model_dir(smoke_work_dir, name)
+    model_dir = smoke_model(name)
     tok = AutoTokenizer.from_pretrained(model_dir)
     reasoning = "<think>\nfirst\n</think>\n\nalpha"
     turns = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Say alpha."},
@@ -127,11 +126,11 @@ def test_sft_assistant_only_loss_masks_exactly_the_assistant_turns(name, smoke_w
 
 
 @pytest.mark.parametrize("name", FAMILIES)
-def test_generation_stops_at_the_end_of_turn_token(name, smoke_work_dir):
+def test_generation_stops_at_the_end_of_turn_token(name, smoke_model):
     from trl_r1.data.generation import SamplingParams, TransformersGenerator
-    from trl_r1.pipeline.smoke import MATH_ANSWER, smoke_model_dir
+    from trl_r1.pipeline.smoke import MATH_ANSWER
 
-    generator = TransformersGenerator(str(smoke_model_dir(smoke_work_dir, name)))
+    generator = TransformersGenerator(str(smoke_model(name)))
     prompt = [{"role": "user", "content": "What is $3 + 4$?"}]
     [samples] = generator.generate([prompt], SamplingParams(num_samples=2, max_new_tokens=64, temperature=0.6), 0)
     for sample in samples:

@@ -38,8 +38,9 @@ def test_every_model_recipe_is_covered():
 
 
 @pytest.mark.parametrize("recipes", list(GROUPS.values()), ids=[" + ".join(g) for g in GROUPS.values()])
-def test_recipe_smoke_run(recipes, smoke_work_dir, tmp_path):
+def test_recipe_smoke_run(recipes, smoke_work_dir, smoke_model, tmp_path):
     data = yaml.safe_load((ROOT / recipes[0]).read_text())
+    smoke_model(smoke_model_id(data))  # the cached rehearsed model, where prepare_smoke looks for it
     smoke = prepare_smoke(data, smoke_work_dir, run_dir=tmp_path / "run")
     report = run_recipe(smoke, echo=lambda _: None)
     assert check_smoke_run(tmp_path / "run") == []
