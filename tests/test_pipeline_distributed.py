@@ -92,6 +92,7 @@ def test_two_ranks_run_the_pipeline_like_one(toy_reasoner, tmp_path):
     assert (one_stats["num_prompts"], one_stats["generated"]) == (two_stats["num_prompts"], two_stats["generated"])
 
 
+@pytest.mark.slow  # the fast tier's 2-rank runs: the pipeline and a single-stage command
 def test_a_killed_rank_loses_and_duplicates_nothing_on_resume(toy_reasoner, tmp_path):
     run = tmp_path / "run"
     recipe = two_rank_recipe(run, toy_reasoner)
