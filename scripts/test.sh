@@ -17,7 +17,7 @@ done
 bash scripts/install.sh --test
 export OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 HF_HUB_DISABLE_TELEMETRY=1 TOKENIZERS_PARALLELISM=false
 # worksteal: a worker that runs out takes queued tests from the other (long runs then never pile up at the end)
-workers="${TRL_R1_TEST_WORKERS:-$(nproc)}"
+workers="${TRL_R1_TEST_WORKERS:-$(python3 -c "from trl_r1.workers import available_cpus; print(available_cpus())")}"
 if [ "$all" = 1 ]; then
   python3 -m pytest -n "$workers" --dist worksteal --durations=10 ${args[@]+"${args[@]}"}
   bash scripts/test_vllm.sh
