@@ -2,7 +2,7 @@
 # The test suite, in two tiers, on every core (pytest-xdist):
 #   bash scripts/test.sh            the fast tier, before each commit: every test not marked `slow` (each module's
 #                                   unit tests, both verifiers' security tests, the docs' examples, one recipe smoke
-#                                   run, one 2-rank run, one learning check); at most 8 min on 2 cores
+#                                   run, one 2-rank run, one learning check); target: 8 min on 2 cores
 #   bash scripts/test.sh --all      the full tier, what CI runs: every test, then the vLLM suite in its own
 #                                   environment (scripts/test_vllm.sh)
 # Other arguments go to pytest (bash scripts/test.sh tests/test_kl.py -x). Models that tests build are cached
