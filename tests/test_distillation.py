@@ -9,14 +9,9 @@ import yaml
 from trl_r1.data import DistillationConfig, distill
 from trl_r1.data.distillation import main
 from trl_r1.toy.openai_server import OpenAICompatibleServer
-from trl_r1.toy.toy_reasoner import build_toy_reasoner, toy_prompts
+from trl_r1.toy.toy_reasoner import toy_prompts
 from trl_r1.verifiers.format import check_strict, extract_reasoning
 from trl_r1.verifiers.math import verify
-
-
-@pytest.fixture(scope="session")
-def toy_reasoner(tiny_model_dir, tmp_path_factory):
-    return str(build_toy_reasoner(tmp_path_factory.getbasetemp() / "toy-reasoner", tiny_model_dir))
 
 
 @pytest.mark.parametrize("reasoning_parser", [True, False], ids=["reasoning_content", "inline_think"])

@@ -16,13 +16,12 @@ from trl_r1.data import (
     push_to_hub,
     rejection_sample,
 )
-from trl_r1.toy.toy_reasoner import build_toy_reasoner, toy_prompts
+from trl_r1.toy.toy_reasoner import toy_prompts
 
 
 @pytest.fixture(scope="module")
-def built(tiny_model_dir, tmp_path_factory):
-    reasoner = build_toy_reasoner(tmp_path_factory.getbasetemp() / "toy-reasoner", tiny_model_dir)
-    config = RejectionSamplingConfig(model_name_or_path=str(reasoner), output_dir=str(tmp_path_factory.mktemp("rs")),
+def built(toy_reasoner, tmp_path_factory):
+    config = RejectionSamplingConfig(model_name_or_path=toy_reasoner, output_dir=str(tmp_path_factory.mktemp("rs")),
                                      num_samples=4, max_new_tokens=32, max_per_prompt=2, target_lang="en")
     return rejection_sample(config, toy_prompts().select(range(6)))
 

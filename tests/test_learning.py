@@ -54,7 +54,9 @@ def cold_started(tmp_path_factory) -> Path:
     return run_dir
 
 
-@pytest.mark.parametrize("sabotage", [None, "flipped_advantages", "zeroed_rewards"])
+# The fast tier runs the learning check itself; the sabotaged controls and R1-Zero run in the full tier (`slow`).
+@pytest.mark.parametrize("sabotage", [None, pytest.param("flipped_advantages", marks=pytest.mark.slow),
+                                      pytest.param("zeroed_rewards", marks=pytest.mark.slow)])
 def test_rl_raises_held_out_accuracy_beyond_noise_and_sabotage_does_not(cold_started, tmp_path, monkeypatch,
                                                                           sabotage):
     run_dir = tmp_path / "run"
@@ -80,6 +82,7 @@ def test_rl_raises_held_out_accuracy_beyond_noise_and_sabotage_does_not(cold_sta
         assert not beyond_noise and gain < 0.05, (sabotage, before, after)
 
 
+@pytest.mark.slow
 def test_r1_zero_learns_the_format_from_reward_alone(tmp_path):
     data = yaml.safe_load((ROOT / "recipes/tiny/zero.yaml").read_text())
     data["run_dir"] = str(tmp_path / "zero")

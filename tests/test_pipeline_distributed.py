@@ -19,17 +19,11 @@ from trl_r1.data.rejection_sampling import RejectionSamplingConfig, rejection_sa
 from trl_r1.pipeline import run_recipe
 from trl_r1.pipeline.ranks import WorldSizeError, check_world_size
 from trl_r1.pipeline.stages import read_record
-from trl_r1.toy.toy_reasoner import build_toy_reasoner, toy_prompts
+from trl_r1.toy.toy_reasoner import toy_prompts
 
 ROOT = Path(__file__).resolve().parents[1]
 STAGE_NAMES = ["cold_start", "rl", "rejection_sampling", "final_sft"]
 PROMPTS = "trl_r1.toy.toy_reasoner:toy_prompts"  # 12 arithmetic prompts with gold answers
-
-
-@pytest.fixture(scope="module")
-def toy_reasoner(tiny_model_dir, tmp_path_factory):
-    """A base model that already writes R1-formatted answers, so rejection sampling has something to keep."""
-    return str(build_toy_reasoner(tmp_path_factory.getbasetemp() / "toy-reasoner", tiny_model_dir))
 
 
 def two_rank_recipe(run_dir: Path, base: str) -> dict:
@@ -98,6 +92,7 @@ def test_two_ranks_run_the_pipeline_like_one(toy_reasoner, tmp_path):
     assert (one_stats["num_prompts"], one_stats["generated"]) == (two_stats["num_prompts"], two_stats["generated"])
 
 
+@pytest.mark.slow  # the fast tier's 2-rank runs: the pipeline and a single-stage command
 def test_a_killed_rank_loses_and_duplicates_nothing_on_resume(toy_reasoner, tmp_path):
     run = tmp_path / "run"
     recipe = two_rank_recipe(run, toy_reasoner)

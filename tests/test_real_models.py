@@ -87,18 +87,23 @@ def _trained_spans(tok, row) -> list[str]:
     return spans + ([tok.decode(current)] if current else [])
 
 
-@pytest.mark.parametrize("name", FAMILIES)
-def test_sft_assistant_only_loss_masks_exactly_the_assistant_turns(name, smoke_work_dir, tmp_path):
+# The real-model runs are the full tier's (`slow`), but for Llama-3.2's SFT: the one family that trains through
+# trl-r1's own training template (the fast tier's smoke run covers Qwen2.5's real shape end to end).
+LLAMA = "meta-llama/Llama-3.2-1B-Instruct"
+SFT_FAMILIES = [pytest.param(name, marks=[] if name == LLAMA else [pytest.mark.slow]) for name in FAMILIES]
+
+
+@pytest.mark.parametrize("name", SFT_FAMILIES)
+def test_sft_assistant_only_loss_masks_exactly_the_assistant_turns(name, smoke_model, tmp_path):
     """What a recipe with `assistant_only_loss: true` gets (no chat_template_path): the loss covers each assistant
     turn's text and its end-of-turn token, and nothing else (Llama-3.2 through trl-r1's training template)."""
     from datasets import Dataset
     from transformers import AutoTokenizer
     from trl import SFTConfig, SFTTrainer
 
-    from trl_r1.pipeline.smoke import smoke_model_dir
     from trl_r1.pipeline.templates import prepare_assistant_only_loss
 
-    model_dir = smoke_model_dir(smoke_work_dir, name)
+    model_dir = smoke_model(name)
     tok = AutoTokenizer.from_pretrained(model_dir)
     reasoning = "<think>\nfirst\n</think>\n\nalpha"
     turns = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Say alpha."},
@@ -126,12 +131,13 @@ def test_sft_assistant_only_loss_masks_exactly_the_assistant_turns(name, smoke_w
     assert 0 < loss < 100
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", FAMILIES)
-def test_generation_stops_at_the_end_of_turn_token(name, smoke_work_dir):
+def test_generation_stops_at_the_end_of_turn_token(name, smoke_model):
     from trl_r1.data.generation import SamplingParams, TransformersGenerator
-    from trl_r1.pipeline.smoke import MATH_ANSWER, smoke_model_dir
+    from trl_r1.pipeline.smoke import MATH_ANSWER
 
-    generator = TransformersGenerator(str(smoke_model_dir(smoke_work_dir, name)))
+    generator = TransformersGenerator(str(smoke_model(name)))
     prompt = [{"role": "user", "content": "What is $3 + 4$?"}]
     [samples] = generator.generate([prompt], SamplingParams(num_samples=2, max_new_tokens=64, temperature=0.6), 0)
     for sample in samples:
@@ -139,6 +145,7 @@ def test_generation_stops_at_the_end_of_turn_token(name, smoke_work_dir):
         assert sample.content == MATH_ANSWER  # the end-of-turn token stopped it and is not part of the text
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", FAMILIES)
 def test_the_real_widths_train_a_qlora_step(name, tmp_path):
     """The `smoke` size (the real config, 2 layers: real hidden size, head_dim, query/KV heads, vocabulary) loads

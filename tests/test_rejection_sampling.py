@@ -19,14 +19,9 @@ from trl_r1.data.filters import near_duplicates
 from trl_r1.data.generation import Completion
 from trl_r1.data.rejection_sampling import RecordStore, judge_batch, summarize
 from trl_r1.rewards import get_reward_funcs
-from trl_r1.toy.toy_reasoner import build_toy_reasoner, toy_prompts
+from trl_r1.toy.toy_reasoner import toy_prompts
 from trl_r1.verifiers.format import check_strict
 from trl_r1.verifiers.math import verify
-
-
-@pytest.fixture(scope="session")
-def toy_reasoner(tiny_model_dir, tmp_path_factory):
-    return str(build_toy_reasoner(tmp_path_factory.getbasetemp() / "toy-reasoner", tiny_model_dir))
 
 
 def test_rejection_sampling_keeps_only_verified_readable_samples(toy_reasoner, tmp_path):

@@ -199,15 +199,23 @@ def _bpe_json(pattern: str, max_rank: int | None) -> str:
     if max_rank is not None:  # BPE ranks only merge lower ranks, so the first N ranks are a complete BPE
         lines = source.read_text().splitlines()[:max_rank]
         vocab_file = _cache_dir() / f"qwen-first-{max_rank}.tiktoken"
-        vocab_file.parent.mkdir(parents=True, exist_ok=True)
-        vocab_file.write_text("\n".join(lines) + "\n")
+        _write_atomically(vocab_file, "\n".join(lines) + "\n")
     tokenizer: Tokenizer = TikTokenConverter(vocab_file=str(vocab_file), pattern=pattern).converted()
     text = tokenizer.to_str()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(text)
-    tmp.replace(path)
+    _write_atomically(path, text)
     return text
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    """Write through a temporary file of this process, renamed into place: processes sharing the cache (test
+    workers, ranks) never read a half-written file or collide on one temporary name."""
+    import tempfile
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(text)
+    os.replace(tmp, path)
 
 
 def build_tokenizer(name: str):
