@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import importlib.metadata
 import importlib.util
-import logging
 import os
 import shutil
 import sys
@@ -26,8 +25,6 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-
-logger = logging.getLogger(__name__)
 
 CACHE_ENV = "TRL_R1_CACHE"
 
