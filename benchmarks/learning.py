@@ -13,6 +13,9 @@ Run (the main job's recipe, 3 seeds one after the other; a run took 166-204 s of
 
     OMP_NUM_THREADS=1 python benchmarks/learning.py recipes/tiny/pipeline.yaml --seeds 0 1 2
 
+The real-model pipeline (SmolLM2-135M-Instruct from its wheel, docs/real_model.md) runs the same way:
+`python benchmarks/learning.py recipes/smollm2-135m-instruct/pipeline.yaml --seeds 0 1 2`.
+
 `--jobs 2` runs two seeds at once (wall times then overstate a lone run); `--set SECTION.KEY=VALUE` overrides
 recipe keys as `trl-r1 run --set` does. Outputs: `<out>/seed-<s>/` (each run with its report) and `<out>/learning.json`.
 """

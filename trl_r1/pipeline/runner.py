@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from ..rehearsal.pretrained import resolve_model_name
 from .data import DatasetSchema, load_stage_dataset
 from .preflight import (
     backend_problems,
@@ -72,7 +73,9 @@ class Pipeline:
     @property
     def base_model_path(self) -> str:
         model = self.recipe.model
-        return str(self.recipe.run_dir / BASE_MODEL_DIR) if model.tiny is not None else model.model_name_or_path
+        if model.tiny is not None:
+            return str(self.recipe.run_dir / BASE_MODEL_DIR)
+        return resolve_model_name(model.model_name_or_path)  # a named offline model: its converted checkpoint
 
     @property
     def prefills_think(self) -> bool:
