@@ -160,7 +160,7 @@ def test_each_recipe_fits_a_24_gb_card_as_it_runs(path):
     assert estimate_grpo_peak(shape, rl, card_gb=24).peak <= limit
     if rl.use_vllm:
         assert data["rl"]["vllm_max_model_length"] == rl.max_prompt_length + rl.max_completion_length
-        assert vllm_kv_tokens(shape, 24, rl.vllm_gpu_memory_utilization) >= data["rl"]["vllm_max_model_length"]
+        assert vllm_kv_tokens(shape, 24, rl.vllm_gpu_memory_utilization, rl.load_in_4bit) >= data["rl"]["vllm_max_model_length"]
     rs, ev = data["rejection_sampling"], data["evaluation"]
     assert estimate_generation_peak(shape, GenerationSettings(
         rs["batch_size"], rs["num_samples"], rs["max_new_tokens"], load_in_4bit=rs["load_in_4bit"])).peak <= limit

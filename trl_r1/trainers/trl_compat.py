@@ -48,12 +48,12 @@ from packaging.version import Version
 from torch import Tensor
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 from trl import GRPOTrainer
-from trl.generation.vllm_generation import VLLMGeneration
 from trl.chat_template_utils import (  # noqa: F401 (pipeline)
     get_training_chat_template,
     has_generation_markers,
     llama3_2_chat_template,  # noqa: F401 (pipeline/templates)
 )
+from trl.generation.vllm_generation import VLLMGeneration
 from trl.models.utils import disable_gradient_checkpointing
 from trl.trainer.utils import create_model_from_path, use_adapter  # noqa: F401 (the first: for the pipeline)
 
