@@ -208,6 +208,8 @@ class _AdapterServingLLM:
         return self._llm.sleep(level=1, **kwargs)
 
     def __getattr__(self, name: str):
+        if name == "_llm":  # not set yet (a copy being built): no recursion
+            raise AttributeError(name)
         return getattr(self._llm, name)
 
 
