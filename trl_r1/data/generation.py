@@ -29,6 +29,7 @@ import shutil
 import tempfile
 import threading
 import time
+import weakref
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from typing import Any, Protocol
@@ -257,6 +258,8 @@ class VLLMAdapterSlot:
         self.request: Any = None  # the LoRARequest of the version being served
         self.root = tempfile.mkdtemp(prefix="trl-r1-lora-", dir=adapter_scratch_root())
         self.bytes_written = 0  # size of the newest version's tensors
+        # tmpfs is memory: the versions go when the slot does, or at the latest when the interpreter exits
+        self._remove = weakref.finalize(self, shutil.rmtree, self.root, True)
 
     def push(self, tensors: dict[str, Any], peft_config: Any) -> Any:
         """Serve ``tensors`` (PEFT's adapter state dict, e.g. `peft.get_peft_model_state_dict`) as the new version
@@ -281,10 +284,7 @@ class VLLMAdapterSlot:
 
     def close(self) -> None:
         """Remove the written versions (the engine keeps what it loaded)."""
-        shutil.rmtree(self.root, ignore_errors=True)
-
-    def __del__(self):
-        self.close()
+        self._remove()
 
 
 def vllm_unsupported_reason(model_name_or_path: str, load_in_4bit: bool = False) -> str | None:
