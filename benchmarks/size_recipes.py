@@ -238,7 +238,7 @@ def size_recipe(path: Path) -> str:
 def main() -> int:
     stale = []
     for path in sorted(ROOT.glob("recipes/*/*.yaml")):
-        if path.parent.name in ("tiny", "accelerate_configs"):
+        if path.stem not in ("math", "code"):  # the GPU recipes; tiny/ and smollm2-135m-instruct/ run on CPU
             continue
         new = size_recipe(path)
         if new != path.read_text():

@@ -170,7 +170,8 @@ def test_each_recipe_fits_a_24_gb_card_as_it_runs(path):
     assert estimate_grpo_peak(shape, rl, card_gb=24).peak <= limit
     if rl.use_vllm:
         assert data["rl"]["vllm_max_model_length"] == rl.max_prompt_length + rl.max_completion_length
-        assert vllm_kv_tokens(shape, 24, rl.vllm_gpu_memory_utilization) >= data["rl"]["vllm_max_model_length"]
+        assert vllm_kv_tokens(shape, 24, rl.vllm_gpu_memory_utilization,
+                              rl.load_in_4bit) >= data["rl"]["vllm_max_model_length"]
     for stage in ("cold_start", "final_sft"):  # long traces kept whole: >= 16k tokens up to 3B, on the card
         sft = data[stage]
         assert sft["max_length"] >= (16384 if shape.num_params < 3.5e9 else 8192)

@@ -57,8 +57,8 @@ def test_recipe_smoke_run(recipes, smoke_work_dir, smoke_model, tmp_path):
     for name in ("cold_start", "rl", "final_sft"):
         record = read_record(tmp_path / "run" / name)
         assert record.status == "done" and record.metrics["global_step"] == 1
-        # QLoRA unless the stage says otherwise (rl next to vLLM colocate trains LoRA on a bf16 base: TRL 1.16
-        # cannot sync a LoRA merged into a 4-bit base into vLLM, docs/troubleshooting.md)
+        # QLoRA unless the stage says otherwise (rl with vLLM colocate too: the adapter is pushed to vLLM unmerged,
+        # docs/troubleshooting.md, "QLoRA and vLLM")
         four_bit = data[name].get("load_in_4bit", data["model"].get("load_in_4bit", True))
         assert record.metrics["loaded_in_4bit"] == four_bit, f"{name}: 4-bit base is {not four_bit}, recipe says {four_bit}"
         assert record.metrics["trainable_params"] > 0

@@ -48,3 +48,62 @@ def test_only_the_seam_touches_trl_private_members():
     }
     assert {path: found for path, found in offenders.items() if found} == {}
     assert PRIVATE.search(Path(trl_compat.__file__).read_text())  # the pattern does find them where they are
+
+
+# ----- vLLM: the LoRA policy pushed unmerged, or transformers generation with the reason (tests/vllm_engine runs
+# the engine itself)
+
+
+def test_vllm_serves_plain_lora_adapters_only():
+    from peft import IA3Config, LoraConfig
+
+    plain = LoraConfig(r=16, target_modules="all-linear")
+    assert trl_compat.lora_unservable_reason(plain) is None
+    assert "DoRA" in trl_compat.lora_unservable_reason(LoraConfig(r=8, use_dora=True))
+    assert "modules_to_save" in trl_compat.lora_unservable_reason(LoraConfig(r=8, modules_to_save=["lm_head"]))
+    assert "bias" in trl_compat.lora_unservable_reason(LoraConfig(r=8, bias="all"))
+    assert "up to 512" in trl_compat.lora_unservable_reason(LoraConfig(r=1024))
+    assert "not LoRA" in trl_compat.lora_unservable_reason(IA3Config())
+
+
+def test_a_4bit_policy_in_vllm_server_mode_generates_with_transformers_saying_why(tmp_path):
+    from transformers import BitsAndBytesConfig
+
+    from trl_r1.trainers import R1GRPOConfig
+
+    args = R1GRPOConfig(output_dir=str(tmp_path), use_cpu=True, report_to="none", use_vllm=True, vllm_mode="server")
+    choice, reason = trl_compat.vllm_generation_choice("some/model", args, None, BitsAndBytesConfig(load_in_4bit=True))
+    assert choice == "transformers" and "server mode" in reason and "colocate" in reason
+    assert trl_compat.vllm_generation_choice("some/model", args) == ("trl", None)  # a 16-bit base: TRL's own push
+    with pytest.raises(ValueError, match="vllm_lora_sync='adapter' is not one of"):
+        R1GRPOConfig(output_dir=str(tmp_path), use_cpu=True, report_to="none", vllm_lora_sync="adapter")
+
+
+def test_without_vllm_a_qlora_grpo_run_asking_for_it_trains_with_transformers_and_says_why(tmp_path, caplog):
+    import logging
+
+    import torch
+    from datasets import Dataset
+    from peft import LoraConfig
+    from transformers import BitsAndBytesConfig
+
+    from trl_r1.data.generation import is_vllm_available
+    from trl_r1.toy import build_tiny_model
+    from trl_r1.trainers import R1GRPOConfig, R1GRPOTrainer
+
+    if is_vllm_available():
+        pytest.skip("vLLM is installed: tests/vllm_engine covers this machine")
+    model_dir = str(build_tiny_model(tmp_path / "tiny"))
+    args = R1GRPOConfig(output_dir=str(tmp_path / "out"), use_cpu=True, bf16=False, report_to="none", max_steps=1,
+                        per_device_train_batch_size=4, num_generations=4, max_completion_length=8,
+                        save_strategy="no", use_vllm=True, vllm_mode="colocate")
+    prompts = Dataset.from_list([{"prompt": [{"role": "user", "content": f"{a}+1?"}]} for a in range(4)])
+    with caplog.at_level(logging.WARNING, logger="trl_r1.trainers"):
+        trainer = R1GRPOTrainer(
+            model=model_dir, reward_funcs=lambda completions, **kw: [float(len(c[0]["content"])) for c in completions],
+            args=args, train_dataset=prompts, peft_config=LoraConfig(r=4, target_modules="all-linear"),
+            quantization_config=BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_compute_dtype=torch.float32))
+    assert "R1GRPOTrainer: generating with transformers, not vLLM: vLLM is not installed" in caplog.text
+    assert (trainer.generation_backend, trainer.use_vllm) == ("transformers", False)
+    trainer.train()
+    assert trainer.state.global_step == 1

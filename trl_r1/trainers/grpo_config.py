@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from trl import GRPOConfig
 
 from ..algorithms import ADVANTAGE_ESTIMATORS
-from .base_config import KLConfigMixin, kl_estimator_field
+from .base_config import KLConfigMixin, VLLMLoRASyncMixin, kl_estimator_field
 
 
 def grpo_advantage_estimators() -> tuple[str, ...]:
@@ -17,7 +17,7 @@ def grpo_advantage_estimators() -> tuple[str, ...]:
 
 
 @dataclass
-class R1GRPOConfig(KLConfigMixin, GRPOConfig):
+class R1GRPOConfig(VLLMLoRASyncMixin, KLConfigMixin, GRPOConfig):
     r"""
     Configuration for [`R1GRPOTrainer`]: every [`~trl.GRPOConfig`] option, plus:
 
@@ -35,6 +35,8 @@ class R1GRPOConfig(KLConfigMixin, GRPOConfig):
             Horizon, in samples, of the adaptive controller.
         gamma (`float`, *optional*, defaults to `1.0`):
             Discount of the REINFORCE++ token returns.
+        vllm_lora_sync (`str`, *optional*, defaults to `"auto"`):
+            With vLLM in colocate mode, push only the LoRA adapter, unmerged (`"auto"`), or TRL's merged weights.
 
     With the defaults (and any `beta`), training is identical to `trl.GRPOTrainer`.
 
@@ -77,6 +79,7 @@ class R1GRPOConfig(KLConfigMixin, GRPOConfig):
     )
 
     def __post_init__(self):
+        self.check_vllm_lora_sync()
         super().__post_init__()
         if self.advantage_estimator not in grpo_advantage_estimators():
             raise ValueError(

@@ -19,12 +19,26 @@ Private TRL / transformers members used: `GRPOTrainer._calculate_rewards`, `._ge
 trainers load a model path), `trl.models.utils.disable_gradient_checkpointing`; and TRL's chat-template kit,
 which it does not export: `trl.chat_template_utils` (`get_training_chat_template`, `has_generation_markers`,
 `llama3_2_chat_template`) and the template files in `trl/chat_templates/` (byte-identical Hub copies).
+
+vLLM in colocate mode with a LoRA policy (`vllm_lora_sync: auto`): TRL 1.16 merges the adapter into the base and
+pushes full weights after each optimizer step, which a 4-bit base cannot take (huggingface/trl#3466, #4973). Here
+vLLM loads the frozen base once (bitsandbytes 4-bit where the policy's base is 4-bit) with LoRA enabled, and only
+the adapter is pushed, unmerged, under a fresh id per push (`AdapterSyncVLLMGeneration`, built on
+`data.generation.VLLMAdapterSlot`); TRL's sleep mode keeps the base at level 1 (offloaded, not discarded). What
+vLLM cannot serve falls back to transformers generation with the reason logged. For this it uses TRL's
+`trl.trainer.grpo_trainer.VLLMGeneration` name (swapped while `GRPOSeam.__init__` runs),
+`trl.generation.vllm_generation.LLM` (swapped while the engine starts) and `.empty_cache`, and
+`VLLMGeneration._init_vllm`, `._dist`, `._llm_weights_sleeping`. TRL's own adapter-only sync
+(huggingface/trl#6007, #5975) replaces this when a supported TRL ships it.
 """
 
 from __future__ import annotations
 
+import inspect
 import json
+import logging
 import os
+import time
 from contextlib import contextmanager, nullcontext
 from typing import Any, ClassVar
 
@@ -39,8 +53,11 @@ from trl.chat_template_utils import (  # noqa: F401 (pipeline)
     has_generation_markers,
     llama3_2_chat_template,  # noqa: F401 (pipeline/templates)
 )
+from trl.generation.vllm_generation import VLLMGeneration
 from trl.models.utils import disable_gradient_checkpointing
 from trl.trainer.utils import create_model_from_path, use_adapter  # noqa: F401 (the first: for the pipeline)
+
+logger = logging.getLogger("trl_r1.trainers")
 
 SUPPORTED_TRL = (Version("1.16.0"), Version("1.17.0"))  # [min, max): the versions the parity tests were run on
 STATE_FILE = "trl_r1_state.json"  # trainer state saved with each checkpoint (e.g. the adaptive KL coefficient)
@@ -92,6 +109,154 @@ def add_unsaved_submodule(model, name: str, module: torch.nn.Module) -> None:
     model._keys_to_ignore_on_save.update(f"{name}.{key}" for key in module.state_dict())
 
 
+# ----- vLLM colocate: the LoRA policy pushed as an adapter, unmerged --------------------------------------------------
+
+
+def lora_unservable_reason(peft_config: Any) -> str | None:
+    """Why vLLM cannot serve a PEFT adapter as a LoRA (it serves plain LoRA on linear layers), or None."""
+    from peft import PeftType
+
+    if getattr(peft_config, "peft_type", None) != PeftType.LORA:
+        return f"the adapter is {getattr(peft_config, 'peft_type', type(peft_config).__name__)}, not LoRA"
+    if getattr(peft_config, "use_dora", False):
+        return "vLLM does not serve DoRA adapters"
+    if getattr(peft_config, "modules_to_save", None):
+        return f"vLLM does not serve an adapter's modules_to_save ({peft_config.modules_to_save})"
+    if getattr(peft_config, "bias", "none") != "none":
+        return f"vLLM does not serve LoRA biases (bias={peft_config.bias!r})"
+    if peft_config.r > 512:
+        return f"vLLM serves LoRA ranks up to 512 (r={peft_config.r})"
+    return None
+
+
+def _policy_facts(model: Any, args: Any, peft_config: Any, quantization_config: Any) -> tuple[str, bool, Any]:
+    """(base model path, base loaded in 4-bit, the LoRA config of the policy or None) before TRL loads it."""
+    if isinstance(model, str):
+        quantization = quantization_config or (args.model_init_kwargs or {}).get("quantization_config")
+        four_bit = (quantization.get("load_in_4bit") if isinstance(quantization, dict)
+                    else getattr(quantization, "load_in_4bit", False))
+        return model, bool(four_bit), peft_config
+    lora = peft_config
+    if lora is None and hasattr(model, "peft_config"):  # a PeftModel: continuing an adapter
+        lora = model.peft_config[model.active_adapter]
+    return model.name_or_path, bool(getattr(model, "is_loaded_in_4bit", False)), lora
+
+
+def vllm_generation_choice(model: Any, args: Any, peft_config: Any = None,
+                           quantization_config: Any = None) -> tuple[str, str | None]:
+    """How a trainer with ``args.use_vllm`` generates here, and why not with vLLM when it cannot.
+
+    ``"adapter"``: vLLM in colocate mode on the frozen base (4-bit where the policy's is), the LoRA adapter pushed
+    unmerged; ``"trl"``: TRL's own vLLM path (full weights, or LoRA merged into a 16-bit base); ``"transformers"``:
+    vLLM cannot serve this policy here, the reason says why.
+    """
+    from ..data.generation import vllm_unsupported_reason
+
+    path, four_bit, lora = _policy_facts(model, args, peft_config, quantization_config)
+    if args.vllm_mode != "colocate":
+        if four_bit:
+            return "transformers", ("TRL's vLLM server mode pushes the adapter merged into full weights, which a "
+                                    "4-bit base cannot take; trl-r1 pushes the adapter alone in vllm_mode: colocate")
+        return "trl", None
+    reason = vllm_unsupported_reason(path, four_bit)
+    if reason:
+        return "transformers", reason
+    if lora is None:
+        return "trl", None
+    unservable = lora_unservable_reason(lora)
+    if args.vllm_lora_sync == "merge" or unservable:
+        if four_bit:
+            return "transformers", unservable or ("vllm_lora_sync: merge pushes the adapter merged into full "
+                                                  "weights, which a 4-bit base cannot take")
+        if unservable:
+            logger.warning("vLLM gets the adapter merged into the base after each step (TRL's push): %s", unservable)
+        return "trl", None
+    if os.environ.get("ACCELERATE_USE_FSDP", "").lower() in ("1", "true"):
+        if four_bit:
+            return "transformers", "pushing the adapter alone under FSDP is not implemented (DDP and ZeRO are)"
+        return "trl", None
+    return "adapter", None
+
+
+@contextmanager
+def _swapped(module: Any, name: str, value: Any):
+    """``module.<name>`` is ``value`` inside the block (TRL reads these names when it builds its vLLM engine)."""
+    original = getattr(module, name)
+    setattr(module, name, value)
+    try:
+        yield
+    finally:
+        setattr(module, name, original)
+
+
+class _AdapterServingLLM:
+    """TRL's handle on the engine (`VLLMGeneration.llm`): every generation uses the adapter version being served,
+    and sleep keeps the frozen base (level 1: offloaded to CPU memory and back; level 2 would discard it, and only
+    the adapter is ever pushed again)."""
+
+    def __init__(self, llm: Any, slot: Any):
+        self._llm, self.slot = llm, slot
+
+    def generate(self, *args, **kwargs):
+        if kwargs.get("lora_request") is None:
+            if self.slot.request is None:
+                raise RuntimeError("vLLM has no adapter yet: sync_weights() pushes it before the first generation")
+            kwargs["lora_request"] = self.slot.request
+        return self._llm.generate(*args, **kwargs)
+
+    def sleep(self, level: int = 1, **kwargs):
+        return self._llm.sleep(level=1, **kwargs)
+
+    def __getattr__(self, name: str):
+        if name == "_llm":  # not set yet (a copy being built): no recursion
+            raise AttributeError(name)
+        return getattr(self._llm, name)
+
+
+class AdapterSyncVLLMGeneration(VLLMGeneration):
+    """TRL's colocated `VLLMGeneration` for a LoRA policy, with the adapter pushed unmerged after each step.
+
+    The engine starts on the policy's frozen base (TRL picks `quantization="bitsandbytes"` for a 4-bit one) with
+    LoRA enabled; `sync_weights` gathers the adapter (a collective under ZeRO-3, as TRL's push), writes it to
+    tmpfs and serves it under a fresh id (`VLLMAdapterSlot`). ``adapter_slot`` holds the version being served
+    and ``last_push_seconds`` the newest push's duration.
+    """
+
+    def _init_vllm(self):
+        import trl.generation.vllm_generation as vllm_generation
+
+        from ..data.generation import VLLMAdapterSlot, vllm_lora_rank
+
+        rank = self.model.peft_config[self.model.active_adapter].r
+        start_engine = vllm_generation.LLM
+
+        def start(**kwargs):
+            llm = start_engine(**kwargs, enable_lora=True, max_lora_rank=vllm_lora_rank(rank), max_loras=1)
+            return _AdapterServingLLM(llm, VLLMAdapterSlot(llm))
+
+        with _swapped(vllm_generation, "LLM", start):
+            super()._init_vllm()
+        self.adapter_slot = self.llm.slot
+        self.last_push_seconds = 0.0
+
+    def sync_weights(self):
+        from peft import get_peft_model_state_dict
+        from trl.generation.vllm_generation import empty_cache
+
+        began = time.perf_counter()
+        if self.enable_sleep_mode:  # the base's memory back on the device before the adapter joins it
+            empty_cache()
+            self.llm.wake_up(tags=["weights"])
+            self._llm_weights_sleeping = False
+        model, adapter = self.model, self.model.active_adapter
+        lora_params = [p for n, p in model.named_parameters() if "lora_" in n]
+        with self._dist.gather_params(lora_params):
+            tensors = get_peft_model_state_dict(model, adapter_name=adapter)
+            self.adapter_slot.push(tensors, model.peft_config[adapter])
+        self.llm.reset_prefix_cache()
+        self.last_push_seconds = time.perf_counter() - began
+
+
 class GRPOSeam(GRPOTrainer):
     """`trl.GRPOTrainer` with public hooks in place of its private methods.
 
@@ -105,6 +270,25 @@ class GRPOSeam(GRPOTrainer):
     model_card_tags: ClassVar[list[str] | None] = None
     model_card_name: ClassVar[str | None] = None
     model_card_paper: ClassVar[dict[str, str] | None] = None
+
+    def __init__(self, *args, **kwargs):
+        bound = inspect.signature(GRPOTrainer.__init__).bind(self, *args, **kwargs).arguments
+        config = bound.get("args")
+        #: "adapter" (vLLM, the adapter pushed unmerged), "trl" (TRL's vLLM push) or "transformers"
+        self.generation_backend, self.generation_fallback_reason = "transformers", None
+        if config is not None and config.use_vllm:
+            self.generation_backend, self.generation_fallback_reason = vllm_generation_choice(
+                bound["model"], config, bound.get("peft_config"), bound.get("quantization_config"))
+            if self.generation_backend == "transformers":  # never silent: say why, and what generates instead
+                logger.warning("%s: generating with transformers, not vLLM: %s", type(self).__name__,
+                               self.generation_fallback_reason)
+                config.use_vllm = False
+        import trl.trainer.grpo_trainer as grpo_trainer
+
+        swap = (_swapped(grpo_trainer, "VLLMGeneration", AdapterSyncVLLMGeneration)
+                if self.generation_backend == "adapter" else nullcontext())
+        with swap:
+            super().__init__(*args, **kwargs)
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
