@@ -221,9 +221,7 @@ def _vllm_refuses(config) -> bool:
     lora(modules_to_save=["lm_head"]),
     lora(),
     lora(use_rslora=True, r=16, lora_alpha=4),
-    pytest.param(lora(lora_bias=True), marks=pytest.mark.xfail(
-        strict=True, reason="red team: lora_unservable_reason misses PEFT's lora_bias, which vLLM refuses: the "
-        "trainer picks the adapter push, and the first sync crashes the run instead of falling back with a reason")),
+    lora(lora_bias=True),  # was missed: the trainer picked the adapter push, and its first sync crashed the run
 ], ids=["dora", "bias", "modules_to_save", "plain", "rslora", "lora_bias"])
 def test_lora_unservable_reason_agrees_with_vllms_own_check(config):
     from trl_r1.trainers.trl_compat import lora_unservable_reason
@@ -232,14 +230,20 @@ def test_lora_unservable_reason_agrees_with_vllms_own_check(config):
     assert (reason is not None) == _vllm_refuses(config), reason
 
 
-@pytest.mark.xfail(strict=True, reason="red team: the engine's max_lora_rank is sized from r alone "
-                   "(generation._vllm_lora_rank, and trl_compat.AdapterSyncVLLMGeneration._init_vllm), so an adapter "
-                   "whose rank_pattern goes above r is refused by vLLM at its first generation or push")
-def test_the_engine_rank_fits_every_rank_of_the_adapter(tmp_path):
-    from trl_r1.data.generation import _vllm_lora_rank
+def test_an_adapter_whose_rank_pattern_goes_above_r_is_served_as_peft_computes_it(vllm_model_dir, tmp_path):
+    """The engine's max_lora_rank fits the adapter's largest rank, not only r (was: sized from r, and vLLM refused
+    the adapter at its first generation or push)."""
+    from trl_r1.data.generation import load_generator
+    from trl_r1.trainers.trl_compat import lora_max_rank
 
-    lora(r=8, rank_pattern={"q_proj": 32}).save_pretrained(str(tmp_path))
-    assert _vllm_lora_rank(str(tmp_path)) >= 32
+    config = lora(r=8, rank_pattern={"q_proj": 32})
+    assert lora_max_rank(config) == 32  # what the trainer's engine is sized from
+    model = peft_model(vllm_model_dir, config, seed=4)
+    model.save_pretrained(str(tmp_path))
+    generator = load_generator("vllm", vllm_model_dir, adapter_path=str(tmp_path),
+                               vllm_kwargs={"dtype": "float32", "max_model_len": 256})
+    assert_served_as_peft(generator.llm, generator.lora_request, model, prompt_ids(vllm_model_dir))
+    del generator
 
 
 def test_a_dora_policy_on_a_4bit_base_falls_back_saying_why(vllm_model_dir):
