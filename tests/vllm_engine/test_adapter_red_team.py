@@ -157,8 +157,9 @@ def test_two_slots_never_write_the_same_tmpfs_folder(engine):
     assert not os.path.exists(a.root) and not os.path.exists(b.root)
 
 
-KILLED_PUSH = textwrap.dedent('''
-    """Push one adapter version to tmpfs, then die as an OOM kill or a preemption does (no clean-up runs)."""
+PUSH_THEN_END = textwrap.dedent('''
+    """Push one adapter version to tmpfs from a slot held in a reference cycle (as a trainer holds it), then end:
+    `exit` returns normally, `kill` dies as an OOM kill or a preemption does (no clean-up can run)."""
     import os, signal, sys, torch
     from peft import LoraConfig
     from trl_r1.data.generation import VLLMAdapterSlot
@@ -170,31 +171,49 @@ KILLED_PUSH = textwrap.dedent('''
     class LLM:
         llm_engine = Engine()
 
-    slot = VLLMAdapterSlot(LLM())
-    slot.push({"base_model.model.lm_head.lora_A.weight": torch.ones(8, 64)}, LoraConfig(r=8))
-    print(slot.root, flush=True)
-    os.kill(os.getpid(), signal.SIGKILL)
+    class Trainer:
+        pass
+
+    trainer = Trainer()
+    trainer.me, trainer.slot = trainer, VLLMAdapterSlot(LLM())
+    trainer.slot.push({"base_model.model.lm_head.lora_A.weight": torch.ones(8, 64)}, LoraConfig(r=8))
+    print(trainer.slot.root, flush=True)
+    if sys.argv[1] == "kill":
+        os.kill(os.getpid(), signal.SIGKILL)
 ''')
+
+
+def push_then_end(tmp_path, mode):
+    """Run PUSH_THEN_END; its slot's folder, checked to have existed."""
+    script = tmp_path / "push_then_end.py"
+    script.write_text(PUSH_THEN_END)
+    done = subprocess.run([sys.executable, str(script), mode], capture_output=True, text=True, timeout=300)
+    assert done.returncode == (-signal.SIGKILL if mode == "kill" else 0), done.stderr[-2000:]
+    return done.stdout.strip()
+
+
+def test_a_run_that_ends_normally_leaves_no_adapter_folder_on_tmpfs(tmp_path):
+    """Was: the folder was removed only by `__del__`, which does not run at exit for a slot still referenced, so
+    every finished run left its last adapter version in RAM (tmpfs) until reboot."""
+    folder = push_then_end(tmp_path, "exit")
+    assert os.path.basename(folder).startswith("trl-r1-lora-")
+    assert not os.path.exists(folder)
 
 
 @pytest.mark.xfail(strict=True, reason="red team: a run killed after a push leaves its adapter folder on tmpfs (RAM) "
                    "for good; the next run never clears folders of dead runs, so every crash leaks one adapter "
                    "version of memory until reboot")
 def test_an_adapter_folder_left_by_a_killed_run_is_cleared_by_the_next_run(engine, tmp_path):
+    import shutil
+
     from trl_r1.data.generation import VLLMAdapterSlot
 
-    script = tmp_path / "killed_push.py"
-    script.write_text(KILLED_PUSH)
-    killed = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
-    assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
-    orphan = killed.stdout.strip()
+    orphan = push_then_end(tmp_path, "kill")
     assert os.path.isfile(os.path.join(orphan, "v1", "adapter_model.safetensors"))
     try:
         VLLMAdapterSlot(engine).close()  # the next run starts its slot
         assert not os.path.exists(orphan)
     finally:
-        import shutil
-
         shutil.rmtree(orphan, ignore_errors=True)
 
 

@@ -29,6 +29,7 @@ import shutil
 import tempfile
 import threading
 import time
+import weakref
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from typing import Any, Protocol
@@ -256,6 +257,8 @@ class VLLMAdapterSlot:
         self.version = 0
         self.request: Any = None  # the LoRARequest of the version being served
         self.root = tempfile.mkdtemp(prefix="trl-r1-lora-", dir=adapter_scratch_root())
+        # also when the process exits with the slot still referenced (a `__del__` does not run then): tmpfs is RAM
+        self._remove_root = weakref.finalize(self, shutil.rmtree, self.root, ignore_errors=True)
         self.bytes_written = 0  # size of the newest version's tensors
 
     def push(self, tensors: dict[str, Any], peft_config: Any) -> Any:
@@ -281,10 +284,7 @@ class VLLMAdapterSlot:
 
     def close(self) -> None:
         """Remove the written versions (the engine keeps what it loaded)."""
-        shutil.rmtree(self.root, ignore_errors=True)
-
-    def __del__(self):
-        self.close()
+        self._remove_root()
 
 
 def vllm_unsupported_reason(model_name_or_path: str, load_in_4bit: bool = False) -> str | None:
