@@ -6,7 +6,6 @@ Each test asserts the correct behaviour; `xfail(strict=True)` marks a finding th
 stay as plain tests. What only a GPU can check (the 4-bit base in vLLM, sleep and wake at level 1) is not here.
 """
 
-import functools
 import logging
 import os
 import signal
@@ -16,9 +15,7 @@ import textwrap
 
 import pytest
 import torch
-from datasets import Dataset
 from peft import LoraConfig, get_peft_model, get_peft_model_state_dict
-from safetensors.torch import load_file
 
 LOGP_TOLERANCE = 1e-4  # float32 on both sides
 MESSAGES = [[{"role": "user", "content": f"What is {a} + {b}?"}] for a in range(3) for b in range(2)]
@@ -337,6 +334,50 @@ def test_auto_falls_back_for_an_adapter_folder_vllm_cannot_serve(vllm_model_dir,
 
 # ----- GRPO: gradient accumulation and reused generations ------------------------------------------------------------
 
+ACCUMULATING_RUN = textwrap.dedent('''
+    """GRPO with gradient_accumulation_steps=2 and num_iterations=2 (TRL generates every 2 optimizer steps), the adapter
+    pushed to vLLM (float32 on CPU); writes each push (step, id, whether the pushed file is the model's adapter then),
+    the logs and the trainer's warnings."""
+    import functools, json, logging, os, sys, torch
+    import trl.generation.vllm_generation as vllm_generation
+    from datasets import Dataset
+    from peft import get_peft_model_state_dict
+    from safetensors.torch import load_file
+    from vllm import LLM
+    sys.path.insert(0, {test_dir!r})
+    from test_adapter_red_team import MESSAGES, LowTokenShare, lora
+    from trl_r1.trainers import R1GRPOConfig, R1GRPOTrainer
+
+    model_dir, output_dir = sys.argv[1:3]
+    warnings = []
+    handler = logging.Handler()
+    handler.emit = lambda record: warnings.append(record.getMessage())
+    logging.getLogger("trl_r1").addHandler(handler)
+    vllm_generation.LLM = functools.partial(LLM, enforce_eager=True, dtype="float32")
+    args = R1GRPOConfig(output_dir=output_dir, use_cpu=True, bf16=False, report_to="none", save_strategy="no",
+                        disable_tqdm=True, per_device_train_batch_size=4, gradient_accumulation_steps=2,
+                        num_iterations=2, num_generations=4, max_completion_length=6, max_steps=4, logging_steps=1,
+                        learning_rate=0.05, seed=0, use_vllm=True, vllm_mode="colocate", vllm_max_model_length=128)
+    trainer = R1GRPOTrainer(model=model_dir, reward_funcs=LowTokenShare(), args=args, peft_config=lora(),
+                            train_dataset=Dataset.from_list([{{"prompt": p}} for p in MESSAGES * 2]))
+    generation, pushes = trainer.vllm_generation, []
+    sync = generation.sync_weights
+
+    def checked_sync():
+        sync()
+        request = generation.adapter_slot.request
+        pushed = load_file(os.path.join(request.lora_path, "adapter_model.safetensors"))
+        current = get_peft_model_state_dict(trainer.model)
+        same = pushed.keys() == current.keys() and all(torch.equal(pushed[k], current[k].cpu()) for k in current)
+        pushes.append([trainer.state.global_step, request.lora_int_id, same])
+
+    generation.sync_weights = checked_sync
+    trainer.train()
+    json.dump({{"backend": trainer.generation_backend, "pushes": pushes, "warnings": warnings,
+               "logs": trainer.state.log_history}}, open(os.path.join(output_dir, "run.json"), "w"))
+''')
+
+
 class LowTokenShare:
     """A reward that differs within a group, so every step moves the adapter."""
 
@@ -346,38 +387,22 @@ class LowTokenShare:
         return [sum(t < 300 for t in ids) / max(len(ids), 1) for ids in completion_ids]
 
 
-def test_with_accumulation_and_reused_generations_each_generation_uses_the_current_adapter(vllm_model_dir, tmp_path,
-                                                                                           caplog):
-    """gradient_accumulation_steps=2 and num_iterations=2: TRL generates every 2 optimizer steps; each push happens
-    before a generation, serves the adapter the model has then, and vLLM's log-probs of what it sampled are the
-    trainer's (the first generation, before any step, included)."""
-    import trl.generation.vllm_generation as vllm_generation
-    from vllm import LLM
+def test_with_accumulation_and_reused_generations_each_generation_uses_the_current_adapter(vllm_model_dir, tmp_path):
+    """Each push happens before a generation and serves the adapter the model has then; vLLM's log-probs of what
+    it sampled are the trainer's (the first generation, before any step, included); no fallback message. In a
+    fresh process: TRL's colocate rendezvous stays out of the engines of this one."""
+    import json
 
-    from trl_r1.trainers import R1GRPOConfig, R1GRPOTrainer
-
-    args = R1GRPOConfig(output_dir=str(tmp_path), use_cpu=True, bf16=False, report_to="none", save_strategy="no",
-                        disable_tqdm=True, per_device_train_batch_size=4, gradient_accumulation_steps=2,
-                        num_iterations=2, num_generations=4, max_completion_length=6, max_steps=4, logging_steps=1,
-                        learning_rate=0.05, seed=0, use_vllm=True, vllm_mode="colocate", vllm_max_model_length=128)
-    with pytest.MonkeyPatch.context() as monkeypatch, caplog.at_level(logging.WARNING, logger="trl_r1"):
-        monkeypatch.setattr(vllm_generation, "LLM", functools.partial(LLM, enforce_eager=True, dtype="float32"))
-        trainer = R1GRPOTrainer(model=vllm_model_dir, reward_funcs=LowTokenShare(), args=args, peft_config=lora(),
-                                train_dataset=Dataset.from_list([{"prompt": p} for p in MESSAGES * 2]))
-    assert trainer.generation_backend == "adapter" and "not vLLM" not in caplog.text  # no fallback message
-    generation = trainer.vllm_generation
-    pushes, sync = [], generation.sync_weights
-
-    def checked_sync():
-        sync()
-        pushed = load_file(os.path.join(generation.adapter_slot.request.lora_path, "adapter_model.safetensors"))
-        current = get_peft_model_state_dict(trainer.model)
-        same = pushed.keys() == current.keys() and all(torch.equal(pushed[k], current[k].cpu()) for k in current)
-        pushes.append((trainer.state.global_step, generation.adapter_slot.request.lora_int_id, same))
-
-    generation.sync_weights = checked_sync
-    trainer.train()
-    assert pushes == [(0, 1, True), (2, 2, True)]  # before the first generation, then after two optimizer steps
+    script = tmp_path / "accumulating_run.py"
+    script.write_text(ACCUMULATING_RUN.format(test_dir=os.path.dirname(__file__)))
+    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR",
+                                                             "MASTER_PORT")}
+    done = subprocess.run([sys.executable, str(script), vllm_model_dir, str(tmp_path)], capture_output=True,
+                          text=True, timeout=600, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    run = json.loads((tmp_path / "run.json").read_text())
+    assert run["backend"] == "adapter" and not any("not vLLM" in w for w in run["warnings"]), run["warnings"]
+    assert run["pushes"] == [[0, 1, True], [2, 2, True]]  # before the first generation, then two optimizer steps on
     # logged at the steps that generated (2 of 4)
-    logs = [e for e in trainer.state.log_history if "sampling/sampling_logp_difference/max" in e]
+    logs = [e for e in run["logs"] if "sampling/sampling_logp_difference/max" in e]
     assert len(logs) == 2 and all(e["sampling/sampling_logp_difference/max"] < LOGP_TOLERANCE for e in logs), logs
