@@ -124,6 +124,20 @@ def test_each_push_replaces_the_last_in_vllm_and_on_tmpfs(engine, slot, vllm_mod
     assert_served_as_peft(engine, slot.request, model, prompt_ids(vllm_model_dir))  # the newest, not an older one
 
 
+@pytest.mark.xfail(strict=True, reason="red team: lora_unservable_reason passes an adapter on lm_head or "
+                   "embed_tokens, which this vLLM refuses ('expected target modules in {...}'): the trainer picks the "
+                   "adapter push and its first sync crashes the run instead of falling back with a reason")
+@pytest.mark.parametrize("module", ["lm_head", "embed_tokens"])
+def test_an_adapter_vllm_refuses_to_load_is_said_unservable(engine, slot, vllm_model_dir, module):
+    from trl_r1.trainers.trl_compat import lora_unservable_reason
+
+    model = peft_model(vllm_model_dir, lora(target_modules=["q_proj", module]))
+    config = model.peft_config["default"]
+    with pytest.raises(ValueError, match="expected target modules"):  # what the first sync meets
+        slot.push(get_peft_model_state_dict(model), config)
+    assert lora_unservable_reason(config) is not None
+
+
 @pytest.mark.xfail(strict=True, reason="red team: adapter ids restart at 1 in every VLLMAdapterSlot, and vLLM keeps "
                    "the adapter it already holds under an id, so a second slot on the same engine is served the "
                    "first slot's weights (ids are unique per slot, not per engine or process)")
