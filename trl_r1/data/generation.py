@@ -518,11 +518,12 @@ def vllm_lora_rank(rank: int) -> int:
 
 
 def _vllm_lora_rank(adapter_path: str) -> int:
-    """`vllm_lora_rank` of a saved adapter."""
+    """`vllm_lora_rank` of a saved adapter's largest rank (``r``, or above it in ``rank_pattern``)."""
     import json
 
     with open(os.path.join(adapter_path, "adapter_config.json")) as f:
-        return vllm_lora_rank(int(json.load(f)["r"]))
+        config = json.load(f)
+    return vllm_lora_rank(max([int(config["r"]), *map(int, (config.get("rank_pattern") or {}).values())]))
 
 
 def _has_tokenizer(path: str) -> bool:

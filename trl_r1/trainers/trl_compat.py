@@ -124,9 +124,16 @@ def lora_unservable_reason(peft_config: Any) -> str | None:
         return f"vLLM does not serve an adapter's modules_to_save ({peft_config.modules_to_save})"
     if getattr(peft_config, "bias", "none") != "none":
         return f"vLLM does not serve LoRA biases (bias={peft_config.bias!r})"
-    if peft_config.r > 512:
-        return f"vLLM serves LoRA ranks up to 512 (r={peft_config.r})"
+    if getattr(peft_config, "lora_bias", False):
+        return "vLLM does not serve LoRA biases (lora_bias=True)"
+    if lora_max_rank(peft_config) > 512:
+        return f"vLLM serves LoRA ranks up to 512 (r={peft_config.r}, rank_pattern={peft_config.rank_pattern})"
     return None
+
+
+def lora_max_rank(peft_config: Any) -> int:
+    """The largest rank of an adapter's modules: ``r``, or above it where ``rank_pattern`` says so."""
+    return max([peft_config.r, *(getattr(peft_config, "rank_pattern", None) or {}).values()])
 
 
 def _policy_facts(model: Any, args: Any, peft_config: Any, quantization_config: Any) -> tuple[str, bool, Any]:
@@ -227,7 +234,7 @@ class AdapterSyncVLLMGeneration(VLLMGeneration):
 
         from ..data.generation import VLLMAdapterSlot, vllm_lora_rank
 
-        rank = self.model.peft_config[self.model.active_adapter].r
+        rank = lora_max_rank(self.model.peft_config[self.model.active_adapter])
         start_engine = vllm_generation.LLM
 
         def start(**kwargs):
