@@ -230,9 +230,6 @@ def test_evaluation_of_zero_prompts_or_samples_is_an_error(tmp_path, key):
     one_problem(recipe(TINY, tmp_path, **{f"evaluation.{key}": 0}), f"evaluation: {key} must be >= 1, got 0")
 
 
-@pytest.mark.xfail(strict=True, reason="red team: a model_name_or_path that is a local path that does not exist "
-                   "passes the dry run (exit 0) with only a logged warning that the tokenizer cannot be loaded "
-                   "('Repo id must be in the form ...'); the run then fails at its first model load")
 def test_a_missing_local_model_path_is_an_error(tmp_path):
     data = recipe(MATH, tmp_path)
     data["model"]["model_name_or_path"] = str(tmp_path / "no-such-model")

@@ -7,6 +7,7 @@ stage (section) and key:
   (`pipeline.data.load_stage_dataset`: a builder's or local file's real rows; a Hub id, or its local mirror
   under TRL_R1_DATA_DIR, streamed for its first rows on a dry run). A column a key names (`prompt_column`,
   `solution_column`, `dataset_text_field`) must exist; the columns a stage and its rewards need must exist.
+* the model (`model_path_problems`): a local `model_name_or_path` that does not exist.
 * the chat template (`templates.template_problems`).
 * backends (`backend_problems`): vLLM where a stage asks for it, bitsandbytes where a stage loads 4-bit, the
   code sandbox (bubblewrap) where a reward runs programs; each error gives the install command.
@@ -42,6 +43,27 @@ def set_column_keys(obj: Any) -> tuple[dict[str, Any], dict[str, Any]]:
             values[f.name] = getattr(obj, f.name)
             defaults[f.name] = f.default
     return values, defaults
+
+
+def model_path_problems(model_path: str) -> list[str]:
+    """A `model_name_or_path` that is not shaped like a Hub id ('org/name') and is missing from a folder that
+    exists is a local path that does not exist: an error here, not at the first model load. A Hub id that cannot
+    be reached offline is left to the tokenizer check's note, and so is a path whose folder is missing too (a
+    smoke dry run names the folder its run builds the model in)."""
+    from pathlib import Path
+
+    from huggingface_hub.errors import HFValidationError
+    from huggingface_hub.utils import validate_repo_id
+
+    path = Path(model_path).expanduser()
+    if path.exists() or not path.absolute().parent.is_dir():
+        return []
+    try:
+        validate_repo_id(model_path)
+    except HFValidationError:
+        return [f"model: key 'model_name_or_path': {model_path!r} does not exist (neither a local directory nor a "
+                "Hub id 'org/name')"]
+    return []
 
 
 # --------------------------------------------------------------------------------------------- backends
@@ -249,4 +271,5 @@ def vllm_cache_problems(where: str, config: Any, shape: Any, card: tuple[str, fl
             "vllm_max_model_length"]
 
 
-__all__ = ["backend_problems", "card_memory_gb", "column_key_problems", "memory_problems", "model_shape"]
+__all__ = ["backend_problems", "card_memory_gb", "column_key_problems", "memory_problems", "model_path_problems",
+           "model_shape"]

@@ -25,6 +25,7 @@ from .preflight import (
     card_memory_gb,
     column_key_problems,
     memory_problems,
+    model_path_problems,
     model_shape,
     set_column_keys,
 )
@@ -109,8 +110,8 @@ class Pipeline:
         RecipeError listing every problem; returns (and keeps) the chat-template report.
 
         Builds the tiny model first when the recipe asks for it (a dry run builds nothing)."""
-        problems: list[str] = []
-        self.template = self._inspect_template()
+        problems = model_path_problems(self.base_model_path) if self.recipe.model.tiny is None else []
+        self.template = None if problems else self._inspect_template()
         if self.template is not None:
             chat_stages = [s.name for s in self.pending() if STAGE_REGISTRY[s.name].trains_on_chat]
             assistant_only = [s.name for s in self.recipe.stages if s.name in chat_stages
