@@ -242,9 +242,6 @@ def test_a_missing_local_model_path_is_an_error(tmp_path):
     one_problem(data, "model", "model_name_or_path", "no-such-model")
 
 
-@pytest.mark.xfail(strict=True, reason="red team: a tokenizer without a chat template passes the preflight "
-                   "(runner._inspect_template returns None for it); conversational prompts and SFT messages cannot "
-                   "be rendered without one, so the run fails in the first trainer")
 def test_a_tokenizer_without_a_chat_template_is_an_error(tmp_path, tiny_model_dir):
     import shutil
 

@@ -8,7 +8,7 @@ stage (section) and key:
   under TRL_R1_DATA_DIR, streamed for its first rows on a dry run). A column a key names (`prompt_column`,
   `solution_column`, `dataset_text_field`) must exist; the columns a stage and its rewards need must exist.
 * the model (`model_path_problems`): a local `model_name_or_path` that does not exist.
-* the chat template (`templates.template_problems`).
+* the chat template (`templates.template_problems`; `missing_template_problems` where the tokenizer has none).
 * backends (`backend_problems`): vLLM where a stage asks for it, bitsandbytes where a stage loads 4-bit, the
   code sandbox (bubblewrap) where a reward runs programs; each error gives the install command.
 * memory (`memory_problems`): the memory model (`trl_r1.pipeline.memory`) must say each stage fits the card
@@ -64,6 +64,21 @@ def model_path_problems(model_path: str) -> list[str]:
         return [f"model: key 'model_name_or_path': {model_path!r} does not exist (neither a local directory nor a "
                 "Hub id 'org/name')"]
     return []
+
+
+def missing_template_problems(model_path: str, datasets: dict[str, Any], chat_stages: list[str]) -> list[str]:
+    """A tokenizer without a chat template cannot render conversational data: one error naming every stage that
+    has some (`datasets`: each stage's loaded dataset, read at its first row; `chat_stages`: the stages that
+    train on chat turns and have no dataset of their own loaded, e.g. SFT on rejection-sampled messages)."""
+    from trl.data_utils import is_conversational
+
+    needing = [where for where, dataset in datasets.items()
+               if len(dataset) and is_conversational(dataset[0])] + [s for s in chat_stages if s not in datasets]
+    if not needing:
+        return []
+    return [f"model: the tokenizer of {model_path} has no chat template, and {', '.join(needing)} render "
+            "conversational data (messages / prompt turns) with one; use a model whose tokenizer has a chat "
+            "template (an -Instruct model), or add one to its tokenizer_config.json"]
 
 
 # --------------------------------------------------------------------------------------------- backends
@@ -271,5 +286,5 @@ def vllm_cache_problems(where: str, config: Any, shape: Any, card: tuple[str, fl
             "vllm_max_model_length"]
 
 
-__all__ = ["backend_problems", "card_memory_gb", "column_key_problems", "memory_problems", "model_path_problems",
+__all__ = ["backend_problems", "card_memory_gb", "column_key_problems", "memory_problems", "missing_template_problems", "model_path_problems",
            "model_shape"]

@@ -25,6 +25,7 @@ from .preflight import (
     card_memory_gb,
     column_key_problems,
     memory_problems,
+    missing_template_problems,
     model_path_problems,
     model_shape,
     set_column_keys,
@@ -67,6 +68,7 @@ class Pipeline:
         self._card = card
         self.schemas: dict[str, DatasetSchema] = {}  # what the preflight saw of each dataset, by stage
         self.notes: list[str] = []  # what the preflight could not check here, and why
+        self.untemplated = False  # the preflight found a tokenizer without a chat template
 
     # ----------------------------------------------------------------------------------------- plan and checks
 
@@ -124,6 +126,9 @@ class Pipeline:
         if ev is not None:
             problems += self.check_columns("evaluation", self._evaluation_prompts, ("prompt",), self._eval_rewards(),
                                            named=[ev])
+        if self.untemplated:
+            chat_stages = [s.name for s in self.pending() if STAGE_REGISTRY[s.name].trains_on_chat]
+            problems += missing_template_problems(self.base_model_path, self._datasets, chat_stages)
         problems += backend_problems(self.recipe, self.pending(), self._rewards_by_stage(),
                                      cuda=self.card is not None)
         problems += self._memory_problems()
@@ -169,7 +174,8 @@ class Pipeline:
             self.notes.append(f"chat template: not checked, the tokenizer of {self.base_model_path} cannot be loaded "
                               f"here ({type(exc).__name__})")
             return None
-        if tokenizer.chat_template is None:
+        self.untemplated = tokenizer.chat_template is None
+        if self.untemplated:
             return None
         return inspect_chat_template(tokenizer)
 
