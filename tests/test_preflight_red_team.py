@@ -299,8 +299,6 @@ def test_an_empty_table_says_it_is_empty(tmp_path, form):
                 "rl: the dataset has no rows")
 
 
-@pytest.mark.xfail(strict=True, reason="red team: a `messages` column of plain strings (not a list of {role, "
-                   "content} turns) passes the cold_start preflight; SFT fails on it at its first batch")
 def test_messages_as_a_string_is_an_error(tmp_path):
     rows = write_jsonl(tmp_path / "sft.jsonl", [{"messages": "User: 1 + 1? Assistant: 2"}] * 4)
     one_problem(recipe(TINY, tmp_path, **{"cold_start.dataset_name": rows, "cold_start.dataset_kwargs": None}),

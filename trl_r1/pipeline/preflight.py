@@ -6,7 +6,8 @@ stage (section) and key:
 * data (`Stage.check_data`, through `Pipeline.check_columns`): each dataset's schema, from its real loader
   (`pipeline.data.load_stage_dataset`: a builder's or local file's real rows; a Hub id, or its local mirror
   under TRL_R1_DATA_DIR, streamed for its first rows on a dry run). A column a key names (`prompt_column`,
-  `solution_column`, `dataset_text_field`) must exist; the columns a stage and its rewards need must exist.
+  `solution_column`, `dataset_text_field`) must exist; the columns a stage and its rewards need must exist; a
+  `messages` column must hold {role, content} turns (`messages_problems`).
 * the model (`model_path_problems`): a local `model_name_or_path` that does not exist.
 * the chat template (`templates.template_problems`; `missing_template_problems` where the tokenizer has none).
 * backends (`backend_problems`): vLLM where a stage asks for it, bitsandbytes where a stage loads 4-bit, the
@@ -33,6 +34,19 @@ def column_key_problems(where: str, values: dict[str, Any], defaults: dict[str, 
     return [f"{where}: key {key!r}: the dataset has no {value!r} column (columns: {columns})"
             for key, value in values.items()
             if key in COLUMN_KEYS and value != defaults.get(key) and value not in columns]
+
+
+def messages_problems(where: str, dataset: Any, rows: int = 8) -> list[str]:
+    """A `messages` column must hold conversations, lists of {role, content} turns (checked on its first `rows`
+    rows): a column of plain strings would otherwise fail the trainer at its first batch."""
+    if "messages" not in dataset.column_names:
+        return []
+    for i, messages in enumerate(dataset.select(range(min(rows, len(dataset))))["messages"]):
+        if not (isinstance(messages, list) and messages and all(
+                isinstance(turn, dict) and {"role", "content"} <= set(turn) for turn in messages)):
+            return [f"{where}: column 'messages': row {i} is {type(messages).__name__} {str(messages)[:60]!r}, not a "
+                    "list of {role, content} turns"]
+    return []
 
 
 def set_column_keys(obj: Any) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -286,5 +300,5 @@ def vllm_cache_problems(where: str, config: Any, shape: Any, card: tuple[str, fl
             "vllm_max_model_length"]
 
 
-__all__ = ["backend_problems", "card_memory_gb", "column_key_problems", "memory_problems", "missing_template_problems", "model_path_problems",
-           "model_shape"]
+__all__ = ["backend_problems", "card_memory_gb", "column_key_problems", "memory_problems", "messages_problems",
+           "missing_template_problems", "model_path_problems", "model_shape"]

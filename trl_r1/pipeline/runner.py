@@ -25,6 +25,7 @@ from .preflight import (
     card_memory_gb,
     column_key_problems,
     memory_problems,
+    messages_problems,
     missing_template_problems,
     model_path_problems,
     model_shape,
@@ -210,7 +211,8 @@ class Pipeline:
         from ..rewards.base import declared
 
         try:
-            columns = list(load().column_names)
+            dataset = load()
+            columns = list(dataset.column_names)
         except ConnectionError as exc:  # no Hub here: a dry run says so; a run cannot train without the data
             if not self.dry_run:
                 return [f"{where}: cannot load the dataset: {type(exc).__name__}: {exc}"]
@@ -239,7 +241,7 @@ class Pipeline:
             if references and not set(references) & set(columns):
                 problems.append(f"{where}: reward {func.__name__!r} reads its reference from one of the columns "
                                 f"{list(references)}; the dataset has {columns} (map one with solution_column)")
-        return problems
+        return problems + messages_problems(where, dataset)
 
     def adapted(self, rewards: list[Any]) -> list[Any]:
         """Reward entries adapted to the chat template (see `templates.adapt_rewards`)."""
