@@ -258,10 +258,6 @@ def test_a_tokenizer_without_a_chat_template_is_an_error(tmp_path, tiny_model_di
     assert problems and all("chat template" in p or "chat_template" in p for p in problems), problems
 
 
-@pytest.mark.xfail(strict=True, reason="red team: swapping a builder's dataset_name for a local file and keeping "
-                   "its dataset_kwargs (split: rl) gives 'rl: cannot load the dataset: TypeError: "
-                   "datasets.load.load_dataset() got multiple values for keyword argument 'split'', which names "
-                   "neither the key (dataset_kwargs) nor the fix (dataset_train_split)")
 def test_a_split_in_dataset_kwargs_of_a_file_names_the_key(tmp_path):
     rows = write_jsonl(tmp_path / "rows.jsonl", [{"prompt": "1 + 1?", "solution": "2"}] * 4)
     zero = yaml.safe_load((ROOT / "recipes" / "tiny" / "zero.yaml").read_text())

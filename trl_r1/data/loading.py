@@ -30,7 +30,7 @@ def load_dataset_spec(name: str, *, split: str = "train", config: str | None = N
     import datasets
 
     kwargs = dict(kwargs or {})
-    if ":" in name and not Path(name).exists() and "://" not in name:
+    if names_builder(name):
         dataset = _call_builder(name, split, kwargs)
     elif Path(name).is_file():
         builder = _FILE_BUILDERS.get(Path(name).suffix)
@@ -53,6 +53,11 @@ def load_dataset_spec(name: str, *, split: str = "train", config: str | None = N
     if max_samples is not None:
         dataset = dataset.select(range(min(max_samples, len(dataset))))
     return dataset
+
+
+def names_builder(name: str) -> bool:
+    """Whether a `dataset_name` is a Python builder ``module:function`` (not a file, folder or URL)."""
+    return ":" in name and not Path(name).exists() and "://" not in name
 
 
 def _is_saved_dataset(path: Path) -> bool:

@@ -7,7 +7,8 @@ stage (section) and key:
   (`pipeline.data.load_stage_dataset`: a builder's or local file's real rows; a Hub id, or its local mirror
   under TRL_R1_DATA_DIR, streamed for its first rows on a dry run). A column a key names (`prompt_column`,
   `solution_column`, `dataset_text_field`) must exist; the columns a stage and its rewards need must exist; a
-  `messages` column must hold {role, content} turns (`messages_problems`).
+  `messages` column must hold {role, content} turns (`messages_problems`); a `split` in `dataset_kwargs` is for
+  builders only (`dataset_kwargs_problems`).
 * the model (`model_path_problems`): a local `model_name_or_path` that does not exist.
 * the chat template (`templates.template_problems`; `missing_template_problems` where the tokenizer has none).
 * backends (`backend_problems`): vLLM where a stage asks for it, bitsandbytes where a stage loads 4-bit, the
@@ -47,6 +48,19 @@ def messages_problems(where: str, dataset: Any, rows: int = 8) -> list[str]:
             return [f"{where}: column 'messages': row {i} is {type(messages).__name__} {str(messages)[:60]!r}, not a "
                     "list of {role, content} turns"]
     return []
+
+
+def dataset_kwargs_problems(where: str, obj: Any) -> list[str]:
+    """A `split` in `dataset_kwargs` is a builder function's argument; with a file, a saved dataset or a Hub id
+    (often left over from a builder swapped out) `datasets` gets the split twice."""
+    from ..data.loading import names_builder
+
+    name, kwargs = getattr(obj, "dataset_name", None), getattr(obj, "dataset_kwargs", None)
+    if not name or not isinstance(kwargs, dict) or "split" not in kwargs or names_builder(name):
+        return []
+    split_key = "dataset_train_split" if hasattr(obj, "dataset_train_split") else "dataset_split"
+    return [f"{where}: key 'dataset_kwargs': 'split' is an argument of a builder function, not of {name!r}; "
+            f"remove it and set {split_key} instead"]
 
 
 def set_column_keys(obj: Any) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -300,5 +314,5 @@ def vllm_cache_problems(where: str, config: Any, shape: Any, card: tuple[str, fl
             "vllm_max_model_length"]
 
 
-__all__ = ["backend_problems", "card_memory_gb", "column_key_problems", "memory_problems", "messages_problems",
-           "missing_template_problems", "model_path_problems", "model_shape"]
+__all__ = ["backend_problems", "card_memory_gb", "column_key_problems", "dataset_kwargs_problems", "memory_problems",
+           "messages_problems", "missing_template_problems", "model_path_problems", "model_shape"]

@@ -24,6 +24,7 @@ from .preflight import (
     backend_problems,
     card_memory_gb,
     column_key_problems,
+    dataset_kwargs_problems,
     memory_problems,
     messages_problems,
     missing_template_problems,
@@ -210,6 +211,9 @@ class Pipeline:
         from ..rewards import get_reward_funcs
         from ..rewards.base import declared
 
+        problems = [p for obj in named if obj is not None for p in dataset_kwargs_problems(where, obj)]
+        if problems:
+            return problems
         try:
             dataset = load()
             columns = list(dataset.column_names)
