@@ -274,10 +274,6 @@ def test_an_empty_dataset_says_it_is_empty(tmp_path):
                 "rl: the dataset has no rows")
 
 
-@pytest.mark.xfail(strict=True, reason="red team: an empty parquet file gives 'rl: cannot load the dataset: "
-                   "DatasetGenerationError: An error occurred while generating the dataset' (ArrowInvalid: BatchSize "
-                   "must be greater than 0), and an empty saved dataset 'IndexError: list index out of range'; "
-                   "neither says the dataset has no rows")
 @pytest.mark.parametrize("form", ["parquet", "saved"])
 def test_an_empty_table_says_it_is_empty(tmp_path, form):
     import pandas as pd

@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from ..data.loading import EmptyDatasetError
 from .data import DatasetSchema, load_stage_dataset
 from .preflight import (
     backend_problems,
@@ -222,7 +223,7 @@ class Pipeline:
                 return [f"{where}: cannot load the dataset: {type(exc).__name__}: {exc}"]
             self.notes.append(f"{where}: dataset not checked, the Hub is not reachable here ({exc})")
             return []
-        except StopIteration:  # `datasets`' json builder on an empty file
+        except (StopIteration, EmptyDatasetError):  # StopIteration: `datasets`' json builder on blank lines
             return [f"{where}: the dataset has no rows"]
         except Exception as exc:  # a dataset that cannot be loaded is reported, not a crash
             return [f"{where}: cannot load the dataset: {type(exc).__name__}: {exc}"]
