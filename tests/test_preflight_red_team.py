@@ -303,7 +303,5 @@ def test_a_reward_given_as_a_missing_file_path_says_how_to_name_it(tmp_path):
     assert "package" not in problem
 
 
-@pytest.mark.xfail(strict=True, reason="red team: model.dtype 'float33' passes the dry run; only the first model "
-                   "load refuses it")
 def test_an_unknown_dtype_is_an_error(tmp_path):
     one_problem(recipe(TINY, tmp_path, **{"model.dtype": "float33"}), "model", "dtype", "float33")
