@@ -230,9 +230,6 @@ def test_evaluation_of_zero_prompts_or_samples_is_an_error(tmp_path, key):
     one_problem(recipe(TINY, tmp_path, **{f"evaluation.{key}": 0}), f"evaluation: {key} must be >= 1, got 0")
 
 
-@pytest.mark.xfail(strict=True, reason="red team: a model_name_or_path that is a local path that does not exist "
-                   "passes the dry run (exit 0) with only a logged warning that the tokenizer cannot be loaded "
-                   "('Repo id must be in the form ...'); the run then fails at its first model load")
 def test_a_missing_local_model_path_is_an_error(tmp_path):
     data = recipe(MATH, tmp_path)
     data["model"]["model_name_or_path"] = str(tmp_path / "no-such-model")
@@ -245,9 +242,6 @@ def test_a_missing_local_model_path_is_an_error(tmp_path):
     one_problem(data, "model", "model_name_or_path", "no-such-model")
 
 
-@pytest.mark.xfail(strict=True, reason="red team: a tokenizer without a chat template passes the preflight "
-                   "(runner._inspect_template returns None for it); conversational prompts and SFT messages cannot "
-                   "be rendered without one, so the run fails in the first trainer")
 def test_a_tokenizer_without_a_chat_template_is_an_error(tmp_path, tiny_model_dir):
     import shutil
 
@@ -264,10 +258,6 @@ def test_a_tokenizer_without_a_chat_template_is_an_error(tmp_path, tiny_model_di
     assert problems and all("chat template" in p or "chat_template" in p for p in problems), problems
 
 
-@pytest.mark.xfail(strict=True, reason="red team: swapping a builder's dataset_name for a local file and keeping "
-                   "its dataset_kwargs (split: rl) gives 'rl: cannot load the dataset: TypeError: "
-                   "datasets.load.load_dataset() got multiple values for keyword argument 'split'', which names "
-                   "neither the key (dataset_kwargs) nor the fix (dataset_train_split)")
 def test_a_split_in_dataset_kwargs_of_a_file_names_the_key(tmp_path):
     rows = write_jsonl(tmp_path / "rows.jsonl", [{"prompt": "1 + 1?", "solution": "2"}] * 4)
     zero = yaml.safe_load((ROOT / "recipes" / "tiny" / "zero.yaml").read_text())
@@ -284,10 +274,6 @@ def test_an_empty_dataset_says_it_is_empty(tmp_path):
                 "rl: the dataset has no rows")
 
 
-@pytest.mark.xfail(strict=True, reason="red team: an empty parquet file gives 'rl: cannot load the dataset: "
-                   "DatasetGenerationError: An error occurred while generating the dataset' (ArrowInvalid: BatchSize "
-                   "must be greater than 0), and an empty saved dataset 'IndexError: list index out of range'; "
-                   "neither says the dataset has no rows")
 @pytest.mark.parametrize("form", ["parquet", "saved"])
 def test_an_empty_table_says_it_is_empty(tmp_path, form):
     import pandas as pd
@@ -305,8 +291,6 @@ def test_an_empty_table_says_it_is_empty(tmp_path, form):
                 "rl: the dataset has no rows")
 
 
-@pytest.mark.xfail(strict=True, reason="red team: a `messages` column of plain strings (not a list of {role, "
-                   "content} turns) passes the cold_start preflight; SFT fails on it at its first batch")
 def test_messages_as_a_string_is_an_error(tmp_path):
     rows = write_jsonl(tmp_path / "sft.jsonl", [{"messages": "User: 1 + 1? Assistant: 2"}] * 4)
     one_problem(recipe(TINY, tmp_path, **{"cold_start.dataset_name": rows, "cold_start.dataset_kwargs": None}),
@@ -319,7 +303,5 @@ def test_a_reward_given_as_a_missing_file_path_says_how_to_name_it(tmp_path):
     assert "package" not in problem
 
 
-@pytest.mark.xfail(strict=True, reason="red team: model.dtype 'float33' passes the dry run; only the first model "
-                   "load refuses it")
 def test_an_unknown_dtype_is_an_error(tmp_path):
     one_problem(recipe(TINY, tmp_path, **{"model.dtype": "float33"}), "model", "dtype", "float33")

@@ -6,10 +6,15 @@ Recipes (`trl_r1.pipeline`) and the dataset builders (`trl-r1 rejection-sample|d
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 from ..registry import resolve_import_path
+
+class EmptyDatasetError(ValueError):
+    """A dataset file or saved folder with no rows (`datasets` fails on those with unrelated errors)."""
+
 
 _FILE_BUILDERS = {".json": "json", ".jsonl": "json", ".parquet": "parquet", ".csv": "csv", ".txt": "text"}
 
@@ -30,14 +35,16 @@ def load_dataset_spec(name: str, *, split: str = "train", config: str | None = N
     import datasets
 
     kwargs = dict(kwargs or {})
-    if ":" in name and not Path(name).exists() and "://" not in name:
+    if names_builder(name):
         dataset = _call_builder(name, split, kwargs)
     elif Path(name).is_file():
         builder = _FILE_BUILDERS.get(Path(name).suffix)
         if builder is None:
             raise ValueError(f"cannot tell the format of {name!r}; use one of {sorted(_FILE_BUILDERS)}")
+        _refuse_empty(Path(name))
         dataset = datasets.load_dataset(builder, data_files=name, split="train", **kwargs)
     elif _is_saved_dataset(Path(name)):
+        _refuse_empty(Path(name) / split if (Path(name) / "dataset_dict.json").is_file() else Path(name))
         dataset = datasets.load_from_disk(name)
         if isinstance(dataset, datasets.DatasetDict):
             dataset = dataset[split]
@@ -53,6 +60,26 @@ def load_dataset_spec(name: str, *, split: str = "train", config: str | None = N
     if max_samples is not None:
         dataset = dataset.select(range(min(max_samples, len(dataset))))
     return dataset
+
+
+def names_builder(name: str) -> bool:
+    """Whether a `dataset_name` is a Python builder ``module:function`` (not a file, folder or URL)."""
+    return ":" in name and not Path(name).exists() and "://" not in name
+
+
+def _refuse_empty(path: Path) -> None:
+    """Raise EmptyDatasetError for a file, or a split saved by ``save_to_disk``, that holds no rows."""
+    if path.is_dir():
+        state = path / "state.json"
+        empty = state.is_file() and json.loads(state.read_text()).get("_data_files") == []
+    elif path.suffix == ".parquet" and path.stat().st_size:
+        import pyarrow.parquet as pq
+
+        empty = pq.read_metadata(path).num_rows == 0
+    else:
+        empty = path.stat().st_size == 0
+    if empty:
+        raise EmptyDatasetError(f"{path} has no rows")
 
 
 def _is_saved_dataset(path: Path) -> bool:

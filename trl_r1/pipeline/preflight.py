@@ -6,8 +6,11 @@ stage (section) and key:
 * data (`Stage.check_data`, through `Pipeline.check_columns`): each dataset's schema, from its real loader
   (`pipeline.data.load_stage_dataset`: a builder's or local file's real rows; a Hub id, or its local mirror
   under TRL_R1_DATA_DIR, streamed for its first rows on a dry run). A column a key names (`prompt_column`,
-  `solution_column`, `dataset_text_field`) must exist; the columns a stage and its rewards need must exist.
-* the chat template (`templates.template_problems`).
+  `solution_column`, `dataset_text_field`) must exist; the columns a stage and its rewards need must exist; a
+  `messages` column must hold {role, content} turns (`messages_problems`); a `split` in `dataset_kwargs` is for
+  builders only (`dataset_kwargs_problems`).
+* the model (`model_path_problems`): a local `model_name_or_path` that does not exist.
+* the chat template (`templates.template_problems`; `missing_template_problems` where the tokenizer has none).
 * backends (`backend_problems`): vLLM where a stage asks for it, bitsandbytes where a stage loads 4-bit, the
   code sandbox (bubblewrap) where a reward runs programs; each error gives the install command.
 * memory (`memory_problems`): the memory model (`trl_r1.pipeline.memory`) must say each stage fits the card
@@ -34,6 +37,32 @@ def column_key_problems(where: str, values: dict[str, Any], defaults: dict[str, 
             if key in COLUMN_KEYS and value != defaults.get(key) and value not in columns]
 
 
+def messages_problems(where: str, dataset: Any, rows: int = 8) -> list[str]:
+    """A `messages` column must hold conversations, lists of {role, content} turns (checked on its first `rows`
+    rows): a column of plain strings would otherwise fail the trainer at its first batch."""
+    if "messages" not in dataset.column_names:
+        return []
+    for i, messages in enumerate(dataset.select(range(min(rows, len(dataset))))["messages"]):
+        if not (isinstance(messages, list) and messages and all(
+                isinstance(turn, dict) and {"role", "content"} <= set(turn) for turn in messages)):
+            return [f"{where}: column 'messages': row {i} is {type(messages).__name__} {str(messages)[:60]!r}, not a "
+                    "list of {role, content} turns"]
+    return []
+
+
+def dataset_kwargs_problems(where: str, obj: Any) -> list[str]:
+    """A `split` in `dataset_kwargs` is a builder function's argument; with a file, a saved dataset or a Hub id
+    (often left over from a builder swapped out) `datasets` gets the split twice."""
+    from ..data.loading import names_builder
+
+    name, kwargs = getattr(obj, "dataset_name", None), getattr(obj, "dataset_kwargs", None)
+    if not name or not isinstance(kwargs, dict) or "split" not in kwargs or names_builder(name):
+        return []
+    split_key = "dataset_train_split" if hasattr(obj, "dataset_train_split") else "dataset_split"
+    return [f"{where}: key 'dataset_kwargs': 'split' is an argument of a builder function, not of {name!r}; "
+            f"remove it and set {split_key} instead"]
+
+
 def set_column_keys(obj: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     """(values, defaults) of the column-naming keys of a config dataclass."""
     values, defaults = {}, {}
@@ -42,6 +71,42 @@ def set_column_keys(obj: Any) -> tuple[dict[str, Any], dict[str, Any]]:
             values[f.name] = getattr(obj, f.name)
             defaults[f.name] = f.default
     return values, defaults
+
+
+def model_path_problems(model_path: str) -> list[str]:
+    """A `model_name_or_path` that is not shaped like a Hub id ('org/name') and is missing from a folder that
+    exists is a local path that does not exist: an error here, not at the first model load. A Hub id that cannot
+    be reached offline is left to the tokenizer check's note, and so is a path whose folder is missing too (a
+    smoke dry run names the folder its run builds the model in)."""
+    from pathlib import Path
+
+    from huggingface_hub.errors import HFValidationError
+    from huggingface_hub.utils import validate_repo_id
+
+    path = Path(model_path).expanduser()
+    if path.exists() or not path.absolute().parent.is_dir():
+        return []
+    try:
+        validate_repo_id(model_path)
+    except HFValidationError:
+        return [f"model: key 'model_name_or_path': {model_path!r} does not exist (neither a local directory nor a "
+                "Hub id 'org/name')"]
+    return []
+
+
+def missing_template_problems(model_path: str, datasets: dict[str, Any], chat_stages: list[str]) -> list[str]:
+    """A tokenizer without a chat template cannot render conversational data: one error naming every stage that
+    has some (`datasets`: each stage's loaded dataset, read at its first row; `chat_stages`: the stages that
+    train on chat turns and have no dataset of their own loaded, e.g. SFT on rejection-sampled messages)."""
+    from trl.data_utils import is_conversational
+
+    needing = [where for where, dataset in datasets.items()
+               if len(dataset) and is_conversational(dataset[0])] + [s for s in chat_stages if s not in datasets]
+    if not needing:
+        return []
+    return [f"model: the tokenizer of {model_path} has no chat template, and {', '.join(needing)} render "
+            "conversational data (messages / prompt turns) with one; use a model whose tokenizer has a chat "
+            "template (an -Instruct model), or add one to its tokenizer_config.json"]
 
 
 # --------------------------------------------------------------------------------------------- backends
@@ -249,4 +314,5 @@ def vllm_cache_problems(where: str, config: Any, shape: Any, card: tuple[str, fl
             "vllm_max_model_length"]
 
 
-__all__ = ["backend_problems", "card_memory_gb", "column_key_problems", "memory_problems", "model_shape"]
+__all__ = ["backend_problems", "card_memory_gb", "column_key_problems", "dataset_kwargs_problems", "memory_problems",
+           "messages_problems", "missing_template_problems", "model_path_problems", "model_shape"]

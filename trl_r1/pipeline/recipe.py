@@ -26,6 +26,7 @@ import dataclasses
 import hashlib
 import inspect
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -393,7 +394,7 @@ def plan_trainer_stage(name: str, kind: str, section: dict[str, Any], where: Pla
     trainer_values.update(pick(section, config_cls, exclude=fields_of(args_cls)))
     trainer_values["output_dir"] = str(where.output_dir)
     if model_args is not None:
-        check_model(model_args, problems, stage=name)
+        check_model(model_args, problems, stage=name, own_keys=own_model_values)
         # on by default, set under transformers 5's new name (the old one, an alias, is a FutureWarning)
         if CHECKPOINTING_KEY != "gradient_checkpointing" and "gradient_checkpointing" in trainer_values:
             trainer_values.setdefault(CHECKPOINTING_KEY, trainer_values.pop("gradient_checkpointing"))
@@ -434,7 +435,12 @@ def reward_weights(rewards: Any, stage: str, problems: list[str]) -> list[float]
         return None
 
 
-def check_model(model: R1ModelConfig, problems: list[str], stage: str = "model") -> None:
+def check_model(model: R1ModelConfig, problems: list[str], stage: str = "model", own_keys: Iterable[str] = ()) -> None:
+    """Problems with model arguments; a stage reports a value only where it sets the key itself (`own_keys`), so a
+    mistake in the model section is one error."""
+    choices = R1ModelConfig.__dataclass_fields__["dtype"].metadata["choices"]
+    if (stage == "model" or "dtype" in own_keys) and model.dtype is not None and model.dtype not in choices:
+        problems.append(f"{stage}: key 'dtype': expected one of {choices}, got {model.dtype!r}")
     if (model.load_in_4bit or model.load_in_8bit) and not model.use_peft:
         problems.append(f"{stage}: load_in_4bit/load_in_8bit needs use_peft: true (quantised weights cannot be "
                         "trained directly); set use_peft: true, or load_in_4bit: false for full fine-tuning")

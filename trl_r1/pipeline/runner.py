@@ -19,13 +19,18 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from ..data.loading import EmptyDatasetError
 from ..rehearsal.pretrained import resolve_model_name
 from .data import DatasetSchema, load_stage_dataset
 from .preflight import (
     backend_problems,
     card_memory_gb,
     column_key_problems,
+    dataset_kwargs_problems,
     memory_problems,
+    messages_problems,
+    missing_template_problems,
+    model_path_problems,
     model_shape,
     set_column_keys,
 )
@@ -67,6 +72,7 @@ class Pipeline:
         self._card = card
         self.schemas: dict[str, DatasetSchema] = {}  # what the preflight saw of each dataset, by stage
         self.notes: list[str] = []  # what the preflight could not check here, and why
+        self.untemplated = False  # the preflight found a tokenizer without a chat template
 
     # ----------------------------------------------------------------------------------------- plan and checks
 
@@ -112,8 +118,8 @@ class Pipeline:
         RecipeError listing every problem; returns (and keeps) the chat-template report.
 
         Builds the tiny model first when the recipe asks for it (a dry run builds nothing)."""
-        problems: list[str] = []
-        self.template = self._inspect_template()
+        problems = model_path_problems(self.base_model_path) if self.recipe.model.tiny is None else []
+        self.template = None if problems else self._inspect_template()
         if self.template is not None:
             chat_stages = [s.name for s in self.pending() if STAGE_REGISTRY[s.name].trains_on_chat]
             assistant_only = [s.name for s in self.recipe.stages if s.name in chat_stages
@@ -126,6 +132,9 @@ class Pipeline:
         if ev is not None:
             problems += self.check_columns("evaluation", self._evaluation_prompts, ("prompt",), self._eval_rewards(),
                                            named=[ev])
+        if self.untemplated:
+            chat_stages = [s.name for s in self.pending() if STAGE_REGISTRY[s.name].trains_on_chat]
+            problems += missing_template_problems(self.base_model_path, self._datasets, chat_stages)
         problems += backend_problems(self.recipe, self.pending(), self._rewards_by_stage(),
                                      cuda=self.card is not None)
         problems += self._memory_problems()
@@ -171,7 +180,8 @@ class Pipeline:
             self.notes.append(f"chat template: not checked, the tokenizer of {self.base_model_path} cannot be loaded "
                               f"here ({type(exc).__name__})")
             return None
-        if tokenizer.chat_template is None:
+        self.untemplated = tokenizer.chat_template is None
+        if self.untemplated:
             return None
         return inspect_chat_template(tokenizer)
 
@@ -205,14 +215,18 @@ class Pipeline:
         from ..rewards import get_reward_funcs
         from ..rewards.base import declared
 
+        problems = [p for obj in named if obj is not None for p in dataset_kwargs_problems(where, obj)]
+        if problems:
+            return problems
         try:
-            columns = list(load().column_names)
+            dataset = load()
+            columns = list(dataset.column_names)
         except ConnectionError as exc:  # no Hub here: a dry run says so; a run cannot train without the data
             if not self.dry_run:
                 return [f"{where}: cannot load the dataset: {type(exc).__name__}: {exc}"]
             self.notes.append(f"{where}: dataset not checked, the Hub is not reachable here ({exc})")
             return []
-        except StopIteration:  # `datasets`' json builder on an empty file
+        except (StopIteration, EmptyDatasetError):  # StopIteration: `datasets`' json builder on blank lines
             return [f"{where}: the dataset has no rows"]
         except Exception as exc:  # a dataset that cannot be loaded is reported, not a crash
             return [f"{where}: cannot load the dataset: {type(exc).__name__}: {exc}"]
@@ -235,7 +249,7 @@ class Pipeline:
             if references and not set(references) & set(columns):
                 problems.append(f"{where}: reward {func.__name__!r} reads its reference from one of the columns "
                                 f"{list(references)}; the dataset has {columns} (map one with solution_column)")
-        return problems
+        return problems + messages_problems(where, dataset)
 
     def adapted(self, rewards: list[Any]) -> list[Any]:
         """Reward entries adapted to the chat template (see `templates.adapt_rewards`)."""
