@@ -121,15 +121,16 @@ def test_memory_model_must_fit_the_card(tmp_path):
         data[stage]["dataset_name"] = COLD_START if stage == "cold_start" else ARITHMETIC
         data[stage].pop("dataset_config", None)
     data["rl"].pop("use_vllm")  # transformers generation: 32 sequences of 8,704 tokens of KV cache
+    data["rl"]["per_device_train_batch_size"] = 4
     for key in ("rejection_sampling", "final_sft", "evaluation"):
         data.pop(key)
-    # SFT on micro-batches of 2 x 32,768 tokens (the recipe's 24 GB setting) is ~21 GB; RL's step is ~13.8 GB
+    # SFT on micro-batches of 2 x 32,768 tokens (the recipe's 24 GB setting) is ~21 GB; RL's QLoRA step at micro-batch 4 is ~11.7 GB
     problems = dry_run_problems(data, card=("NVIDIA T4", 16.0))
     assert problems == ["cold_start: the memory model puts its peak (SFT step) at 21.1 GB, over 90% of this NVIDIA "
                         "T4 (16 GB); see docs/troubleshooting.md (out of memory)"]
     problems = dry_run_problems(data, card=("NVIDIA RTX 3060", 12.0))
     assert [p.split(":")[0] for p in problems] == ["cold_start", "rl"]
-    assert "rl: the memory model puts its peak (RL step) at 13.8 GB" in problems[1]
+    assert "rl: the memory model puts its peak (RL step) at 11.7 GB" in problems[1]
     Pipeline(load_recipe(data, check_hardware=False), dry_run=True, card=("NVIDIA H200", 141.0)).preflight()
     # without a GPU the check is skipped, and the plan says so
     pipeline = Pipeline(load_recipe(data, check_hardware=False), dry_run=True, card=None)
@@ -145,10 +146,10 @@ def test_vllm_needs_room_for_one_sequence_in_its_share_of_the_card(tmp_path):
     recipe = load_recipe(data, check_hardware=False)
     shape = model_shape("Qwen/Qwen2.5-1.5B-Instruct")
     assert memory_problems(recipe, recipe.stages, shape, ("NVIDIA L4", 24.0), vllm_installed=True) == []
-    data["rl"]["vllm_gpu_memory_utilization"] = 0.15  # 3.6 GB: the bf16 weights and vLLM's working memory fill it
+    data["rl"]["vllm_gpu_memory_utilization"] = 0.05  # 1.2 GB: the 4-bit weights and vLLM's working memory fill it
     recipe = load_recipe(data, check_hardware=False)
     [problem] = memory_problems(recipe, recipe.stages, shape, ("NVIDIA L4", 24.0), vllm_installed=True)
-    assert problem.startswith("rl: vLLM's share of this NVIDIA L4 (vllm_gpu_memory_utilization 0.15 of 24 GB) "
+    assert problem.startswith("rl: vLLM's share of this NVIDIA L4 (vllm_gpu_memory_utilization 0.05 of 24 GB) "
                               "holds the KV cache of 0 tokens after its weights, fewer than one sequence of "
                               "vllm_max_model_length 8704; vLLM would not start")
 
