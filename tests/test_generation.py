@@ -142,7 +142,7 @@ def test_load_generator_validates_backend_options():
     with pytest.raises(ValueError, match="serve the adapter"):
         load_generator("auto", "m", base_url="http://x/v1", adapter_path="a")
     if not __import__("importlib").util.find_spec("vllm"):  # tests/vllm_engine covers the other case
-        with pytest.raises(ImportError, match=r"trl-r1\[vllm\]"):
+        with pytest.raises(ImportError, match=r"pip install -e \"\.\[vllm\]\""):
             load_generator("vllm", "m")
         assert resolve_backend("auto", model_name_or_path="m") == "transformers"
         assert "not installed" in vllm_unsupported_reason("m")
