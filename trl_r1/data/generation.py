@@ -356,11 +356,16 @@ def remove_orphan_adapter_folders(scratch: str) -> None:
     for lock_path in glob.glob(os.path.join(glob.escape(scratch), SCRATCH_PREFIX + "*.lock")):
         try:
             lock = open(lock_path)
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:  # held by a live slot, or removed meanwhile by another run
+        except OSError:  # removed meanwhile by another run
             continue
-        logger.info("removing the adapter folder of a run that ended without clean-up: %s", lock_path[:-5])
-        _remove_locked_folder(lock_path[: -len(".lock")], lock)
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:  # held by a live slot
+            lock.close()
+            continue
+        folder = lock_path[: -len(".lock")]
+        logger.info("removing the adapter folder of a run that ended without clean-up: %s", folder)
+        _remove_locked_folder(folder, lock)
 
 
 def vllm_unsupported_reason(model_name_or_path: str, load_in_4bit: bool = False) -> str | None:
