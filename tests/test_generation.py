@@ -146,3 +146,38 @@ def test_load_generator_validates_backend_options():
             load_generator("vllm", "m")
         assert resolve_backend("auto", model_name_or_path="m") == "transformers"
         assert "not installed" in vllm_unsupported_reason("m")
+
+
+HOLD_LOCK = """import fcntl, sys, time
+lock = open(sys.argv[1], "w")
+fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+print("locked", flush=True)
+time.sleep(600)
+"""
+
+
+def test_only_adapter_folders_whose_lock_nobody_holds_are_removed(tmp_path):
+    """A live slot (here another process) holds its folder's lock: kept; a dead run's lock is free: removed."""
+    import subprocess
+    import sys
+
+    from trl_r1.data.generation import remove_orphan_adapter_folders
+
+    live, dead, other = tmp_path / "trl-r1-lora-live", tmp_path / "trl-r1-lora-dead", tmp_path / "someone-else"
+    for folder in (live, dead, other):
+        (folder / "v1").mkdir(parents=True)
+    (tmp_path / "trl-r1-lora-dead.lock").touch()
+    (tmp_path / "someone-else.lock").touch()
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(tmp_path / "trl-r1-lora-live.lock")],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        remove_orphan_adapter_folders(str(tmp_path))
+        assert (live / "v1").is_dir() and (tmp_path / "trl-r1-lora-live.lock").is_file()
+        assert not dead.exists() and not (tmp_path / "trl-r1-lora-dead.lock").exists()
+        assert (other / "v1").is_dir()
+    finally:
+        holder.kill()
+        holder.wait()
+    remove_orphan_adapter_folders(str(tmp_path))  # its holder died: now an orphan
+    assert not live.exists() and (other / "v1").is_dir()

@@ -251,3 +251,51 @@ def test_a_stage_adapter_is_evaluated_on_the_base_it_was_trained_on(tmp_path, mo
     for stage in ("cold_start", "rl"):
         pipeline._evaluate(stage, ModelHandle(stage, adapter_path=f"{stage}/adapter"), plans[stage].model_args)
     assert loaded == {"cold_start": True, "rl": False}
+
+
+class GeneratorLoaded(Exception):
+    """Raised by the stand-in `load_generator`: what would generate has been recorded, nothing more is needed."""
+
+
+def test_a_merged_lora_stage_generates_from_its_adapter_on_its_base(tmp_path, tiny_model_dir, monkeypatch):
+    """`adapter_handoff: merge`: the next training stage starts from the merged copy, but the stage's held-out
+    evaluation and rejection sampling from it load its adapter on the base it trained on (served per request by
+    the generation layer), never the merged folder."""
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    import trl_r1.data.generation as generation
+    import trl_r1.data.rejection_sampling as rejection_sampling
+    from trl_r1.pipeline import load_recipe
+    from trl_r1.pipeline.runner import Pipeline
+    from trl_r1.pipeline.stages import STAGE_REGISTRY, ModelHandle, TrainingResult
+
+    loaded = []
+
+    def load_generator(backend, model_name_or_path, *, adapter_path=None, **kwargs):
+        loaded.append((model_name_or_path, adapter_path))
+        raise GeneratorLoaded
+
+    monkeypatch.setattr(generation, "load_generator", load_generator)
+    monkeypatch.setattr(rejection_sampling, "load_generator", load_generator)
+    data = {"run_dir": str(tmp_path), "model": {"model_name_or_path": tiny_model_dir, "dtype": "float32"},
+            "training": {"use_cpu": True, "report_to": "none"},
+            "rl": {"dataset_name": ARITHMETIC, "rewards": ["math"]},
+            "rejection_sampling": {"dataset_kwargs": {"num_rows": 4}},
+            "evaluation": {"dataset_name": ARITHMETIC, "stages": ["rl"]}}
+    recipe = load_recipe(data)
+    assert recipe.model.adapter_handoff == "merge" and recipe.model.use_peft
+    rl_plan = recipe.stage("rl")
+    lora = LoraConfig(r=4, target_modules="all-linear", task_type="CAUSAL_LM", init_lora_weights=False)
+    get_peft_model(AutoModelForCausalLM.from_pretrained(tiny_model_dir), lora).save_pretrained(rl_plan.output_dir)
+    trained = TrainingResult(ModelHandle(tiny_model_dir), {}, 0.0)
+
+    record = STAGE_REGISTRY["rl"].record(rl_plan, Pipeline(recipe, echo=lambda _: None), trained)
+    assert record.handle == ModelHandle(str(rl_plan.output_dir / "merged"))  # the next training stage's start
+    assert (rl_plan.output_dir / "merged" / "model.safetensors").is_file()
+    with pytest.raises(GeneratorLoaded):  # the stage's held-out evaluation
+        Pipeline(recipe, echo=lambda _: None)._finish(STAGE_REGISTRY["rl"], rl_plan, trained)
+    write_record(rl_plan.output_dir, record)
+    with pytest.raises(GeneratorLoaded):  # rl is done: rejection sampling from it
+        run_recipe(data, echo=lambda _: None)
+    assert loaded == [(tiny_model_dir, str(rl_plan.output_dir))] * 2

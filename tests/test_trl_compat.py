@@ -64,6 +64,9 @@ def test_vllm_serves_plain_lora_adapters_only():
     assert "bias" in trl_compat.lora_unservable_reason(LoraConfig(r=8, bias="all"))
     assert "up to 512" in trl_compat.lora_unservable_reason(LoraConfig(r=1024))
     assert "not LoRA" in trl_compat.lora_unservable_reason(IA3Config())
+    for module in ("lm_head", "embed_tokens"):  # vLLM refuses these at the first load ("expected target modules")
+        assert module in trl_compat.lora_unservable_reason(LoraConfig(r=8, target_modules=["q_proj", module]))
+        assert module in trl_compat.lora_unservable_reason(LoraConfig(r=8, target_modules=f".*({module}|v_proj)"))
 
 
 def test_a_4bit_policy_in_vllm_server_mode_generates_with_transformers_saying_why(tmp_path):

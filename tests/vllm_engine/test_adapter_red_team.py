@@ -124,9 +124,6 @@ def test_each_push_replaces_the_last_in_vllm_and_on_tmpfs(engine, slot, vllm_mod
     assert_served_as_peft(engine, slot.request, model, prompt_ids(vllm_model_dir))  # the newest, not an older one
 
 
-@pytest.mark.xfail(strict=True, reason="red team: lora_unservable_reason passes an adapter on lm_head or "
-                   "embed_tokens, which this vLLM refuses ('expected target modules in {...}'): the trainer picks the "
-                   "adapter push and its first sync crashes the run instead of falling back with a reason")
 @pytest.mark.parametrize("module", ["lm_head", "embed_tokens"])
 def test_an_adapter_vllm_refuses_to_load_is_said_unservable(engine, slot, vllm_model_dir, module):
     from trl_r1.trainers.trl_compat import lora_unservable_reason
@@ -138,9 +135,6 @@ def test_an_adapter_vllm_refuses_to_load_is_said_unservable(engine, slot, vllm_m
     assert lora_unservable_reason(config) is not None
 
 
-@pytest.mark.xfail(strict=True, reason="red team: adapter ids restart at 1 in every VLLMAdapterSlot, and vLLM keeps "
-                   "the adapter it already holds under an id, so a second slot on the same engine is served the "
-                   "first slot's weights (ids are unique per slot, not per engine or process)")
 def test_two_slots_on_one_engine_each_serve_their_own_adapter(engine, vllm_model_dir):
     from trl_r1.data.generation import VLLMAdapterSlot
 
@@ -211,9 +205,6 @@ def test_a_run_that_ends_normally_leaves_no_adapter_folder_on_tmpfs(tmp_path):
     assert not os.path.exists(folder)
 
 
-@pytest.mark.xfail(strict=True, reason="red team: a run killed after a push leaves its adapter folder on tmpfs (RAM) "
-                   "for good; the next run never clears folders of dead runs, so every crash leaks one adapter "
-                   "version of memory until reboot")
 def test_an_adapter_folder_left_by_a_killed_run_is_cleared_by_the_next_run(engine, tmp_path):
     import shutil
 
@@ -326,9 +317,6 @@ def test_a_4bit_adapter_folder_says_why_it_is_not_served_by_vllm(vllm_model_dir,
         load_generator("vllm", vllm_model_dir, adapter_path=folder, load_in_4bit=True)
 
 
-@pytest.mark.xfail(strict=True, reason="red team: backend auto starts vLLM for a DoRA adapter folder (it checks the "
-                   "engine, not the adapter), then the first generate raises vLLM's 'does not yet support DoRA': "
-                   "rejection sampling or evaluation crashes instead of falling back with the reason")
 def test_auto_falls_back_for_an_adapter_folder_vllm_cannot_serve(vllm_model_dir, tmp_path, caplog):
     from trl_r1.data.generation import SamplingParams, TransformersGenerator, load_generator
 

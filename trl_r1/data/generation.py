@@ -22,6 +22,9 @@ vLLM goes through it, `trainers/trl_compat.py`).
 
 from __future__ import annotations
 
+import fcntl
+import glob
+import itertools
 import logging
 import os
 import random
@@ -210,7 +213,7 @@ class VLLMGenerator:
         if adapter_path:
             from vllm.lora.request import LoRARequest
 
-            self.lora_request = LoRARequest("adapter", 1, adapter_path)
+            self.lora_request = LoRARequest("adapter", next(LORA_IDS), adapter_path)
 
     def generate(self, prompts: list[Any], params: SamplingParams, seed: int) -> list[list[Completion]]:
         """`seed` is unused: the engine was seeded once (see the class docstring)."""
@@ -229,6 +232,42 @@ class VLLMGenerator:
     def describe(self) -> dict[str, Any]:
         return {"backend": "vllm", "model": self.model_name_or_path, "adapter": self.adapter_path,
                 "load_in_4bit": self.load_in_4bit}
+
+
+# vLLM caches adapters by id (see `VLLMAdapterSlot`): ids are unique in the process, so that two slots, or a slot
+# and a generator, on one engine never share one
+LORA_IDS = itertools.count(1)
+SCRATCH_PREFIX = "trl-r1-lora-"
+
+
+def lora_unservable_reason(peft_config: Any) -> str | None:
+    """Why vLLM cannot serve a PEFT adapter as a LoRA (it serves plain LoRA on the decoder's linear layers), or
+    None."""
+    from peft import PeftType
+
+    if getattr(peft_config, "peft_type", None) != PeftType.LORA:
+        return f"the adapter is {getattr(peft_config, 'peft_type', type(peft_config).__name__)}, not LoRA"
+    if getattr(peft_config, "use_dora", False):
+        return "vLLM does not serve DoRA adapters"
+    if getattr(peft_config, "modules_to_save", None):
+        return f"vLLM does not serve an adapter's modules_to_save ({peft_config.modules_to_save})"
+    targets = peft_config.target_modules
+    targets = [targets] if isinstance(targets, str) else list(targets or ())  # a string is a regex
+    unserved = sorted({module for module in ("lm_head", "embed_tokens") for target in targets if module in target})
+    if unserved:
+        return f"vLLM serves LoRA on the decoder's linear layers only, not on {unserved}"
+    if getattr(peft_config, "bias", "none") != "none":
+        return f"vLLM does not serve LoRA biases (bias={peft_config.bias!r})"
+    if getattr(peft_config, "lora_bias", False):
+        return "vLLM does not serve LoRA biases (lora_bias=True)"
+    if lora_max_rank(peft_config) > 512:
+        return f"vLLM serves LoRA ranks up to 512 (r={peft_config.r}, rank_pattern={peft_config.rank_pattern})"
+    return None
+
+
+def lora_max_rank(peft_config: Any) -> int:
+    """The largest rank of an adapter's modules: ``r``, or above it where ``rank_pattern`` says so."""
+    return max([peft_config.r, *(getattr(peft_config, "rank_pattern", None) or {}).values()])
 
 
 def adapter_scratch_root() -> str:
@@ -256,10 +295,15 @@ class VLLMAdapterSlot:
         self.llm, self.name = llm, name
         self.version = 0
         self.request: Any = None  # the LoRARequest of the version being served
-        self.root = tempfile.mkdtemp(prefix="trl-r1-lora-", dir=adapter_scratch_root())
+        scratch = adapter_scratch_root()
+        remove_orphan_adapter_folders(scratch)
+        self.root = tempfile.mkdtemp(prefix=SCRATCH_PREFIX, dir=scratch)
         self.bytes_written = 0  # size of the newest version's tensors
-        # tmpfs is memory: the versions go when the slot does, or at the latest when the interpreter exits
-        self._remove = weakref.finalize(self, shutil.rmtree, self.root, True)
+        lock = _locked_file(os.path.join(scratch, f".{os.path.basename(self.root)}.locking"))
+        os.rename(lock.name, self.root + ".lock")  # visible only once locked: no other run ever takes it as dead
+        # tmpfs is memory: the versions go when the slot does, or at the latest when the interpreter exits; a run
+        # killed before either leaves its folder to the next slot (`remove_orphan_adapter_folders`)
+        self._remove = weakref.finalize(self, _remove_locked_folder, self.root, lock)
 
     def push(self, tensors: dict[str, Any], peft_config: Any) -> Any:
         """Serve ``tensors`` (PEFT's adapter state dict, e.g. `peft.get_peft_model_state_dict`) as the new version
@@ -274,7 +318,7 @@ class VLLMAdapterSlot:
         save_file(cpu, os.path.join(folder, "adapter_model.safetensors"))
         peft_config.save_pretrained(folder)
         self.bytes_written = sum(t.numel() * t.element_size() for t in cpu.values())
-        request = LoRARequest(f"{self.name}-v{self.version}", self.version, folder)
+        request = LoRARequest(f"{self.name}-v{self.version}", next(LORA_IDS), folder)
         self.llm.llm_engine.add_lora(request)  # loaded now: the push's cost, not the next generation's
         previous, self.request = self.request, request
         if previous is not None:
@@ -285,6 +329,43 @@ class VLLMAdapterSlot:
     def close(self) -> None:
         """Remove the written versions (the engine keeps what it loaded)."""
         self._remove()
+
+
+def _locked_file(path: str) -> Any:
+    """``path`` created and opened, holding an exclusive `flock` (released when the file is closed, or when the
+    process dies however it dies)."""
+    lock = open(path, "w")
+    fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    return lock
+
+
+def _remove_locked_folder(folder: str, lock: Any) -> None:
+    shutil.rmtree(folder, ignore_errors=True)
+    try:
+        os.remove(folder + ".lock")
+    except FileNotFoundError:
+        pass
+    lock.close()
+
+
+def remove_orphan_adapter_folders(scratch: str) -> None:
+    """Remove the adapter folders of `VLLMAdapterSlot`s whose process died without clean-up (an OOM kill, a
+    preemption): tmpfs is memory, kept until reboot. A live slot holds the `flock` of its ``<folder>.lock``, so a
+    lock that can be taken is a dead run's, in this container or another sharing the folder (a pid could not
+    tell)."""
+    for lock_path in glob.glob(os.path.join(glob.escape(scratch), SCRATCH_PREFIX + "*.lock")):
+        try:
+            lock = open(lock_path)
+        except OSError:  # removed meanwhile by another run
+            continue
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:  # held by a live slot
+            lock.close()
+            continue
+        folder = lock_path[: -len(".lock")]
+        logger.info("removing the adapter folder of a run that ended without clean-up: %s", folder)
+        _remove_locked_folder(folder, lock)
 
 
 def vllm_unsupported_reason(model_name_or_path: str, load_in_4bit: bool = False) -> str | None:
@@ -496,6 +577,14 @@ def load_generator(backend: str, model_name_or_path: str, *, adapter_path: str |
             raise ValueError("adapter_path / load_in_4bit apply to local models; serve the adapter with the endpoint")
         return OpenAIGenerator(base_url, model_name_or_path, max_concurrency=max_concurrency, timeout_s=timeout_s,
                                max_retries=max_retries)
+    if chosen == "vllm" and adapter_path:
+        from peft import PeftConfig
+
+        unservable = lora_unservable_reason(PeftConfig.from_pretrained(adapter_path))
+        if unservable and backend != "auto":
+            raise ValueError(f"backend vllm cannot serve the adapter {adapter_path}: {unservable}")
+        if unservable:
+            chosen, reason = "transformers", unservable
     if chosen == "vllm":
         try:
             return VLLMGenerator(model_name_or_path, adapter_path, load_in_4bit, seed=seed, **(vllm_kwargs or {}))

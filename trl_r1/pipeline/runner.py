@@ -67,6 +67,7 @@ class Pipeline:
             plan.name: stage_status(plan, forced=i >= forced_from) for i, plan in enumerate(recipe.stages)})
         self.template: TemplateReport | None = None
         self.handles: dict[str, ModelHandle] = {"base": ModelHandle(self.base_model_path)}
+        self.generators: dict[str, ModelHandle] = dict(self.handles)  # see `StageRecord.generator`
         self._datasets: dict[str, Any] = {}
         self.dry_run, self.overridden = dry_run, set(overridden)
         self._card = card
@@ -259,6 +260,10 @@ class Pipeline:
         """The model of the first of `stages` that produced one ("base" names the base model), else the base."""
         return next((self.handles[s] for s in stages if s in self.handles), self.handles["base"])
 
+    def generator_from(self, stages: tuple[str, ...]) -> ModelHandle:
+        """Like `start_from`, the model to generate from: a LoRA stage's adapter on its base, never its merged copy."""
+        return next((self.generators[s] for s in stages if s in self.generators), self.generators["base"])
+
     def output_of(self, stage: str, key: str) -> Any:
         """One output of an earlier stage's record (None when the recipe has no such stage)."""
         plan = self.recipe.stage(stage)
@@ -295,7 +300,7 @@ class Pipeline:
                     record = self.ranks.on_main(lambda: self._finish(stage, plan, stage.run(plan, self)))
                 self.echo(f"[{plan.name}] done in {record.seconds:.0f}s")
             if record is not None and record.handle is not None:
-                self.handles[plan.name] = record.handle
+                self.handles[plan.name], self.generators[plan.name] = record.handle, record.generator
 
         def report() -> dict[str, Any]:
             written = write_report(self.recipe.run_dir, [s.name for s in self.recipe.stages], base_evaluation,
@@ -311,8 +316,8 @@ class Pipeline:
         began = time.perf_counter()
         record = stage.record(plan, self, result)
         handed_on = time.perf_counter()
-        if record.handle is not None:
-            record.evaluation = self._evaluate(plan.name, record.handle, plan.model_args)
+        if record.generator is not None:
+            record.evaluation = self._evaluate(plan.name, record.generator, plan.model_args)
         # what the other ranks waited for (merging, evaluation), next to the stage's own `seconds`
         record.metrics["main_process_seconds"] = {"record": round(handed_on - began, 3),
                                                   "evaluation": round(time.perf_counter() - handed_on, 3)}

@@ -20,7 +20,8 @@ Adding a stage (R1's second RL phase, say) is one registration at the bottom of 
     STAGE_REGISTRY.add("rl_2", RLStage(starts_from=("final_sft", "rl", "cold_start")))
 
 Every stage writes `<run_dir>/<stage>/stage.json`: its fingerprint, status (`running` / `done`), outputs (the
-model to continue from, as a full model path plus an optional LoRA adapter) and metrics. A `done` stage with
+model to continue from, as a full model path plus an optional LoRA adapter; for a merged LoRA stage also the
+adapter and its base, which generate as the stage's model) and metrics. A `done` stage with
 the same fingerprint is skipped; a `running` one resumes from its last `checkpoint-*`; a stage whose
 fingerprint changed (its section, the model, or an earlier stage was edited) is moved aside and redone.
 """
@@ -93,6 +94,14 @@ class StageRecord:
         if "model_path" not in self.outputs:
             return None
         return ModelHandle(self.outputs["model_path"], self.outputs.get("adapter_path"))
+
+    @property
+    def generator(self) -> ModelHandle | None:
+        """What generates as this stage's model (its evaluation, rejection sampling from it): a LoRA stage's
+        adapter on the base it trained on, whatever the hand-off; the merged copy only starts the next training."""
+        if "adapter" in self.outputs and "adapter_base" in self.outputs:
+            return ModelHandle(self.outputs["adapter_base"], self.outputs["adapter"])
+        return self.handle
 
 
 def read_record(stage_dir: Path) -> StageRecord | None:
@@ -240,7 +249,8 @@ def hand_on(plan: StagePlan, result: TrainingResult) -> StageRecord:
     else:
         merged = plan.output_dir / "merged"
         merge_adapter(result.start.model_path, out, merged, dtype=model_args.dtype)
-        outputs = {"model_path": str(merged), "adapter_path": None, "adapter": out}
+        outputs = {"model_path": str(merged), "adapter_path": None, "adapter": out,
+                   "adapter_base": result.start.model_path}
     return StageRecord(plan.name, plan.fingerprint, "done", outputs, result.metrics, seconds=result.seconds)
 
 
@@ -595,7 +605,7 @@ class RejectionSamplingStage(Stage):
     def run(self, plan, pipeline):
         from ..data.rejection_sampling import rejection_sample
 
-        start, section = pipeline.start_from(self.starts_from), plan.section
+        start, section = pipeline.generator_from(self.starts_from), plan.section
         config = replace(
             plan.config, model_name_or_path=start.model_path, adapter_path=start.adapter_path,
             output_dir=str(plan.output_dir),

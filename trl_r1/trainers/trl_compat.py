@@ -57,6 +57,8 @@ from trl.generation.vllm_generation import VLLMGeneration
 from trl.models.utils import disable_gradient_checkpointing
 from trl.trainer.utils import create_model_from_path, use_adapter  # noqa: F401 (the first: for the pipeline)
 
+from ..data.generation import lora_max_rank, lora_unservable_reason
+
 logger = logging.getLogger("trl_r1.trainers")
 
 SUPPORTED_TRL = (Version("1.16.0"), Version("1.17.0"))  # [min, max): the versions the parity tests were run on
@@ -110,30 +112,6 @@ def add_unsaved_submodule(model, name: str, module: torch.nn.Module) -> None:
 
 
 # ----- vLLM colocate: the LoRA policy pushed as an adapter, unmerged --------------------------------------------------
-
-
-def lora_unservable_reason(peft_config: Any) -> str | None:
-    """Why vLLM cannot serve a PEFT adapter as a LoRA (it serves plain LoRA on linear layers), or None."""
-    from peft import PeftType
-
-    if getattr(peft_config, "peft_type", None) != PeftType.LORA:
-        return f"the adapter is {getattr(peft_config, 'peft_type', type(peft_config).__name__)}, not LoRA"
-    if getattr(peft_config, "use_dora", False):
-        return "vLLM does not serve DoRA adapters"
-    if getattr(peft_config, "modules_to_save", None):
-        return f"vLLM does not serve an adapter's modules_to_save ({peft_config.modules_to_save})"
-    if getattr(peft_config, "bias", "none") != "none":
-        return f"vLLM does not serve LoRA biases (bias={peft_config.bias!r})"
-    if getattr(peft_config, "lora_bias", False):
-        return "vLLM does not serve LoRA biases (lora_bias=True)"
-    if lora_max_rank(peft_config) > 512:
-        return f"vLLM serves LoRA ranks up to 512 (r={peft_config.r}, rank_pattern={peft_config.rank_pattern})"
-    return None
-
-
-def lora_max_rank(peft_config: Any) -> int:
-    """The largest rank of an adapter's modules: ``r``, or above it where ``rank_pattern`` says so."""
-    return max([peft_config.r, *(getattr(peft_config, "rank_pattern", None) or {}).values()])
 
 
 def _policy_facts(model: Any, args: Any, peft_config: Any, quantization_config: Any) -> tuple[str, bool, Any]:
