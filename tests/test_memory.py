@@ -67,7 +67,8 @@ def _size_recipes():
     return size_recipes
 
 
-RECIPES = [p for p in sorted(ROOT.glob("recipes/*/*.yaml")) if p.parent.name not in ("tiny", "accelerate_configs")]
+# the GPU recipes (tiny/ and smollm2-135m-instruct/ run on CPU; size_recipes.py sizes the same set)
+RECIPES = [p for p in sorted(ROOT.glob("recipes/*/*.yaml")) if p.stem in ("math", "code")]
 
 
 def test_every_shipped_recipe_is_sized_by_the_calibrated_formula():
