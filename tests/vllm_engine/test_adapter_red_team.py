@@ -318,7 +318,7 @@ def test_a_4bit_adapter_folder_says_why_it_is_not_served_by_vllm(vllm_model_dir,
 
 
 def test_auto_falls_back_for_an_adapter_folder_vllm_cannot_serve(vllm_model_dir, tmp_path, caplog):
-    from trl_r1.data.generation import SamplingParams, TransformersGenerator, load_generator
+    from trl_r1.data.generation import SamplingParams, load_generator
 
     model = peft_model(vllm_model_dir, lora(use_dora=True))
     model.save_pretrained(str(tmp_path))

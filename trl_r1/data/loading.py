@@ -12,6 +12,7 @@ from typing import Any
 
 from ..registry import resolve_import_path
 
+
 class EmptyDatasetError(ValueError):
     """A dataset file or saved folder with no rows (`datasets` fails on those with unrelated errors)."""
 
