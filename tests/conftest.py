@@ -127,3 +127,14 @@ def smoke_model(smoke_work_dir):
         return smoke_model_dir(smoke_work_dir, name)  # its stamps match: returns at once
 
     return link
+
+
+@pytest.fixture
+def mirrors(tmp_path, monkeypatch):
+    """Local mirrors of the math recipes' Hub datasets, read through the same `load_dataset` path."""
+    from trl_r1.rehearsal.fixtures import DATA_DIR_ENV, write_mirrors
+
+    root = write_mirrors(tmp_path / "mirrors", ["open-r1/Mixture-of-Thoughts", "trl-lib/DeepMath-103K",
+                                                "HuggingFaceH4/MATH-500"], rows=16)
+    monkeypatch.setenv(DATA_DIR_ENV, str(root))
+    return root

@@ -34,17 +34,6 @@ def dry_run_problems(data, **pipeline_kwargs) -> list[str]:
     return info.value.problems
 
 
-@pytest.fixture
-def mirrors(tmp_path, monkeypatch):
-    """Local mirrors of the math recipes' Hub datasets, read through the same `load_dataset` path."""
-    from trl_r1.rehearsal.fixtures import DATA_DIR_ENV, write_mirrors
-
-    root = write_mirrors(tmp_path / "mirrors", ["open-r1/Mixture-of-Thoughts", "trl-lib/DeepMath-103K",
-                                                "HuggingFaceH4/MATH-500"], rows=16)
-    monkeypatch.setenv(DATA_DIR_ENV, str(root))
-    return root
-
-
 def test_sft_dry_run_on_a_prompt_solution_dataset_fails(tmp_path, capsys):
     rows = tmp_path / "rows.jsonl"
     rows.write_text("".join(json.dumps({"prompt": f"{i} + 1?", "solution": str(i + 1)}) + "\n" for i in range(4)))

@@ -55,16 +55,6 @@ def one_problem(data, *fragments: str) -> str:
 
 
 @pytest.fixture
-def mirrors(tmp_path, monkeypatch):
-    from trl_r1.rehearsal.fixtures import DATA_DIR_ENV, write_mirrors
-
-    root = write_mirrors(tmp_path / "mirrors", ["open-r1/Mixture-of-Thoughts", "trl-lib/DeepMath-103K",
-                                                "HuggingFaceH4/MATH-500"], rows=16)
-    monkeypatch.setenv(DATA_DIR_ENV, str(root))
-    return root
-
-
-@pytest.fixture
 def code_mirrors(tmp_path, monkeypatch):
     from trl_r1.rehearsal.fixtures import DATA_DIR_ENV, write_mirrors
 
