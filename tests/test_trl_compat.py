@@ -110,3 +110,40 @@ def test_without_vllm_a_qlora_grpo_run_asking_for_it_trains_with_transformers_an
     assert (trainer.generation_backend, trainer.use_vllm) == ("transformers", False)
     trainer.train()
     assert trainer.state.global_step == 1
+
+
+def test_a_prompt_ending_with_an_assistant_prefill_is_continued_not_followed_by_a_new_turn(tmp_path, tiny_model_dir):
+    """TRL 1.16's GRPOTrainer renders conversational prompts with a generation prompt whatever their last role; the
+    seam renders a final assistant message (R1-Zero's `<think>` prefill) so that the model continues it, and the
+    format reward, seeing the prefill, scores the completion as if the model had written `<think>`."""
+    from datasets import Dataset
+    from transformers import AutoTokenizer
+
+    from trl_r1.rewards import FormatReward
+    from trl_r1.trainers import R1GRPOConfig, R1GRPOTrainer
+
+    seen = {}
+
+    def record(prompts, completions, **kwargs):
+        seen["prompts"], seen["completions"] = prompts, completions
+        return [0.0] * len(completions)
+
+    rows = [{"prompt": [{"role": "user", "content": f"What is {a} + 1?"}, {"role": "assistant", "content": "<think>"}]}
+            for a in range(4)]
+    args = R1GRPOConfig(output_dir=str(tmp_path / "out"), use_cpu=True, bf16=False, report_to="none", max_steps=1,
+                        per_device_train_batch_size=4, num_generations=4, max_completion_length=8,
+                        save_strategy="no")
+    trainer = R1GRPOTrainer(model=tiny_model_dir, reward_funcs=[record, FormatReward()], args=args,
+                            train_dataset=Dataset.from_list(rows))
+    trainer.train()
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
+    prompt = seen["prompts"][0]
+    row = next(r for r in rows if r["prompt"][0]["content"] in prompt)
+    user_turn = tokenizer.apply_chat_template(row["prompt"][:1], tokenize=False, add_generation_prompt=True)
+    assert prompt == user_turn + "<think>"  # the prefill continued: no end of turn, no second assistant turn
+    # the format reward reads the prefill: "</think><answer>1</answer>" after it is the whole R1 format
+    assert FormatReward()(prompts=[prompt, prompt], completions=["1</think><answer>1</answer>", "1"]) == [1.0, 0.0]
+    # prompts without a prefill stay conversational (TRL renders them itself)
+    plain = Dataset.from_list([{"prompt": row["prompt"][:1]} for row in rows])
+    trainer = R1GRPOTrainer(model=tiny_model_dir, reward_funcs=record, args=args, train_dataset=plain)
+    assert trainer.train_dataset[0]["prompt"] == rows[0]["prompt"][:1]

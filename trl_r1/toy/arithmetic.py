@@ -141,22 +141,32 @@ def problems(split: Split = "train", *, max_operand: int = 9, num_terms: int = 2
 
 def arithmetic_dataset(split: Split = "train", *, num_rows: int | None = None, max_operand: int = 9,
                        num_terms: int = 2, operators: str = "+", test_fraction: float = 0.2,
-                       cold_start_fraction: float = 0.5, seed: int = 0, sample_seed: int | None = None):
+                       cold_start_fraction: float = 0.5, seed: int = 0, sample_seed: int | None = None,
+                       instruction: str | None = None, prefill: str | None = None):
     """RL / evaluation prompts: a conversational ``prompt`` and the gold ``solution`` (a string).
 
     `num_rows` repeats or truncates the problems in a shuffled order seeded by `sample_seed` (default `seed`;
     `seed` alone fixes the train/test split), None: each problem once in split order.
 
+    R1-Zero's setting on a chat model whose template does not open the reasoning: `instruction` is appended to
+    each question (R1-Zero's template describes the format, Table 1), and `prefill` becomes a final assistant
+    message that the model continues (TRL's ``continue_final_message``), e.g. ``"<think>"``; trl-r1's rewards see
+    such a prefill and score the completion as if it had written it.
+
     >>> ds = arithmetic_dataset("test", num_rows=3)
     >>> ds.column_names, ds[0]["prompt"][0]["role"], ds.num_rows
     (['prompt', 'solution'], 'user', 3)
+    >>> arithmetic_dataset("test", num_rows=1, instruction=" Think first.", prefill="<think>")[0]["prompt"]
+    [{'role': 'user', 'content': 'What is 1 + 6? Think first.'}, {'role': 'assistant', 'content': '<think>'}]
     """
     from datasets import Dataset
 
     pool = problems(split, max_operand=max_operand, num_terms=num_terms, operators=operators,
                     test_fraction=test_fraction, cold_start_fraction=cold_start_fraction, seed=seed)
+    opened = [{"role": "assistant", "content": prefill}] if prefill else []
     return Dataset.from_list([
-        {"prompt": [{"role": "user", "content": p.question}], "solution": str(p.answer)}
+        {"prompt": [{"role": "user", "content": p.question + (instruction or "")}, *opened],
+         "solution": str(p.answer)}
         for p in _rows(pool, num_rows, seed if sample_seed is None else sample_seed)
     ])
 

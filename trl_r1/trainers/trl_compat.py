@@ -242,6 +242,29 @@ class AdapterSyncVLLMGeneration(VLLMGeneration):
         self.last_push_seconds = time.perf_counter() - began
 
 
+def render_prefilled_prompts(dataset: Any, processing_class: Any, template_kwargs: dict | None = None) -> Any:
+    """`dataset` with its conversational prompts rendered to text when one ends with an assistant message (a
+    prefill such as ``<think>``, which the model must continue); any other dataset as it is.
+
+    TRL's own rendering (`trl.data_utils.apply_chat_template`) continues a final assistant message
+    (``continue_final_message``), but TRL 1.16's `GRPOTrainer` tokenizes conversational prompts with
+    ``add_generation_prompt=True`` whatever their last role, so the model would start a fresh assistant turn after
+    the prefill. Rendered text is tokenized as written, and the rewards see a prompt ending with the prefill.
+    Every row is rendered (one column holds one type); rows ending with a user turn get the generation prompt.
+    """
+    if dataset is None or "prompt" not in (dataset.column_names or []):
+        return dataset
+    first = next(iter(dataset))["prompt"]
+    if not (isinstance(first, list) and first and isinstance(first[-1], dict) and first[-1].get("role") == "assistant"):
+        return dataset
+    from trl.data_utils import maybe_apply_chat_template
+
+    logger.info("GRPO prompts end with an assistant message: rendered to text with the chat template, continuing "
+                "that message (TRL 1.16's GRPOTrainer would open a new assistant turn after it)")
+    return dataset.map(lambda row: {"prompt": maybe_apply_chat_template({"prompt": row["prompt"]}, processing_class,
+                                                                        **(template_kwargs or {}))["prompt"]})
+
+
 class GRPOSeam(GRPOTrainer):
     """`trl.GRPOTrainer` with public hooks in place of its private methods.
 
@@ -274,6 +297,14 @@ class GRPOSeam(GRPOTrainer):
                 if self.generation_backend == "adapter" else nullcontext())
         with swap:
             super().__init__(*args, **kwargs)
+        self.train_dataset = render_prefilled_prompts(self.train_dataset, self.processing_class,
+                                                      self.chat_template_kwargs)
+        if isinstance(self.eval_dataset, dict):
+            self.eval_dataset = {k: render_prefilled_prompts(v, self.processing_class, self.chat_template_kwargs)
+                                 for k, v in self.eval_dataset.items()}
+        else:
+            self.eval_dataset = render_prefilled_prompts(self.eval_dataset, self.processing_class,
+                                                         self.chat_template_kwargs)
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)

@@ -32,13 +32,19 @@ class FormatVerdict:
 
 
 def prompt_prefills_think(prompt: object) -> bool:
-    """True when a plain-text prompt already ends with the opening ``<think>`` (a template that prefills it).
+    """True when the prompt already ends with the opening ``<think>``: a plain-text prompt (a template that
+    prefills it), or a conversational one whose last message is an assistant turn ending with it (TRL continues a
+    final assistant message, ``continue_final_message``, so the model writes on from the prefill).
 
     >>> prompt_prefills_think("<|im_start|>assistant\\n<think>\\n")
     True
     >>> prompt_prefills_think([{"role": "user", "content": "hi"}])
     False
+    >>> prompt_prefills_think([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "<think>"}])
+    True
     """
+    if isinstance(prompt, list) and prompt and isinstance(prompt[-1], dict) and prompt[-1].get("role") == "assistant":
+        prompt = prompt[-1].get("content")
     return isinstance(prompt, str) and prompt.rstrip().endswith(THINK_OPEN)
 
 
