@@ -13,8 +13,14 @@ Run (the main job's recipe, 3 seeds one after the other; a run took 166-204 s of
 
     OMP_NUM_THREADS=1 python benchmarks/learning.py recipes/tiny/pipeline.yaml --seeds 0 1 2
 
-The real-model pipeline (SmolLM2-135M-Instruct from its wheel, docs/real_model.md) runs the same way:
-`python benchmarks/learning.py recipes/smollm2-135m-instruct/pipeline.yaml --seeds 0 1 2`.
+The real-model recipes (SmolLM2-135M-Instruct from its wheel, docs/real_model.md) run the same way, the R1
+pipeline and R1-Zero:
+
+    python benchmarks/learning.py recipes/smollm2-135m-instruct/pipeline.yaml --seeds 0 1 2
+    python benchmarks/learning.py recipes/smollm2-135m-instruct/zero.yaml --seeds 0 1 2
+
+A gain is printed with the 95% paired bootstrap interval of its per-prompt differences (the same held-out
+prompts before and after), which is what says whether a seed's gain is beyond its noise.
 
 `--jobs 2` runs two seeds at once (wall times then overstate a lone run); `--set SECTION.KEY=VALUE` overrides
 recipe keys as `trl-r1 run --set` does. Outputs: `<out>/seed-<s>/` (each run with its report) and `<out>/learning.json`.
@@ -37,6 +43,7 @@ from typing import Any
 
 import yaml
 
+from trl_r1.pipeline.intervals import paired_gain_interval
 from trl_r1.pipeline.report import reward_metrics
 
 # two-sided 95% Student t quantiles for n - 1 degrees of freedom (n seeds), so no scipy is needed
@@ -154,12 +161,13 @@ def format_tables(runs: list[dict[str, Any]], summary: dict[str, Any]) -> str:
         stages = [s for s, row in summary.items() if metric in row.get("rewards", {})]
         gains = [(a, b) for a, b in (("cold_start", "rl"), ("base", "rl"), ("rl", "final_sft"))
                  if a in stages and b in stages]
-        lines += ["", f"per seed: {metric} after each stage [that run's 95% bootstrap interval over prompts], gains",
-                  f"{'seed':<6}" + "".join(f"{s:>22}" for s in stages) + "".join(f"{b + '-' + a:>16}" for a, b in gains)]
+        lines += ["", f"per seed: {metric} after each stage [that run's 95% bootstrap interval over prompts], gains "
+                  "[paired 95% bootstrap interval over prompts]",
+                  f"{'seed':<6}" + "".join(f"{s:>22}" for s in stages) + "".join(f"{b + '-' + a:>26}" for a, b in gains)]
         for run in runs:
             e = run["evaluation"]
             cells = "".join(f"{e[s][metric]:.3f} {_interval(e[s].get(metric + '/ci95'), 2)}".rjust(22) for s in stages)
-            lines.append(f"{run['seed']:<6}{cells}" + "".join(f"{e[b][metric] - e[a][metric]:>+16.3f}" for a, b in gains))
+            lines.append(f"{run['seed']:<6}{cells}" + "".join(_gain(e[a], e[b], metric).rjust(26) for a, b in gains))
     timed = [s for s, row in summary.items() if "seconds" in row]
     lines += ["", "per seed: wall seconds of each stage, and of the whole run with its CPU seconds",
               f"{'seed':<6}" + "".join(f"{s:>20}" for s in timed) + f"{'run wall s':>12}{'run cpu s':>11}"]
@@ -171,6 +179,18 @@ def format_tables(runs: list[dict[str, Any]], summary: dict[str, Any]) -> str:
                  f"{max(cpus):.0f} s (with OMP_NUM_THREADS=1 a run uses one core: on a quiet machine its wall time is "
                  "about its CPU time)")
     return "\n".join(lines)
+
+
+def _gain(before: dict[str, Any], after: dict[str, Any], metric: str) -> str:
+    """The gain, with the paired interval of its per-prompt differences when both evaluations kept them.
+
+    >>> before = {"acc": 0.4, "acc/per_prompt": [0.0] * 6 + [1.0] * 4}
+    >>> _gain(before, {"acc": 0.5, "acc/per_prompt": [1.0] + [0.0] * 5 + [1.0] * 4}, "acc")
+    '+0.100 [+0.00, +0.30]'
+    """
+    gain = f"{after[metric] - before[metric]:+.3f}"
+    paired = paired_gain_interval(before.get(metric + "/per_prompt") or [], after.get(metric + "/per_prompt") or [])
+    return gain if paired is None else f"{gain} [{paired[0]:+.2f}, {paired[1]:+.2f}]"
 
 
 def _interval(bounds: list[float] | None, digits: int = 3) -> str:

@@ -88,3 +88,24 @@ def test_evaluate_settings_that_cannot_work_exit_2(tmp_path, capsys):
     assert "set benchmark (math500, aime24) or dataset_name" in capsys.readouterr().err
     assert main(["evaluate", "--model_name_or_path", "m", "--benchmark", "math5000"]) == 2
     assert "benchmark: expected one of ['math500', 'aime24']" in capsys.readouterr().err
+
+
+def test_an_evaluation_keeps_per_prompt_scores_and_the_first_prompts_samples(reasoner, tmp_path):
+    """What the report's paired gains and its before/after samples are made of: each reward's per-prompt mean in
+    prompt order (so two evaluations pair up), and the first completion of the first prompts with its rewards."""
+    from trl_r1.pipeline.evaluate import SAMPLES_SHOWN
+
+    prompts = tmp_path / "prompts.jsonl"
+    toy_prompts().to_json(prompts)
+    results = _same_as_the_pipeline(reasoner, prompts)
+    rows = Dataset.from_json(str(prompts))
+    per_prompt = results["math_accuracy_reward/per_prompt"]
+    assert len(per_prompt) == rows.num_rows == 12
+    assert sum(per_prompt) / len(per_prompt) == pytest.approx(results["math_accuracy_reward"])
+    samples = results["samples"]
+    assert [s["prompt"] for s in samples] == [rows[i]["prompt"][-1]["content"] for i in range(SAMPLES_SHOWN)]
+    for i, sample in enumerate(samples):
+        assert sample["completion"] and set(sample["rewards"]) == {"format_reward", "math_accuracy_reward"}
+        # the sample's own score, as the reward gives it, and counted in its prompt's mean
+        assert sample["rewards"]["math_accuracy_reward"] in (0.0, 1.0)
+        assert per_prompt[i] in ({0.0, 0.5} if sample["rewards"]["math_accuracy_reward"] == 0.0 else {0.5, 1.0})

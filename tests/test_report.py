@@ -66,3 +66,26 @@ def test_a_run_without_evaluation_still_says_what_each_stage_did(tmp_path):
         "final_sft: running (not finished) after 4.0 s, no held-out evaluation and no logged metrics.",
     ]
     assert terminal_summary(report).splitlines()[-3:-1] == stage_changes(report)
+
+
+def test_paired_gains_and_the_same_prompts_before_and_after(tmp_path):
+    """With per-prompt scores the verdict comes from the paired interval of the gain, which sees through two
+    overlapping intervals; the report shows the same held-out prompts' completions after each evaluated stage."""
+    before_scores = [0.0] * 55 + [1.0] * 45
+    after_scores = [1.0] * 12 + [0.0] * 43 + [1.0] * 45  # 12 prompts newly solved, none lost
+    samples = lambda texts, scores: [{"prompt": f"What is {i} + 1?", "completion": t, "rewards": {ACC: s}}
+                                     for i, (t, s) in enumerate(zip(texts, scores))]
+    base = {**held_out(0.45, [0.35, 0.55], 0.45, 1.0), f"{ACC}/per_prompt": before_scores,
+            "samples": samples(["<think>0 + 1 is 2.</think>\n<answer>2</answer>", "two"], [0.0, 0.0])}
+    write_stage(tmp_path, StageRecord("rl", "f", "done", metrics={"global_step": 20}, seconds=90.0, evaluation={
+        **held_out(0.57, [0.47, 0.67], 0.57, 1.0), f"{ACC}/per_prompt": after_scores,
+        "samples": samples(["<think>0 + 1 is 1.</think>\n<answer>1</answer>", "<answer>2</answer>"], [1.0, 1.0])}))
+    report = write_report(tmp_path, ["rl"], base)
+    # the two intervals overlap, yet every changed prompt moved up: beyond noise, paired
+    assert stage_changes(report)[0].startswith(f"rl: {ACC} 0.45 -> 0.57 (+0.12, paired 95% interval [0.06, 0.18], "
+                                               "beyond noise)")
+    markdown = (tmp_path / "report.md").read_text()
+    section = markdown[markdown.index("## Held-out samples"):]
+    assert section.index("### 1. What is 0 + 1?") < section.index("base (") < section.index("rl (")
+    assert "<think>0 + 1 is 1.</think>\n<answer>1</answer>" in section and "### 2. What is 1 + 1?" in section
+    assert f"rl ({ACC} 1):" in section

@@ -6,7 +6,10 @@ mean is reported under its name (so `math_accuracy_reward` is the held-out accur
 pass@k (`<name>/pass@k`: the share of prompts with at least one of their k samples scoring 1), next to the mean
 completion length and the share of truncated completions. Samples a reward does not apply to (None: no gold
 answer, no tests, no sandbox) are left out of its metrics and counted in `<name>/skipped`, as TRL leaves them out
-of its reward means; counting them as 0 would report them as wrong answers.
+of its reward means; counting them as 0 would report them as wrong answers. Each reward's per-prompt means
+(`<name>/per_prompt`, in prompt order) let two evaluations of the same prompts be compared pairwise
+(`intervals.paired_gain_interval`), which is far tighter than comparing their two intervals; the first `SAMPLES_SHOWN`
+prompts' first completions (`samples`) let a reader see what changed.
 
 `trl-r1 evaluate` (`main`) is the same evaluation on its own: one model, or a PEFT adapter on its base, on a
 benchmark (`BENCHMARKS`: MATH-500, AIME 2024) or any dataset `dataset_name` names (a local file, a Hub id), with
@@ -17,16 +20,17 @@ from __future__ import annotations
 
 import json
 import logging
-import random
 import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..verifiers.format import with_think_prefix
+from .intervals import bootstrap_interval, pass_at_k
 from .recipe import EvaluationConfig
 
 logger = logging.getLogger("trl_r1.pipeline")
+SAMPLES_SHOWN = 3  # held-out prompts whose first completion an evaluation keeps, the same prompts at every stage
 
 
 def evaluate_model(model_path: str, prompts: Any, config: EvaluationConfig, rewards: list[Any], *,
@@ -43,13 +47,17 @@ def evaluate_model(model_path: str, prompts: Any, config: EvaluationConfig, rewa
     rows = [prompts[i] for i in range(min(len(prompts), config.num_prompts or len(prompts)))]
     scores: dict[str, list[float | None]] = {f.__name__: [] for f in funcs}  # prompt-major: k samples per prompt
     lengths: list[int] = []
+    shown: list[dict[str, Any]] = []
     truncated = 0
     for start in range(0, len(rows), config.batch_size):
         batch = rows[start:start + config.batch_size]
-        groups = generator.generate([r["prompt"] for r in batch], params, seed=seed + start)
-        completions, columns = [], {}
+        prompts_in = [r["prompt"] for r in batch]
+        groups = generator.generate(prompts_in, params, seed=seed + start)
+        completions, columns, firsts = [], {}, []
         for row, group in zip(batch, groups):
-            for completion in group:
+            for j, completion in enumerate(group):
+                if j == 0 and len(shown) + len(firsts) < SAMPLES_SHOWN:
+                    firsts.append((len(completions), row["prompt"]))
                 completions.append(with_think_prefix(completion.content, bool(completion.think_prefilled)))
                 lengths.append(completion.num_tokens or 0)
                 truncated += completion.finish_reason == "length"
@@ -59,9 +67,14 @@ def evaluate_model(model_path: str, prompts: Any, config: EvaluationConfig, rewa
         for func in funcs:
             values = func(completions=completions, **columns)
             scores[func.__name__].extend(None if v is None else float(v) for v in values)
+        for index, prompt in firsts:
+            offset = len(scores[funcs[0].__name__]) - len(completions) + index if funcs else 0
+            shown.append({"prompt": prompt_text(prompt), "completion": completions[index],
+                          "rewards": {name: values[offset] for name, values in scores.items()}})
     results: dict[str, Any] = {}
     for name, values in scores.items():
         results.update(summarize_scores(name, values, config.num_samples, seed=seed))
+    results["samples"] = shown
     results["mean_length"] = sum(lengths) / max(len(lengths), 1)
     results["truncated_ratio"] = truncated / max(len(lengths), 1)
     results["num_completions"] = len(lengths)
@@ -74,7 +87,7 @@ def summarize_scores(name: str, values: list[float | None], k: int, *, seed: int
     sandbox), which would otherwise pass for wrong answers.
 
     >>> summarize_scores("acc", [1.0, None, 0.0, 0.0], k=2)
-    {'acc/skipped': 0.25, 'acc': 0.3333333333333333, 'acc/ci95': [0.0, 1.0], 'acc/pass@2': 0.5}
+    {'acc/skipped': 0.25, 'acc': 0.3333333333333333, 'acc/ci95': [0.0, 1.0], 'acc/pass@2': 0.5, 'acc/per_prompt': [1.0, 0.0]}
     """
     if not values:
         return {}
@@ -89,34 +102,21 @@ def summarize_scores(name: str, values: list[float | None], k: int, *, seed: int
         results[name] = sum(scored) / len(scored)
         results[f"{name}/ci95"] = bootstrap_interval(per_prompt, seed=seed)
         results[f"{name}/pass@{k}"] = pass_at_k(per_prompt)
+    aligned = [[v for v in values[i:i + k] if v is not None] for i in range(0, len(values), k)]
+    results[f"{name}/per_prompt"] = [sum(g) / len(g) if g else None for g in aligned]
     return results
 
 
-def pass_at_k(per_prompt: list[list[float]]) -> float:
-    """Share of prompts where at least one sample scored 1 (pass@k with k = samples per prompt).
+def prompt_text(prompt: Any) -> str:
+    """A prompt as a reader wants it: the last user message of a conversation (a string prompt as is).
 
-    >>> pass_at_k([[0.0, 1.0], [0.0, 0.0], [1.0, 1.0]])
-    0.6666666666666666
+    >>> prompt_text([{"role": "user", "content": "What is 2 + 3?"}, {"role": "assistant", "content": "<think>"}])
+    'What is 2 + 3?'
     """
-    return sum(any(v >= 1.0 for v in group) for group in per_prompt) / max(len(per_prompt), 1)
-
-
-def bootstrap_interval(per_prompt: list[list[float]], *, level: float = 0.95, resamples: int = 1000,
-                       seed: int = 0) -> list[float]:
-    """Percentile bootstrap interval of the mean score, resampling whole prompts (their samples are correlated).
-
-    Seeded, so the same scores always give the same interval.
-
-    >>> bootstrap_interval([[1.0, 1.0]] * 50 + [[0.0, 0.0]] * 50)
-    [0.4, 0.6]
-    """
-    means = [sum(g) / len(g) for g in per_prompt if g]
-    if not means:
-        return [0.0, 0.0]
-    rng, n = random.Random(seed), len(means)
-    stats = sorted(sum(rng.choices(means, k=n)) / n for _ in range(resamples))
-    tail = (1.0 - level) / 2
-    return [round(stats[int(tail * resamples)], 4), round(stats[min(int((1 - tail) * resamples), resamples - 1)], 4)]
+    if isinstance(prompt, str):
+        return prompt
+    users = [m.get("content") for m in prompt if isinstance(m, dict) and m.get("role") == "user"]
+    return str(users[-1] if users else prompt)
 
 
 # --------------------------------------------------------------------------------------------- trl-r1 evaluate

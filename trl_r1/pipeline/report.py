@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from .intervals import paired_gain_interval
 from .stages import StageRecord, read_record
 
 REPORT_MD, REPORT_JSON = "report.md", "report.json"
@@ -105,6 +106,7 @@ def markdown(report: dict[str, Any]) -> str:
         lines += ["", "Examples dropped for exceeding `max_length` (`long_examples: truncate` cuts them instead):", "",
                   *dropped]
     lines += ["", "What each stage changed:", ""] + [f"- {s}" for s in stage_changes(report)]
+    lines += sample_lines(report["evaluation"])
     if report["curves"]:
         lines += ["", "## Curves", ""] + [f"![{name}]({path})" for name, path in report["curves"].items()]
     return "\n".join(lines) + "\n"
@@ -125,6 +127,48 @@ def evaluation_table(evaluations: dict[str, dict], first_column: str = "after") 
         cells += [_cell(values.get(f"{m}/pass@{k}")) for m in rewards[:1] if k]
         cells += [_cell(values.get("mean_length")), _cell(values.get("truncated_ratio"))]
         lines.append(f"| {stage} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def sample_lines(evaluations: dict[str, dict]) -> list[str]:
+    """The same held-out prompts' first completion after each evaluated stage (Markdown), before -> after.
+
+    >>> print("\\n".join(sample_lines({"base": {"samples": [{"prompt": "What is 1 + 2?", "completion": "Three.",
+    ...     "rewards": {"acc_reward": 0.0}}]}, "rl": {"samples": [{"prompt": "What is 1 + 2?",
+    ...     "completion": "<think>1 + 2 is 3.</think><answer>3</answer>", "rewards": {"acc_reward": 1.0}}]}})))
+    <BLANKLINE>
+    ## Held-out samples
+    <BLANKLINE>
+    The first sampled completion of the same held-out prompts after each evaluated stage, with its rewards.
+    <BLANKLINE>
+    ### 1. What is 1 + 2?
+    <BLANKLINE>
+    base (acc_reward 0):
+    <BLANKLINE>
+    ```text
+    Three.
+    ```
+    <BLANKLINE>
+    rl (acc_reward 1):
+    <BLANKLINE>
+    ```text
+    <think>1 + 2 is 3.</think><answer>3</answer>
+    ```
+    """
+    shown = {stage: e["samples"] for stage, e in evaluations.items() if e and e.get("samples")}
+    if not shown:
+        return []
+    lines = ["", "## Held-out samples", "",
+             "The first sampled completion of the same held-out prompts after each evaluated stage, with its rewards."]
+    for i in range(max(len(samples) for samples in shown.values())):
+        prompt = next(samples[i]["prompt"] for samples in shown.values() if i < len(samples))
+        lines += ["", f"### {i + 1}. {prompt}"]
+        for stage, samples in shown.items():
+            if i < len(samples) and samples[i]["prompt"] == prompt:
+                rewards = ", ".join(f"{name} {_cell(v) if v is not None else 'n/a'}"
+                                    for name, v in samples[i]["rewards"].items())
+                lines += ["", f"{stage} ({rewards}):", "", "```text", samples[i]["completion"].replace("```", "'''"),
+                          "```"]
     return lines
 
 
@@ -171,7 +215,9 @@ def reward_metrics(evaluations: dict[str, dict]) -> list[str]:
 
 def stage_changes(report: dict[str, Any]) -> list[str]:
     """One sentence per stage saying what it changed. An evaluated stage: how its held-out scores moved from the
-    previous evaluation, and whether the move is beyond noise (the two 95% intervals do not overlap). Rejection
+    previous evaluation, and whether the move is beyond noise: the 95% paired bootstrap interval of the per-prompt
+    gain excludes 0 (`intervals.paired_gain_interval`; without per-prompt scores: the two 95% intervals do not
+    overlap). Rejection
     sampling: what it kept and why it rejected the rest. Any other stage: what its own training curves did.
 
     >>> stage_changes({"evaluation": {
@@ -179,6 +225,11 @@ def stage_changes(report: dict[str, Any]) -> list[str]:
     ...     "rl": {"math_accuracy_reward": 0.5, "math_accuracy_reward/ci95": [0.42, 0.58]}},
     ...     "stages": [{"stage": "rl", "status": "done", "seconds": 9.0, "steps": 80}]})
     ['rl: math_accuracy_reward 0.1 -> 0.5 (+0.4, beyond noise).']
+    >>> stage_changes({"evaluation": {
+    ...     "base": {"acc_reward": 0.4, "acc_reward/ci95": [0.3, 0.5], "acc_reward/per_prompt": [0.0] * 6 + [1.0] * 4},
+    ...     "rl": {"acc_reward": 0.5, "acc_reward/ci95": [0.4, 0.6], "acc_reward/per_prompt": [1.0] + [0.0] * 5 + [1.0] * 4}},
+    ...     "stages": [{"stage": "rl", "status": "done", "seconds": 9.0, "steps": 80}]})
+    ['rl: acc_reward 0.4 -> 0.5 (+0.1, paired 95% interval [0, 0.3], within noise).']
     """
     evaluations = report["evaluation"]
     metrics = reward_metrics(evaluations)
@@ -190,7 +241,7 @@ def stage_changes(report: dict[str, Any]) -> list[str]:
             if metric in values and metric in previous:
                 before, after = previous[metric], values[metric]
                 moves.append(f"{metric} {_cell(before)} -> {_cell(after)} ({after - before:+.3g}, "
-                             f"{_significance(previous.get(metric + '/ci95'), values.get(metric + '/ci95'))})")
+                             f"{_significance(previous, values, metric)})")
         if moves:
             sentence = "; ".join(moves)
         elif row.get("accepted") is not None:
@@ -243,7 +294,13 @@ def _training_change(row: dict[str, Any]) -> str:
         f"{done}, no held-out evaluation and no logged metrics"
 
 
-def _significance(before: list[float] | None, after: list[float] | None) -> str:
+def _significance(previous: dict[str, Any], values: dict[str, Any], metric: str) -> str:
+    paired = paired_gain_interval(previous.get(metric + "/per_prompt") or [], values.get(metric + "/per_prompt") or [])
+    if paired is not None:
+        beyond = paired[0] > 0 or paired[1] < 0
+        return f"paired 95% interval [{_cell(paired[0])}, {_cell(paired[1])}], " + \
+            ("beyond noise" if beyond else "within noise")
+    before, after = previous.get(metric + "/ci95"), values.get(metric + "/ci95")
     if not before or not after:
         return "no interval"
     return "within noise" if before[0] <= after[1] and after[0] <= before[1] else "beyond noise"
