@@ -175,19 +175,16 @@ def test_one_sft_step_trains_on_real_tokens(smollm2_dir, tmp_path):
 
 @pytest.mark.slow
 def test_one_grpo_step_trains_on_real_tokens(smollm2_dir, tmp_path):
-    from datasets import Dataset
-    from transformers import AutoTokenizer
+    import yaml
 
     from trl_r1.trainers import R1GRPOConfig, R1GRPOTrainer
 
-    # R1-Zero's setting on the base model: the format asked for in the prompt, <think> prefilled (plain-text
-    # prompts, as a template that prefills it renders them); the partial-credit format reward tells samples apart
-    tokenizer = AutoTokenizer.from_pretrained(smollm2_dir)
-    rows = arithmetic_dataset("rl", num_terms=3, num_rows=6)
-    dataset = Dataset.from_list([{"prompt": tokenizer.apply_chat_template(
-        [{"role": "user", "content": row["prompt"][0]["content"] + " Think in <think> </think>, answer in <answer> "
-          "</answer>."}], tokenize=False, add_generation_prompt=True) + "<think>", "solution": row["solution"]}
-        for row in rows])
+    # R1-Zero's setting, as recipes/smollm2-135m-instruct/zero.yaml writes it: the format asked for in the question
+    # and a final assistant message "<think>" that the model continues; the partial-credit format reward tells
+    # samples apart
+    zero = yaml.safe_load((ROOT / "recipes" / NAME / "zero.yaml").read_text())["rl"]["dataset_kwargs"]
+    dataset = arithmetic_dataset(**{**zero, "num_rows": 6})
+    assert dataset[0]["prompt"][-1] == {"role": "assistant", "content": "<think>"}
     args = R1GRPOConfig(output_dir=str(tmp_path), use_cpu=True, bf16=False, report_to="none", save_strategy="no",
                         max_steps=1, per_device_train_batch_size=24, num_generations=4, max_completion_length=24,
                         learning_rate=2e-4, logging_steps=1, seed=0, disable_tqdm=True, beta=0.0)
