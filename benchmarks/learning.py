@@ -83,6 +83,7 @@ def run_seed(recipe: dict[str, Any], seed: int, out: Path, overrides: list[str])
     run_dir.mkdir(parents=True, exist_ok=True)
     path = run_dir / "recipe.yaml"
     path.write_text(yaml.safe_dump(seeded_recipe(recipe, seed, run_dir), sort_keys=False))
+    reuse_base_evaluation(out, run_dir)
     command = [sys.executable, "-m", "trl_r1.cli", "run", str(path)] + [a for o in overrides for a in ("--set", o)]
     env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
     began = time.perf_counter()
@@ -96,6 +97,18 @@ def run_seed(recipe: dict[str, Any], seed: int, out: Path, overrides: list[str])
     report = json.loads((run_dir / "report.json").read_text())
     return {"seed": seed, "wall_s": wall, "cpu_s": usage.ru_utime + usage.ru_stime, "evaluation": report["evaluation"],
             "stages": {row["stage"]: row for row in report["stages"]}}
+
+
+def reuse_base_evaluation(out: Path, run_dir: Path) -> None:
+    """Offer another seed's base evaluation to this run: the runner keeps it only if its key (base model,
+    evaluation settings, rewards) matches, i.e. for a pretrained base, whose evaluation the seed does not change;
+    a tiny model built per seed is evaluated again."""
+    import shutil
+
+    target = run_dir / "base_evaluation.json"
+    found = sorted(p for p in out.glob("seed-*/base_evaluation.json") if p != target)
+    if found and not target.exists():
+        shutil.copyfile(found[0], target)
 
 
 def t_interval(values: list[float]) -> dict[str, Any]:
