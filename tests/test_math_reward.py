@@ -58,3 +58,24 @@ def test_picklable_and_registered():
     assert pickle.loads(pickle.dumps(math_accuracy_reward)).__name__ == "math_accuracy_reward"
     assert get_reward_func("math") is math_accuracy_reward
     assert get_reward_func("math_accuracy", gold_column="answer").gold_column == "answer"
+
+
+def test_a_calculation_is_not_rewarded_as_its_result(caplog):
+    """R1-Zero on SmolLM2-135M-Instruct found this hack: answer "What is 4 + 3 + 9?" with <answer>4 + 3 + 9</answer>,
+    which sympy finds equal to 16. The RL reward (marked answers) wants the result and says why it gave 0; grading
+    (bare answers) still counts an equivalent expression, and a result in any exact form still counts."""
+    import logging
+
+    reward = MathAccuracyReward()
+    hacks = ["<answer>4 + 3 + 9</answer>", r"<answer>2 \times 8</answer>", "<answer>20 - 4</answer>",
+             r"\boxed{(4+3)+9}", "The answer is 32 \\div 2."]
+    with caplog.at_level(logging.DEBUG, logger="trl_r1"):  # rule-based zeros are logged at debug, with the reason
+        assert reward(completions=hacks, solution=["16"] * len(hacks)) == [0.0] * len(hacks)
+    assert f"math_accuracy_reward: unevaluated arithmetic x{len(hacks)}" in caplog.text
+    results = ["<answer>16</answer>", "<answer>16.0</answer>", r"<answer>\frac{32}{2}</answer>", r"\boxed{2^4}",
+               "<answer>4 + 3 + 9 = 16</answer>"]
+    assert reward(completions=results, solution=["16"] * len(results)) == [1.0] * len(results)
+    # not a plain-number gold: expressions are answers there
+    assert reward(completions=[r"<answer>1+\sqrt{2}</answer>", "<answer>x + 1</answer>"],
+                  solution=[r"\sqrt{2}+1", "1+x"]) == [1.0, 1.0]
+    assert MathAccuracyReward(answer_policy="bare")(completions=["4 + 3 + 9"], solution=["16"]) == [1.0]

@@ -19,6 +19,8 @@ True
 (True, False)
 >>> verify("9", "Adding 4 and 5 gives 9 apples.")  # a number in prose is never the answer
 False
+>>> verify("16", "<answer>4 + 3 + 9</answer>"), verify("16", "<answer>4 + 3 + 9</answer>", answer_policy="marked")
+(True, False)
 """
 
 from __future__ import annotations
@@ -32,7 +34,16 @@ from dataclasses import dataclass
 from ...workers import default_workers
 from .extraction import ANSWER_POLICIES, final_answer, gold_answer
 from .pool import WorkerPool
-from .screening import canonical, false_chain, indeterminate, physical_unit, quick_verdict, strip_assignment
+from .screening import (
+    canonical,
+    false_chain,
+    indeterminate,
+    parse_number,
+    physical_unit,
+    quick_verdict,
+    strip_assignment,
+    unevaluated_arithmetic,
+)
 
 logger = logging.getLogger("trl_r1.verifiers.math")
 
@@ -54,7 +65,9 @@ def verify(
     """Whether the completion's final answer is equivalent to `gold`; None when the gold is unusable.
 
     `answer_policy` is "bare" (default: grading; an unmarked completion that is only an answer counts) or
-    "marked" (R1 rewards: the answer must be in an answer block, a box or an answer statement).
+    "marked" (R1 rewards: the answer must be in an answer block, a box or an answer statement, and be a result:
+    a calculation on plain numbers, ``4 + 3 + 9`` for 16, is equivalent but restates the question, which a policy
+    learns to exploit, so it scores 0 with its reason).
     """
     return check(gold, completion, timeout_s, answer_policy).equivalent
 
@@ -119,6 +132,8 @@ def _prepare(gold: str, completion: str, answer_policy: str) -> Verdict | tuple[
     gold_text, answer_text = strip_assignment(canonical(gold_part.text), canonical(answer.text))
     if indeterminate(answer_text) and not indeterminate(gold_text):
         return Verdict(False, "indeterminate form")
+    if answer_policy == "marked" and parse_number(gold_text) is not None and unevaluated_arithmetic(answer_text):
+        return Verdict(False, "unevaluated arithmetic: the answer is a calculation, not its result")
     equivalent, reason = quick_verdict(gold_text, answer_text)
     if equivalent is not None:
         return Verdict(equivalent, reason)

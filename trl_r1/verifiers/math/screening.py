@@ -210,6 +210,26 @@ def false_chain(text: str) -> bool:
     return any(abs(a - b) > max(ta, tb) for a, ta in values for b, tb in values)
 
 
+_ARITHMETIC_ONLY = re.compile(r"[\d.\s(){}+\-*]+")
+_BINARY_OPERATOR = re.compile(r"[\d.)}]\s*[+\-*]")
+
+
+def unevaluated_arithmetic(text: str) -> bool:
+    """Whether a canonical answer is a calculation on plain numbers (``4+3+9``, ``2\\times8``, ``20-4``) rather
+    than its result: against a gold that is one number, such an answer restates the question. Rewarding it would
+    let a policy copy the sum from the prompt instead of computing it (a reward hack found by R1-Zero on SmolLM2).
+    A single number, fraction or scientific notation (``\\frac{3}{4}``, ``1.5\\times10^{3}``), a power and anything
+    with a symbol or a function are not calculations in this sense.
+
+    >>> [unevaluated_arithmetic(t) for t in ("4+3+9", r"2\\times8", "20-4", "(4+3)+9", r"6\\div2")]
+    [True, True, True, True, True]
+    >>> [unevaluated_arithmetic(t) for t in ("16", "-16", r"\\frac{3}{4}", "3/4", r"1.5\\times10^{3}", "2^4", "1+\\sqrt{2}")]
+    [False, False, False, False, False, False, False]
+    """
+    plain = re.sub(r"\\(?:times|cdot|div)(?![a-zA-Z])", "*", text)
+    return parse_number(text) is None and bool(_ARITHMETIC_ONLY.fullmatch(plain)) and bool(_BINARY_OPERATOR.search(plain))
+
+
 def _constant(side: str) -> tuple[Fraction, Fraction] | None:
     """An arithmetic side's exact value and the tolerance its decimals allow, or None if it is not arithmetic."""
     expr = re.sub(r"\\frac\{([^{}]+)\}\{([^{}]+)\}", r"((\1)/(\2))", side).replace("\\cdot", "*").replace("\\times", "*")
