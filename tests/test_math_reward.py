@@ -68,13 +68,16 @@ def test_a_calculation_is_not_rewarded_as_its_result(caplog):
 
     reward = MathAccuracyReward()
     hacks = ["<answer>4 + 3 + 9</answer>", r"<answer>2 \times 8</answer>", "<answer>20 - 4</answer>",
-             r"\boxed{(4+3)+9}", "The answer is 32 \\div 2."]
+             r"\boxed{(4+3)+9}", "The answer is 32 \\div 2.", "<answer>32/2</answer>", r"<answer>\frac{32}{2}</answer>",
+             r"\boxed{2^4}", r"<answer>\sqrt{256}</answer>", "<answer>[4+3]+9</answer>"]
     with caplog.at_level(logging.DEBUG, logger="trl_r1"):  # rule-based zeros are logged at debug, with the reason
         assert reward(completions=hacks, solution=["16"] * len(hacks)) == [0.0] * len(hacks)
     assert f"math_accuracy_reward: unevaluated arithmetic x{len(hacks)}" in caplog.text
-    results = ["<answer>16</answer>", "<answer>16.0</answer>", r"<answer>\frac{32}{2}</answer>", r"\boxed{2^4}",
+    results = ["<answer>16</answer>", "<answer>16.0</answer>", "<answer>(16)</answer>", "<answer>x = 16</answer>",
                "<answer>4 + 3 + 9 = 16</answer>"]
     assert reward(completions=results, solution=["16"] * len(results)) == [1.0] * len(results)
+    # a decimal gold is an approximation: an exact form answers it
+    assert reward(completions=[r"<answer>\sqrt{2}</answer>"], solution=["1.4142"]) == [1.0]
     # not a plain-number gold: expressions are answers there
     assert reward(completions=[r"<answer>1+\sqrt{2}</answer>", "<answer>x + 1</answer>"],
                   solution=[r"\sqrt{2}+1", "1+x"]) == [1.0, 1.0]

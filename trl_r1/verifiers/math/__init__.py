@@ -40,6 +40,7 @@ from .screening import (
     indeterminate,
     parse_number,
     physical_unit,
+    plain_calculation,
     quick_verdict,
     strip_assignment,
     unevaluated_arithmetic,
@@ -132,12 +133,24 @@ def _prepare(gold: str, completion: str, answer_policy: str) -> Verdict | tuple[
     gold_text, answer_text = strip_assignment(canonical(gold_part.text), canonical(answer.text))
     if indeterminate(answer_text) and not indeterminate(gold_text):
         return Verdict(False, "indeterminate form")
-    if answer_policy == "marked" and parse_number(gold_text) is not None and unevaluated_arithmetic(answer_text):
+    if answer_policy == "marked" and _calculation(gold_text, answer_text):
         return Verdict(False, "unevaluated arithmetic: the answer is a calculation, not its result")
     equivalent, reason = quick_verdict(gold_text, answer_text)
     if equivalent is not None:
         return Verdict(equivalent, reason)
     return gold_text, answer_text
+
+
+def _calculation(gold_text: str, answer_text: str) -> bool:
+    """Whether the answer is a calculation where the gold is one number: against an integer or a fraction any
+    calculation on numbers (`screening.unevaluated_arithmetic`); against a decimal or a percentage, an
+    approximation that an exact form such as ``\\sqrt{2}`` or ``\\frac{\\pi}{2}`` legitimately answers, only
+    the four operations and powers (`screening.plain_calculation`)."""
+    number = parse_number(re.sub(r"^\((.*)\)$", r"\1", gold_text))
+    if number is None:
+        return False
+    exact = number.decimals is None and not number.percent
+    return unevaluated_arithmetic(answer_text) if exact else plain_calculation(answer_text)
 
 
 _pools: dict[int, WorkerPool] = {}

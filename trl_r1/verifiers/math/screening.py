@@ -39,7 +39,8 @@ _NOT_A_UNIT = re.compile(  # words a trailing "unit" cannot hold: a judgement, h
     r"case|roughly|likely|hopefully|probably|possibly|nearly)\b"
 )
 _UNICODE = {"π": "\\pi ", "√": "\\sqrt", "∞": "\\infty ", "−": "-", "–": "-", "×": "\\times ", "·": "\\cdot ",
-            "⋅": "\\cdot ", "≤": "\\le ", "≥": "\\ge ", "≠": "\\ne "}
+            "⋅": "\\cdot ", "≤": "\\le ", "≥": "\\ge ", "≠": "\\ne ", "÷": "\\div ", "∗": "*", "✕": "\\times ",
+            "⨯": "\\times "}
 _PLAIN_PI = re.compile(r"(?<![\\a-zA-Z])pi(?![a-zA-Z])")  # pi/2 written without LaTeX (math-verify#69)
 _PLAIN_EXP = re.compile(r"(?<![\\a-zA-Z])exp\(([^()]*)\)")  # exp(16)
 _WORDED = (  # answers written in words that have a symbol: \text{all real numbers} is \mathbb{R}
@@ -210,24 +211,61 @@ def false_chain(text: str) -> bool:
     return any(abs(a - b) > max(ta, tb) for a, ta in values for b, tb in values)
 
 
-_ARITHMETIC_ONLY = re.compile(r"[\d.\s(){}+\-*]+")
-_BINARY_OPERATOR = re.compile(r"[\d.)}]\s*[+\-*]")
+_MIXED_NUMBER = re.compile(r"-?\d+\\frac(?:\{\d+\}\{\d+\}|\d\d)")  # 3\frac{1}{2}, 3\frac12
+_POWER_OF_TEN = re.compile(  # 10^6, 2\times10^{3}, (1.5)\times10^3
+    r"(?:\(?\d+(?:\.\d+)?\)?(?:\\times|\\cdot|\*))?\{?10\}?\^\{?[-+]?\d+\}?")
+_BASE_NUMERAL = re.compile(r"\d+_\{?\d+\}?")  # 16_{10}, 204_5
+_PLAIN_CALCULATION = re.compile(r"[\d.\s()\[\]{}+\-*/^]*\d[\d.\s()\[\]{}+\-*/^]*")
+_OPERATIONS = re.compile(  # what a calculation on numbers may be written with; any other letter is a variable
+    r"\\(?:d?frac|tfrac|sqrt|binom|sum|prod|max|min|lfloor|rfloor|lceil|rceil|times|cdot|div|over|pm|mp|sin|cos|tan|"
+    r"log|ln|exp|pi|left|right|operatorname\{\w+\})(?![a-zA-Z])")
+
+
+def number_form(text: str) -> bool:
+    """Whether a canonical answer is written as a number: an integer, a decimal, a percentage, a fraction whose
+    value is not an integer (``\\frac{32}{2}`` is a division), a mixed number or a power of ten.
+
+    >>> [number_form(t) for t in ("16", "-16", "(-16)", "1,000", "16.0", r"\\frac{3}{4}", "3/4", r"1.5\\times10^{3}",
+    ...                           r"10^{6}", r"3\\frac{1}{2}", "25%")]
+    [True, True, True, True, True, True, True, True, True, True, True]
+    >>> [number_form(t) for t in ("32/2", r"\\frac{16}{1}", "4+3+9", "2^4", r"\\sqrt{256}")]
+    [False, False, False, False, False]
+    """
+    text = re.sub(r"^([-+]?)(?:\((.*)\)|\{(.*)\})$", r"\1\2\3", text)  # (-16), -(16), -{16}: one layer of brackets
+    number = parse_number(text)
+    if number is not None:
+        return not (_FRACTION.match(text) and number.value.denominator == 1)
+    return any(form.fullmatch(text) for form in (_MIXED_NUMBER, _POWER_OF_TEN, _BASE_NUMERAL))
 
 
 def unevaluated_arithmetic(text: str) -> bool:
-    """Whether a canonical answer is a calculation on plain numbers (``4+3+9``, ``2\\times8``, ``20-4``) rather
-    than its result: against a gold that is one number, such an answer restates the question. Rewarding it would
-    let a policy copy the sum from the prompt instead of computing it (a reward hack found by R1-Zero on SmolLM2).
-    A single number, fraction or scientific notation (``\\frac{3}{4}``, ``1.5\\times10^{3}``), a power and anything
-    with a symbol or a function are not calculations in this sense.
+    """Whether a canonical answer is a calculation on numbers (``4+3+9``, ``2\\times8``, ``32/2``, ``2^4``,
+    ``\\sqrt{256}``) rather than a result: against a gold that is one number, such an answer restates the question.
+    Rewarding it lets a policy copy the calculation from the prompt instead of doing it (a reward hack R1-Zero found
+    on SmolLM2-135M-Instruct). An answer with a variable in it is not a calculation; a number form
+    (`number_form`) is a result.
 
-    >>> [unevaluated_arithmetic(t) for t in ("4+3+9", r"2\\times8", "20-4", "(4+3)+9", r"6\\div2")]
-    [True, True, True, True, True]
-    >>> [unevaluated_arithmetic(t) for t in ("16", "-16", r"\\frac{3}{4}", "3/4", r"1.5\\times10^{3}", "2^4", "1+\\sqrt{2}")]
-    [False, False, False, False, False, False, False]
+    >>> [unevaluated_arithmetic(t) for t in ("4+3+9", r"2\\times8", "20-4", "[4+3]+9", "32/2", r"\\frac{32}{2}", "2^4",
+    ...                                      "4+3+9^1", r"\\sqrt{256}", r"\\frac{1}{2}+\\frac{1}{3}")]
+    [True, True, True, True, True, True, True, True, True, True]
+    >>> [unevaluated_arithmetic(t) for t in ("16", r"\\frac{5}{6}", r"1.5\\times10^{3}", "x+1", r"1+\\sqrt{2}x")]
+    [False, False, False, False, False]
     """
-    plain = re.sub(r"\\(?:times|cdot|div)(?![a-zA-Z])", "*", text)
-    return parse_number(text) is None and bool(_ARITHMETIC_ONLY.fullmatch(plain)) and bool(_BINARY_OPERATOR.search(plain))
+    if number_form(text):
+        return False
+    return bool(re.search(r"\d", text)) and not re.search(r"[a-zA-Z]", _OPERATIONS.sub("", text))
+
+
+def plain_calculation(text: str) -> bool:
+    """`unevaluated_arithmetic` narrowed to the four operations and powers on numbers (``1.25+1.25``,
+    ``\\frac{5}{2}\\times1``): what still restates the question against a decimal gold, which an exact form with a
+    root or a constant (``\\sqrt{2}`` for 1.4142) legitimately answers.
+
+    >>> plain_calculation("1.25+1.25"), plain_calculation(r"\\sqrt{2}"), plain_calculation("2.5")
+    (True, False, False)
+    """
+    plain = re.sub(r"\\(?:times|cdot|div)(?![a-zA-Z])", "*", re.sub(r"\\d?frac\{([^{}]*)\}\{([^{}]*)\}", r"(\1)/(\2)", text))
+    return not number_form(text) and bool(_PLAIN_CALCULATION.fullmatch(plain))
 
 
 def _constant(side: str) -> tuple[Fraction, Fraction] | None:
