@@ -702,7 +702,7 @@ def test_no_traceback_when_the_caller_exits_while_a_spare_boots():
         ("12 apples", "12 oranges", True),  # count nouns are not physical units: left alone
         ("1", "\\infty^0", False),  # indeterminate forms never equal a value (sympy evaluates oo**0 to 1)
         ("1", "1^{\\infty}", False),
-        ("0", "0^0 - 1", True),  # 0^0 is 1 (the convention of combinatorics and power series)
+        ("0", "0^0 - 1", False),  # 0^0 is 1 (combinatorics' convention), but a calculation is not a result (RL policy)
         ("1", "10^0", True),
     ],
 )

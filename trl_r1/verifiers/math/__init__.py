@@ -42,6 +42,7 @@ from .screening import (
     physical_unit,
     plain_calculation,
     quick_verdict,
+    repeating_decimal,
     strip_assignment,
     unevaluated_arithmetic,
 )
@@ -133,7 +134,7 @@ def _prepare(gold: str, completion: str, answer_policy: str) -> Verdict | tuple[
     gold_text, answer_text = strip_assignment(canonical(gold_part.text), canonical(answer.text))
     if indeterminate(answer_text) and not indeterminate(gold_text):
         return Verdict(False, "indeterminate form")
-    if answer_policy == "marked" and _calculation(gold_text, answer_text):
+    if answer_policy == "marked" and not repeating_decimal(answer.text) and _calculation(gold_text, answer_text):
         return Verdict(False, "unevaluated arithmetic: the answer is a calculation, not its result")
     equivalent, reason = quick_verdict(gold_text, answer_text)
     if equivalent is not None:

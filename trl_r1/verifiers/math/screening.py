@@ -218,7 +218,7 @@ _BASE_NUMERAL = re.compile(r"\d+_\{?\d+\}?")  # 16_{10}, 204_5
 _PLAIN_CALCULATION = re.compile(r"[\d.\s()\[\]{}+\-*/^]*\d[\d.\s()\[\]{}+\-*/^]*")
 _OPERATIONS = re.compile(  # what a calculation on numbers may be written with; any other letter is a variable
     r"\\(?:d?frac|tfrac|sqrt|binom|sum|prod|max|min|lfloor|rfloor|lceil|rceil|times|cdot|div|over|pm|mp|sin|cos|tan|"
-    r"log|ln|exp|pi|left|right|operatorname\{\w+\})(?![a-zA-Z])")
+    r"log|ln|exp|pi|left|right)(?![a-zA-Z])")  # a named function (\operatorname{lcm}) is not one of them
 
 
 def number_form(text: str) -> bool:
@@ -254,6 +254,16 @@ def unevaluated_arithmetic(text: str) -> bool:
     if number_form(text):
         return False
     return bool(re.search(r"\d", text)) and not re.search(r"[a-zA-Z]", _OPERATIONS.sub("", text))
+
+
+def repeating_decimal(text: str) -> bool:
+    """Whether an answer as written is a repeating decimal (``0.999\\ldots``, ``0.1\\overline{6}``), a number whose
+    canonical form is a fraction (so ``\\frac{1}{1}`` there is no division the answer wrote).
+
+    >>> repeating_decimal(r"0.999\\ldots"), repeating_decimal("0.999")
+    (True, False)
+    """
+    return bool(_DOTS_REPEATING.search(text) or _REPEATING.search(text))
 
 
 def plain_calculation(text: str) -> bool:
