@@ -179,3 +179,14 @@ def test_a_degenerate_completion_repeating_the_answer_tag_is_scored_at_once():
     assert extract_answer(text) == "7"  # the unclosed last block still holds the answer
     assert extract_answer(f"<think>x</think>{text}</answer>") == "<answer>" * 19_999 + "7"  # findall's match
     assert time.process_time() - start < 1.0  # was ~28 s of CPU
+
+
+def test_the_soft_reward_reaches_full_credit_only_with_the_strict_format():
+    """R1-Zero on SmolLM2 (seed 1) settled on a shell that placed all four tags around an empty answer: full
+    partial credit, strict format 0, and no group with a reward difference left to learn from. Full soft credit
+    is the strict format's alone."""
+    soft, strict = FormatReward(soft=True), FormatReward()
+    shells = ["<think></think><answer></answer>", "<think>4 + 3 is 7.</think><answer> </answer>",
+              "<think>a</think> so <answer>5</answer>"]
+    assert soft(completions=shells) == [0.75] * 3 and strict(completions=shells) == [0.0] * 3
+    assert soft(completions=["<think>4 + 3 is 7.</think><answer>7</answer>"]) == [1.0]

@@ -165,6 +165,9 @@ def soft_score(text: str) -> float:
 
     A tag earns its 0.25 when it appears exactly once and in R1 order after the previously credited tag:
     ``<think>`` at the very start, ``</think>`` after it, ``<answer>`` after that, ``</answer>`` at the end.
+    Full credit is the strict format's alone: four tags in place around an empty block (or with text between the
+    blocks) earn 0.75, else a policy settles on that shell, as R1-Zero on SmolLM2 did on one seed of three
+    (every sample at the soft maximum, no group with a signal left, the strict format at 0).
 
     >>> soft_score("<think>a</think><answer>5</answer>")
     1.0
@@ -172,6 +175,8 @@ def soft_score(text: str) -> float:
     0.5
     >>> soft_score("<think>a<think>b</think>")
     0.25
+    >>> soft_score("<think></think><answer></answer>"), soft_score("<think>a</think><answer></answer>")
+    (0.75, 0.75)
     """
     if not isinstance(text, str):
         return 0.0
@@ -190,6 +195,8 @@ def soft_score(text: str) -> float:
         if placed:
             score += 0.25
             position = at + len(tag)
+    if score == 1.0 and not check_strict(stripped).ok:
+        return 0.75
     return score
 
 
