@@ -228,10 +228,17 @@ def number_form(text: str) -> bool:
     >>> [number_form(t) for t in ("16", "-16", "(-16)", "1,000", "16.0", r"\\frac{3}{4}", "3/4", r"1.5\\times10^{3}",
     ...                           r"10^{6}", r"3\\frac{1}{2}", "25%")]
     [True, True, True, True, True, True, True, True, True, True, True]
+    >>> [number_form(t) for t in (r"\\frac12", "14{,}916", r"\\{12\\}", "((((42))))")]
+    [True, True, True, True]
     >>> [number_form(t) for t in ("32/2", r"\\frac{16}{1}", "4+3+9", "2^4", r"\\sqrt{256}")]
     [False, False, False, False, False]
     """
-    text = re.sub(r"^([-+]?)(?:\((.*)\)|\{(.*)\})$", r"\1\2\3", text)  # (-16), -(16), -{16}: one layer of brackets
+    text = re.sub(r"\\frac(\d)(\d)", r"\\frac{\1}{\2}", text.replace("{,}", ","))  # \frac12, 14{,}916
+    while True:  # (-16), -(16), -{16}, \{16\}, ((42)): brackets around a number
+        inner = re.sub(r"^([-+]?)(?:\((.*)\)|\{(.*)\}|\\\{(.*)\\\})$", r"\1\2\3\4", text)
+        if inner == text:
+            break
+        text = inner
     number = parse_number(text)
     if number is not None:
         return not (_FRACTION.match(text) and number.value.denominator == 1)
@@ -251,7 +258,7 @@ def unevaluated_arithmetic(text: str) -> bool:
     >>> [unevaluated_arithmetic(t) for t in ("16", r"\\frac{5}{6}", r"1.5\\times10^{3}", "x+1", r"1+\\sqrt{2}x")]
     [False, False, False, False, False]
     """
-    if number_form(text):
+    if number_form(text) or len(split_top_level(text)) > 1:  # a list is compared item by item, elsewhere
         return False
     return bool(re.search(r"\d", text)) and not re.search(r"[a-zA-Z]", _OPERATIONS.sub("", text))
 
