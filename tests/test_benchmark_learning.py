@@ -63,7 +63,8 @@ def test_tables_give_interval_pass_at_k_and_wall_time_per_stage(learning):
     assert lines[lines.index(rl) + 1].split() == [FMT, "1.000", "0.000", "[1.000,", "1.000]", "1.000"]
     assert next(line for line in lines if line.startswith("rejection_sampling")).split() == \
         ["rejection_sampling", "(not", "evaluated)", "22", "(20-24)"]
-    assert f"per seed: {FMT} after each stage [that run's 95% bootstrap interval over prompts], gains" in lines
+    assert f"per seed: {FMT} after each stage [that run's 95% bootstrap interval over prompts], gains [paired 95% " \
+        "bootstrap interval over prompts]" in lines
     header = lines.index("per seed: wall seconds of each stage, and of the whole run with its CPU seconds")
     assert lines[header + 1].split() == ["seed", "cold_start", "rl", "rejection_sampling", "run", "wall", "s",
                                          "run", "cpu", "s"]

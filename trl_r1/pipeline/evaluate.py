@@ -102,8 +102,8 @@ def summarize_scores(name: str, values: list[float | None], k: int, *, seed: int
         results[name] = sum(scored) / len(scored)
         results[f"{name}/ci95"] = bootstrap_interval(per_prompt, seed=seed)
         results[f"{name}/pass@{k}"] = pass_at_k(per_prompt)
-    aligned = [[v for v in values[i:i + k] if v is not None] for i in range(0, len(values), k)]
-    results[f"{name}/per_prompt"] = [sum(g) / len(g) if g else None for g in aligned]
+        aligned = [[v for v in values[i:i + k] if v is not None] for i in range(0, len(values), k)]
+        results[f"{name}/per_prompt"] = [sum(g) / len(g) if g else None for g in aligned]
     return results
 
 
