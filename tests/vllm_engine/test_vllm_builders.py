@@ -61,8 +61,11 @@ def test_evaluation_on_vllm_matches_transformers(vllm_reasoner):
     assert on_vllm["num_completions"] == 12
     # greedy answers of the toy reasoner: the same accuracy whichever backend generates them
     assert on_vllm.keys() == on_transformers.keys()
-    for key, value in on_vllm.items():  # scalars and [low, high] intervals alike
-        assert value == pytest.approx(on_transformers[key]), key
+    for key, value in on_vllm.items():  # scalars, [low, high] intervals and per-prompt lists alike
+        if key != "samples":
+            assert value == pytest.approx(on_transformers[key]), key
+    # the report's before/after samples: the same held-out prompts whichever backend generated them
+    assert [s["prompt"] for s in on_vllm["samples"]] == [s["prompt"] for s in on_transformers["samples"]]
     assert 0 < on_vllm["math_accuracy_reward"] < 1
 
 
