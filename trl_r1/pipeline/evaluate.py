@@ -47,34 +47,32 @@ def evaluate_model(model_path: str, prompts: Any, config: EvaluationConfig, rewa
     rows = [prompts[i] for i in range(min(len(prompts), config.num_prompts or len(prompts)))]
     scores: dict[str, list[float | None]] = {f.__name__: [] for f in funcs}  # prompt-major: k samples per prompt
     lengths: list[int] = []
-    shown: list[dict[str, Any]] = []
+    firsts: list[tuple[Any, str]] = []  # (prompt, its first completion) of the first SAMPLES_SHOWN prompts
     truncated = 0
     for start in range(0, len(rows), config.batch_size):
         batch = rows[start:start + config.batch_size]
-        prompts_in = [r["prompt"] for r in batch]
-        groups = generator.generate(prompts_in, params, seed=seed + start)
-        completions, columns, firsts = [], {}, []
+        groups = generator.generate([r["prompt"] for r in batch], params, seed=seed + start)
+        completions, columns = [], {}
         for row, group in zip(batch, groups):
-            for j, completion in enumerate(group):
-                if j == 0 and len(shown) + len(firsts) < SAMPLES_SHOWN:
-                    firsts.append((len(completions), row["prompt"]))
+            for completion in group:
                 completions.append(with_think_prefix(completion.content, bool(completion.think_prefilled)))
                 lengths.append(completion.num_tokens or 0)
                 truncated += completion.finish_reason == "length"
                 for key, value in row.items():
                     if key != "prompt":
                         columns.setdefault(key, []).append(value)
+            if len(firsts) < SAMPLES_SHOWN and group:
+                firsts.append((row["prompt"], completions[-len(group)]))
         for func in funcs:
             values = func(completions=completions, **columns)
             scores[func.__name__].extend(None if v is None else float(v) for v in values)
-        for index, prompt in firsts:
-            offset = len(scores[funcs[0].__name__]) - len(completions) + index if funcs else 0
-            shown.append({"prompt": prompt_text(prompt), "completion": completions[index],
-                          "rewards": {name: values[offset] for name, values in scores.items()}})
     results: dict[str, Any] = {}
     for name, values in scores.items():
         results.update(summarize_scores(name, values, config.num_samples, seed=seed))
-    results["samples"] = shown
+    # scores are prompt-major, k per prompt: prompt i's first sample is at i * k
+    results["samples"] = [{"prompt": prompt_text(prompt), "completion": text,
+                           "rewards": {name: values[i * config.num_samples] for name, values in scores.items()}}
+                          for i, (prompt, text) in enumerate(firsts)]
     results["mean_length"] = sum(lengths) / max(len(lengths), 1)
     results["truncated_ratio"] = truncated / max(len(lengths), 1)
     results["num_completions"] = len(lengths)
@@ -92,8 +90,8 @@ def summarize_scores(name: str, values: list[float | None], k: int, *, seed: int
     if not values:
         return {}
     results: dict[str, Any] = {f"{name}/skipped": sum(v is None for v in values) / len(values)}
-    per_prompt = [[v for v in values[i:i + k] if v is not None] for i in range(0, len(values), k)]
-    per_prompt = [group for group in per_prompt if group]
+    aligned = [[v for v in values[i:i + k] if v is not None] for i in range(0, len(values), k)]
+    per_prompt = [group for group in aligned if group]
     if results[f"{name}/skipped"]:
         logger.warning("held-out %s: %.0f%% of the samples were not scored (the reward did not apply; see its "
                        "log lines); its metrics cover the rest", name, 100 * results[f"{name}/skipped"])
@@ -102,7 +100,6 @@ def summarize_scores(name: str, values: list[float | None], k: int, *, seed: int
         results[name] = sum(scored) / len(scored)
         results[f"{name}/ci95"] = bootstrap_interval(per_prompt, seed=seed)
         results[f"{name}/pass@{k}"] = pass_at_k(per_prompt)
-        aligned = [[v for v in values[i:i + k] if v is not None] for i in range(0, len(values), k)]
         results[f"{name}/per_prompt"] = [sum(g) / len(g) if g else None for g in aligned]
     return results
 
