@@ -182,11 +182,15 @@ def test_a_degenerate_completion_repeating_the_answer_tag_is_scored_at_once():
 
 
 def test_the_soft_reward_reaches_full_credit_only_with_the_strict_format():
-    """R1-Zero on SmolLM2 (seed 1) settled on a shell that placed all four tags around an empty answer: full
-    partial credit, strict format 0, and no group with a reward difference left to learn from. Full soft credit
-    is the strict format's alone."""
+    """R1-Zero on SmolLM2 settled on shells: first all four tags around an empty answer (full partial credit,
+    strict format 0), then, once that scored 0.75, the empty shell a prompt naming the tags shows
+    (`<think> </think> <answer> </answer>`). Every sample at the shell's score leaves no group with a reward
+    difference to learn from. Full soft credit is the strict format's alone, and an empty block earns no closing
+    tag, so any content scores above the shell."""
     soft, strict = FormatReward(soft=True), FormatReward()
-    shells = ["<think></think><answer></answer>", "<think>4 + 3 is 7.</think><answer> </answer>",
-              "<think>a</think> so <answer>5</answer>"]
-    assert soft(completions=shells) == [0.75] * 3 and strict(completions=shells) == [0.0] * 3
+    shells = ["<think>4 + 3 is 7.</think><answer> </answer>", "<think>a</think> so <answer>5</answer>"]
+    assert soft(completions=shells) == [0.75] * 2 and strict(completions=shells) == [0.0] * 2
+    empty = ["<think></think><answer></answer>", "<think> </think>\n<answer> </answer>"]
+    assert soft(completions=empty) == [0.5] * 2 and strict(completions=empty) == [0.0] * 2
+    assert soft(completions=["<think> </think> <answer>13</answer>"]) == [0.75]  # the strict format, no reasoning
     assert soft(completions=["<think>4 + 3 is 7.</think><answer>7</answer>"]) == [1.0]

@@ -164,10 +164,11 @@ def soft_score(text: str) -> float:
     """Partial credit, 0.25 per well-placed tag, for shaping early training.
 
     A tag earns its 0.25 when it appears exactly once and in R1 order after the previously credited tag:
-    ``<think>`` at the very start, ``</think>`` after it, ``<answer>`` after that, ``</answer>`` at the end.
-    Full credit is the strict format's alone: four tags in place around an empty block (or with text between the
-    blocks) earn 0.75, else a policy settles on that shell, as R1-Zero on SmolLM2 did on one seed of three
-    (every sample at the soft maximum, no group with a signal left, the strict format at 0).
+    ``<think>`` at the very start, ``</think>`` after it, ``<answer>`` after that, ``</answer>`` at the end. A
+    closing tag earns only around a non-empty block, and full credit is the strict format's alone: otherwise a
+    policy settles on the empty shell ``<think> </think> <answer> </answer>`` (a small model copies it from a
+    prompt that names the tags), as R1-Zero on SmolLM2 did: every sample at the shell's score, no group with a
+    reward difference left to learn from, the strict format at 0.
 
     >>> soft_score("<think>a</think><answer>5</answer>")
     1.0
@@ -175,8 +176,10 @@ def soft_score(text: str) -> float:
     0.5
     >>> soft_score("<think>a<think>b</think>")
     0.25
-    >>> soft_score("<think></think><answer></answer>"), soft_score("<think>a</think><answer></answer>")
-    (0.75, 0.75)
+    >>> soft_score("<think> </think> <answer> </answer>"), soft_score("<think>a</think><answer></answer>")
+    (0.5, 0.75)
+    >>> soft_score("<think>a</think> so <answer>5</answer>")  # every tag in place, text between the blocks
+    0.75
     """
     if not isinstance(text, str):
         return 0.0
@@ -190,8 +193,10 @@ def soft_score(text: str) -> float:
         placed = at >= position
         if tag == THINK_OPEN:
             placed = at == 0
-        elif tag == ANSWER_CLOSE:
-            placed = placed and stripped.endswith(ANSWER_CLOSE)
+        elif tag in (THINK_CLOSE, ANSWER_CLOSE):
+            placed = placed and bool(stripped[position:at].strip())
+            if tag == ANSWER_CLOSE:
+                placed = placed and stripped.endswith(ANSWER_CLOSE)
         if placed:
             score += 0.25
             position = at + len(tag)
