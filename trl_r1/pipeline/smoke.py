@@ -12,9 +12,10 @@ needs a GPU). Each registered stage shrinks its own section (`Stage.smoke`), so 
 `STAGE_REGISTRY` (a second RL phase, say) is rehearsed like its kind.
 
 A random model never ends a completion, so `mask_truncated_completions` would mask every token and rejection
-sampling would accept nothing. `prepare_smoke` therefore first *rehearses* the base model: 100
+sampling would accept nothing. `prepare_smoke` therefore first *rehearses* the base model:
 full-precision steps teach it one well-formed R1 answer per task (``<think>`` reasoning, the answer, then the
-template's end-of-turn token), which the fixtures' problems all accept. `check_smoke_run` then asks each stage
+template's end-of-turn token), which the fixtures' problems all accept, until each prompt samples its whole
+answer with probability at least 0.9 at temperature 1 (so that no run depends on a lucky draw). `check_smoke_run` then asks each stage
 (`Stage.smoke_problems`) to verify, from its logs, that RL trained on real tokens (not every completion clipped)
 and that rejection sampling accepted samples.
 """

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -293,14 +294,17 @@ def build_model(name: str, output_dir: str | Path, size: str = "smoke", *, seed:
 
 
 def rehearse_answers(model_dir: str | Path, answers: dict[str, str], *, steps: int = 100, lr: float = 1e-2,
-                     seed: int = 0) -> Path:
+                     seed: int = 0, min_probability: float = 0.9, max_steps: int = 600) -> Path:
     """Teach a random model one well-formed answer per task, ended by its chat template's end-of-turn token.
 
     A random model never ends a completion (no EOS), so nothing it writes can be scored, accepted or trained on
-    with `mask_truncated_completions`. 100 full-precision steps on the fixtures' prompts (rendered
-    with the model's own chat template, loss on the assistant turn only) make it answer every math prompt with
-    `answers["math"]` and every code prompt with `answers["code"]`, then stop. Saved in float32 in place;
-    skipped when already done with the same answers.
+    with `mask_truncated_completions`. Full-precision steps on the fixtures' prompts (rendered with the model's own
+    chat template, loss on the assistant turn only) make it answer every math prompt with `answers["math"]` and
+    every code prompt with `answers["code"]`, then stop. `steps` steps learn the answers; then training goes on,
+    up to `max_steps`, until every prompt samples its whole answer, end-of-turn token included, with probability
+    at least `min_probability` at temperature 1 over the full vocabulary, so that a smoke run does not hang on a
+    lucky draw on any machine (it raises if `max_steps` do not get there). Saved in float32 in place; skipped when
+    already done with the same answers and settings.
     """
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -308,9 +312,11 @@ def rehearse_answers(model_dir: str | Path, answers: dict[str, str], *, steps: i
     from .fixtures import deepmath, math500, mixture_of_thoughts, verifiable_coding
 
     model_dir = Path(model_dir)
-    marker, stamp = model_dir / "rehearsed.json", {"answers": answers, "steps": steps, "lr": lr, "seed": seed}
+    marker = model_dir / "rehearsed.json"
+    stamp = {"answers": answers, "steps": steps, "lr": lr, "seed": seed, "min_probability": min_probability,
+             "max_steps": max_steps}
     try:
-        if json.loads(marker.read_text()) == stamp:
+        if {k: v for k, v in json.loads(marker.read_text()).items() if k in stamp} == stamp:
             return model_dir
     except (OSError, ValueError):
         pass
@@ -339,9 +345,11 @@ def rehearse_answers(model_dir: str | Path, answers: dict[str, str], *, steps: i
     generator = torch.Generator().manual_seed(seed)
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
     answer_ids = torch.tensor(sorted({t for ids, start in examples for t in ids[start:]}))
-    vocab = model.get_output_embeddings().weight.shape[0]
-    for _ in range(steps):
-        batch = [examples[i] for i in torch.randint(len(examples), (8,), generator=generator).tolist()]
+    head = model.get_output_embeddings().weight
+    vocab = head.shape[0]
+
+    def answer_states(batch: list[tuple[list[int], int]]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The hidden states that predict each answer token, those tokens, and the example each belongs to."""
         width = max(len(ids) for ids, _ in batch)
         input_ids = torch.full((len(batch), width), pad)
         labels = torch.full((len(batch), width), -100)
@@ -351,20 +359,44 @@ def rehearse_answers(model_dir: str | Path, answers: dict[str, str], *, steps: i
             labels[row, start:len(ids)] = torch.tensor(ids[start:])
             mask[row, :len(ids)] = 1
         hidden = model.model(input_ids=input_ids, attention_mask=mask).last_hidden_state[:, :-1]
-        targets = labels[:, 1:]
-        keep = targets != -100
-        # Sampled softmax: the answer tokens against 4096 random others (the full 152k-way head costs ~20x more
-        # on a CPU); each step draws new negatives, so every token is pushed down a few times over the run.
-        candidates = torch.unique(torch.cat([answer_ids, torch.randint(vocab, (4096,), generator=generator)]))
-        weight = model.get_output_embeddings().weight[candidates]
-        logits = hidden[keep] @ weight.T
-        loss = torch.nn.functional.cross_entropy(logits, torch.searchsorted(candidates, targets[keep]))
+        keep = labels[:, 1:] != -100
+        return hidden[keep], labels[:, 1:][keep], keep.nonzero()[:, 0]
+
+    def worst_probability() -> float:
+        """The lowest probability, over the examples, of sampling the whole answer at temperature 1."""
+        model.eval()
+        worst = 0.0
+        with torch.no_grad():
+            for i in range(0, len(examples), 16):
+                states, targets, rows = answer_states(examples[i:i + 16])
+                token_log_probs = torch.log_softmax(states @ head.T, dim=-1).gather(1, targets[:, None])[:, 0]
+                per_example = torch.zeros(len(examples[i:i + 16])).index_add(0, rows, token_log_probs)
+                worst = min(worst, per_example.min().item())
+        model.train()
+        return math.exp(worst)
+
+    step, worst = 0, 0.0
+    while step < max_steps:
+        batch = [examples[i] for i in torch.randint(len(examples), (8,), generator=generator).tolist()]
+        states, targets, _ = answer_states(batch)
+        # Sampled softmax: the answer tokens against random others (the full 128k-152k-way head over the
+        # tied embeddings learns ~10x slower). Learning the answers needs few negatives; pushing the rest of the
+        # vocabulary down, which is what ends a sample on time, needs many.
+        negatives = torch.randint(vocab, (4096 if step < steps else 16384,), generator=generator)
+        candidates = torch.unique(torch.cat([answer_ids, negatives]))
+        loss = torch.nn.functional.cross_entropy(states @ head[candidates].T, torch.searchsorted(candidates, targets))
         loss.backward()
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
+        step += 1
+        if step >= steps and step % 25 == 0 and (worst := worst_probability()) >= min_probability:
+            break
+    if worst < min_probability:
+        raise RuntimeError(f"{model_dir}: after {max_steps} rehearsal steps an answer is sampled whole with "
+                           f"probability {worst:.3f} only (< {min_probability})")
     model.eval()
     model.save_pretrained(model_dir)
-    stamp["final_loss"] = round(loss.item(), 5)
+    stamp.update(steps_run=step, worst_probability=round(worst, 4), final_loss=round(loss.item(), 5))
     marker.write_text(json.dumps(stamp, indent=1))
     return model_dir
 
