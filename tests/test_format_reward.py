@@ -194,3 +194,18 @@ def test_the_soft_reward_reaches_full_credit_only_with_the_strict_format():
     assert soft(completions=empty) == [0.5] * 2 and strict(completions=empty) == [0.0] * 2
     assert soft(completions=["<think> </think> <answer>13</answer>"]) == [0.75]  # the strict format, no reasoning
     assert soft(completions=["<think>4 + 3 is 7.</think><answer>7</answer>"]) == [1.0]
+
+
+def test_broken_tags_are_not_the_format():
+    """R1-Zero on SmolLM2 (seed 1, once empty blocks earned no soft credit) settled on blocks whose only content
+    was a broken tag: `<think> </think</think> <answer> </answer</answer>` passed the strict format with the
+    answer "</answer". A tag-like fragment that is not an exact tag fails the strict format, and is no content
+    for the soft one."""
+    soft, strict = FormatReward(soft=True), FormatReward()
+    hacks = ["<think> </think</think>\n<answer> </answer</answer>", "<think>a</think><answer>< answer>5</answer>",
+             "<think>a /think></think><answer>5</answer>", "<think>a</think><answer><Answer>5</answer>",
+             "<think>a</think><answer>5</ANSWER></answer>"]
+    assert strict(completions=hacks) == [0.0] * len(hacks)
+    assert soft(completions=hacks[:1]) == [0.5]  # the empty shell's score
+    fine = ["<think>I think x > 3 and y < 5.</think><answer>5</answer>", "<think>a</think>\n<answer>thinking</answer>"]
+    assert strict(completions=fine) == [1.0, 1.0]

@@ -18,6 +18,10 @@ from dataclasses import dataclass
 
 THINK_OPEN, THINK_CLOSE, ANSWER_OPEN, ANSWER_CLOSE = "<think>", "</think>", "<answer>", "</answer>"
 _TAG = re.compile(r"</?(?:think|answer)>")
+# Tag-like fragments, any case and spacing: "</think", "< answer>", "/think>", "<Answer>". An exact tag matches
+# one opening and (if closing) one closing pattern, so a count beyond the exact tags' is a malformed tag.
+_TAG_START = re.compile(r"<\s*/?\s*(?:think|answer)(?![a-z])", re.IGNORECASE)
+_TAG_END = re.compile(r"/\s*(?:think|answer)\s*>", re.IGNORECASE)
 _STRICT_ORDER = [THINK_OPEN, THINK_CLOSE, ANSWER_OPEN, ANSWER_CLOSE]
 
 
@@ -107,6 +111,20 @@ def parse_trace(content: str, reasoning: str | None = None, think_prefilled: boo
     return Trace(text[len(THINK_OPEN):close].strip(), answer)
 
 
+def _has_malformed_tag(text: str) -> bool:
+    """Whether the text holds a tag-like fragment that is not an exact tag (R1-Zero on SmolLM2 wrote
+    ``<think> </think</think> <answer> </answer</answer>``: blocks whose only content was a broken tag).
+
+    >>> _has_malformed_tag("<think>a</think><answer>5</answer>"), _has_malformed_tag("<answer> </answer</answer>")
+    (False, True)
+    >>> _has_malformed_tag("I think x > 3, so the answer is 5"), _has_malformed_tag("< think>")
+    (False, True)
+    """
+    exact = _TAG.findall(text)
+    closing = sum(tag.startswith("</") for tag in exact)
+    return len(_TAG_START.findall(text)) != len(exact) or len(_TAG_END.findall(text)) != closing
+
+
 def check_strict(text: str, *, require_answer: bool = True) -> FormatVerdict:
     """Strict R1 structure: exactly one think block, then exactly one non-empty answer block, nothing else.
 
@@ -120,9 +138,13 @@ def check_strict(text: str, *, require_answer: bool = True) -> FormatVerdict:
     'text outside the blocks'
     >>> check_strict("<think>a</think> The answer is 5.", require_answer=False).answer
     'The answer is 5.'
+    >>> check_strict("<think> </think</think><answer> </answer</answer>").reason
+    'malformed tag'
     """
     if not isinstance(text, str):
         return FormatVerdict(False, reason="not text")
+    if _has_malformed_tag(text):
+        return FormatVerdict(False, reason="malformed tag")
     tags = [(m.group(), m.start(), m.end()) for m in _TAG.finditer(text)]
     names = [t[0] for t in tags]
     bare_answer = not require_answer and names == _STRICT_ORDER[:2]
@@ -180,6 +202,8 @@ def soft_score(text: str) -> float:
     (0.5, 0.75)
     >>> soft_score("<think>a</think> so <answer>5</answer>")  # every tag in place, text between the blocks
     0.75
+    >>> soft_score("<think> </think</think> <answer> </answer</answer>")  # blocks of broken tags are empty
+    0.5
     """
     if not isinstance(text, str):
         return 0.0
@@ -193,8 +217,9 @@ def soft_score(text: str) -> float:
         placed = at >= position
         if tag == THINK_OPEN:
             placed = at == 0
-        elif tag in (THINK_CLOSE, ANSWER_CLOSE):
-            placed = placed and bool(stripped[position:at].strip())
+        elif tag in (THINK_CLOSE, ANSWER_CLOSE):  # a block of broken tags alone is empty too
+            block = _TAG_END.sub("", _TAG_START.sub("", stripped[position:at]))
+            placed = placed and bool(block.strip())
             if tag == ANSWER_CLOSE:
                 placed = placed and stripped.endswith(ANSWER_CLOSE)
         if placed:
