@@ -13,15 +13,20 @@ prompt (the format reward) decides it and passes a bool; one that does not (a se
 
 from __future__ import annotations
 
+import html
 import re
+import unicodedata
 from dataclasses import dataclass
 
 THINK_OPEN, THINK_CLOSE, ANSWER_OPEN, ANSWER_CLOSE = "<think>", "</think>", "<answer>", "</answer>"
 _TAG = re.compile(r"</?(?:think|answer)>")
-# Tag-like fragments, any case and spacing: "</think", "< answer>", "/think>", "<Answer>". An exact tag matches
-# one opening and (if closing) one closing pattern, so a count beyond the exact tags' is a malformed tag.
-_TAG_START = re.compile(r"<\s*/?\s*(?:think|answer)(?![a-z])", re.IGNORECASE)
-_TAG_END = re.compile(r"/\s*(?:think|answer)\s*>", re.IGNORECASE)
+# Tag-like fragments, any case and spacing: "</think", "</answer >", "< answer>", "<Answer>", "/think>". Prose
+# and code that merely mention the words ("2 < answer < 10", "1/answer >= 0.5", "lo<answer") do not match.
+_TAG_LIKE = re.compile(r"<\s*/\s*(?:think|answer)\b[^<>]*>?|<\s*(?:think|answer)\s*>"
+                       r"|(?<![\w)\]}])/\s*(?:think|answer)\s*>", re.IGNORECASE)
+_MARKUP = re.compile(r"<[^<>]*>")
+# Letters that render as blank (Hangul and braille fillers): no content, whatever their Unicode category says.
+_BLANK_LETTERS = frozenset("\u115f\u1160\u3164\uffa0\u2800")
 _STRICT_ORDER = [THINK_OPEN, THINK_CLOSE, ANSWER_OPEN, ANSWER_CLOSE]
 
 
@@ -120,9 +125,19 @@ def _has_malformed_tag(text: str) -> bool:
     >>> _has_malformed_tag("I think x > 3, so the answer is 5"), _has_malformed_tag("< think>")
     (False, True)
     """
-    exact = _TAG.findall(text)
-    closing = sum(tag.startswith("</") for tag in exact)
-    return len(_TAG_START.findall(text)) != len(exact) or len(_TAG_END.findall(text)) != closing
+    return any(m.group() not in _STRICT_ORDER for m in _TAG_LIKE.finditer(text))
+
+
+def _has_content(block: str) -> bool:
+    """Whether a block says anything: a letter, digit or symbol once HTML entities are decoded and markup,
+    escapes and broken tags are dropped. Invisible characters (zero-width spaces, fillers), punctuation alone
+    and escaped tags are empty: a policy under RL pressure finds each of them.
+
+    >>> [_has_content(b) for b in ("16", "\u200b", "&lt;/answer&gt;", "...", "∅")]
+    [True, False, False, False, True]
+    """
+    text = _TAG_LIKE.sub("", _MARKUP.sub("", html.unescape(block).replace("\\", "")))
+    return any(unicodedata.category(c)[0] in "LNS" and c not in _BLANK_LETTERS for c in text)
 
 
 def check_strict(text: str, *, require_answer: bool = True) -> FormatVerdict:
@@ -156,14 +171,14 @@ def check_strict(text: str, *, require_answer: bool = True) -> FormatVerdict:
     reasoning = text[think_start:think_end]
     if bare_answer:
         answer = text[close_end:].strip()
-        if not answer:
+        if not _has_content(answer):
             return FormatVerdict(False, reasoning=reasoning, reason="empty answer")
         return FormatVerdict(True, reasoning=reasoning, answer=answer)
     (_, answer_open, answer_start), (_, answer_end, end) = tags[2], tags[3]
     if text[close_end:answer_open].strip() or text[end:].strip():
         return FormatVerdict(False, reason="text outside the blocks")
     answer = text[answer_start:answer_end].strip()
-    if not answer:
+    if not _has_content(answer):
         return FormatVerdict(False, reasoning=reasoning, reason="empty answer")
     return FormatVerdict(True, reasoning=reasoning, answer=answer)
 
@@ -218,8 +233,7 @@ def soft_score(text: str) -> float:
         if tag == THINK_OPEN:
             placed = at == 0
         elif tag in (THINK_CLOSE, ANSWER_CLOSE):  # a block of broken tags alone is empty too
-            block = _TAG_END.sub("", _TAG_START.sub("", stripped[position:at]))
-            placed = placed and bool(block.strip())
+            placed = placed and _has_content(stripped[position:at])
             if tag == ANSWER_CLOSE:
                 placed = placed and stripped.endswith(ANSWER_CLOSE)
         if placed:
