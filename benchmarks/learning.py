@@ -161,7 +161,7 @@ def format_tables(runs: list[dict[str, Any]], summary: dict[str, Any]) -> str:
     lines = [f"held-out rewards across {len(runs)} seeds: mean over k samples per prompt (pass@1), its std and 95% "
              "interval across seeds (Student t),",
              f"{pass_k} (mean over seeds); each stage's wall time, mean (min-max) over seeds",
-             f"{'after':<20}{'reward':<24}{'mean':>7}{'std':>7}{'95% interval':>18}{pass_k:>8}{'wall s':>14}"]
+             f"{'after':<20}{'reward':<24}{'mean':>7}{'std':>7}{'95% interval':>18}{pass_k:>8}{'wall s':>18}"]
     for stage, row in summary.items():
         seconds = row.get("seconds")
         wall = f"{statistics.fmean(seconds):.0f} ({min(seconds):.0f}-{max(seconds):.0f})" if seconds else "-"
@@ -169,7 +169,7 @@ def format_tables(runs: list[dict[str, Any]], summary: dict[str, Any]) -> str:
         for i, (metric, r) in enumerate(rewards.items()):
             cells = f"{'':>7}{'':>7}{'':>18}{'':>8}" if r is None else \
                 f"{r['mean']:>7.3f}{r['std']:>7.3f}{_interval(r['ci95']):>18}{r.get(pass_k, math.nan):>8.3f}"
-            lines.append(f"{stage if i == 0 else '':<20}{metric:<24}{cells}{wall if i == 0 else '':>14}".rstrip())
+            lines.append(f"{stage if i == 0 else '':<20}{metric:<24}{cells}{wall if i == 0 else '':>18}".rstrip())
     for metric in reward_metrics({s: row["rewards"] for s, row in summary.items() if "rewards" in row}):
         stages = [s for s, row in summary.items() if metric in row.get("rewards", {})]
         gains = [(a, b) for a, b in (("cold_start", "rl"), ("base", "rl"), ("rl", "final_sft"))
