@@ -23,7 +23,8 @@ A gain is printed with the 95% paired bootstrap interval of its per-prompt diffe
 prompts before and after), which is what says whether a seed's gain is beyond its noise.
 
 `--jobs 2` runs two seeds at once (wall times then overstate a lone run); `--set SECTION.KEY=VALUE` overrides
-recipe keys as `trl-r1 run --set` does. Outputs: `<out>/seed-<s>/` (each run with its report) and `<out>/learning.json`.
+recipe keys as `trl-r1 run --set` does. Outputs: `<out>/seed-<s>/` (each run with its report), `<out>/learning.json` and
+`<out>/learning.png` (each held-out reward after each stage, a line per seed with its 95% interval).
 """
 
 from __future__ import annotations
@@ -194,6 +195,39 @@ def format_tables(runs: list[dict[str, Any]], summary: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def plot_seeds(runs: list[dict[str, Any]], summary: dict[str, Any], path: Path) -> dict[str, list[str]]:
+    """One panel per held-out reward: its value after each evaluated stage, a line per seed with that run's 95%
+    interval over prompts, so seeds that agree or diverge show at a glance. Returns {reward: [line labels]}."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    stages = [stage for stage, row in summary.items() if "rewards" in row]
+    metrics = list(dict.fromkeys(m for stage in stages for m in summary[stage]["rewards"]))
+    fig, axes = plt.subplots(1, len(metrics), figsize=(4.5 * len(metrics), 3.6), squeeze=False)
+    drawn: dict[str, list[str]] = {}
+    for ax, metric in zip(axes[0], metrics):
+        for i, run in enumerate(runs):
+            shown = [s for s in stages if metric in run["evaluation"].get(s, {})]
+            values = [run["evaluation"][s][metric] for s in shown]
+            bounds = [run["evaluation"][s].get(metric + "/ci95") or [v, v] for s, v in zip(shown, values)]
+            errors = [[v - b[0] for v, b in zip(values, bounds)], [b[1] - v for v, b in zip(values, bounds)]]
+            xs = [stages.index(s) + (i - (len(runs) - 1) / 2) * 0.05 for s in shown]
+            ax.errorbar(xs, values, yerr=errors, marker="o", capsize=3, label=f"seed {run['seed']}")
+            drawn.setdefault(metric, []).append(f"seed {run['seed']}")
+        ax.set_xticks(range(len(stages)), stages)
+        ax.set_title(metric, fontsize=9)
+        ax.set_ylim(-0.03, 1.03)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    axes[0][0].set_ylabel("held-out mean reward (95% interval)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return drawn
+
+
 def _gain(before: dict[str, Any], after: dict[str, Any], metric: str) -> str:
     """The gain, with the paired interval of its per-prompt differences when both evaluations kept them.
 
@@ -227,7 +261,8 @@ def main(argv: list[str] | None = None) -> int:
     summary = summarize(runs)
     print("\n" + format_tables(runs, summary))
     (out / "learning.json").write_text(json.dumps({"recipe": args.recipe, "runs": runs, "summary": summary}, indent=2))
-    print(f"\nwritten: {out / 'learning.json'}")
+    plot_seeds(runs, summary, out / "learning.png")
+    print(f"\nwritten: {out / 'learning.json'}, {out / 'learning.png'} (each reward per stage, a line per seed)")
     return 0
 
 

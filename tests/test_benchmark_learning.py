@@ -71,3 +71,10 @@ def test_tables_give_interval_pass_at_k_and_wall_time_per_stage(learning):
     assert lines[header + 2].split() == ["0", "60", "90", "20", "175", "170"]
     gains = next(line for line in lines if line.startswith("2 ") and "[0.75, 0.81]" in line)
     assert gains.split()[-2:] == ["+0.370", "+0.780"]  # rl - cold_start, rl - base
+
+
+def test_the_plot_draws_every_reward_with_a_line_per_seed(learning, tmp_path):
+    path = tmp_path / "learning.png"
+    drawn = learning.plot_seeds(RUNS, learning.summarize(RUNS), path)
+    assert drawn == {ACC: ["seed 0", "seed 1", "seed 2"], FMT: ["seed 0", "seed 1", "seed 2"]}
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
