@@ -28,7 +28,7 @@ PREFILL_CONVERSATION = [{"role": "user", "content": "What is 2+3?"}, {"role": "a
 
 
 STRICT_CASES = [
-    # --- hacks: content-free answers that pass the strict format today ---
+    # --- hacks: content-free answers that passed the strict format before the content rule ---
     pytest.param("<think>\u200b</think><answer>\u200b</answer>", False, id="zero-width-space-shell"),
     pytest.param("<think>a</think><answer>\ufeff</answer>", False, id="bom-answer"),
     pytest.param("<think>a</think><answer>\u2060</answer>", False, id="word-joiner-answer"),
@@ -55,7 +55,7 @@ STRICT_CASES = [
     # a reasoning that writes the tag itself is a repeated tag by design (ambiguous for any parser)
     pytest.param("<think>The tag <answer> holds the result.</think><answer>5</answer>", False,
                  id="literal-tag-in-reasoning"),
-    # --- false rejections: real R1 outputs the strict format rejects today ---
+    # --- false rejections: real R1 outputs the first broken-tag pattern rejected ---
     pytest.param("<think>We know 2 < answer < 10, so try 5.</think><answer>5</answer>", True,
                  id="inequality-with-spaces"),
     pytest.param("<think>Binary search: while lo<answer: lo += 1</think><answer>7</answer>", True,
