@@ -203,6 +203,22 @@ def test_numbers_and_expressions(gold, answer, expected):
 
 
 @pytest.mark.parametrize(
+    "gold, answer, expected",
+    [
+        ("3.5", "3 1/2", True),  # a plain-text mixed number is three and a half ...
+        ("\\frac{31}{2}", "3 1/2", False),  # ... not the 31/2 that dropping its space makes
+        ("-3.5", "-3 1/2", True),
+        ("(3.5, 1)", "(3 1/2, 1)", True),
+        ("3.5, 2.25", "3 1/2, 2 1/4", True),
+        ("12345/7", "12 345/7", True),  # an improper fraction after a digit group: a thousands space
+        ("1000", "1 000", True),
+    ],
+)
+def test_plain_text_mixed_numbers(gold, answer, expected):
+    assert verify(gold, boxed(answer)) is expected
+
+
+@pytest.mark.parametrize(
     "gold, completion",
     [
         ("2\\pi", "The answer is 2π."),  # unicode math

@@ -55,6 +55,8 @@ _DOTS_REPEATING = re.compile(r"(?<![\d.])(\d*)\.(\d*?)(\d)\3{2,}\s*(?:\\[lc]?dot
 _SET_MINUS_POINT = re.compile(r"\\mathbb\{R\}\s*\\setminus\s*\\\{\s*(-?\d+(?:\.\d+)?)\s*\\\}")  # \mathbb{R}\setminus\{0\}
 _REPEATING = re.compile(r"(?<![\d.])(\d*)\.(\d*)\\overline\{(\d+)\}")  # 0.1\overline{6}
 _TEXT_NUMBER = re.compile(r"\\text\{\s*([-\d.,]+)\s*\}")  # \text{18} is the number 18
+_PLAIN_MIXED = re.compile(  # 3 1/2: three and a half; not a digit group of 1,000 or 1.5 or a power's base
+    r"(?<![\w.\\}/])(?<!\d,)(\d+)\s+(\d+)\s*/\s*(\d+)(?![\w./^]|,\d)")
 _LIST_WORD = re.compile(r",?\s*(?:\\text\{\s*(?:and|or)\s*\}|\b(?:and|or)\b)\s*,?")  # "1, 2, and 3" is a list (and "12 and 134" no number)
 _OR_WORD = re.compile(r"\\text\{\s*or\s*\}|\bor\b")
 _AND_WORD = re.compile(r"\\text\{\s*and\s*\}|\band\b")
@@ -72,6 +74,20 @@ _NUMBER = re.compile(
     r"(?:(?:e|E|\\text\{[eE]\}|\\times10\^|\\cdot10\^|\*10\^)\{?(?P<exp>[-+]?\d{1,3})\}?)?(?P<pct>%?)$"
 )
 _FRACTION = re.compile(r"^(?P<sign>-?)(?:\\frac\{(?P<n1>-?\d+)\}\{(?P<d1>-?\d+)\}|(?P<n2>\d+)/(?P<d2>\d+))$")
+
+
+def _mixed_number(match: re.Match) -> str:
+    """``3 1/2`` as LaTeX's mixed number ``3\\frac{1}{2}`` (3.5), not the ``31/2`` that dropping the space makes;
+    only a proper fraction follows a whole number in a mixed number, so ``12 345/7`` stays 12345/7 (a thousands
+    space).
+
+    >>> canonical("3 1/2"), canonical("-3 1/2"), canonical("12 345/7")
+    ('3\\\\frac{1}{2}', '-3\\\\frac{1}{2}', '12345/7')
+    """
+    whole, numerator, denominator = match.groups()
+    if 0 < int(numerator) < int(denominator):
+        return f"{whole}\\frac{{{numerator}}}{{{denominator}}}"
+    return match.group()
 
 
 def canonical(text: str) -> str:
@@ -119,6 +135,7 @@ def canonical(text: str) -> str:
         text = unitless
     while text.startswith("{") and _group(text, 0)[1] == len(text):  # {1,3}: a TeX group, not a set
         text = text[1:-1].strip()
+    text = _PLAIN_MIXED.sub(_mixed_number, text)
     text = re.sub(r"(\\[a-zA-Z]+)\s+(?=[a-zA-Z])", "\\1\0", text)  # keep "\\pi r" from becoming "\\pir"
     text = re.sub(r"(?<=\d),\s+(?=\d)", ",\0", text)  # "32, 349" is a list; "32,349" is a number
     if re.fullmatch(r"[-+\d\s.]+", text):  # "5 6" is two numbers; "1 234" is one
