@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import math
 import re
+import unicodedata
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -40,7 +41,9 @@ _NOT_A_UNIT = re.compile(  # words a trailing "unit" cannot hold: a judgement, h
 )
 _UNICODE = {"π": "\\pi ", "√": "\\sqrt", "∞": "\\infty ", "−": "-", "–": "-", "×": "\\times ", "·": "\\cdot ",
             "⋅": "\\cdot ", "≤": "\\le ", "≥": "\\ge ", "≠": "\\ne ", "÷": "\\div ", "∗": "*", "✕": "\\times ",
-            "⨯": "\\times "}
+            "⨯": "\\times ", "⁄": "/",
+            **{ch: f"\\frac{{{v.numerator}}}{{{v.denominator}}}"  # ½ ⅓ ¾ ...: 3½ is the mixed number 3\frac{1}{2}
+               for ch in "½⅓⅔¼¾⅕⅖⅗⅘⅙⅚⅐⅛⅜⅝⅞⅑⅒" for v in [Fraction(unicodedata.numeric(ch)).limit_denominator(10)]}}
 _PLAIN_PI = re.compile(r"(?<![\\a-zA-Z])pi(?![a-zA-Z])")  # pi/2 written without LaTeX (math-verify#69)
 _PLAIN_EXP = re.compile(r"(?<![\\a-zA-Z])exp\(([^()]*)\)")  # exp(16)
 _WORDED = (  # answers written in words that have a symbol: \text{all real numbers} is \mathbb{R}
@@ -55,8 +58,9 @@ _DOTS_REPEATING = re.compile(r"(?<![\d.])(\d*)\.(\d*?)(\d)\3{2,}\s*(?:\\[lc]?dot
 _SET_MINUS_POINT = re.compile(r"\\mathbb\{R\}\s*\\setminus\s*\\\{\s*(-?\d+(?:\.\d+)?)\s*\\\}")  # \mathbb{R}\setminus\{0\}
 _REPEATING = re.compile(r"(?<![\d.])(\d*)\.(\d*)\\overline\{(\d+)\}")  # 0.1\overline{6}
 _TEXT_NUMBER = re.compile(r"\\text\{\s*([-\d.,]+)\s*\}")  # \text{18} is the number 18
-_PLAIN_MIXED = re.compile(  # 3 1/2: three and a half; not a digit group of 1,000 or 1.5 or a power's base
-    r"(?<![\w.\\}/])(?<!\d,)(\d+)\s+(\d+)\s*/\s*(\d+)(?![\w./^]|,\d)")
+_PLAIN_MIXED = re.compile(  # 3 1/2 and 1,000 1/2; not after 1.5 or before a power, a variable or a constant (3 1/2 x)
+    r"(?<![\w.\\}/])(\d{1,3}(?:,\d{3})+|\d+)\s+(\d+)\s*/\s*(\d+)(?![\w./^])"
+    r"(?!\s*(?:[a-zA-Z]|\\(?!(?:cdot|times|div|pm|mp|[lg]eq?|[lg]t|neq?|right|end|quad|qquad)(?![a-zA-Z]))[a-zA-Z]))")
 _LIST_WORD = re.compile(r",?\s*(?:\\text\{\s*(?:and|or)\s*\}|\b(?:and|or)\b)\s*,?")  # "1, 2, and 3" is a list (and "12 and 134" no number)
 _OR_WORD = re.compile(r"\\text\{\s*or\s*\}|\bor\b")
 _AND_WORD = re.compile(r"\\text\{\s*and\s*\}|\band\b")
@@ -77,17 +81,24 @@ _FRACTION = re.compile(r"^(?P<sign>-?)(?:\\frac\{(?P<n1>-?\d+)\}\{(?P<d1>-?\d+)\
 
 
 def _mixed_number(match: re.Match) -> str:
-    """``3 1/2`` as LaTeX's mixed number ``3\\frac{1}{2}`` (3.5), not the ``31/2`` that dropping the space makes;
-    only a proper fraction follows a whole number in a mixed number, so ``12 345/7`` stays 12345/7 (a thousands
-    space).
+    """``3 1/2`` as LaTeX's mixed number ``3\\frac{1}{2}`` (3.5), not the ``31/2`` that dropping the space makes.
 
-    >>> canonical("3 1/2"), canonical("-3 1/2"), canonical("12 345/7")
-    ('3\\\\frac{1}{2}', '-3\\\\frac{1}{2}', '12345/7')
+    A three-digit numerator is a digit group (``12 345/7`` is 12345/7, ``1 001/3`` is 1001/3), and so is a whole
+    part after a group (``1 234 1/2``); a lone number before it is not (``1 3 1/2`` is left as written). An improper
+    fraction never follows a whole number in a mixed number, so ``3 5/2`` is two numbers, not 35/2.
+
+    >>> canonical("3 1/2"), canonical("-3 1/2"), canonical("1,000 1/2")
+    ('3\\\\frac{1}{2}', '-3\\\\frac{1}{2}', '1000\\\\frac{1}{2}')
+    >>> canonical("12 345/7"), canonical("3 5/2")
+    ('12345/7', '3, 5/2')
     """
     whole, numerator, denominator = match.groups()
-    if 0 < int(numerator) < int(denominator):
-        return f"{whole}\\frac{{{numerator}}}{{{denominator}}}"
-    return match.group()
+    after_a_number = re.search(r"\d\s+$", match.string[: match.start()])
+    if len(numerator) == 3 or (after_a_number and len(whole) != 3):
+        return match.group()
+    if numerator[0] != "0" and denominator[0] != "0" and (len(numerator), numerator) < (len(denominator), denominator):
+        return f"{whole.replace(',', '')}\\frac{{{numerator}}}{{{denominator}}}"
+    return f"{whole},\0{numerator}/{denominator}"
 
 
 def canonical(text: str) -> str:
@@ -105,7 +116,8 @@ def canonical(text: str) -> str:
     >>> canonical("32, 349"), canonical("32,349")
     ('32, 349', '32,349')
     """
-    text = re.sub(r"(?<!\\)\\$", "", text.strip()).strip()  # "185\\": a stray backslash ends nothing
+    text = re.sub(r"\s+", " ", re.sub(r"(?<!\\)\\$", "", text.strip()).strip())  # "185\\": a stray backslash ends nothing;
+    # one space per run of whitespace, which every rule below reads alike, so no pattern rescans a long run
     for symbol, command in _UNICODE.items():
         text = text.replace(symbol, command)
     text = _PLAIN_EXP.sub(r"e^{\1}", _PLAIN_PI.sub(r"\\pi ", text))
