@@ -101,8 +101,8 @@ FOUND = [  # what the red team found wrong: fixed since, or a strict xfail with 
     # 3 1/2 x is three and a half x, as 3 1/2 is three and a half; the LaTeX parser reads 3\frac{1}{2}x as a product
     ("x", "2 1/2 x", "bare", False),  # fixed: 2\\frac{1}{2}x is parsed as the product 2*(1/2)*x
     ("\\frac{3}{2}\\pi", "3 1/2 \\pi", "bare", False),  # fixed: 3\\frac{1}{2}\\pi is parsed as 3*(1/2)*pi
-    xfail("\\frac{5}{2}x", "2 1/2 x", "bare", True, reason="3\\frac{1}{2} is a mixed number only when it stands alone"),
-    xfail("\\frac{7}{2}\\pi", "3 1/2 \\pi", "bare", True, reason="3\\frac{1}{2} is a mixed number only when it stands alone"),
+    ("\\frac{5}{2}x", "2 1/2 x", "bare", True),  # fixed: 3\frac{1}{2} is a mixed number only when it stands alone
+    ("\\frac{7}{2}\\pi", "3 1/2 \\pi", "bare", True),  # fixed: 3\frac{1}{2} is a mixed number only when it stands alone
     # only a 3-digit group is a thousands group: 3 5/2 is no way of writing 35/2
     ("17.5", "3 5/2", "bare", False),  # fixed: an improper fraction after a number drops the space (35/2), though 5 is no digit group
     ("11.5", "2 3/2", "bare", False),  # fixed: an improper fraction after a number drops the space (23/2), though 3 is no digit group
@@ -116,8 +116,8 @@ FOUND = [  # what the red team found wrong: fixed since, or a strict xfail with 
     # "1 3" alone is two numbers; before a mixed number they are glued into its whole part (before 11b8223: 131/2)
     ("13.5", "1 3 1/2", "bare", False),  # fixed: a lone digit before a mixed number is glued to its whole part (13 1/2)
     # no reading of these gives the concatenation that dropping the space makes
-    xfail("5.25", "2 1/2^2", "bare", False, reason="a fraction with an exponent drops the space: 21/2^2 = 5.25"),
-    xfail("0.255", "0.5 1/2", "bare", False, reason="a fraction after a decimal drops the space: 0.51/2"),
+    ("5.25", "2 1/2^2", "bare", False),  # fixed: a fraction with an exponent drops the space: 21/2^2 = 5.25
+    ("0.255", "0.5 1/2", "bare", False),  # fixed: a fraction after a decimal drops the space: 0.51/2
     # honest spellings not read
     ("3.5", "3\u00bd", "bare", True),  # fixed: the vulgar fraction \u00bd is not read
     ("3.5", "3 \u00bd", "bare", True),  # fixed: the vulgar fraction \u00bd is not read

@@ -107,43 +107,35 @@ VULGAR = [  # unicode vulgar fractions and the fraction slash
     ("0.25", "½½", "marked", False),  # at best the product ½·½
 ]
 
-FOUND = [  # strict xfails: regressions first
-    xfail("x", "2½x", "bare", False,
-          reason="regression: 2\\frac{1}{2}x is parsed as the product 2*(1/2)*x = x (the plain 2 1/2 x is guarded, ½ is not)"),
-    xfail("\\frac{1}{2}\\pi", "1½π", "bare", False,
-          reason="regression: 1\\frac{1}{2}\\pi is parsed as the product 1*(1/2)*pi, so one and a half pi equals pi/2"),
+FOUND = [  # what this red team found wrong: fixed since ("# fixed:" says what was wrong), or a strict xfail
+    ("x", "2½x", "bare", False),  # fixed: 2\frac{1}{2}x is parsed as the product 2*(1/2)*x = x (the plain 2 1/2 x is guarded, ½ is not)
+    ("\\frac{1}{2}\\pi", "1½π", "bare", False),  # fixed: 1\frac{1}{2}\pi is parsed as the product 1*(1/2)*pi, so one and a half pi equals pi/2
     # debatable: juxtaposed numerals are never a product in plain text, so these are no numbers at all
-    xfail("4.5", "2¾3", "bare", False, reason="regression: 2\\frac{3}{4}3 is parsed as the product 2*(3/4)*3"),
-    xfail("0", "⅒0", "bare", False, reason="regression: \\frac{1}{10}0 is parsed as the product (1/10)*0"),
-    xfail("1.5", "½ 3", "bare", False, reason="regression: \\frac{1}{2}3 (space dropped) is parsed as the product (1/2)*3"),
+    ("4.5", "2¾3", "bare", False),  # fixed: 2\frac{3}{4}3 is parsed as the product 2*(3/4)*3
+    ("0", "⅒0", "bare", False),  # fixed: \frac{1}{10}0 is parsed as the product (1/10)*0
+    ("1.5", "½ 3", "bare", False),  # fixed: \frac{1}{2}3 (space dropped) is parsed as the product (1/2)*3
     # a mixed number before a command outside the allowed list is not rewritten, and dropping its space makes 11/2
-    xfail("(-\\infty, 1.5) \\cup (2, \\infty)", "x < 1 1/2 or x > 2", "bare", True,
-          reason="'or' becomes \\lor before the mixed-number rule, which skips a number before \\lor: x<11/2"),
-    xfail("(-\\infty, 5.5) \\cup (2, \\infty)", "x < 1 1/2 or x > 2", "bare", False,
-          reason="'or' becomes \\lor before the mixed-number rule, which skips a number before \\lor: x<11/2"),
-    xfail("(1.5, 3)", "x > 1 1/2 and x < 3", "bare", True,
-          reason="'and' becomes \\land before the mixed-number rule, which skips a number before \\land: x>11/2"),
-    xfail("(-\\infty, 1.5]", "1 1/2 \\geqslant x", "bare", True,
-          reason="\\geqslant is not in the rule's operator list: 11/2\\geqslant x"),
-    xfail("15.5", "3 1/2 \\approx 3.5", "bare", False,
-          reason="\\approx is not in the rule's operator list: 31/2 (15.5) is accepted"),
+    ("(-\\infty, 1.5) \\cup (2, \\infty)", "x < 1 1/2 or x > 2", "bare", True),  # fixed: 'or' becomes \lor before the mixed-number rule, which skips a number before \lor: x<11/2
+    ("(-\\infty, 5.5) \\cup (2, \\infty)", "x < 1 1/2 or x > 2", "bare", False),  # fixed: 'or' becomes \lor before the mixed-number rule, which skips a number before \lor: x<11/2
+    ("(1.5, 3)", "x > 1 1/2 and x < 3", "bare", True),  # fixed: 'and' becomes \land before the mixed-number rule, which skips a number before \land: x>11/2
+    ("(-\\infty, 1.5]", "1 1/2 \\geqslant x", "bare", True),  # fixed: \geqslant is not in the rule's operator list: 11/2\geqslant x
+    ("15.5", "3 1/2 \\approx 3.5", "bare", False),  # fixed: \approx is not in the rule's operator list: 31/2 (15.5) is accepted
     xfail("\\{1.5, 2.5\\}", "\\lbrace 1 1/2, 2 1/2 \\rbrace", "bare", True,
-          reason="\\rbrace is not in the rule's operator list: the last element reads 21/2"),
+          reason="\\lbrace ... \\rbrace is not read as a set (\\lbrace 1.5, 2.5 \\rbrace fails too)"),
     # a whole part glued to a command or to a lone number
-    xfail("\\pm 1.5", "\\pm1 1/2", "bare", True, reason="the lookbehind reads \\pm's m as a word character: \\pm11/2"),
-    xfail("\\pm 5.5", "\\pm1 1/2", "bare", False, reason="the lookbehind reads \\pm's m as a word character: \\pm11/2"),
-    xfail("65.5", "1 3 1/2", "bare", False, reason="'1 3 1/2' is left as written and dropping its spaces makes 131/2"),
-    xfail("3.5", "2 1/2/3", "bare", False, reason="a fraction followed by / is skipped and dropping the space makes 21/2/3"),
+    ("\\pm 1.5", "\\pm1 1/2", "bare", True),  # fixed: the lookbehind reads \pm's m as a word character: \pm11/2
+    ("\\pm 5.5", "\\pm1 1/2", "bare", False),  # fixed: the lookbehind reads \pm's m as a word character: \pm11/2
+    ("65.5", "1 3 1/2", "bare", False),  # fixed: '1 3 1/2' is left as written and dropping its spaces makes 131/2
+    ("3.5", "2 1/2/3", "bare", False),  # fixed: a fraction followed by / is skipped and dropping the space makes 21/2/3
     # honest answers rejected
-    xfail("\\frac{5}{2}x", "2½x", "bare", True, reason="2\\frac{1}{2}x is parsed as a product"),
-    xfail("\\frac{3}{2}\\pi", "1½π", "bare", True, reason="1\\frac{1}{2}\\pi is parsed as a product"),
-    xfail("\\frac{3}{2}\\text{ cups}", "1½ cups", "bare", True,
-          reason="the unit is stripped only after a digit, } or ): 1\\frac{1}{2}cups keeps it"),
-    xfail("1.5", "1 ½ cups", "marked", True, reason="the unit is not stripped after a vulgar fraction"),
+    ("\\frac{5}{2}x", "2½x", "bare", True),  # fixed: 2\frac{1}{2}x is parsed as a product
+    ("\\frac{3}{2}\\pi", "1½π", "bare", True),  # fixed: 1\frac{1}{2}\pi is parsed as a product
+    ("\\frac{3}{2}\\text{ cups}", "1½ cups", "bare", True),  # fixed: the unit is stripped only after a digit, } or ): 1\frac{1}{2}cups keeps it
+    ("1.5", "1 ½ cups", "marked", True),  # fixed: the unit is not stripped after a vulgar fraction
     xfail("10.5\\%", "10½%", "bare", True, reason="10\\frac{1}{2}% does not parse"),
     xfail("\\sqrt{x}", "x^½", "bare", True, reason="x^\\frac{1}{2} (valid TeX) does not parse"),
     xfail("0.5", "¹⁄₂", "bare", True, reason="superscript/subscript digits around the fraction slash are not read"),
-    xfail("2.25", "+2 1/4", "marked", True, reason="+2\\frac{1}{4} counts as a calculation, though +2.25 is a result"),
+    ("2.25", "+2 1/4", "marked", True),  # fixed: +2\frac{1}{4} counts as a calculation, though +2.25 is a result
 ]
 
 
@@ -183,7 +175,7 @@ def test_completions(gold, completion, policy, expected):
         "\u00a0" * 20_000 + "1 1/2",
         "1 1/2 or x < " * 1_500,
         # _mixed_number re-searches the whole text before each match: quadratic in the number of mixed numbers
-        xfail("1 1/2 " * 8_000, reason="regression: _mixed_number searches the whole prefix per match (quadratic)"),
+        "1 1/2 " * 8_000,  # fixed: _mixed_number searches the whole prefix per match (quadratic)
     ],
     ids=lambda text: f"{text[:12]!r}..<{len(text)} chars>",
 )

@@ -41,9 +41,9 @@ _NOT_A_UNIT = re.compile(  # words a trailing "unit" cannot hold: a judgement, h
 )
 _UNICODE = {"π": "\\pi ", "√": "\\sqrt", "∞": "\\infty ", "−": "-", "–": "-", "×": "\\times ", "·": "\\cdot ",
             "⋅": "\\cdot ", "≤": "\\le ", "≥": "\\ge ", "≠": "\\ne ", "÷": "\\div ", "∗": "*", "✕": "\\times ",
-            "⨯": "\\times ", "⁄": "/",
-            **{ch: f"\\frac{{{v.numerator}}}{{{v.denominator}}}"  # ½ ⅓ ¾ ...: 3½ is the mixed number 3\frac{1}{2}
-               for ch in "½⅓⅔¼¾⅕⅖⅗⅘⅙⅚⅐⅛⅜⅝⅞⅑⅒" for v in [Fraction(unicodedata.numeric(ch)).limit_denominator(10)]}}
+            "⨯": "\\times ", "⁄": "/"}
+_VULGAR = {ch: Fraction(unicodedata.numeric(ch)).limit_denominator(10) for ch in "½⅓⅔¼¾⅕⅖⅗⅘⅙⅚⅐⅛⅜⅝⅞⅑⅒"}
+_VULGAR_FRACTION = re.compile(f"(\\d?)\\s?([{''.join(_VULGAR)}])(\\s?\\d)?")  # 3½, ½, ½ 3
 _PLAIN_PI = re.compile(r"(?<![\\a-zA-Z])pi(?![a-zA-Z])")  # pi/2 written without LaTeX (math-verify#69)
 _PLAIN_EXP = re.compile(r"(?<![\\a-zA-Z])exp\(([^()]*)\)")  # exp(16)
 _WORDED = (  # answers written in words that have a symbol: \text{all real numbers} is \mathbb{R}
@@ -58,9 +58,11 @@ _DOTS_REPEATING = re.compile(r"(?<![\d.])(\d*)\.(\d*?)(\d)\3{2,}\s*(?:\\[lc]?dot
 _SET_MINUS_POINT = re.compile(r"\\mathbb\{R\}\s*\\setminus\s*\\\{\s*(-?\d+(?:\.\d+)?)\s*\\\}")  # \mathbb{R}\setminus\{0\}
 _REPEATING = re.compile(r"(?<![\d.])(\d*)\.(\d*)\\overline\{(\d+)\}")  # 0.1\overline{6}
 _TEXT_NUMBER = re.compile(r"\\text\{\s*([-\d.,]+)\s*\}")  # \text{18} is the number 18
-_PLAIN_MIXED = re.compile(  # 3 1/2 and 1,000 1/2; not after 1.5 or before a power, a variable or a constant (3 1/2 x)
-    r"(?<![\w.\\}/])(\d{1,3}(?:,\d{3})+|\d+)\s+(\d+)\s*/\s*(\d+)(?![\w./^])"
-    r"(?!\s*(?:[a-zA-Z]|\\(?!(?:cdot|times|div|pm|mp|[lg]eq?|[lg]t|neq?|right|end|quad|qquad)(?![a-zA-Z]))[a-zA-Z]))")
+_PLAIN_MIXED = re.compile(r"(?<!\d)(\d{1,3}(?:,\d{3})+|\d+)\s+(\d+)\s*/\s*(\d+)(?!\.\d)")  # 3 1/2, 1,000 1/2
+_RELATIONS = r"cdot|times|div|pm|mp|[lg]eq?|[lg]t|neq?|approx|[lg]eqslant|lor|land|in|cup|cap|right|rbrace|rangle|end|quad"
+_ENDS_A_TERM = re.compile(  # 3 1/2 stands alone before these; before anything else (x, \pi, /, ^) it is parenthesized
+    rf"\s*(?:$|[-+*=<>,;:)\]|!}}&]|\\\\|\\[}}|]|\\(?:{_RELATIONS})(?![a-zA-Z]))")
+_OPENS_A_TERM = re.compile(rf"(?:^|[\s(\[{{,;=<>+*&|-]|\\\\|\\(?:{_RELATIONS}|left|lbrace|langle)|\\begin\{{[a-zA-Z*]+\}})$")  # and after these
 _LIST_WORD = re.compile(r",?\s*(?:\\text\{\s*(?:and|or)\s*\}|\b(?:and|or)\b)\s*,?")  # "1, 2, and 3" is a list (and "12 and 134" no number)
 _OR_WORD = re.compile(r"\\text\{\s*or\s*\}|\bor\b")
 _AND_WORD = re.compile(r"\\text\{\s*and\s*\}|\band\b")
@@ -80,25 +82,45 @@ _NUMBER = re.compile(
 _FRACTION = re.compile(r"^(?P<sign>-?)(?:\\frac\{(?P<n1>-?\d+)\}\{(?P<d1>-?\d+)\}|(?P<n2>\d+)/(?P<d2>\d+))$")
 
 
+def _vulgar_fraction(match: re.Match) -> str:
+    """``½`` as ``\\frac{1}{2}``; after a digit as plain text, so ``3½`` is the mixed number ``3 1/2``; a digit after it
+    starts another number (``½ 3`` is not ½·3)."""
+    digit_before, symbol, digit_after = match.groups()
+    value = _VULGAR[symbol]
+    fraction = f" {value.numerator}/{value.denominator}" if digit_before else f"\\frac{{{value.numerator}}}{{{value.denominator}}}"
+    return digit_before + fraction + (",\0" + digit_after.strip() if digit_after else "")
+
+
 def _mixed_number(match: re.Match) -> str:
     """``3 1/2`` as LaTeX's mixed number ``3\\frac{1}{2}`` (3.5), not the ``31/2`` that dropping the space makes.
 
-    A three-digit numerator is a digit group (``12 345/7`` is 12345/7, ``1 001/3`` is 1001/3), and so is a whole
-    part after a group (``1 234 1/2``); a lone number before it is not (``1 3 1/2`` is left as written). An improper
-    fraction never follows a whole number in a mixed number, so ``3 5/2`` is two numbers, not 35/2.
+    A three-digit numerator is a digit group (``12 345/7`` is 12345/7), and so is a three-digit whole part after
+    one (``1 234 1/2``). Anything else that cannot be a mixed number is split, never glued: a number before it
+    (``1 3 1/2``), a decimal (``0.5 1/2``), an improper or zero-led fraction (``3 5/2``). Before a variable, a
+    constant, ``/`` or ``^`` it is parenthesized (``3 1/2 x`` is 3.5x; the parser reads ``3\\frac{1}{2}x`` as 1.5x).
+    Only a bounded window around the match is read, so a long text costs linear time.
 
-    >>> canonical("3 1/2"), canonical("-3 1/2"), canonical("1,000 1/2")
-    ('3\\\\frac{1}{2}', '-3\\\\frac{1}{2}', '1000\\\\frac{1}{2}')
-    >>> canonical("12 345/7"), canonical("3 5/2")
-    ('12345/7', '3, 5/2')
+    >>> canonical("3 1/2"), canonical("-3 1/2"), canonical("1,000 1/2"), canonical("3 1/2 x")
+    ('3\\\\frac{1}{2}', '-3\\\\frac{1}{2}', '1000\\\\frac{1}{2}', '(3\\\\frac{1}{2})x')
+    >>> canonical("12 345/7"), canonical("3 5/2"), canonical("1 3 1/2"), canonical("0.5 1/2")
+    ('12345/7', '3, 5/2', '1, 3\\\\frac{1}{2}', '0.5, 1/2')
     """
     whole, numerator, denominator = match.groups()
-    after_a_number = re.search(r"\d\s+$", match.string[: match.start()])
-    if len(numerator) == 3 or (after_a_number and len(whole) != 3):
+    text, start, end = match.string, match.start(), match.end()
+    before, after = text[max(0, start - 16): start], text[end: end + 12]
+    if re.search(r"[\d.]$", before):  # the tail of a decimal: 0.5 1/2
+        return f"{whole},\0{numerator}/{denominator}"
+    if not _OPENS_A_TERM.search(before):  # a command's argument or a subscript: \frac12 1/2, x_1 1/2
         return match.group()
-    if numerator[0] != "0" and denominator[0] != "0" and (len(numerator), numerator) < (len(denominator), denominator):
-        return f"{whole.replace(',', '')}\\frac{{{numerator}}}{{{denominator}}}"
-    return f"{whole},\0{numerator}/{denominator}"
+    if len(numerator) == 3:
+        return match.group()  # a digit group: 1 234/5
+    separate = re.search(r"\d\s$", before) and len(whole) != 3  # 1 3 1/2; but 1 234 1/2 is 1234 1/2
+    if numerator[0] == "0" or denominator[0] == "0" or (len(numerator), numerator) >= (len(denominator), denominator):
+        return f"{whole},\0{numerator}/{denominator}"
+    mixed = f"{whole.replace(',', '')}\\frac{{{numerator}}}{{{denominator}}}"
+    if not _ENDS_A_TERM.match(after):
+        mixed = f"({mixed})"
+    return f",\0{mixed}" if separate else mixed
 
 
 def canonical(text: str) -> str:
@@ -120,6 +142,7 @@ def canonical(text: str) -> str:
     # one space per run of whitespace, which every rule below reads alike, so no pattern rescans a long run
     for symbol, command in _UNICODE.items():
         text = text.replace(symbol, command)
+    text = _VULGAR_FRACTION.sub(_vulgar_fraction, text)
     text = _PLAIN_EXP.sub(r"e^{\1}", _PLAIN_PI.sub(r"\\pi ", text))
     text = _SPACING.sub(" ", re.sub(r"(?<!\\)\\!\s*", "", text))  # "\!" is a negative space: 32,\! 349
     text = re.sub(r"\\[dtc]frac", r"\\frac", text)
@@ -240,7 +263,7 @@ def false_chain(text: str) -> bool:
     return any(abs(a - b) > max(ta, tb) for a, ta in values for b, tb in values)
 
 
-_MIXED_NUMBER = re.compile(r"-?\d+\\frac(?:\{\d+\}\{\d+\}|\d\d)")  # 3\frac{1}{2}, 3\frac12
+_MIXED_NUMBER = re.compile(r"[-+]?\d+\\frac(?:\{\d+\}\{\d+\}|\d\d)")  # 3\frac{1}{2}, 3\frac12
 _POWER_OF_TEN = re.compile(  # 10^6, 2\times10^{3}, (1.5)\times10^3
     r"(?:\(?\d+(?:\.\d+)?\)?(?:\\times|\\cdot|\*))?\{?10\}?\^\{?[-+]?\d+\}?")
 _BASE_NUMERAL = re.compile(r"\d+_\{?\d+\}?")  # 16_{10}, 204_5
