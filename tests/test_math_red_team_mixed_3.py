@@ -138,36 +138,29 @@ UNCHANGED = [  # no mixed number: the rule must not change these
     ("15.5", "\\mathrm{x}=3 1/2", "bare", False),
 ]
 
-FOUND = [  # what this red team found wrong, as strict xfails
+FOUND = [  # what this red team found wrong: fixed since ("# fixed:" says what was wrong), or a strict xfail
     # the 12-character window after the match: spacing commands become spaces after the whitespace collapse, so a
     # run of them fills the window, the rule sees only spaces (read as the end) and leaves 3\frac{1}{2}x unbracketed
-    xfail("\\frac{3}{2}x", "3 1/2" + THIN_SPACES + "x", "bare", False,
-          reason="regression: 3 1/2 then 13 \\, then x is 3\\frac{1}{2}x (the window past the spaces is never read), parsed as 1.5x"),
-    xfail("\\frac{3}{2}\\pi", "3 1/2" + "\\;" * 12 + "\\pi", "bare", False,
-          reason="regression: 12 \\; fill the 12-character window: 3\\frac{1}{2}\\pi, parsed as 1.5 pi"),
-    xfail("\\frac{3}{2}\\pi", "3½" + THIN_SPACES + "π", "bare", False,
-          reason="regression: 3½ joins the mixed-number rule, whose window is filled by the spaces: 1.5 pi"),
-    xfail("\\frac{3}{4}", "3 1/2" + THIN_SPACES + "^2", "bare", False,
-          reason="regression: 3\\frac{1}{2}^2 unbracketed past the window, parsed as 3*(1/2)^2"),
-    xfail("\\frac{3}{2}x", "1 1/2" + THIN_SPACES + "x", "marked", True,
-          reason="honest 1 1/2 x with wide spacing is read as 1\\frac{1}{2}x = x/2 (window filled by spaces)"),
-    xfail("\\frac{7}{2}x", "3 1/2" + THIN_SPACES + "x", "bare", True,
-          reason="honest 3 1/2 x with wide spacing is read as 1.5x (window filled by spaces)"),
+    ("\\frac{3}{2}x", "3 1/2" + THIN_SPACES + "x", "bare", False),  # fixed: 3 1/2 then 13 \, then x is 3\frac{1}{2}x (the window past the spaces is never read), parsed as 1.5x
+    ("\\frac{3}{2}\\pi", "3 1/2" + "\\;" * 12 + "\\pi", "bare", False),  # fixed: 12 \; fill the 12-character window: 3\frac{1}{2}\pi, parsed as 1.5 pi
+    ("\\frac{3}{2}\\pi", "3½" + THIN_SPACES + "π", "bare", False),  # fixed: 3½ joins the mixed-number rule, whose window is filled by the spaces: 1.5 pi
+    ("\\frac{3}{4}", "3 1/2" + THIN_SPACES + "^2", "bare", False),  # fixed: 3\frac{1}{2}^2 unbracketed past the window, parsed as 3*(1/2)^2
+    ("\\frac{3}{2}x", "1 1/2" + THIN_SPACES + "x", "marked", True),  # fixed: honest 1 1/2 x with wide spacing is read as 1\frac{1}{2}x = x/2 (window filled by spaces)
+    ("\\frac{7}{2}x", "3 1/2" + THIN_SPACES + "x", "bare", True),  # fixed: honest 3 1/2 x with wide spacing is read as 1.5x (window filled by spaces)
     # ! ends a term in _ENDS_A_TERM, so 3 1/2! stays unbracketed: 3\frac{1}{2}! is 3*(1/2)!
-    xfail("\\frac{3\\sqrt{\\pi}}{2}", "3 1/2!", "bare", False,
-          reason="regression: 3\\frac{1}{2}! is parsed as 3*(1/2)! = 3*sqrt(pi)/2 (before: 31/2! = 15.5, rejected)"),
+    ("\\frac{3\\sqrt{\\pi}}{2}", "3 1/2!", "bare", False),  # fixed: 3\frac{1}{2}! is parsed as 3*(1/2)! = 3*sqrt(pi)/2 (before: 31/2! = 15.5, rejected)
     # the unicode ± is not mapped to \pm, so the lookbehind sees no term opener and 1 1/2 is glued into 11/2
-    xfail("\\pm 5.5", "±1 1/2", "marked", False, reason="±1 1/2 is left as written and read ±11/2 = ±5.5 (not a regression)"),
-    xfail("\\pm 1.5", "±1 1/2", "bare", True, reason="±1 1/2 is read ±11/2 (± is not mapped to \\pm; not a regression)"),
+    ("\\pm 5.5", "±1 1/2", "marked", False),  # fixed: ±1 1/2 is left as written and read ±11/2 = ±5.5 (not a regression)
+    ("\\pm 1.5", "±1 1/2", "bare", True),  # fixed: ±1 1/2 is read ±11/2 (± is not mapped to \pm; not a regression)
     # a bracket command glued to the number is no term opener: 1 1/2 is glued
-    xfail("15", "\\lfloor3 1/2\\rfloor", "bare", False, reason="\\lfloor3 1/2 is left as written: floor(31/2) = 15 (not a regression)"),
-    xfail("3", "\\lfloor3 1/2\\rfloor", "bare", True, reason="\\lfloor is not a term opener: floor(31/2) (not a regression)"),
-    xfail("4", "\\lceil3 1/2\\rceil", "bare", True, reason="\\lceil is not a term opener: ceil(31/2) = 16 (not a regression)"),
+    ("15", "\\lfloor3 1/2\\rfloor", "bare", False),  # fixed: \lfloor3 1/2 is left as written: floor(31/2) = 15 (not a regression)
+    ("3", "\\lfloor3 1/2\\rfloor", "bare", True),  # fixed: \lfloor is not a term opener: floor(31/2) (not a regression)
+    ("4", "\\lceil3 1/2\\rceil", "bare", True),  # fixed: \lceil is not a term opener: ceil(31/2) = 16 (not a regression)
     # (?!\.\d) skips the match, and dropping the spaces glues 1 1/2.0 into 11/2.0
-    xfail("5.5", "1 1/2.0", "bare", False, reason="1 1/2.0 becomes 11/2.0 = 5.5 (not a regression)"),
+    ("5.5", "1 1/2.0", "bare", False),  # fixed: 1 1/2.0 becomes 11/2.0 = 5.5 (not a regression)
     # left as written after a subscript (by design), but dropping the space then makes a two-digit subscript
-    xfail("\\frac{x_{21}}{2}", "x_2 1/2", "bare", False, reason="x_2 1/2 becomes x_21/2, read x_{21}/2 (not a regression)"),
-    xfail("\\frac{x_2}{2}", "x_2 1/2", "bare", True, reason="x_2 1/2 becomes x_21/2, read x_{21}/2 (not a regression)"),
+    ("\\frac{x_{21}}{2}", "x_2 1/2", "bare", False),  # fixed: x_2 1/2 becomes x_21/2, read x_{21}/2 (not a regression)
+    ("\\frac{x_2}{2}", "x_2 1/2", "bare", True),  # fixed: x_2 1/2 becomes x_21/2, read x_{21}/2 (not a regression)
     # honest neighbours the rule or a later step does not read
     xfail("3.5\\%", "3 1/2\\%", "bare", True, reason="(3\\frac{1}{2})% does not parse; % is not a term end (not a regression)"),
 ]
@@ -192,8 +185,7 @@ def test_mixed_number_in_context(gold, answer, policy, expected):
         "\\text{3 1/2}" * 1_600,
         "1 1/2 & " * 2_500,
         "1½⁄" * 7_000,
-        xfail("1 1/2" + "\\," * 10_000 + "x",
-              reason="\\, become a long space run after the whitespace collapse, and _LIST_WORD is quadratic on it (4.7 s; 5.1 s before 11b8223, so not a regression)"),
+        "1 1/2" + "\\," * 10_000 + "x",  # fixed: \, become a long space run after the whitespace collapse, and _LIST_WORD is quadratic on it (4.7 s; 5.1 s before 11b8223, so not a regression)
     ],
     ids=lambda text: f"{text[:12]!r}..<{len(text)} chars>",
 )

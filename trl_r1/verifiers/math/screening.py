@@ -41,7 +41,7 @@ _NOT_A_UNIT = re.compile(  # words a trailing "unit" cannot hold: a judgement, h
 )
 _UNICODE = {"π": "\\pi ", "√": "\\sqrt", "∞": "\\infty ", "−": "-", "–": "-", "×": "\\times ", "·": "\\cdot ",
             "⋅": "\\cdot ", "≤": "\\le ", "≥": "\\ge ", "≠": "\\ne ", "÷": "\\div ", "∗": "*", "✕": "\\times ",
-            "⨯": "\\times ", "⁄": "/"}
+            "⨯": "\\times ", "⁄": "/", "±": "\\pm ", "∓": "\\mp "}
 _VULGAR = {ch: Fraction(unicodedata.numeric(ch)).limit_denominator(10) for ch in "½⅓⅔¼¾⅕⅖⅗⅘⅙⅚⅐⅛⅜⅝⅞⅑⅒"}
 _VULGAR_FRACTION = re.compile(f"(\\d?)\\s?([{''.join(_VULGAR)}])(\\s?\\d)?")  # 3½, ½, ½ 3
 _PLAIN_PI = re.compile(r"(?<![\\a-zA-Z])pi(?![a-zA-Z])")  # pi/2 written without LaTeX (math-verify#69)
@@ -58,11 +58,11 @@ _DOTS_REPEATING = re.compile(r"(?<![\d.])(\d*)\.(\d*?)(\d)\3{2,}\s*(?:\\[lc]?dot
 _SET_MINUS_POINT = re.compile(r"\\mathbb\{R\}\s*\\setminus\s*\\\{\s*(-?\d+(?:\.\d+)?)\s*\\\}")  # \mathbb{R}\setminus\{0\}
 _REPEATING = re.compile(r"(?<![\d.])(\d*)\.(\d*)\\overline\{(\d+)\}")  # 0.1\overline{6}
 _TEXT_NUMBER = re.compile(r"\\text\{\s*([-\d.,]+)\s*\}")  # \text{18} is the number 18
-_PLAIN_MIXED = re.compile(r"(?<!\d)(\d{1,3}(?:,\d{3})+|\d+)\s+(\d+)\s*/\s*(\d+)(?!\.\d)")  # 3 1/2, 1,000 1/2
+_PLAIN_MIXED = re.compile(r"(?<!\d)(\d{1,3}(?:,\d{3})+|\d+)\s+(\d+)\s*/\s*(\d+)")  # 3 1/2, 1,000 1/2
 _RELATIONS = r"cdot|times|div|pm|mp|[lg]eq?|[lg]t|neq?|approx|[lg]eqslant|lor|land|in|cup|cap|right|rbrace|rangle|end|quad"
 _ENDS_A_TERM = re.compile(  # 3 1/2 stands alone before these; before anything else (x, \pi, /, ^) it is parenthesized
-    rf"\s*(?:$|[-+*=<>,;:)\]|!}}&]|\\\\|\\[}}|]|\\(?:{_RELATIONS})(?![a-zA-Z]))")
-_OPENS_A_TERM = re.compile(rf"(?:^|[\s(\[{{,;=<>+*&|-]|\\\\|\\(?:{_RELATIONS}|left|lbrace|langle)|\\begin\{{[a-zA-Z*]+\}})$")  # and after these
+    rf"\s*(?:$|[-+*=<>,;:)\]|}}&]|\\\\|\\[}}|]|\\(?:{_RELATIONS}|rfloor|rceil)(?![a-zA-Z]))")
+_OPENS_A_TERM = re.compile(rf"(?:^|[\s(\[{{,;=<>+*&|-]|\\\\|\\(?:{_RELATIONS}|left|lbrace|langle|lfloor|lceil)|\\begin\{{[a-zA-Z*]+\}})$")  # and after these
 _LIST_WORD = re.compile(r",?\s*(?:\\text\{\s*(?:and|or)\s*\}|\b(?:and|or)\b)\s*,?")  # "1, 2, and 3" is a list (and "12 and 134" no number)
 _OR_WORD = re.compile(r"\\text\{\s*or\s*\}|\bor\b")
 _AND_WORD = re.compile(r"\\text\{\s*and\s*\}|\band\b")
@@ -107,9 +107,11 @@ def _mixed_number(match: re.Match) -> str:
     """
     whole, numerator, denominator = match.groups()
     text, start, end = match.string, match.start(), match.end()
-    before, after = text[max(0, start - 16): start], text[end: end + 12]
-    if re.search(r"[\d.]$", before):  # the tail of a decimal: 0.5 1/2
+    before, after = text[max(0, start - 24): start], text[end: end + 12]
+    if re.search(r"[\d.]$", before) or re.match(r"\.\d", after):  # a decimal's tail or head: 0.5 1/2, 1 1/2.0
         return f"{whole},\0{numerator}/{denominator}"
+    if re.search(r"[_^]$", before):  # a subscript or exponent, then a fraction: x_2 1/2 is x_2 times 1/2
+        return f"{{{whole}}}\\cdot{numerator}/{denominator}"
     if not _OPENS_A_TERM.search(before):  # a command's argument or a subscript: \frac12 1/2, x_1 1/2
         return match.group()
     if len(numerator) == 3:
@@ -145,6 +147,7 @@ def canonical(text: str) -> str:
     text = _VULGAR_FRACTION.sub(_vulgar_fraction, text)
     text = _PLAIN_EXP.sub(r"e^{\1}", _PLAIN_PI.sub(r"\\pi ", text))
     text = _SPACING.sub(" ", re.sub(r"(?<!\\)\\!\s*", "", text))  # "\!" is a negative space: 32,\! 349
+    text = re.sub(r"\s+", " ", text)  # spacing commands made runs again
     text = re.sub(r"\\[dtc]frac", r"\\frac", text)
     text = _ARRAY_MATRIX.sub(r"\\begin{pmatrix}\1\\end{pmatrix}", text)  # [\begin{array}{cc}...\end{array}]
     text = re.sub(r"\\langle(?![a-zA-Z])", "(", re.sub(r"\\rangle(?![a-zA-Z])", ")", text))  # a vector <1, 2>
