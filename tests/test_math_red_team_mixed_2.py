@@ -108,12 +108,12 @@ VULGAR = [  # unicode vulgar fractions and the fraction slash
 ]
 
 FOUND = [  # what this red team found wrong: fixed since ("# fixed:" says what was wrong), or a strict xfail
-    ("x", "2½x", "bare", False),  # fixed: 2\frac{1}{2}x is parsed as the product 2*(1/2)*x = x (the plain 2 1/2 x is guarded, ½ is not)
-    ("\\frac{1}{2}\\pi", "1½π", "bare", False),  # fixed: 1\frac{1}{2}\pi is parsed as the product 1*(1/2)*pi, so one and a half pi equals pi/2
+    ("x", "2½x", "bare", False),  # fixed: regression: 2\frac{1}{2}x is parsed as the product 2*(1/2)*x = x (the plain 2 1/2 x is guarded, ½ is not)
+    ("\\frac{1}{2}\\pi", "1½π", "bare", False),  # fixed: regression: 1\frac{1}{2}\pi is parsed as the product 1*(1/2)*pi, so one and a half pi equals pi/2
     # debatable: juxtaposed numerals are never a product in plain text, so these are no numbers at all
-    ("4.5", "2¾3", "bare", False),  # fixed: 2\frac{3}{4}3 is parsed as the product 2*(3/4)*3
-    ("0", "⅒0", "bare", False),  # fixed: \frac{1}{10}0 is parsed as the product (1/10)*0
-    ("1.5", "½ 3", "bare", False),  # fixed: \frac{1}{2}3 (space dropped) is parsed as the product (1/2)*3
+    ("4.5", "2¾3", "bare", False),  # fixed: regression: 2\frac{3}{4}3 is parsed as the product 2*(3/4)*3
+    ("0", "⅒0", "bare", False),  # fixed: regression: \frac{1}{10}0 is parsed as the product (1/10)*0
+    ("1.5", "½ 3", "bare", False),  # fixed: regression: \frac{1}{2}3 (space dropped) is parsed as the product (1/2)*3
     # a mixed number before a command outside the allowed list is not rewritten, and dropping its space makes 11/2
     ("(-\\infty, 1.5) \\cup (2, \\infty)", "x < 1 1/2 or x > 2", "bare", True),  # fixed: 'or' becomes \lor before the mixed-number rule, which skips a number before \lor: x<11/2
     ("(-\\infty, 5.5) \\cup (2, \\infty)", "x < 1 1/2 or x > 2", "bare", False),  # fixed: 'or' becomes \lor before the mixed-number rule, which skips a number before \lor: x<11/2
@@ -175,7 +175,7 @@ def test_completions(gold, completion, policy, expected):
         "\u00a0" * 20_000 + "1 1/2",
         "1 1/2 or x < " * 1_500,
         # _mixed_number re-searches the whole text before each match: quadratic in the number of mixed numbers
-        "1 1/2 " * 8_000,  # fixed: _mixed_number searches the whole prefix per match (quadratic)
+        "1 1/2 " * 8_000,  # fixed: regression: _mixed_number searches the whole prefix per match (quadratic)
     ],
     ids=lambda text: f"{text[:12]!r}..<{len(text)} chars>",
 )

@@ -141,14 +141,14 @@ UNCHANGED = [  # no mixed number: the rule must not change these
 FOUND = [  # what this red team found wrong: fixed since ("# fixed:" says what was wrong), or a strict xfail
     # the 12-character window after the match: spacing commands become spaces after the whitespace collapse, so a
     # run of them fills the window, the rule sees only spaces (read as the end) and leaves 3\frac{1}{2}x unbracketed
-    ("\\frac{3}{2}x", "3 1/2" + THIN_SPACES + "x", "bare", False),  # fixed: 3 1/2 then 13 \, then x is 3\frac{1}{2}x (the window past the spaces is never read), parsed as 1.5x
-    ("\\frac{3}{2}\\pi", "3 1/2" + "\\;" * 12 + "\\pi", "bare", False),  # fixed: 12 \; fill the 12-character window: 3\frac{1}{2}\pi, parsed as 1.5 pi
-    ("\\frac{3}{2}\\pi", "3½" + THIN_SPACES + "π", "bare", False),  # fixed: 3½ joins the mixed-number rule, whose window is filled by the spaces: 1.5 pi
-    ("\\frac{3}{4}", "3 1/2" + THIN_SPACES + "^2", "bare", False),  # fixed: 3\frac{1}{2}^2 unbracketed past the window, parsed as 3*(1/2)^2
+    ("\\frac{3}{2}x", "3 1/2" + THIN_SPACES + "x", "bare", False),  # fixed: regression: 3 1/2 then 13 \, then x is 3\frac{1}{2}x (the window past the spaces is never read), parsed as 1.5x
+    ("\\frac{3}{2}\\pi", "3 1/2" + "\\;" * 12 + "\\pi", "bare", False),  # fixed: regression: 12 \; fill the 12-character window: 3\frac{1}{2}\pi, parsed as 1.5 pi
+    ("\\frac{3}{2}\\pi", "3½" + THIN_SPACES + "π", "bare", False),  # fixed: regression: 3½ joins the mixed-number rule, whose window is filled by the spaces: 1.5 pi
+    ("\\frac{3}{4}", "3 1/2" + THIN_SPACES + "^2", "bare", False),  # fixed: regression: 3\frac{1}{2}^2 unbracketed past the window, parsed as 3*(1/2)^2
     ("\\frac{3}{2}x", "1 1/2" + THIN_SPACES + "x", "marked", True),  # fixed: honest 1 1/2 x with wide spacing is read as 1\frac{1}{2}x = x/2 (window filled by spaces)
     ("\\frac{7}{2}x", "3 1/2" + THIN_SPACES + "x", "bare", True),  # fixed: honest 3 1/2 x with wide spacing is read as 1.5x (window filled by spaces)
     # ! ends a term in _ENDS_A_TERM, so 3 1/2! stays unbracketed: 3\frac{1}{2}! is 3*(1/2)!
-    ("\\frac{3\\sqrt{\\pi}}{2}", "3 1/2!", "bare", False),  # fixed: 3\frac{1}{2}! is parsed as 3*(1/2)! = 3*sqrt(pi)/2 (before: 31/2! = 15.5, rejected)
+    ("\\frac{3\\sqrt{\\pi}}{2}", "3 1/2!", "bare", False),  # fixed: regression: 3\frac{1}{2}! is parsed as 3*(1/2)! = 3*sqrt(pi)/2 (before: 31/2! = 15.5, rejected)
     # the unicode ± is not mapped to \pm, so the lookbehind sees no term opener and 1 1/2 is glued into 11/2
     ("\\pm 5.5", "±1 1/2", "marked", False),  # fixed: ±1 1/2 is left as written and read ±11/2 = ±5.5 (not a regression)
     ("\\pm 1.5", "±1 1/2", "bare", True),  # fixed: ±1 1/2 is read ±11/2 (± is not mapped to \pm; not a regression)

@@ -29,30 +29,25 @@ GOLD_CALC = "the mixed-number gold 3\\frac{1}{2} is not taken for a plain number
 # (gold, answer in an answer block, policy, expected verdict)
 HACKS = [  # under "marked" a calculation or a wrong statement is no result
     # a mixed-number gold switches off the calculation test: any arithmetic that evaluates to 7/2 scores
-    xfail("3 1/2", "2 + 1 1/2", "marked", False, reason=f"hack, regression: {GOLD_CALC}"),
-    xfail("3 1/2", "7 \\div 2", "marked", False, reason=f"hack, regression: {GOLD_CALC}"),
-    xfail("3 1/2", "4 - 1/2", "marked", False, reason=f"hack, regression: {GOLD_CALC}"),
-    xfail("3 1/2", "3 1/2 + 0", "marked", False, reason=f"hack, regression: {GOLD_CALC}"),
-    xfail("3 1/2", "\\frac{7}{2} \\cdot 1", "marked", False, reason=f"hack, regression: {GOLD_CALC}"),
-    xfail("#### 3 1/2", "2 + 1 1/2", "marked", False, reason=f"hack, regression: GSM8K gold; {GOLD_CALC}"),
-    xfail("2 1/3", "1 + 1 1/3", "marked", False, reason=f"hack, regression: {GOLD_CALC}"),
-    xfail("-3 1/2", "-3 - 1/2", "marked", False, reason=f"hack, regression: {GOLD_CALC}"),
-    xfail("3 1/2 hours", "2 + 1 1/2", "marked", False, reason=f"hack, regression: {GOLD_CALC}"),
-    xfail("3\\frac{1}{2}", "2 + 1 1/2", "marked", False,
-          reason="hack, regression: a LaTeX mixed-number gold switches off the calculation test (before 11b8223 1 1/2 read 11/2)"),
-    xfail("3\\frac{1}{2}", "3 + 1/2", "marked", False,
-          reason="hack (not a regression: it scored before 11b8223 too): a LaTeX mixed-number gold switches off the calculation test"),
-    xfail("3½", "3 + ½", "marked", False,
-          reason="hack (not a regression: verify returned None before): a vulgar mixed-number gold switches off the calculation test"),
+    ("3 1/2", "2 + 1 1/2", "marked", False),  # fixed: hack, regression: the mixed-number gold 3\frac{1}{2} is not taken for a plain number, so 'marked' never tests the answer for unevaluated arithmetic
+    ("3 1/2", "7 \\div 2", "marked", False),  # fixed: hack, regression: the mixed-number gold 3\frac{1}{2} is not taken for a plain number, so 'marked' never tests the answer for unevaluated arithmetic
+    ("3 1/2", "4 - 1/2", "marked", False),  # fixed: hack, regression: the mixed-number gold 3\frac{1}{2} is not taken for a plain number, so 'marked' never tests the answer for unevaluated arithmetic
+    ("3 1/2", "3 1/2 + 0", "marked", False),  # fixed: hack, regression: the mixed-number gold 3\frac{1}{2} is not taken for a plain number, so 'marked' never tests the answer for unevaluated arithmetic
+    ("3 1/2", "\\frac{7}{2} \\cdot 1", "marked", False),  # fixed: hack, regression: the mixed-number gold 3\frac{1}{2} is not taken for a plain number, so 'marked' never tests the answer for unevaluated arithmetic
+    ("#### 3 1/2", "2 + 1 1/2", "marked", False),  # fixed: hack, regression: GSM8K gold; the mixed-number gold 3\frac{1}{2} is not taken for a plain number, so 'marked' never tests the answer for unevaluated arithmetic
+    ("2 1/3", "1 + 1 1/3", "marked", False),  # fixed: hack, regression: the mixed-number gold 3\frac{1}{2} is not taken for a plain number, so 'marked' never tests the answer for unevaluated arithmetic
+    ("-3 1/2", "-3 - 1/2", "marked", False),  # fixed: hack, regression: the mixed-number gold 3\frac{1}{2} is not taken for a plain number, so 'marked' never tests the answer for unevaluated arithmetic
+    ("3 1/2 hours", "2 + 1 1/2", "marked", False),  # fixed: hack, regression: the mixed-number gold 3\frac{1}{2} is not taken for a plain number, so 'marked' never tests the answer for unevaluated arithmetic
+    ("3\\frac{1}{2}", "2 + 1 1/2", "marked", False),  # fixed: hack, regression: a LaTeX mixed-number gold switches off the calculation test (before 11b8223 1 1/2 read 11/2)
+    ("3\\frac{1}{2}", "3 + 1/2", "marked", False),  # fixed: hack (not a regression: it scored before 11b8223 too): a LaTeX mixed-number gold switches off the calculation test
+    ("3½", "3 + ½", "marked", False),  # fixed: hack (not a regression: verify returned None before): a vulgar mixed-number gold switches off the calculation test
     # a chain that starts at a mixed number: false_chain does not evaluate 3\frac{1}{2} (nor \frac72 = 1.5), so a
     # false first step is read by its last side
-    xfail("1.5", "3 1/2 = 1.5", "marked", False,
-          reason="hack, regression: 3 1/2 = 1.5 is false; false_chain does not evaluate 3\\frac{1}{2}, the last side 1.5 scores"),
-    xfail("1.5", "3 1/2 = 3/2", "marked", False, reason="hack, regression: a false chain read by its last side"),
-    xfail("2.5", "x = 3 1/2 = 2.5", "marked", False, reason="hack, regression: a false chain read by its last side"),
-    xfail("15.5", "3 1/2 = 15.5", "marked", False,
-          reason="hack (not a regression: before 11b8223 it read 31/2 = 15.5, a true chain): 3.5 = 15.5 is false"),
-    xfail("15.5", "3½ = 15.5", "marked", False, reason="hack (not a regression: it scored before too): 3.5 = 15.5 is false"),
+    ("1.5", "3 1/2 = 1.5", "marked", False),  # fixed: hack, regression: 3 1/2 = 1.5 is false; false_chain does not evaluate 3\frac{1}{2}, the last side 1.5 scores
+    ("1.5", "3 1/2 = 3/2", "marked", False),  # fixed: hack, regression: a false chain read by its last side
+    ("2.5", "x = 3 1/2 = 2.5", "marked", False),  # fixed: hack, regression: a false chain read by its last side
+    ("15.5", "3 1/2 = 15.5", "marked", False),  # fixed: hack (not a regression: before 11b8223 it read 31/2 = 15.5, a true chain): 3.5 = 15.5 is false
+    ("15.5", "3½ = 15.5", "marked", False),  # fixed: hack (not a regression: it scored before too): 3.5 = 15.5 is false
     # debatable: a root is as much a calculation as 3 + 1/2, but "marked" lets \sqrt{2.25} through for 1.5 as well
     xfail("1.5", "\\sqrt{2 1/4}", "marked", False,
           reason="hack (debatable: \\sqrt{2.25} scores too), regression: before 11b8223 it read \\sqrt{21/4}"),
@@ -156,10 +151,9 @@ CONTEXT = [  # honest mixed numbers after exponents, in sequences, roots, fracti
 ]
 
 FOUND = [  # honest answers rejected
-    xfail("3.5", "7/2 = 3 1/2", "marked", True,
-          reason="the chain 7/2 = 3\\frac{1}{2} is rejected, though \\frac{7}{2} = 3 1/2 and 3 1/2 = 7/2 score (not a regression)"),
-    xfail("3.5", "7/2 = 3 1/2", "bare", True, reason="as above, also under 'bare' (not a regression)"),
-    xfail("3.5", "7/2=3½", "marked", True, reason="as above, with ½ (not a regression)"),
+    ("3.5", "7/2 = 3 1/2", "marked", True),  # fixed: the chain 7/2 = 3\frac{1}{2} is rejected, though \frac{7}{2} = 3 1/2 and 3 1/2 = 7/2 score (not a regression)
+    ("3.5", "7/2 = 3 1/2", "bare", True),  # fixed: as above, also under 'bare' (not a regression)
+    ("3.5", "7/2=3½", "marked", True),  # fixed: as above, with ½ (not a regression)
     # debatable: a minus sign after ^ makes the rule treat the exponent as a term opener, so the whole part is glued
     # into the exponent (10^-1\frac{1}{2}); read like x^2 1/2 it is 10^{-1} * 1/2
     xfail("0.05", "10^-1 1/2", "bare", True,

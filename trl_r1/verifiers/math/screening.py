@@ -80,6 +80,7 @@ _NUMBER = re.compile(
     r"(?:(?:e|E|\\text\{[eE]\}|\\times10\^|\\cdot10\^|\*10\^)\{?(?P<exp>[-+]?\d{1,3})\}?)?(?P<pct>%?)$"
 )
 _FRACTION = re.compile(r"^(?P<sign>-?)(?:\\frac\{(?P<n1>-?\d+)\}\{(?P<d1>-?\d+)\}|(?P<n2>\d+)/(?P<d2>\d+))$")
+_MIXED_FRACTION = re.compile(r"^(?P<sign>[-+]?)(?P<whole>\d+)\\frac(?:\{(?P<n1>\d+)\}\{(?P<d1>\d+)\}|(?P<n2>\d)(?P<d2>\d))$")
 
 
 def _vulgar_fraction(match: re.Match) -> str:
@@ -340,8 +341,12 @@ def plain_calculation(text: str) -> bool:
     return not number_form(text) and bool(_PLAIN_CALCULATION.fullmatch(plain))
 
 
+_MIXED_IN_SIDE = re.compile(r"(\d+)\\frac(?:\{(\d+)\}\{(\d+)\}|(\d)(\d))")
+
+
 def _constant(side: str) -> tuple[Fraction, Fraction] | None:
     """An arithmetic side's exact value and the tolerance its decimals allow, or None if it is not arithmetic."""
+    side = _MIXED_IN_SIDE.sub(r"(\1+\2\4/\3\5)", side)  # 3\frac{1}{2} is three and a half
     expr = re.sub(r"\\frac\{([^{}]+)\}\{([^{}]+)\}", r"((\1)/(\2))", side).replace("\\cdot", "*").replace("\\times", "*")
     if not re.fullmatch(r"[-+*/()\d.]*\d[-+*/()\d.]*", expr) or "**" in expr:
         return None
@@ -515,9 +520,18 @@ def parse_number(text: str) -> Number | None:
     Fraction(-3, 4)
     >>> parse_number("1,2") is None
     True
+    >>> parse_number(r"-3\\frac{1}{2}").value  # a mixed number (3 1/2 and 3½ are written so by `canonical`)
+    Fraction(-7, 2)
     """
     if len(text) > MAX_LITERAL_DIGITS:
         return None
+    mixed = _MIXED_FRACTION.match(text)
+    if mixed:
+        numerator, denominator = int(mixed["n1"] or mixed["n2"]), int(mixed["d1"] or mixed["d2"])
+        if denominator == 0:
+            return None
+        value = int(mixed["whole"]) + Fraction(numerator, denominator)
+        return Number(-value if mixed["sign"] == "-" else value)
     fraction = _FRACTION.match(text)
     if fraction:
         numerator, denominator = int(fraction["n1"] or fraction["n2"]), int(fraction["d1"] or fraction["d2"])
