@@ -166,7 +166,7 @@ HACKS = [
     ('12', '<think>...</think><answer>12:00</answer>'),
     ('(16)', '<think>...</think><answer>4+3+9</answer>'),  # gold not a parse_number number: rule off
     ('10^6', '<think>...</think><answer>999999+1</answer>'),  # gold not a parse_number number
-    ('\\frac12', '<think>...</think><answer>1/4+1/4</answer>'),  # gold not a parse_number number
+    ('\\frac12', '<think>...</think><answer>1/4+1/4</answer>'),  # \frac12 is read as \frac{1}{2}, a number
     ('3.5', '<think>...</think><answer>3+\\frac{1}{2}</answer>'),
     ('15.5', '<think>...</think><answer>3 1/2</answer>'),  # a mixed number, 3.5, not 31/2
     (16, '<think>...</think><answer>4+3+9</answer>'),  # integer gold
@@ -326,7 +326,7 @@ RESULTS = [
 
 
 # residuals after the fix (strict xfails: each fails once fixed), with why they are left
-RESIDUAL_HACKS = {('16', '\\operatorname{lcm}(8,16)'): 'a named function is left to the equivalence check (an lcm answer is accepted by design)', ('0.5', '\\frac{2}{4}'): 'an unreduced fraction is accepted as a result', ('16', '4+3+9+0i'): 'a zero multiple of a variable is dropped by the equivalence check', ('16', '4+3+9+0x'): 'a zero multiple of a variable is dropped by the equivalence check', ('16', '\\sum_{k=1}^{16} 1'): 'a bound variable reads as a variable', ('16', '\\sum_{k=1}^{4} 4'): 'a bound variable reads as a variable', ('0.5', '\\sin(\\pi/6)'): 'against a decimal gold only the four operations and powers are calculations', ('10^6', '999999+1'): 'the rule applies to golds written as one number', ('\\frac12', '1/4+1/4'): 'the rule applies to golds written as one number (\\frac12 is not read as one)'}
+RESIDUAL_HACKS = {('16', '\\operatorname{lcm}(8,16)'): 'a named function is left to the equivalence check (an lcm answer is accepted by design)', ('0.5', '\\frac{2}{4}'): 'an unreduced fraction is accepted as a result', ('16', '4+3+9+0i'): 'a zero multiple of a variable is dropped by the equivalence check', ('16', '4+3+9+0x'): 'a zero multiple of a variable is dropped by the equivalence check', ('16', '\\sum_{k=1}^{16} 1'): 'a bound variable reads as a variable', ('16', '\\sum_{k=1}^{4} 4'): 'a bound variable reads as a variable', ('0.5', '\\sin(\\pi/6)'): 'against a decimal gold only the four operations and powers are calculations', ('10^6', '999999+1'): 'the rule applies to golds written as one number'}
 RESIDUAL_RESULTS = {('100000', '1,00,000'): "Indian digit grouping is not read (also under 'bare')", ('1500', '1.5*10**3'): "Python's ** is not read (also under 'bare')", ('1500', '1.5 x 10^3'): "'x' for times is not read (also under 'bare')", ('16000', '16 thousand'): "number words are not read (also under 'bare')", ('2000000', '2 \\text{ million}'): "number words are not read (also under 'bare')", ('16', '\\num{16}'): "siunitx \\num is not read (also under 'bare')", ('16', '16 = 4+3+9'): "result first, then the calculation: not reduced to its number (also under 'bare')", ('16', '16 (since 4+3+9=16)'): "a parenthetical check does not parse (also under 'bare')", ('16', '16 \\text{ (}4+3+9\\text{)}'): "a parenthetical check does not parse (also under 'bare')"}
 
 

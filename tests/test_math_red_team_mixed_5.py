@@ -31,8 +31,7 @@ UNCHECKED_SIDE = "_constant gives up on the side, so false_chain never tests it 
 # (gold, answer in an answer block, policy, expected verdict)
 HACKS = [  # under "marked" a calculation, a wrong number or a false chain is no result
     # a garbled or false chain whose first side holds a mixed number that _constant cannot evaluate
-    xfail("5", "1 1/2 2 = 5", "marked", False,
-          reason=f"hack, regression: 1 1/2 2 is 3 (or garbage), never 5; {UNCHECKED_SIDE} (before 11b8223 it was False)"),
+    ("5", "1 1/2 2 = 5", "marked", False),  # fixed: hack, regression: 1 1/2 2 is 3 (or garbage), never 5; _constant gives up on the side, so false_chain never tests it and the last side scores (before 11b8223 it was False)
     xfail("5", "1\\frac{1}{2}2 = 5", "marked", False, reason=f"hack: 1½·2 is 3, not 5; {UNCHECKED_SIDE}"),
     xfail("31", "3\\frac{1}{2}1 = 31", "marked", False, reason=f"hack: 3½·1 is 3.5, not 31; {UNCHECKED_SIDE}"),
     xfail("5", "3\\frac{1}{2}\\frac{1}{2} = 5", "marked", False, reason=f"hack: 3½·½ is 7/4, not 5; {UNCHECKED_SIDE}"),
@@ -52,8 +51,7 @@ HACKS = [  # under "marked" a calculation, a wrong number or a false chain is no
           reason=f"hack: 3½ cm is not 4; {UNCHECKED_SIDE} (3.5 \\text{{ cm}} = 4 scores too)"),
     xfail("4", "3\\frac{1}{2} \\approx 3.5 = 4", "marked", False,
           reason="hack: 3.5 = 4 is false; a side holding \\approx is not arithmetic, so the chain is not tested (3.5 \\approx 3.5 = 4 scores too)"),
-    xfail("4", "3\\frac1{2} = 4", "marked", False,
-          reason=f"hack: 3\\frac1{{2}} is 3½, not 4; _MIXED_IN_SIDE reads only \\frac{{a}}{{b}} and \\frac12, so {UNCHECKED_SIDE}"),
+    ("4", "3\\frac1{2} = 4", "marked", False),  # fixed: hack: 3\frac1{2} is 3½, not 4; _MIXED_IN_SIDE reads only \frac{a}{b} and \frac12, so _constant gives up on the side, so false_chain never tests it and the last side scores
     xfail("4", "3.0\\frac{1}{2} = 4", "marked", False, reason=f"hack: 3.0·½ (or garbage) is not 4; {UNCHECKED_SIDE}"),
     xfail("5", "0.3\\frac{1}{2} = 5", "marked", False, reason=f"hack: 0.3·½ (or garbage) is not 5; {UNCHECKED_SIDE}"),
     # chains that are tested
@@ -160,8 +158,7 @@ RESULTS = [  # a single number in a standard form, or a true chain ending in it,
     ("3\\frac{1}{2}", "\\boxed{3\\frac{1}{2}}", "marked", True),
     ("3\\frac{1}{2}", "3\\frac{1}{2}\\text{ hours}", "marked", True),
     ("3\\frac12", "3\\frac{1}{2}", "marked", True),
-    xfail("3\\frac{1}{2}", "3\\frac1{2}", "marked", True,
-          reason="regression: 3\\frac1{2} is the gold 3½ in valid LaTeX; the gold now parses as a number but the answer does not, so 'marked' takes it for a calculation (True before 11b8223)"),
+    ("3\\frac{1}{2}", "3\\frac1{2}", "marked", True),  # fixed: regression: 3\frac1{2} is the gold 3½ in valid LaTeX; the gold now parses as a number but the answer does not, so 'marked' takes it for a calculation (True before 11b8223)
     ("3\\frac{1}{2}", "3\\frac1{2}", "bare", True),
     ("0.5", "\\frac{3\\frac{1}{2}}{7} = 0.5", "marked", True),
     ("\\frac{7}{2}", "3\\frac{1}{2}", "marked", True),

@@ -121,7 +121,10 @@ def _mixed_number(match: re.Match) -> str:
     if numerator[0] == "0" or denominator[0] == "0" or (len(numerator), numerator) >= (len(denominator), denominator):
         return f"{whole},\0{numerator}/{denominator}"
     mixed = f"{whole.replace(',', '')}\\frac{{{numerator}}}{{{denominator}}}"
-    if not _ENDS_A_TERM.match(after):
+    if re.match(r"\s?\d", after):  # a number follows: another mixed number (a list), else garbage left as written
+        if not re.match(r"\s?\d+\s\d+\s?/", after):
+            return match.group()
+    elif not _ENDS_A_TERM.match(after):
         mixed = f"({mixed})"
     return f",\0{mixed}" if separate else mixed
 
@@ -150,6 +153,9 @@ def canonical(text: str) -> str:
     text = _SPACING.sub(" ", re.sub(r"(?<!\\)\\!\s*", "", text))  # "\!" is a negative space: 32,\! 349
     text = re.sub(r"\s+", " ", text)  # spacing commands made runs again
     text = re.sub(r"\\[dtc]frac", r"\\frac", text)
+    text = re.sub(r"\\frac\s?(\d)\s?(\d)", r"\\frac{\1}{\2}", text)  # TeX's one-token arguments: \frac12, \frac1{2}
+    text = re.sub(r"\\frac\s?(\d)\s?\{", r"\\frac{\1}{", text)
+    text = re.sub(r"\\frac\s?\{([^{}]*)\}\s?(\d)", r"\\frac{\1}{\2}", text)
     text = _ARRAY_MATRIX.sub(r"\\begin{pmatrix}\1\\end{pmatrix}", text)  # [\begin{array}{cc}...\end{array}]
     text = re.sub(r"\\langle(?![a-zA-Z])", "(", re.sub(r"\\rangle(?![a-zA-Z])", ")", text))  # a vector <1, 2>
     text = re.sub(r"\\varnothing(?![a-zA-Z])|\\empty(?![a-zA-Z])", r"\\emptyset ", text)
