@@ -59,10 +59,10 @@ _SET_MINUS_POINT = re.compile(r"\\mathbb\{R\}\s*\\setminus\s*\\\{\s*(-?\d+(?:\.\
 _REPEATING = re.compile(r"(?<![\d.])(\d*)\.(\d*)\\overline\{(\d+)\}")  # 0.1\overline{6}
 _TEXT_NUMBER = re.compile(r"\\text\{\s*([-\d.,]+)\s*\}")  # \text{18} is the number 18
 _PLAIN_MIXED = re.compile(r"(?<!\d)(\d{1,3}(?:,\d{3})+|\d+)\s+(\d+)\s*/\s*(\d+)")  # 3 1/2, 1,000 1/2
-_RELATIONS = r"cdot|times|div|pm|mp|[lg]eq?|[lg]t|neq?|approx|[lg]eqslant|lor|land|in|cup|cap|right|rbrace|rangle|end|quad"
+_BETWEEN_TERMS = r"cdot|times|div|pm|mp|[lg]eq?|[lg]t|neq?|approx|[lg]eqslant|lor|land|in|cup|cap|right|rbrace|rangle|end|quad"
 _ENDS_A_TERM = re.compile(  # 3 1/2 stands alone before these; before anything else (x, \pi, /, ^) it is parenthesized
-    rf"\s*(?:$|[-+*=<>,;:)\]|}}&]|\\\\|\\[}}|]|\\(?:{_RELATIONS}|rfloor|rceil)(?![a-zA-Z]))")
-_OPENS_A_TERM = re.compile(rf"(?:^|[\s(\[{{,;=<>+*&|-]|\\\\|\\(?:{_RELATIONS}|left|lbrace|langle|lfloor|lceil)|\\begin\{{[a-zA-Z*]+\}})$")  # and after these
+    rf"\s*(?:$|[-+*=<>,;:)\]|}}&]|\\\\|\\[}}|]|\\(?:{_BETWEEN_TERMS}|rfloor|rceil)(?![a-zA-Z]))")
+_OPENS_A_TERM = re.compile(rf"(?:^|[\s(\[{{,;=<>+*&|-]|\\\\|\\(?:{_BETWEEN_TERMS}|left|lbrace|langle|lfloor|lceil)|\\begin\{{[a-zA-Z*]+\}})$")  # and after these
 _LIST_WORD = re.compile(r",?\s*(?:\\text\{\s*(?:and|or)\s*\}|\b(?:and|or)\b)\s*,?")  # "1, 2, and 3" is a list (and "12 and 134" no number)
 _OR_WORD = re.compile(r"\\text\{\s*or\s*\}|\bor\b")
 _AND_WORD = re.compile(r"\\text\{\s*and\s*\}|\band\b")
@@ -80,7 +80,8 @@ _NUMBER = re.compile(
     r"(?:(?:e|E|\\text\{[eE]\}|\\times10\^|\\cdot10\^|\*10\^)\{?(?P<exp>[-+]?\d{1,3})\}?)?(?P<pct>%?)$"
 )
 _FRACTION = re.compile(r"^(?P<sign>-?)(?:\\frac\{(?P<n1>-?\d+)\}\{(?P<d1>-?\d+)\}|(?P<n2>\d+)/(?P<d2>\d+))$")
-_MIXED_FRACTION = re.compile(r"^(?P<sign>[-+]?)(?P<whole>\d+)\\frac(?:\{(?P<n1>\d+)\}\{(?P<d1>\d+)\}|(?P<n2>\d)(?P<d2>\d))$")
+_MIXED = re.compile(r"(\d+)\\frac(?:\{(\d+)\}\{(\d+)\}|(\d)(\d))")  # 3\frac{1}{2}, 3\frac12: three and a half
+_MIXED_NUMBER = re.compile(r"[-+]?" + _MIXED.pattern)
 
 
 def _vulgar_fraction(match: re.Match) -> str:
@@ -113,7 +114,7 @@ def _mixed_number(match: re.Match) -> str:
         return f"{whole},\0{numerator}/{denominator}"
     if re.search(r"[_^]$", before):  # a subscript or exponent, then a fraction: x_2 1/2 is x_2 times 1/2
         return f"{{{whole}}}\\cdot{numerator}/{denominator}"
-    if not _OPENS_A_TERM.search(before):  # a command's argument or a subscript: \frac12 1/2, x_1 1/2
+    if not _OPENS_A_TERM.search(before):  # part of a name or of a command's argument: ab1 1/2, \mathrm{x}1 1/2
         return match.group()
     if len(numerator) == 3:
         return match.group()  # a digit group: 1 234/5
@@ -273,7 +274,6 @@ def false_chain(text: str) -> bool:
     return any(abs(a - b) > max(ta, tb) for a, ta in values for b, tb in values)
 
 
-_MIXED_NUMBER = re.compile(r"[-+]?\d+\\frac(?:\{\d+\}\{\d+\}|\d\d)")  # 3\frac{1}{2}, 3\frac12
 _POWER_OF_TEN = re.compile(  # 10^6, 2\times10^{3}, (1.5)\times10^3
     r"(?:\(?\d+(?:\.\d+)?\)?(?:\\times|\\cdot|\*))?\{?10\}?\^\{?[-+]?\d+\}?")
 _BASE_NUMERAL = re.compile(r"\d+_\{?\d+\}?")  # 16_{10}, 204_5
@@ -347,12 +347,9 @@ def plain_calculation(text: str) -> bool:
     return not number_form(text) and bool(_PLAIN_CALCULATION.fullmatch(plain))
 
 
-_MIXED_IN_SIDE = re.compile(r"(\d+)\\frac(?:\{(\d+)\}\{(\d+)\}|(\d)(\d))")
-
-
 def _constant(side: str) -> tuple[Fraction, Fraction] | None:
     """An arithmetic side's exact value and the tolerance its decimals allow, or None if it is not arithmetic."""
-    side = _MIXED_IN_SIDE.sub(r"(\1+\2\4/\3\5)", side)  # 3\frac{1}{2} is three and a half
+    side = _MIXED.sub(r"(\1+\2\4/\3\5)", side)  # 3\frac{1}{2} is three and a half
     expr = re.sub(r"\\frac\{([^{}]+)\}\{([^{}]+)\}", r"((\1)/(\2))", side).replace("\\cdot", "*").replace("\\times", "*")
     if not re.fullmatch(r"[-+*/()\d.]*\d[-+*/()\d.]*", expr) or "**" in expr:
         return None
@@ -531,13 +528,13 @@ def parse_number(text: str) -> Number | None:
     """
     if len(text) > MAX_LITERAL_DIGITS:
         return None
-    mixed = _MIXED_FRACTION.match(text)
+    mixed = _MIXED_NUMBER.fullmatch(text)
     if mixed:
-        numerator, denominator = int(mixed["n1"] or mixed["n2"]), int(mixed["d1"] or mixed["d2"])
-        if denominator == 0:
+        whole, numerator, denominator = mixed[1], mixed[2] or mixed[4], mixed[3] or mixed[5]
+        if int(denominator) == 0:
             return None
-        value = int(mixed["whole"]) + Fraction(numerator, denominator)
-        return Number(-value if mixed["sign"] == "-" else value)
+        value = int(whole) + Fraction(int(numerator), int(denominator))
+        return Number(-value if text[0] == "-" else value)
     fraction = _FRACTION.match(text)
     if fraction:
         numerator, denominator = int(fraction["n1"] or fraction["n2"]), int(fraction["d1"] or fraction["d2"])
