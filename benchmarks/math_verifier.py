@@ -5,6 +5,7 @@
     python benchmarks/math_verifier.py --cases benchmarks/data/math_red_team_2.jsonl    # red team 2's probes
     python benchmarks/math_verifier.py --cases benchmarks/data/math_red_team_3.jsonl    # red teams 3 and 4
     python benchmarks/math_verifier.py --cases benchmarks/data/math_red_team_4.jsonl
+    python benchmarks/math_verifier.py --cases benchmarks/data/math_fresh.jsonl        # issue 30's fresh set, by family
 
 Cases are (gold, completion, label) rows: published grader test cases (Math-Verify's tests and issues, the
 Hendrycks/Qwen graders) rewritten as model-style completions, MATH-500-style bare-LaTeX golds, GSM8K-style golds
@@ -26,6 +27,11 @@ labels that are debatable, kept as the red team wrote them.
 ``math_red_team_4.jsonl`` (192 honest R1-style completions, 144 gaming phrasings) are the third and fourth red
 teams' fresh cases, written after the verifier; each case appears twice, checked with ``"marked"`` (the RL
 reward) and with ``"bare"``.
+
+``math_fresh.jsonl`` (built by ``data/build_math_fresh.py``, deterministic) is a set written for issue 30 by a
+helper blind to its fixes: numbers in words, matrices written differently, exact answers that look expensive,
+broken boxes and other forms, each family with as many wrong answers and hacks; each case names its ``family``,
+and results are printed per family (accuracy, false-positive and false-negative rates, slowest case).
 
 Both sides check the cases one after another in one process each: ours with one sympy worker process
 (`workers=1`), math-verify in a child process whose main thread runs its SIGALRM timeouts. math-verify can hang
@@ -155,6 +161,27 @@ def print_by_source(cases: list[dict], ours: list[bool], theirs: list[bool]) -> 
         print("| " + " | ".join(row) + " |")
 
 
+def print_by_family(cases: list[dict], ours: tuple[list[bool], list[float]],
+                    theirs: tuple[list[bool], list[float]]) -> None:
+    """Accuracy, false-positive and false-negative rates and the slowest case per family, both sides, as a table."""
+    print("\n| family | cases | wrong answers | trl_r1 accuracy | math-verify accuracy | trl_r1 FP | math-verify FP "
+          "| trl_r1 FN | math-verify FN | trl_r1 slowest (s) | math-verify slowest (s) |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    groups: dict[str, list[int]] = {}
+    for i, case in enumerate(cases):
+        groups.setdefault(case["family"], []).append(i)
+    groups = {family: groups[family] for family in sorted(groups)} | {"all": list(range(len(cases)))}
+    for family, index in groups.items():
+        subset = [cases[i] for i in index]
+        a, b = (summary(subset, [verdicts[i] for i in index], [seconds[i] for i in index])
+                for verdicts, seconds in (ours, theirs))
+        negatives = sum(not c["label"] for c in subset)
+        row = [family, str(len(index)), str(negatives), f"{a['accuracy']:.1%}", f"{b['accuracy']:.1%}"]
+        row += [f"{s['fp_rate']:.1%} ({s['fp']})" for s in (a, b)] + [f"{s['fn_rate']:.1%} ({s['fn']})" for s in (a, b)]
+        row += [f"{s['max_s']:.2f}" for s in (a, b)]
+        print("| " + " | ".join(row) + " |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--cases", type=Path, default=DEFAULT_CASES)
@@ -179,6 +206,8 @@ def main() -> None:
 
     if any("where" in c for c in cases):
         print_by_source(cases, ours, theirs)
+    elif all("family" in c for c in cases):
+        print_by_family(cases, (ours, ours_s), (theirs, theirs_s))
     else:
         print(f"\n{'accuracy by kind':22}{'trl_r1':>12}{'math-verify':>14}{'cases':>8}")
         for kind, count in Counter(c["kind"] for c in cases).items():
@@ -191,7 +220,8 @@ def main() -> None:
             print(f"\n{name} errors:")
             for case, verdict in zip(cases, verdicts):
                 if verdict != case["label"]:
-                    where = f" [{case['where'].split('@')[0]}::{case['where'].split('::')[-1]}]" if "where" in case else ""
+                    where = f" [{case['where'].split('@')[0]}::{case['where'].split('::')[-1]}]" if "where" in case else (
+                        f" [{case['family']}/{case['kind']}]" if "family" in case else "")
                     print(f"  label={case['label']!s:5} gold={case['gold'][:60]!r} completion=...{case['completion'][-80:]!r}{where}")
                     if case.get("note"):
                         print(f"      note: {case['note']}")
