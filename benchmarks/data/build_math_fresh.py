@@ -321,6 +321,7 @@ def family_matrix() -> None:
         pulled = f"{scalar} \\cdot {pmatrix(base, 'bmatrix')}" if rng.random() < 0.5 else f"\\left({scalar}\\right){pmatrix(base)}"
         add("matrix", "scalar_times", pmatrix(gold), finish(matrix_reasoning(kind), pulled, pick(MATH_STYLES)), True)
         wrong_k = k + pick([1, -1]) if rng.random() < 0.5 else -k
+        assert wrong_k != k
         add("matrix", "wrong_scalar", pmatrix(gold),
             finish(matrix_reasoning(kind), f"{tex_frac(wrong_k) if wrong_k.denominator > 1 else wrong_k}{pmatrix(base)}",
                    pick(MATH_STYLES)), False)
@@ -420,19 +421,24 @@ def family_matrix() -> None:
 
 
 # ---------------------------------------------------------------------------------------------- family: cheap
+def signed(n: int) -> str:
+    """A term as a sum writes it: + 7, - 7."""
+    return f"+ {n}" if n >= 0 else f"- {-n}"
+
+
 def family_cheap() -> None:
     huge = ["10^{1000}", "2^{10^{6}}", "9^{9^{9}}", "10^{10^{10}}", "3^{4000}", "7^{7^{7}}", "100!", "2^{2^{30}}"]
     for i in range(14):  # terms cancelling around an astronomically large part
         big = pick(huge)
         n = pick([rng.randint(-50, -1), rng.randint(1, 999)])
-        form = pick([f"{big} - {big} + {n}", f"({big} + {n}) - {big}", f"{n} + {big} - {big}",
-                     f"\\frac{{{n} \\cdot {big}}}{{{big}}}", f"{big} \\cdot 0 + {n}"])
+        form = pick([f"{big} - {big} {signed(n)}", f"({big} {signed(n)}) - {big}", f"{n} + {big} - {big}",
+                     f"\\frac{{{n} \\cdot {big}}}{{{big}}}", f"{big} \\cdot 0 {signed(n)}"])
         reasoning = "The large terms appear with opposite signs, so they cancel and only the constant remains."
         add("cheap", "cancelling_huge", str(n), finish(reasoning, form, pick(["boxed", "final", "think"])), True, "bare")
         if i >= 10:
             continue
-        wrong = pick([f"{big} - {big} + {n + 1}", f"({big} + {n}) - {big} + 1", f"\\frac{{{n} \\cdot {big}}}{{{big} + 1}}",
-                      f"{big} \\cdot 1 + {n}", f"{n} - {big} - {big}"])
+        wrong = pick([f"{big} - {big} {signed(n + 1)}", f"({big} {signed(n)}) - {big} + 1",
+                      f"\\frac{{{n} \\cdot {big}}}{{{big} + 1}}", f"{big} \\cdot 1 {signed(n)}", f"{n} - {big} - {big}"])
         add("cheap", "not_cancelling_huge", str(n), finish(reasoning, wrong, pick(["boxed", "final", "think"])), False, "bare")
     euler = [("-1", "e^{i\\pi}", "e^{i\\pi/2}"), ("0", "e^{i\\pi} + 1", "e^{i\\pi} - 1"), ("1", "e^{2\\pi i}", "e^{\\pi i}"),
              ("i", "e^{i\\pi/2}", "e^{-i\\pi/2}"), ("-i", "e^{3\\pi i/2}", "e^{i\\pi/2}"), ("1", "-e^{i\\pi}", "e^{i\\pi}"),
@@ -470,13 +476,14 @@ def family_cheap() -> None:
         depth = rng.randint(100, 500)
         n = rng.randint(1, 99)
         value = pick([str(n), f"\\frac{{{n}}}{{{n + 1}}}", f"{n}.5"])
-        gold = value if not value.endswith(".5") else value
         open_, close = pick([("(", ")"), ("\\left(", "\\right)"), ("{", "}"), ("[", "]")])
+        if open_ == "[":  # [x] may be read as the floor of x: only integers, so both readings agree
+            value = str(n)
         nested = open_ * depth + value + close * depth
-        add("cheap", "nested_brackets", gold, finish("Simplifying the brackets from the inside out.", nested,
-                                                     pick(["boxed", "think"])), True, "bare")
-        bad_value = pick([str(n + 1), f"\\frac{{{n + 1}}}{{{n}}}", f"{n}.05"])
-        add("cheap", "nested_brackets_wrong", gold, finish("Simplifying the brackets from the inside out.",
+        add("cheap", "nested_brackets", value, finish("Simplifying the brackets from the inside out.", nested,
+                                                      pick(["boxed", "think"])), True, "bare")
+        bad_value = pick([str(n + 1), f"\\frac{{{n + 1}}}{{{n}}}", f"{n}.05"]) if open_ != "[" else str(n + 1)
+        add("cheap", "nested_brackets_wrong", value, finish("Simplifying the brackets from the inside out.",
                                                            open_ * depth + bad_value + close * depth,
                                                            pick(["boxed", "think"])), False, "bare")
     for _ in range(6):  # nested negations: the sign follows their parity
