@@ -36,7 +36,6 @@ _TOKEN_BOX = re.compile(  # a box of one token without braces: "\\boxed 5", "\\b
     r"\\(?:boxed|fbox)(?:\s+|(?=[-\d]))(-?(?:\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)(?![\d.,]\d|\w)|[A-Za-z](?!\w))"
     r"(?=\s*(?:$|[.,;:!$]|\\[\])]|[A-Za-z]{2}))"
 )
-_BOX_LINE_BREAK = re.compile(r"(?:\s*(?:\\\\|\\newline\b))+\s*$")  # "\\boxed{5 \\\\}": a line break closing the box
 _UNCLOSED_TAIL = re.compile(r"\s*(?:(?:\$|\\\]|\\\))[\s.!]*)+$")  # the math closed after an unclosed box: "$.", "\\]"
 MAX_UNCLOSED_CHARS = 200  # an unclosed box is read only when the text ends within this many characters of it
 _BOX_SEPARATOR = re.compile(  # between boxes of one answer: a unit word, math delimiters, punctuation, and/or
@@ -56,7 +55,7 @@ _BOX_SENTENCE = re.compile(r"(?i)\b(?:is|are|was|were|equals?|answer|total|gives
 _ARTICLE = re.compile(r"^(\\text\{\s*)?(?:a|an|the|A|An|The)\s+(?=[a-zA-Z][a-zA-Z ]*\}?$)")  # \text{a circle}
 _SIZED = re.compile(r"\\(?:left|right)(?![a-zA-Z])\s*\.?")  # \left( ... \right. sizes a delimiter or hides one
 _SENTENCE_END = re.compile(r"\.(?=\s|$)|\n")
-_CLOSING_CLAIM = re.compile(r"(?i)\s+is\s+(?:the|our)\s+(?:final\s+)?(?:answer|solution)\s*[.!]?\s*$")
+_CLOSING_CLAIM = re.compile(r"(?i)(?<!\s)\s+is\s+(?:the|our)\s+(?:final\s+)?(?:answer|solution)\s*[.!]?\s*$")
 _CONCLUSION = re.compile(  # what may open a claim: a conclusion word, or the start of a sentence (not a label's colon)
     r"(?i)(?:(?:^|[.!\n])\s*(?:so|thus|hence|therefore|consequently|finally)\s*[,:]?|(?:^|(?<!\.)[.!]|\n))\s*$"
 )
@@ -65,7 +64,7 @@ _CLOSE_QUOTE = {'"': '"', '\\"': '\\"', "“": "”", "``": "''"}
 _OPEN_QUOTE = re.compile(r'\\"|"|“|``')
 _MATH_SPAN = re.compile(r"\$\$(.+?)\$\$|(?<!\\)\$(.+?)(?<!\\)\$|\\\((.+?)\\\)|\\\[(.+?)\\\]", re.S)
 _REMARK = re.compile(  # "42 (since 6 times 7 is 42)", "6 (not 7)", "8 (option C)"; "6 (or 7)" stays a hedge
-    r"\s+\((?!or\b|maybe\b|perhaps\b|possibly\b|probably\b)[a-z]{2,}\b[^()]*\)$"
+    r"(?<!\s)\s+\((?!or\b|maybe\b|perhaps\b|possibly\b|probably\b)[a-z]{2,}\b[^()]*\)$"
 )
 _HEDGE = re.compile(
     r"(?i)\b(?:or|maybe|perhaps|possibly|probably|either|guess|not\s+sure|unsure|uncertain|unclear|"
@@ -187,11 +186,19 @@ def boxed_contents(text: str) -> list[tuple[int, int, str]]:
     found = []
     for start, end, content in sorted(boxes):
         if not (found and start < found[-1][1]):  # a box inside a box is its content
-            found.append((start, end, _BOX_LINE_BREAK.sub("", content).strip()))
+            found.append((start, end, _without_line_break(content)))
     unclosed = _unclosed_box(text, opened)
     if unclosed and not (found and unclosed[0] < found[-1][1]):
         found.append(unclosed)
     return found
+
+
+def _without_line_break(content: str) -> str:
+    """A box's content without the line breaks that close it (``\\boxed{5 \\\\}``): layout, not math."""
+    content = content.strip()
+    while content.endswith(("\\\\", "\\newline")):
+        content = content.removesuffix("\\\\").removesuffix("\\newline").rstrip()
+    return content
 
 
 def _unclosed_box(text: str, unmatched: list[int]) -> tuple[int, int, str] | None:
@@ -213,7 +220,7 @@ def _unclosed_box(text: str, unmatched: list[int]) -> tuple[int, int, str] | Non
     if len(content) > MAX_UNCLOSED_CHARS or "\n\n" in content or not content.strip():
         return None
     depth = content.count("{") - content.count("}")
-    return box.start(), len(text), _BOX_LINE_BREAK.sub("", content + "}" * max(depth, 0)).strip()
+    return box.start(), len(text), _without_line_break(content + "}" * max(depth, 0))
 
 
 def _first_turn(completion: str) -> str:
@@ -575,7 +582,7 @@ def gold_answer(gold: object) -> Answer:
             return Answer(None, "gold is a long text without a boxed or #### answer")
         answer = Answer(gold)
     text = _strip_wrappers(answer.text or "")
-    return Answer(text) if text else Answer(None, "empty gold")
+    return Answer(spelled_number(text) or text) if text else Answer(None, "empty gold")  # read as answers are
 
 
 def _strip_wrappers(text: str) -> str:

@@ -9,6 +9,7 @@ no number, or words that do not form one number ("five five", "forty twelve"), l
 from __future__ import annotations
 
 import re
+from decimal import Decimal
 
 _UNITS = {
     "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9,
@@ -35,9 +36,17 @@ _PHRASE = re.compile(  # a run of number words, possibly signed, "a"/"an" before
     rf"(?i)\b(?:(?:negative|minus)\s+)?(?:an?\s+(?=(?:hundred|thousand|million|billion|trillion|half|quarter)\b))?"
     rf"(?:{_NUMBER_WORD})\b(?:{_JOIN}(?:{_NUMBER_WORD})\b)*"
 )
+_NOT_A_NOUN = (  # words after a number that relate it to something rather than name what it counts ("five times x")
+    r"(?:and|or|not|is|in|out|of|over|per|to|from|times|divided|plus|minus|more|less|fewer|than|by|each|greater|"
+    r"smaller|larger|bigger|higher|lower)"
+)
+_NOUN = rf"(?P<noun>(?:\s+(?!{_NOT_A_NOUN}\b|(?:{_NUMBER_WORD})\b)[a-z]+){{0,2}})"  # "apples", "square units", "term"
 _WHOLE = re.compile(  # an answer that is one number in words, possibly with "the" or "a" and the noun it counts
     rf"(?i)(?P<number>(?:(?:the|an?)\s+)?(?:(?:negative|minus)\s+)?(?:{_NUMBER_WORD})\b"
-    rf"(?:(?:{_JOIN}|\s*,\s+)(?:{_NUMBER_WORD})\b)*)(?P<noun>(?:\s+(?!(?:and|or|not|is)\b)[a-z]+){{0,2}})"
+    rf"(?:(?:{_JOIN}|\s*,\s+)(?:{_NUMBER_WORD})\b)*){_NOUN}"
+)
+_SCALED = re.compile(  # digits with a sign or a scale in words: "minus 3", "2.5 million", "3 thousand apples"
+    rf"(?i)(?P<sign>(?:negative|minus)\s+)?(?P<digits>\d+(?:\.\d+)?)(?:\s+(?P<scale>{'|'.join(_SCALES)}))?{_NOUN}"
 )
 _WRAPPER = re.compile(r"\\(?:text|textbf|textit|textrm|mathrm|mathbf|mbox)\s*\{([^{}]*)\}")
 MAX_PHRASE_WORDS = 24  # "nine hundred ninety-nine million ... and ninety-nine" stays under it
@@ -147,6 +156,10 @@ def _value(phrase: str, ordinals: bool = True) -> str | None:
     return None if value is None else f"{sign}{value}"
 
 
+def _noun(match: re.Match) -> str:
+    return " ".join(match["noun"].split())
+
+
 def spelled_number(text: str) -> str | None:
     """The value of an answer that is a number in words, possibly with the noun it counts, else None.
 
@@ -154,21 +167,23 @@ def spelled_number(text: str) -> str | None:
     ('42', '105 apples', '-7')
     >>> spelled_number("three quarters"), spelled_number("the fifth term"), spelled_number("one and a half")
     ('\\\\frac{3}{4}', '5', '\\\\frac{3}{2}')
-    >>> spelled_number("five five"), spelled_number("a circle"), spelled_number("forty two and seven")
-    (None, None, None)
+    >>> spelled_number("five five"), spelled_number("a circle"), spelled_number("one in four"), spelled_number("2.5 million")
+    (None, None, None, '2500000')
     """
     plain = _WRAPPER.sub(r"\1", text).replace("$", "").replace("**", "").strip().rstrip(".!").strip()
+    scaled = _SCALED.fullmatch(plain)
+    if scaled and (scaled["sign"] or scaled["scale"]):
+        value = Decimal(scaled["digits"]) * _SCALES.get((scaled["scale"] or "").lower(), 1)
+        number = f"{'-' if scaled['sign'] else ''}{value.normalize():f}"
+        return f"{number} {_noun(scaled)}".strip()
     match = _WHOLE.fullmatch(plain)
-    if not match:
+    value = match and _value(match["number"])
+    if not value:
         return None
-    value = _value(match["number"])
-    noun = " ".join(match["noun"].split())
-    if value is None or noun and (value.startswith(("\\", "-\\")) or len(noun.split()) > 1 and
-                                  re.match(r"(?i)the\b", match["number"])):
-        return None
-    ordinal = re.match(r"(?i)the\b", match["number"]) or not value.lstrip("-").isdigit() or re.search(
-        rf"(?i)(?:{'|'.join(_ORDINALS)})$", match["number"])
-    return value if ordinal else f"{value} {noun}".strip()
+    noun = _noun(match)
+    if value.lstrip("-").isdigit() and not re.search(rf"(?i)^the\b|(?:{'|'.join(_ORDINALS)})$", match["number"]):
+        return f"{value} {noun}".strip()  # a cardinal and what it counts: "105 apples"
+    return value if len(noun.split()) <= (0 if "frac" in value else 1) else None  # "the fifth term", "three quarters"
 
 
 def digits_for_words(text: str) -> str:
