@@ -391,8 +391,10 @@ def _copula_value(sentence: str) -> str:
     sentence = sentence.strip()[: remark.start()] if remark and not _judgement(remark.group()) else sentence.strip()
     copula = list(re.finditer(r"\bis\b", sentence))
     value = sentence[copula[-1].end():].strip() if copula and sentence[copula[-1].end():].strip() else sentence
-    numbers = re.findall(r"(?<![\w.])-?\d[\d,]*(?:\.\d+)?%?(?![\w.])", digits_for_words(value))
-    worded = len(re.findall(r"[A-Za-z]{2,}", value)) >= 3 and not re.search(r"[$\\=<>^]", value)
+    digits = digits_for_words(value)
+    numbers = re.findall(r"(?<![\w.])-?\d[\d,]*(?:\.\d+)?%?(?![\w.])", digits)
+    worded = len(re.findall(r"[A-Za-z]{2,}", digits)) >= 3 and not re.search(r"[$\\=<>^]", value)
+    worded = worded and not _HEDGE.search(value)  # "maybe 42 apples in total" keeps its hedge
     if worded and len(numbers) == 1 and not _NOT_A_VALUE.search(re.sub(r"\b(?:is|are|was|were|it|that|this|we)\b", "", value)):
         return numbers[0]
     return value
@@ -403,7 +405,8 @@ def _revised(after: str, answer: str) -> bool:
     ("$13$ works too", "Another solution is $13$"); a check that repeats the answer ("Wait, let me double-check...
     yes, 5."), a computation ("which also gives $12/3 = 4$") or a rejected value ("the other root, $-3$, is
     extraneous") does not."""
-    stated = set(re.findall(r"\d+(?:\.\d+)?", answer.replace(",", "")))
+    stated = set(re.findall(r"\d+(?:\.\d+)?", digits_for_words(answer).replace(",", "")))
+    after = digits_for_words(after, lone_one=False)  # "Wait, actually it is forty-three"
     retraction = _RETRACTION.search(after)
     if retraction:
         sentence = max((m.end() for m in _SENTENCE_END.finditer(after, 0, retraction.start())), default=0)
@@ -545,7 +548,6 @@ def final_answer(completion: str, allow_or: bool = False, policy: str = "marked"
     text = _strip_wrappers(answer.text)
     if not text:
         return Answer(None, "empty answer")
-    text = spelled_number(text) or text  # "forty-two", \text{three quarters}, "the fifth term"
     words = _HEDGE.finditer(re.sub(r"\\text\{\s*(or)\s*\}", r" \1 ", text))
     allow_or = allow_or or or_joins_relations(text)
     hedge = next((w.group().lower() for w in words if not (allow_or and w.group().lower() == "or")), None)
@@ -582,11 +584,12 @@ def gold_answer(gold: object) -> Answer:
             return Answer(None, "gold is a long text without a boxed or #### answer")
         answer = Answer(gold)
     text = _strip_wrappers(answer.text or "")
-    return Answer(spelled_number(text) or text) if text else Answer(None, "empty gold")  # read as answers are
+    return Answer(text) if text else Answer(None, "empty gold")
 
 
 def _strip_wrappers(text: str) -> str:
-    """Remove math delimiters, markdown bold and a final period around an answer."""
+    """Remove math delimiters, markdown bold, a final period, an unmatched ``\\left`` and an article around an answer;
+    a number in words is its value (`words.spelled_number`)."""
     text = text.strip()
     math = _MATH_SPAN.fullmatch(text)
     if math:
@@ -598,4 +601,4 @@ def _strip_wrappers(text: str) -> str:
         return _strip_wrappers(inner[0][2])
     if len(re.findall(r"\\left(?![a-zA-Z])", text)) != len(re.findall(r"\\right(?![a-zA-Z])", text)):
         text = _SIZED.sub("", text)  # an unmatched \left( sizes nothing: the delimiter alone is the math
-    return _ARTICLE.sub(r"\1", text)  # "\text{a circle}" answers "circle"
+    return spelled_number(text) or _ARTICLE.sub(r"\1", text)  # "forty-two", "the fifth term"; "\text{a circle}" is "circle"

@@ -118,6 +118,8 @@ def _value(phrase: str, ordinals: bool = True) -> str | None:
     in a sentence "the fifth step" names no value).
     """
     text = phrase.lower().strip()
+    if re.search(rf"(?<!\w)(?!(?:{'|'.join(_SCALES)}),)\w+\s*,", text):
+        return None  # a comma only follows a scale ("one thousand, two hundred"); "forty, two" is a list
     hyphened = re.search(r"-\s*([a-z]+)$", text)  # "twenty-third" is an ordinal, "twenty thirds" a fraction
     words = [w for w in re.split(r"[\s,-]+", text) if w]
     if not words or len(words) > MAX_PHRASE_WORDS:
@@ -186,14 +188,15 @@ def spelled_number(text: str) -> str | None:
     return value if len(noun.split()) <= (0 if "frac" in value else 1) else None  # "the fifth term", "three quarters"
 
 
-def digits_for_words(text: str) -> str:
-    """`text` with each phrase of number words that names one cardinal or fraction written as digits.
+def digits_for_words(text: str, lone_one: bool = True) -> str:
+    """`text` with each phrase of number words that names one cardinal or fraction written as digits; a "one" alone
+    only when `lone_one` (after an answer, "let me check this one" is a pronoun, not a new value).
 
     >>> digits_for_words("there are forty-two apples and three quarters of a pie")
     'there are 42 apples and \\\\frac{3}{4} of a pie'
     """
     def replace(match: re.Match) -> str:
         value = _value(match.group(), ordinals=False)
-        return match.group() if value is None else value
+        return match.group() if value is None or not lone_one and value == "1" else value
 
     return _PHRASE.sub(replace, text)
