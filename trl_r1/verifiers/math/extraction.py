@@ -24,19 +24,38 @@ from dataclasses import dataclass
 
 from ..format import ANSWER_OPEN, extract_answer
 from .screening import or_joins_relations
+from .words import digits_for_words, spelled_number
 
 MAX_CHAINED_BOXES = 20  # boxes listed one after another that still form one answer
 MAX_AFTERWORD_CHARS = 120  # text after an answer read for hedges in a completion without an <answer> block
 MAX_GOLD_CHARS = 1000  # a longer gold without a box or "####" marker is a solution we cannot read an answer from
 
 _BOX = re.compile(r"\\(?:boxed|fbox)\s*\{")
+_TOKEN_BOX = re.compile(  # a box of one token without braces: "\\boxed 5", "\\boxed5", "\\boxed -12.5", "\\boxed A",
+    # followed by the end of the math or the sentence, never by more of an expression ("\\boxed 3 + 4" is no answer)
+    r"\\(?:boxed|fbox)(?:\s+|(?=[-\d]))(-?(?:\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)(?![\d.,]\d|\w)|[A-Za-z](?!\w))"
+    r"(?=\s*(?:$|[.,;:!$]|\\[\])]|[A-Za-z]{2}))"
+)
+_UNCLOSED_TAIL = re.compile(r"\s*(?:(?:\$|\\\]|\\\))[\s.!]*)+$")  # the math closed after an unclosed box: "$.", "\\]"
+MAX_UNCLOSED_CHARS = 200  # an unclosed box is read only when the text ends within this many characters of it
 _BOX_SEPARATOR = re.compile(  # between boxes of one answer: a unit word, math delimiters, punctuation, and/or
     r"^(?:\s*[a-zA-Z]{2,}(?=\s*(?:,|;|and\b|\\text\{\s*and)))?"  # "\\boxed{1} papers and \\boxed{2} bins"
     r"(?:\s|\$|,|;|\\[()\[\]]|\b[a-zA-Z](?:_\{?\w+\}?)?\s*=|\\quad|\\qquad|\\text\{[^{}]{0,24}\b(?:and|or)\s*\}|\band\b|\bor\b|\\,|\\;)*$"
 )
-_STATEMENT = re.compile(r"(?i)\banswer\s*(?:is|:|=)\s*:?|####")  # "the (final) answer is", "Answer:", GSM8K's ####
+_STATEMENT = re.compile(  # "the (final) answer is", "Answer:", "**Final Answer**: ", "the answer to the problem is", ####
+    r"(?i)\banswer(?:\s+(?:to|for)\s+(?:the|this)\s+(?:question|problem))?\**\s*(?:is|:|=)\s*:?\**|####"
+)
+_NEW_TURN = re.compile(  # where a completion runs on into a new chat turn: a template's turn tokens, a "User:" line
+    r"<\|(?:im_end|im_start|eot_id|eom_id|start_header_id|end_of_text|endoftext|end|user|assistant|system)\|>|"
+    r"<(?:end|start)_of_turn>|</s>|<｜(?:User|Assistant|end▁of▁sentence)｜>|\[INST\]|"
+    r"(?:^|\n)[ \t#*]*(?:Human|HUMAN|User|USER)\s*:"
+)
+_TEXT_WRAPPER = re.compile(r"\\(?:text|textbf|textit|textrm|mathrm|mbox)\s*\{([^{}]*)\}")
+_BOX_SENTENCE = re.compile(r"(?i)\b(?:is|are|was|were|equals?|answer|total|gives?|get|makes?)\b")
+_ARTICLE = re.compile(r"^(\\text\{\s*)?(?:a|an|the|A|An|The)\s+(?=[a-zA-Z][a-zA-Z ]*\}?$)")  # \text{a circle}
+_SIZED = re.compile(r"\\(?:left|right)(?![a-zA-Z])\s*\.?")  # \left( ... \right. sizes a delimiter or hides one
 _SENTENCE_END = re.compile(r"\.(?=\s|$)|\n")
-_CLOSING_CLAIM = re.compile(r"(?i)\s+is\s+(?:the|our)\s+(?:final\s+)?(?:answer|solution)\s*[.!]?\s*$")
+_CLOSING_CLAIM = re.compile(r"(?i)(?<!\s)\s+is\s+(?:the|our)\s+(?:final\s+)?(?:answer|solution)\s*[.!]?\s*$")
 _CONCLUSION = re.compile(  # what may open a claim: a conclusion word, or the start of a sentence (not a label's colon)
     r"(?i)(?:(?:^|[.!\n])\s*(?:so|thus|hence|therefore|consequently|finally)\s*[,:]?|(?:^|(?<!\.)[.!]|\n))\s*$"
 )
@@ -45,7 +64,7 @@ _CLOSE_QUOTE = {'"': '"', '\\"': '\\"', "“": "”", "``": "''"}
 _OPEN_QUOTE = re.compile(r'\\"|"|“|``')
 _MATH_SPAN = re.compile(r"\$\$(.+?)\$\$|(?<!\\)\$(.+?)(?<!\\)\$|\\\((.+?)\\\)|\\\[(.+?)\\\]", re.S)
 _REMARK = re.compile(  # "42 (since 6 times 7 is 42)", "6 (not 7)", "8 (option C)"; "6 (or 7)" stays a hedge
-    r"\s+\((?!or\b|maybe\b|perhaps\b|possibly\b|probably\b)[a-z]{2,}\b[^()]*\)$"
+    r"(?<!\s)\s+\((?!or\b|maybe\b|perhaps\b|possibly\b|probably\b)[a-z]{2,}\b[^()]*\)$"
 )
 _HEDGE = re.compile(
     r"(?i)\b(?:or|maybe|perhaps|possibly|probably|either|guess|not\s+sure|unsure|uncertain|unclear|"
@@ -148,10 +167,12 @@ class Answer:
 
 
 def boxed_contents(text: str) -> list[tuple[int, int, str]]:
-    """Every ``\\boxed{...}`` / ``\\fbox{...}`` as (start, end, content), braces balanced; unclosed boxes are skipped.
+    """Every ``\\boxed{...}`` / ``\\fbox{...}`` as (start, end, content), braces balanced, a closing line break
+    (``\\\\``) dropped; also ``\\boxed 5`` / ``\\boxed5`` (one number or letter, no braces) and a box the text
+    ends in without closing it (`_unclosed_box`). Other unclosed boxes are skipped.
 
-    >>> [c for _, _, c in boxed_contents(r"so \\boxed{\\frac{1}{2}} and \\fbox{3}")]
-    ['\\\\frac{1}{2}', '3']
+    >>> [c for _, _, c in boxed_contents(r"so \\boxed{\\frac{1}{2}} and \\fbox{3} or \\boxed 4 or $\\boxed{5$")]
+    ['\\\\frac{1}{2}', '3', '4', '5']
     """
     closing, opened = {}, []  # matching braces in one pass: nested unclosed boxes cost O(n), not O(n^2)
     for i, char in enumerate(text):
@@ -159,12 +180,72 @@ def boxed_contents(text: str) -> list[tuple[int, int, str]]:
             opened.append(i)
         elif char == "}" and opened:
             closing[opened.pop()] = i
+    boxes = [(m.start(), closing[m.end() - 1] + 1, text[m.end(): closing[m.end() - 1]])
+             for m in _BOX.finditer(text) if m.end() - 1 in closing]
+    boxes += [(m.start(), m.end(1), m.group(1)) for m in _TOKEN_BOX.finditer(text)]
     found = []
-    for match in _BOX.finditer(text):
-        end = closing.get(match.end() - 1)
-        if end is not None and not (found and match.start() < found[-1][1]):  # a box inside a box is its content
-            found.append((match.start(), end + 1, text[match.end(): end].strip()))
+    for start, end, content in sorted(boxes):
+        if not (found and start < found[-1][1]):  # a box inside a box is its content
+            found.append((start, end, _without_line_break(content)))
+    unclosed = _unclosed_box(text, opened)
+    if unclosed and not (found and unclosed[0] < found[-1][1]):
+        found.append(unclosed)
     return found
+
+
+def _without_line_break(content: str) -> str:
+    """A box's content without the line breaks that close it (``\\boxed{5 \\\\}``): layout, not math."""
+    content = content.strip()
+    while content.endswith(("\\\\", "\\newline")):
+        content = content.removesuffix("\\\\").removesuffix("\\newline").rstrip()
+    return content
+
+
+def _unclosed_box(text: str, unmatched: list[int]) -> tuple[int, int, str] | None:
+    """The box a text ends in without its closing brace (``$\\boxed{42$.``, ``\\[\\boxed{42\\]``), its braces closed, when
+    the math or the sentence is closed after it and it is short and one paragraph; `unmatched` are the positions of
+    the braces never closed. A text that ends inside the box (``\\boxed{42``) may be cut off: no answer."""
+    if not unmatched or len(text) - unmatched[-1] > 2 * MAX_UNCLOSED_CHARS:
+        return None
+    unclosed = set(unmatched)
+    box = None
+    for match in _BOX.finditer(text, max(0, len(text) - 3 * MAX_UNCLOSED_CHARS)):
+        box = match if match.end() - 1 in unclosed else box
+    if box is None:
+        return None
+    tail = _UNCLOSED_TAIL.search(text, box.end())
+    if tail is None:
+        return None  # nothing closes the math after it: the completion may be cut off inside the box (\boxed{42 of 425)
+    content = text[box.end(): tail.start()]
+    if len(content) > MAX_UNCLOSED_CHARS or "\n\n" in content or not content.strip():
+        return None
+    depth = content.count("{") - content.count("}")
+    return box.start(), len(text), _without_line_break(content + "}" * max(depth, 0))
+
+
+def _first_turn(completion: str) -> str:
+    """The completion up to where it runs on into a new chat turn (``<|im_end|>``, ``<|eot_id|>``, a "User:" line):
+    the next turn's question and answers are not this completion's answer."""
+    turn = _NEW_TURN.search(completion)
+    return completion[: turn.start()] if turn else completion
+
+
+def _sentence_value(content: str) -> Answer | None:
+    """The value a box holding a sentence states (``\\boxed{The answer is 12}`` -> 12), or None when the box holds no
+    sentence with a number in it. A sentence with two different numbers (``\\boxed{12 apples and 13 pears}``) or a
+    hedge states none."""
+    plain = _TEXT_WRAPPER.sub(r" \1 ", content)
+    if len(re.findall(r"(?<![\\A-Za-z])[A-Za-z]{2,}", plain)) < 3 or not _BOX_SENTENCE.search(plain):
+        return None
+    numbers = {float(n) for n in re.findall(r"\d+(?:\.\d+)?", digits_for_words(plain).replace(",", ""))}
+    if not numbers:
+        return None
+    hedge = _HEDGE.search(plain)
+    if hedge:
+        return Answer(None, f"hedged: {hedge.group().lower()}")
+    if len(numbers) > 1:
+        return Answer(None, "a box with two different numbers")
+    return Answer(_statement(plain) if _STATEMENT.search(plain) else _copula_value(plain))
 
 
 def _last_boxed(text: str, allow_or: bool = False) -> Answer | None:
@@ -305,13 +386,15 @@ def _leading_math(rest: str) -> tuple[str, int] | None:
 def _copula_value(sentence: str) -> str:
     """The value a sentence states: what follows its last "is" ("The largest $n$ is 34" -> "34"), without a
     closing remark in parentheses ("42 (since 6 times 7 is 42)" -> "42"); in a worded statement without math, its
-    one number ("Jane started growing it 3 hours ago" -> "3")."""
+    one number, in digits or in words ("Jane started growing it 3 hours ago" -> "3", "there are forty-two" -> "42")."""
     remark = _REMARK.search(sentence.strip())
     sentence = sentence.strip()[: remark.start()] if remark and not _judgement(remark.group()) else sentence.strip()
     copula = list(re.finditer(r"\bis\b", sentence))
     value = sentence[copula[-1].end():].strip() if copula and sentence[copula[-1].end():].strip() else sentence
-    numbers = re.findall(r"(?<![\w.])-?\d[\d,]*(?:\.\d+)?%?(?![\w.])", value)
-    worded = len(re.findall(r"[A-Za-z]{2,}", value)) >= 3 and not re.search(r"[$\\=<>^]", value)
+    digits = digits_for_words(value)
+    numbers = re.findall(r"(?<![\w.])-?\d[\d,]*(?:\.\d+)?%?(?![\w.])", digits)
+    worded = len(re.findall(r"[A-Za-z]{2,}", digits)) >= 3 and not re.search(r"[$\\=<>^]", value)
+    worded = worded and not _HEDGE.search(value)  # "maybe 42 apples in total" keeps its hedge
     if worded and len(numbers) == 1 and not _NOT_A_VALUE.search(re.sub(r"\b(?:is|are|was|were|it|that|this|we)\b", "", value)):
         return numbers[0]
     return value
@@ -322,7 +405,8 @@ def _revised(after: str, answer: str) -> bool:
     ("$13$ works too", "Another solution is $13$"); a check that repeats the answer ("Wait, let me double-check...
     yes, 5."), a computation ("which also gives $12/3 = 4$") or a rejected value ("the other root, $-3$, is
     extraneous") does not."""
-    stated = set(re.findall(r"\d+(?:\.\d+)?", answer.replace(",", "")))
+    stated = set(re.findall(r"\d+(?:\.\d+)?", digits_for_words(answer).replace(",", "")))
+    after = digits_for_words(after, lone_one=False)  # "Wait, actually it is forty-three"
     retraction = _RETRACTION.search(after)
     if retraction:
         sentence = max((m.end() for m in _SENTENCE_END.finditer(after, 0, retraction.start())), default=0)
@@ -421,8 +505,10 @@ def final_answer(completion: str, allow_or: bool = False, policy: str = "marked"
         raise ValueError(f"answer policy must be one of {ANSWER_POLICIES}, got {policy!r}")
     if not isinstance(completion, str):
         return Answer(None, "completion is not text")
-    region = extract_answer(completion)
+    region = extract_answer(_first_turn(completion))
     answer = _last_boxed(region, allow_or)
+    if answer is not None and answer.text:
+        answer = _sentence_value(answer.text) or answer
     statements = list(_STATEMENT.finditer(region))
     if answer is not None and statements and statements[-1].start() > boxed_contents(region)[-1][1]:
         answer = None  # "... \\boxed{200} ... The final answer is $10,455$": the later statement is the answer
@@ -502,7 +588,8 @@ def gold_answer(gold: object) -> Answer:
 
 
 def _strip_wrappers(text: str) -> str:
-    """Remove math delimiters, markdown bold and a final period around an answer."""
+    """Remove math delimiters, markdown bold, a final period, an unmatched ``\\left`` and an article around an answer;
+    a number in words is its value (`words.spelled_number`)."""
     text = text.strip()
     math = _MATH_SPAN.fullmatch(text)
     if math:
@@ -512,4 +599,6 @@ def _strip_wrappers(text: str) -> str:
     inner = boxed_contents(text)
     if len(inner) == 1 and inner[0][:2] == (0, len(text)):  # \boxed{\boxed{42}}
         return _strip_wrappers(inner[0][2])
-    return text
+    if len(re.findall(r"\\left(?![a-zA-Z])", text)) != len(re.findall(r"\\right(?![a-zA-Z])", text)):
+        text = _SIZED.sub("", text)  # an unmatched \left( sizes nothing: the delimiter alone is the math
+    return spelled_number(text) or _ARTICLE.sub(r"\1", text)  # "forty-two", "the fifth term"; "\text{a circle}" is "circle"

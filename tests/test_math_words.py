@@ -1,0 +1,145 @@
+"""Numbers written in words: a final answer spelled out ("forty-two", "three quarters", "the fifth term") scores like
+its digits, in both answer policies; a number word that is not the final answer never does.
+"""
+
+import time
+
+import pytest
+
+from trl_r1.verifiers.math import check
+from trl_r1.verifiers.math.words import digits_for_words, spelled_number
+
+REASONING = "<think>\nThere are 6 boxes with 7 apples each, so 6 times 7 apples in all.\n</think>\n"
+
+SPELLED = [  # (gold, completion): the final answer in words, each read as its value
+    ("42", "The answer is forty-two."),
+    ("42", "So the final answer is Forty-Two."),
+    ("42", r"\boxed{\text{forty-two}}"),
+    ("42", r"Therefore the answer is $\boxed{\textbf{forty two}}$."),
+    ("42", "<answer>forty-two</answer>"),
+    ("42", "The answer is that there are forty-two apples."),
+    ("42", "The answer is forty-two apples."),
+    ("7", r"\boxed{\text{seven}}"),
+    ("0", "The answer is zero."),
+    ("105", "The answer is one hundred and five."),
+    ("105", "The answer is one hundred five."),
+    ("1234", "The answer is one thousand, two hundred and thirty-four."),
+    ("1200", "The answer is twelve hundred."),
+    ("2500", "The answer is twenty-five hundred."),
+    ("1000005", "The answer is one million and five."),
+    ("3000000", "The answer is three million."),
+    ("3000000", "The answer is 3 million."),
+    ("7425000", "The answer is 7.425 million."),
+    ("100", "The answer is a hundred."),
+    ("-7", "The answer is negative seven."),
+    ("-7", "The answer is minus seven."),
+    ("-3", "The answer is minus 3."),
+    (r"\frac{3}{4}", "The answer is three quarters."),
+    (r"\frac{3}{4}", "The answer is three-fourths."),
+    ("0.75", "The answer is three quarters."),
+    (r"\frac{2}{3}", "The answer is two thirds."),
+    (r"\frac{1}{2}", "The answer is one half."),
+    (r"\frac{1}{2}", "The answer is a half."),
+    (r"\frac{5}{8}", r"\boxed{\text{five eighths}}"),
+    (r"\frac{1}{5}", "The answer is one fifth."),
+    (r"\frac{1}{100}", "The answer is one hundredth."),
+    (r"\frac{3}{2}", "The answer is one and a half."),
+    (r"\frac{11}{4}", "The answer is two and three quarters."),
+    (r"-\frac{1}{2}", "The answer is minus one half."),
+    ("5", "The answer is the fifth term."),
+    ("5", r"\boxed{\text{the fifth}}"),
+    ("21", "The answer is the twenty-first."),
+    ("100", "The answer is the hundredth term."),
+    ("circle", r"The answer is \boxed{\text{a circle}}."),
+    (r"\text{circle}", r"\boxed{\text{A circle}}"),
+    (r"\text{an ellipse}", r"\boxed{\text{ellipse}}"),
+    (r"\text{second quadrant}", r"\boxed{\text{second quadrant}}"),  # a text gold with a number word matches itself
+    ("seven", r"\boxed{7}"),  # a gold in words reads as answers do
+]
+
+
+@pytest.mark.parametrize("policy", ["marked", "bare"])
+@pytest.mark.parametrize("gold, completion", SPELLED)
+def test_spelled_final_answer_scores(gold, completion, policy):
+    assert check(gold, REASONING + completion, answer_policy=policy).equivalent is True
+
+
+@pytest.mark.parametrize("gold, completion", [("9", "nine"), (r"\frac{1}{2}", "one half"), ("42", "forty-two apples"),
+                                              ("42", "The total is forty-two.")])
+def test_spelled_bare_answer_scores_when_graded(gold, completion):
+    assert check(gold, completion).equivalent is True
+    assert check(gold, completion, answer_policy="marked").equivalent is False  # no marker: no RL reward
+
+
+WRONG = [  # (gold, completion): the right number in words somewhere, but not as the final answer
+    ("3", "There are three cases. The answer is 7."),
+    ("42", "<think>forty-two, I think</think><answer>41</answer>"),
+    ("42", r"Forty-two would be wrong here. \boxed{43}"),
+    ("42", "The answer is forty-three."),
+    ("42", "The answer is forty-two or forty-three."),
+    ("42", "The answer is maybe forty-two."),
+    ("42", "The answer is probably forty-two."),
+    ("42", "The answer is not forty-two."),
+    ("42", "The answer is forty-two. Wait, actually it is forty-three."),
+    ("42", r"\boxed{\text{forty two and seven}}"),
+    ("42", r"\boxed{\text{forty}} \boxed{\text{two}}"),
+    ("55", "The answer is five five."),
+    ("42", "The answer is forty twelve."),
+    ("1", "The answer is one in four."),
+    ("1", "The answer is one of the roots, 5."),
+    ("1", "The answer is the one with 5 sides."),
+    ("5", "The answer is the fifth root of 2."),
+    ("2", "The answer is two and three."),
+    ("2", "The answer is between two and three."),
+    ("3", "The answer is at least three."),
+    ("3", "The answer is about three."),
+    ("3", "The answer is three, if n is odd."),
+    ("12", "The answer is that each of the three friends gets twelve."),  # two numbers: no single value
+    ("4", "The answer is one quarter."),  # 1/4, not 4
+    ("3", "The answer is a third."),  # 1/3, not 3
+    ("5", "The answer is one fifth."),  # 1/5, not 5
+    ("42", "So in total there are forty-two apples, and we add seven more."),
+    ("42", "We counted forty-two apples along the way, so the total must be large."),
+    ("7", r"\boxed{\text{seven or eight}}"),
+    ("7", r"\boxed{\text{seven}} or \boxed{\text{eight}}"),
+    ("100", "The answer is the hundredth."[:-1] + " of a meter, so 0.01."),
+    ("circle", r"\boxed{\text{not a circle}}"),
+    ("circle", r"\boxed{\text{a square}}"),
+]
+
+
+@pytest.mark.parametrize("policy", ["marked", "bare"])
+@pytest.mark.parametrize("gold, completion", WRONG)
+def test_number_words_that_are_not_the_final_answer_never_score(gold, completion, policy):
+    assert check(gold, REASONING + completion, answer_policy=policy).equivalent is False
+
+
+def test_spelled_number_reads_whole_answers_only():
+    assert spelled_number("nine hundred ninety-nine thousand nine hundred ninety-nine") == "999999"
+    assert spelled_number("twenty-third") == "23" and spelled_number("twenty thirds") == r"\frac{20}{3}"
+    assert spelled_number("seven apples") == "7 apples" and spelled_number("forty percent") == "40 percent"
+    for text in ("a circle", "the one", "hundred", "tenths", "one two three", "sixty-ten", "seven hundred and",
+                 "five times larger", "three quarters of the pie", "42", "a seven", "the forty-two"):
+        assert spelled_number(text) is None, text
+
+
+def test_digits_for_words_leaves_what_is_not_one_number():
+    text = "one, two, three and four; between two and three; the fifth step; one and a half"
+    assert digits_for_words(text) == r"1, 2, three and four; between two and three; the fifth step; \frac{3}{2}"
+
+
+@pytest.mark.parametrize("text", [
+    "one " * 25_000,
+    "The answer is " + "forty-" * 16_000 + "x.",
+    "The answer is " + "one and " * 12_000 + "a half.",
+    "The answer is " + "minus " * 16_000 + "x",
+    "The answer is one" + ", one" * 20_000,
+    r"\boxed{The answer is " + "twelve " * 14_000 + "}",
+    "The answer is " + " " * 100_000 + "five",
+])
+def test_long_adversarial_word_inputs_stay_fast(text):
+    start = time.perf_counter()
+    for policy in ("marked", "bare"):
+        check("5", text, answer_policy=policy)
+    spelled_number(text), digits_for_words(text)
+    assert time.perf_counter() - start < 5.0  # linear: about a second on a loaded CPU, minutes if quadratic
