@@ -32,6 +32,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ...workers import default_workers
+from .exact import arithmetic_only
 from .extraction import ANSWER_POLICIES, final_answer, gold_answer
 from .pool import WorkerPool
 from .screening import (
@@ -124,7 +125,7 @@ def _prepare(gold: str, completion: str, answer_policy: str) -> Verdict | tuple[
     answer = final_answer(completion, allow_or=allow_or, policy=answer_policy)
     if answer.text is None:
         return Verdict(False, answer.reason)
-    if len(answer.text) > MAX_ANSWER_CHARS:
+    if len(answer.text) > MAX_ANSWER_CHARS and not arithmetic_only(answer.text):  # a long sum is still a value
         return Verdict(False, "answer too long")
     gold_unit, answer_unit = physical_unit(gold_part.text), physical_unit(answer.text)
     if gold_unit and answer_unit and gold_unit != answer_unit:

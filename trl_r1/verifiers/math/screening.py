@@ -16,6 +16,8 @@ import unicodedata
 from dataclasses import dataclass
 from fractions import Fraction
 
+from .exact import exact_value
+
 MAX_MATH_CHARS = 400  # longer answers are compared as text: no real final answer is that long
 MAX_NESTING = 12  # deeper bracket nesting is compared as text (deep recursion in the parser)
 MAX_LITERAL_DIGITS = 400  # longer integer literals are compared digit for digit (exact, no sympy)
@@ -179,8 +181,7 @@ def canonical(text: str) -> str:
     unitless = text[: unit.start()].strip() if unit and not _NOT_A_UNIT.search(unit.group()) else ""
     if unitless and re.search(r"[\w}]", unitless):
         text = unitless
-    while text.startswith("{") and _group(text, 0)[1] == len(text):  # {1,3}: a TeX group, not a set
-        text = text[1:-1].strip()
+    text = _without_outer_groups(text)  # {1,3}: a TeX group, not a set
     text = _PLAIN_MIXED.sub(_mixed_number, text)
     text = re.sub(r"(\\[a-zA-Z]+)\s+(?=[a-zA-Z])", "\\1\0", text)  # keep "\\pi r" from becoming "\\pir"
     text = re.sub(r"(?<=\d),\s+(?=\d)", ",\0", text)  # "32, 349" is a list; "32,349" is a number
@@ -613,6 +614,30 @@ def pathology(text: str) -> str | None:
     return None
 
 
+def _without_outer_groups(text: str) -> str:
+    """`text` without the TeX groups that enclose all of it (``{{1,3}}`` -> ``1,3``), in one pass however deep.
+
+    >>> _without_outer_groups("{ {1,3} }"), _without_outer_groups("{1}+{2}")
+    ('1,3', '{1}+{2}')
+    """
+    if not text.startswith("{"):
+        return text
+    closing, openers = {}, []
+    for i, char in enumerate(text):  # bracket pairs as `_group` counts them: ( and { alike
+        if char in "{(":
+            openers.append(i)
+        elif char in "})" and openers:
+            closing[openers.pop()] = i
+    start, end = 0, len(text) - 1
+    while start < end and text[start] == "{" and closing.get(start) == end:
+        start, end = start + 1, end - 1
+        while start <= end and text[start].isspace():
+            start += 1
+        while end >= start and text[end].isspace():
+            end -= 1
+    return text[start: end + 1]
+
+
 def _group(text: str, start: int) -> tuple[str, int]:
     """The exponent written at `start` (a braced or parenthesised group, else one token) and where it ends."""
     if start >= len(text):
@@ -672,6 +697,25 @@ def is_text_answer(gold: str) -> bool:
     )
 
 
+def _exact_numbers(gold: str, pred: str) -> bool | None:
+    """Both sides as exact rationals (a plain number, or arithmetic `exact.exact_value` settles), compared as
+    plain numbers are (a decimal gold matches a correctly rounded exact value); None unless both are.
+
+    >>> _exact_numbers("7", r"10^{10^{10}}-10^{10^{10}}+7"), _exact_numbers("0.3333", r"\\frac{1}{6}\\cdot2")
+    (True, True)
+    """
+    numbers = []
+    for text in (gold, pred):
+        number = parse_number(text)
+        if number is None:
+            value = exact_value(text)
+            number = None if value is None else Number(value)
+        if number is None:
+            return None
+        numbers.append(number)
+    return numbers_equal(*numbers)
+
+
 def quick_verdict(gold: str, pred: str) -> tuple[bool | None, str | None]:
     """Decide a (canonical gold, canonical prediction) pair without sympy, or return (None, None) to defer.
 
@@ -699,6 +743,9 @@ def quick_verdict(gold: str, pred: str) -> tuple[bool | None, str | None]:
     gold_number, pred_number = parse_number(gold), parse_number(pred)
     if gold_number is not None and pred_number is not None:
         return numbers_equal(gold_number, pred_number), None
+    exact = _exact_numbers(gold, pred)
+    if exact is not None:
+        return exact, None
     if is_text_answer(gold):
         return text_key(gold) == text_key(pred), None
     for side, text in (("gold", gold), ("answer", pred)):
