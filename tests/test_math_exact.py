@@ -163,3 +163,20 @@ def test_marked_policy_still_refuses_a_calculation_that_cancels():
     """Exact arithmetic settles the value; the marked policy still scores a calculation against a number 0."""
     verdict = timed_check("7", r"10^{10^{10}} - 10^{10^{10}} + 7", policy="marked")
     assert verdict.equivalent is False and "unevaluated arithmetic" in verdict.reason
+
+
+def test_a_wall_clock_limit_bounds_a_check_that_waits():
+    """The CPU limit spares a check that waits for a CPU; a caller with a latency bound (the verifier: no verdict
+    takes 2 s) also sets a wall-clock limit, which kills it anyway."""
+    from trl_r1.verifiers.math.pool import WorkerPool
+
+    sleeper = WorkerPool("time:sleep", workers=1)
+    try:
+        sleeper.run([(0,)], timeout_s=60)
+        assert sleeper.run([(0.2,)], timeout_s=0.5, wall_limit_s=1.0) == [("ok", None)]
+        start = time.perf_counter()
+        status, reason = sleeper.run([(60,)], timeout_s=0.5, wall_limit_s=1.0)[0]
+        assert (status, reason) == ("timeout", "over the 1s wall-clock limit")
+        assert time.perf_counter() - start < 1.0 + 0.5
+    finally:
+        sleeper.close()
