@@ -945,6 +945,7 @@ _NOW_REFUSED = [
     ("12", "The answer is $\\geq$ \\boxed{12}."),
     ("12", "\\boxed{12}; 13 is valid as well"),
     ("12", "The maximum is \\boxed{12}, attained when $x > 2$, and 13 also works."),
+    ("12", "\\boxed{3^2 + 2 = 12}"),  # fixed: false_chain reads powers now (exact.exact_value): 3^2 + 2 is 11
 ]
 _STILL_REWARDED = [
     ("12", "\\boxed{12} does not work."),
@@ -958,7 +959,6 @@ _STILL_REWARDED = [
     ("12", "The answer does not exceed \\boxed{12}."),
     ("12", "\\boxed{12}. 13 works equally well."),
     ("12", "The answers are \\boxed{12} and 13."),
-    ("12", "\\boxed{3^2 + 2 = 12}"),
     ("12", "\\boxed{x = 13 \\implies x = 12}"),
 ]
 

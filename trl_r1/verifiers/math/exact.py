@@ -6,7 +6,8 @@ sympy is too slow or unsafe for such answers (`screening.pathology` keeps them f
 ``\\frac`` and brackets, in one left-to-right pass with explicit stacks (no recursion, so any nesting depth), and
 computes with `fractions.Fraction`. A power too large to write out is kept as a product of prime-power atoms
 (``10^{10^{10}}`` is ``2^{10^{10}} 5^{10^{10}}``), so equal huge parts cancel exactly and ``2^{1000000}/2^{999999}``
-is 2. Every number is capped (`MAX_BITS`), as are exponents and the number of distinct huge terms; past a cap, or
+is 2. Every number is capped (`MAX_BITS`), as are the bits computed in all, exponents and the number of distinct
+huge terms; past a cap, or
 on anything it does not read (a variable, a root, ``3\\frac{1}{2}``, ``2^34``), the answer is None: undecided, left
 to the other rules. A value is returned only when it is an exact rational, so an answer is never accepted on an
 estimate.
@@ -21,10 +22,13 @@ from __future__ import annotations
 
 import math
 import re
+import threading
 from fractions import Fraction
 
 MAX_CHARS = 20_000  # a longer answer is undecided (about 4,000 terms; the pass costs about 5 us a character)
-MAX_BITS = 4_096  # a written-out number (numerator or denominator) past this many bits: undecided
+MAX_BITS = 16_384  # a written-out number (numerator or denominator) past this many bits: undecided
+MAX_DIGITS = 4_000  # a longer literal: undecided (Python reads at most 4,300 digits into an int)
+MAX_WORK_BITS = 4_000_000  # the bits of all numbers computed for one answer past this: undecided (bounds the time)
 ATOM_BITS = 256  # a power past this many bits stays a product of prime-power atoms
 MAX_EXPONENT_BITS = 128  # an atom's exponent past this: undecided (no tower grows unchecked)
 MAX_TERMS = 32  # distinct huge terms of a sum past this: undecided
@@ -46,8 +50,13 @@ class _Undecided(Exception):
 # The empty monomial holds the rational part.
 
 
+_work = threading.local()  # bits computed so far for the answer being read (per thread: rewards run in threads)
+
+
 def _check(value: Fraction) -> Fraction:
-    if value.numerator.bit_length() > MAX_BITS or value.denominator.bit_length() > MAX_BITS:
+    numerator, denominator = value.numerator.bit_length(), value.denominator.bit_length()
+    _work.bits += numerator + denominator
+    if max(numerator, denominator) > MAX_BITS or _work.bits > MAX_WORK_BITS:
         raise _Undecided("number too large")
     return value
 
@@ -301,6 +310,8 @@ def _evaluate(text: str) -> dict:
         else:
             if previous == "value":
                 raise _Undecided("two numbers side by side")
+            if len(token) > MAX_DIGITS:
+                raise _Undecided("a literal too long")
             values.append({(): Fraction(token)} if Fraction(token) else {})
             previous = "value"
     if previous != "value":
@@ -339,6 +350,7 @@ def exact_value(text: str) -> Fraction | None:
     """
     if len(text) > MAX_CHARS or not re.search(r"\d", text):
         return None
+    _work.bits = 0
     try:
         return _rational(_evaluate(text))
     except (_Undecided, ZeroDivisionError, IndexError):

@@ -9,7 +9,6 @@ compared as canonical text instead (see `pathology`), so they cost microseconds,
 
 from __future__ import annotations
 
-import ast
 import math
 import re
 import unicodedata
@@ -349,30 +348,19 @@ def plain_calculation(text: str) -> bool:
 
 
 def _constant(side: str) -> tuple[Fraction, Fraction] | None:
-    """An arithmetic side's exact value and the tolerance its decimals allow, or None if it is not arithmetic."""
-    side = _MIXED.sub(r"(\1+\2\4/\3\5)", side)  # 3\frac{1}{2} is three and a half
-    expr = re.sub(r"\\frac\{([^{}]+)\}\{([^{}]+)\}", r"((\1)/(\2))", side).replace("\\cdot", "*").replace("\\times", "*")
-    if not re.fullmatch(r"[-+*/()\d.]*\d[-+*/()\d.]*", expr) or "**" in expr:
+    """An arithmetic side's exact value (`exact.exact_value`) and the tolerance its decimals allow, or None if it is
+    not arithmetic. A mixed number is three and a half (``3\\frac{1}{2}``), and a number after a bracket multiplies
+    it (``1\\frac{1}{2}2`` is 3), so a garbled side is still tested.
+
+    >>> _constant(r"1\\frac{1}{2}^2"), _constant("0.50"), _constant("x+1")
+    ((Fraction(9, 4), Fraction(0, 1)), (Fraction(1, 2), Fraction(1, 200)), None)
+    """
+    side = _MIXED.sub(r"(\1+\2\4/\3\5)", side)
+    value = exact_value(re.sub(r"\)(?=[\d.])", ")*", side))
+    if value is None:
         return None
-    try:
-        value = _arithmetic(ast.parse(expr, mode="eval").body)
-    except (SyntaxError, ValueError, ZeroDivisionError):
-        return None
-    decimals = max((len(d) for d in re.findall(r"\.(\d+)", expr)), default=None)
+    decimals = max((len(d) for d in re.findall(r"\.(\d+)", side)), default=None)
     return value, Fraction(1, 2 * 10**decimals) if decimals else Fraction(0)
-
-
-def _arithmetic(node) -> Fraction:
-    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
-        return Fraction(str(node.value))
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
-        value = _arithmetic(node.operand)
-        return -value if isinstance(node.op, ast.USub) else value
-    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult, ast.Div)):
-        left, right = _arithmetic(node.left), _arithmetic(node.right)
-        ops = {ast.Add: left.__add__, ast.Sub: left.__sub__, ast.Mult: left.__mul__, ast.Div: left.__truediv__}
-        return ops[type(node.op)](right)
-    raise ValueError("not arithmetic")
 
 
 def strip_assignment(gold: str, pred: str) -> tuple[str, str]:
