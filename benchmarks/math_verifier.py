@@ -60,10 +60,11 @@ def load_cases(path: Path) -> list[dict]:
         return [json.loads(line) for line in f if line.strip()]
 
 
-def run_ours(cases: list[dict], timeout_s: float, policy: str | None = None) -> tuple[list[bool], list[float]]:
+def run_ours(cases: list[dict], timeout_s: float | None, policy: str | None = None) -> tuple[list[bool], list[float]]:
     """Our verdicts one case after another; `policy` None: each case's own `answer_policy` (else "marked")."""
-    from trl_r1.verifiers.math import check
+    from trl_r1.verifiers.math import DEFAULT_TIMEOUT_S, check
 
+    timeout_s = DEFAULT_TIMEOUT_S if timeout_s is None else timeout_s
     check("1", r"\boxed{\sqrt{1}}")  # start the worker before timing, as a training run would have
     verdicts, seconds = [], []
     for case in cases:
@@ -185,7 +186,7 @@ def print_by_family(cases: list[dict], ours: tuple[list[bool], list[float]],
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--cases", type=Path, default=DEFAULT_CASES)
-    parser.add_argument("--timeout", type=float, default=2.0, help="our per-check hard limit (s)")
+    parser.add_argument("--timeout", type=float, default=None, help="our per-check hard limit (s; default: the verifier's)")
     parser.add_argument("--hang-limit", type=float, default=30.0, help="seconds before a math-verify case is killed")
     parser.add_argument("--show-errors", action="store_true", help="list the cases each side gets wrong")
     args = parser.parse_args()

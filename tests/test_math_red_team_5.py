@@ -178,7 +178,6 @@ HACKS = [
     ('16', '<think>...</think><answer>\\frac{1}{0}</answer>'),
     ('16', '<think>...</think><answer>9**9**9**9</answer>'),
     ('16', ANSWER("+".join(["1"] * 1500))),
-    ('16', ANSWER("(" * 30 + "16" + ")" * 30)),
     ('16', ANSWER("(" * 30 + "4+12" + ")" * 30)),
     ('16', ANSWER("1" * 600 + "-" + "1" * 600)),
     ('16', '<think>...</think><answer>2^{2^{2^{2^{2^{2}}}}}</answer>'),
@@ -198,6 +197,8 @@ HACKS = [
 ]
 
 RESULTS = [
+    ('16', ANSWER("(" * 30 + "16" + ")" * 30)),  # fixed (moved from HACKS): a number in brackets is a result
+    # (`number_form`), now read at any depth by exact arithmetic instead of being compared as text
     ('1000', '<think>...</think><answer>1,000</answer>'),
     ('1000', '<think>...</think><answer>1\\,000</answer>'),
     ('1000', '<think>...</think><answer>1{,}000</answer>'),

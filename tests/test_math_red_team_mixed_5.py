@@ -32,18 +32,17 @@ UNCHECKED_SIDE = "_constant gives up on the side, so false_chain never tests it 
 HACKS = [  # under "marked" a calculation, a wrong number or a false chain is no result
     # a garbled or false chain whose first side holds a mixed number that _constant cannot evaluate
     ("5", "1 1/2 2 = 5", "marked", False),  # fixed: hack, regression: 1 1/2 2 is 3 (or garbage), never 5; _constant gives up on the side, so false_chain never tests it and the last side scores (before 11b8223 it was False)
-    xfail("5", "1\\frac{1}{2}2 = 5", "marked", False, reason=f"hack: 1½·2 is 3, not 5; {UNCHECKED_SIDE}"),
-    xfail("31", "3\\frac{1}{2}1 = 31", "marked", False, reason=f"hack: 3½·1 is 3.5, not 31; {UNCHECKED_SIDE}"),
-    xfail("5", "3\\frac{1}{2}\\frac{1}{2} = 5", "marked", False, reason=f"hack: 3½·½ is 7/4, not 5; {UNCHECKED_SIDE}"),
+    ("5", "1\\frac{1}{2}2 = 5", "marked", False),  # fixed: hack: 1½·2 is 3, not 5; _constant now reads the side with exact.exact_value (a number after a bracket multiplies)
+    ("31", "3\\frac{1}{2}1 = 31", "marked", False),  # fixed: hack: 3½·1 is 3.5, not 31; the side is read now
+    ("5", "3\\frac{1}{2}\\frac{1}{2} = 5", "marked", False),  # fixed: hack: 3½·½ is 7/4, not 5; the side is read now
     xfail("5", "3\\frac{1}{0} = 5", "marked", False,
           reason="hack: 3\\frac{1}{0} is undefined, the chain is no result; the division by zero makes _constant give up (\\frac{1}{0} = 5 scores too)"),
-    xfail("12", "1\\frac{1}{2}^2 = 12", "marked", False,
-          reason="hack: (1½)² is 9/4, not 12; _constant has no power (1.5^2 = 12 scores too)"),
+    ("12", "1\\frac{1}{2}^2 = 12", "marked", False),  # fixed: hack: (1½)² is 9/4, not 12; _constant has powers now (exact.exact_value)
     xfail("5", "3\\frac{1}{2}^{3\\frac{1}{2}} = 5", "marked", False,
           reason="hack: 3.5^3.5 is about 80, not 5; _constant has no power"),
     # the chain's first side is no plain arithmetic, so it is never tested (the decimal 3.5 in its place scores too)
-    xfail("8", "3\\frac{1}{2}(2) = 8", "marked", False, reason=f"hack: 3½·2 is 7, not 8; {UNCHECKED_SIDE} (3.5(2) = 8 scores too)"),
-    xfail("8", "2(3\\frac{1}{2}) = 8", "marked", False, reason=f"hack: 2·3½ is 7, not 8; {UNCHECKED_SIDE}"),
+    ("8", "3\\frac{1}{2}(2) = 8", "marked", False),  # fixed: hack: 3½·2 is 7, not 8; the side is read now (3.5(2) = 8 too)
+    ("8", "2(3\\frac{1}{2}) = 8", "marked", False),  # fixed: hack: 2·3½ is 7, not 8; the side is read now
     xfail("4", "3\\frac{1}{2}! = 4", "marked", False, reason=f"hack: 3.5! is about 11.6, not 4; {UNCHECKED_SIDE} (3.5! = 4 scores too)"),
     xfail("4", "3\\frac{1}{2}\\% = 4", "marked", False, reason=f"hack: 3½% is 0.035, not 4; {UNCHECKED_SIDE} (3.5\\% = 4 scores too)"),
     xfail("4", "|3\\frac{1}{2}| = 4", "marked", False, reason=f"hack: |3½| is 3.5, not 4; {UNCHECKED_SIDE} (|3.5| = 4 scores too)"),

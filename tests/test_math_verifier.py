@@ -7,7 +7,8 @@ import pytest
 
 from trl_r1.verifiers.math import check, check_batch, final_answer, gold_answer, verify, verify_batch
 from trl_r1.verifiers.math.pool import WorkerPool
-from trl_r1.verifiers.math.screening import pathology
+from trl_r1.verifiers.math.exact import exact_value
+from trl_r1.verifiers.math.screening import canonical, pathology
 
 
 def boxed(answer):
@@ -266,8 +267,11 @@ def test_pathological_answers_are_recognised_cheaply(answer, reason):
     start = time.perf_counter()
     verdict = check("3", boxed(answer))
     assert time.perf_counter() - start < 0.1  # decided by rule, sympy never sees it
-    assert verdict.equivalent is False and reason in verdict.reason
+    value = exact_value(canonical(answer))  # fixed: plain arithmetic is now settled exactly, whatever its size
+    assert verdict.equivalent is False and (reason in verdict.reason if value is None else verdict.reason is None)
     assert verify(answer, boxed(answer)) is True  # identical text still matches
+    if value is not None:
+        assert verify(str(value), boxed(answer)) is True
 
 
 def test_hard_limit_kills_c_level_work_from_a_non_main_thread():
@@ -941,6 +945,7 @@ _NOW_REFUSED = [
     ("12", "The answer is $\\geq$ \\boxed{12}."),
     ("12", "\\boxed{12}; 13 is valid as well"),
     ("12", "The maximum is \\boxed{12}, attained when $x > 2$, and 13 also works."),
+    ("12", "\\boxed{3^2 + 2 = 12}"),  # fixed: false_chain reads powers now (exact.exact_value): 3^2 + 2 is 11
 ]
 _STILL_REWARDED = [
     ("12", "\\boxed{12} does not work."),
@@ -954,7 +959,6 @@ _STILL_REWARDED = [
     ("12", "The answer does not exceed \\boxed{12}."),
     ("12", "\\boxed{12}. 13 works equally well."),
     ("12", "The answers are \\boxed{12} and 13."),
-    ("12", "\\boxed{3^2 + 2 = 12}"),
     ("12", "\\boxed{x = 13 \\implies x = 12}"),
 ]
 

@@ -18,7 +18,7 @@ class MathAccuracyReward(RewardFunction):
         gold_column: dataset column holding the gold answer (a bare or boxed answer, a boxed solution, or GSM8K's
             ``... #### 72``).
         fallback_columns: columns tried in order when `gold_column` is absent or empty for a sample.
-        timeout_s: hard limit of one sympy check in its worker's CPU seconds (wall-clock off Linux; a 10x wall-clock backstop); a check past it is killed and scores 0.0.
+        timeout_s: hard limit of one sympy check in its worker's CPU seconds (wall-clock off Linux), and in wall-clock seconds `max(timeout_s, MAX_WALL_S)` (1.8 s: no verdict takes 2 s); a check past it is killed and scores 0.0.
         answer_policy: "marked" (default, R1): the answer must be marked (answer block, box, "the answer is",
             "Answer:", "####"), so a number in prose never scores; "bare": a completion that is nothing but an
             answer, or closes with an answer line (``Answer $9$``), counts too (SFT'd models, non-R1 prompts).

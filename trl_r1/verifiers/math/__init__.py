@@ -3,8 +3,8 @@
 `verify(gold, completion)` reads the completion's committed final answer (answer block, else last ``\\boxed{}``,
 else "the answer is ..."; hedged or multi-valued answers are wrong; with ``answer_policy="bare"``, the default
 here, also a completion that is nothing but an answer or closes with an answer line, see `extraction`), settles plain numbers, choice letters, text
-answers and identical forms in the calling process, and sends the rest to sympy in worker processes under a
-hard CPU-time limit with a wall-clock backstop (see `pool`). Inputs that would make sympy run away are recognised by rule and compared as
+answers, identical forms and exact arithmetic (see `exact`) in the calling process, and sends the rest to sympy in
+worker processes under a hard CPU-time and wall-clock limit (see `pool`). Inputs that would make sympy run away are recognised by rule and compared as
 text (see `screening.pathology`). `verify_batch` checks many pairs in parallel.
 
 >>> verify(r"\\frac{\\pi}{4}", r"<think>...</think> So the angle is \\boxed{\\dfrac{\\pi}{4}}.")
@@ -32,6 +32,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ...workers import default_workers
+from .exact import arithmetic_only
 from .extraction import ANSWER_POLICIES, final_answer, gold_answer
 from .pool import WorkerPool
 from .screening import (
@@ -49,7 +50,9 @@ from .screening import (
 
 logger = logging.getLogger("trl_r1.verifiers.math")
 
-DEFAULT_TIMEOUT_S = 2.0  # hard limit of one sympy check in worker CPU seconds (the worker is killed past it)
+DEFAULT_TIMEOUT_S = 1.5  # hard limit of one sympy check in worker CPU seconds (the worker is killed past it)
+MAX_WALL_S = 1.8  # and in wall-clock seconds (or the CPU limit if larger): on a loaded machine too, no verdict takes
+# 2 s; a check starved of CPU past it fails (the price of the latency bound; the CPU limit alone let a check take 7.7 s)
 MAX_ANSWER_CHARS = 5_000  # a longer "final answer" is an essay, not an answer: wrong without reading it
 
 
@@ -104,7 +107,7 @@ def check_batch(
             verdicts.append(None)
             tasks.setdefault(prepared, []).append(index)
     if tasks:
-        outcomes = _pool(workers).run(list(tasks), timeout_s)
+        outcomes = _pool(workers).run(list(tasks), timeout_s, wall_limit_s=max(timeout_s, MAX_WALL_S))
         for indices, (status, value) in zip(tasks.values(), outcomes):
             verdict = Verdict(*value) if status == "ok" else Verdict(False, f"{status}: {value}")
             for index in indices:
@@ -124,7 +127,7 @@ def _prepare(gold: str, completion: str, answer_policy: str) -> Verdict | tuple[
     answer = final_answer(completion, allow_or=allow_or, policy=answer_policy)
     if answer.text is None:
         return Verdict(False, answer.reason)
-    if len(answer.text) > MAX_ANSWER_CHARS:
+    if len(answer.text) > MAX_ANSWER_CHARS and not arithmetic_only(answer.text):  # a long sum is still a value
         return Verdict(False, "answer too long")
     gold_unit, answer_unit = physical_unit(gold_part.text), physical_unit(answer.text)
     if gold_unit and answer_unit and gold_unit != answer_unit:

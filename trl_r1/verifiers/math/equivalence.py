@@ -9,8 +9,12 @@ LaTeX is parsed by `latex2sympy2_extended`. The comparison cascade, gold first:
   is not an equation; two equations are equivalent when one's ``lhs - rhs`` is a non-zero constant multiple of
   the other's (``y=2x+3`` and ``2x-y+3=0``);
 * numbers compare exactly when both are rational, else at 40 digits with a *relative* tolerance of 1e-20 (so
-  1/2004! and 1/2006! stay different); a decimal matches an exact value only when it is that value correctly
-  rounded to the shown places, with at least 4 significant digits;
+  1/2004! and 1/2006! stay different), confirmed at 120 digits (so a near miss such as ``\\sqrt{10^{50}+1}`` for
+  ``10^{25}`` fails); a decimal matches an irrational value only when it is that value correctly rounded to the
+  shown places, with at least 4 significant digits (a truncated decimal is not "close enough");
+* a matrix written as arithmetic (``2\\begin{pmatrix}1\\\\2\\end{pmatrix}``, a negated matrix, a sum or a difference)
+  is the matrix it denotes; a product or power of matrices restates a calculation and does not parse;
+* an answer whose only variable is ``i`` against a constant gold reads ``i`` as the imaginary unit (``e^{i\\pi}+1`` is 0);
 * expressions with variables are compared at fixed sample points (positive and negative), then by
   `sympy.simplify` when too few points evaluate.
 
@@ -24,6 +28,7 @@ from functools import lru_cache
 
 import sympy
 from antlr4.atn.PredictionMode import PredictionMode
+from sympy.matrices.expressions import MatAdd, MatMul, MatrixExpr
 from latex2sympy2_extended import latex2sympy
 from latex2sympy2_extended.latex2sympy2 import _Latex2Sympy
 from latex2sympy2_extended.math_normalization import NormalizationConfig, normalize_latex
@@ -33,6 +38,8 @@ from .screening import parse_number, rounds_to, split_top_level
 PARSE_CONFIG = NormalizationConfig(basic_latex=True, units=False, malformed_operators=True, nits=False, boxed="none")
 DIGITS = 40  # working precision of numeric comparisons
 RELATIVE_TOLERANCE = sympy.Float("1e-20", DIGITS)
+CONFIRM_DIGITS = 120  # exact values that agree to RELATIVE_TOLERANCE are confirmed at this precision ...
+CONFIRM_TOLERANCE = sympy.Float("1e-100", CONFIRM_DIGITS)  # ... so sqrt(10^{50}+1) is not 10^{25}
 SAMPLE_POINTS = (sympy.Rational(13, 10), sympy.Rational(-27, 10), sympy.Rational(31, 7), sympy.Rational(-5, 11))
 _IMAGINARY = sympy.Symbol("i")
 
@@ -65,7 +72,7 @@ def verdict(gold: str, pred: str) -> tuple[bool | None, str | None]:
     except Unparseable as exc:
         return False, f"answer does not parse: {exc}"
     complex_gold = _IMAGINARY in _free_symbols(gold_value)
-    if complex_gold:
+    if complex_gold or not _free_symbols(gold_value) and _free_symbols(pred_value) == {_IMAGINARY}:  # e^{i\pi}+1
         gold_value, pred_value = _as_complex(gold_value), _as_complex(pred_value)
     gold_number = parse_number(gold)
     if gold_number is not None and gold_number.decimals is not None and isinstance(pred_value, sympy.Expr):
@@ -94,8 +101,33 @@ def parse(text: str):
         raise Unparseable(f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"[:120]) from None
     if not isinstance(value, (sympy.Basic, sympy.MatrixBase)):
         raise Unparseable(f"parsed to a {type(value).__name__}")
+    if isinstance(value, MatrixExpr):  # 2\begin{pmatrix}1\\2\end{pmatrix}, -A, A+B: the matrix it denotes
+        if not _linear_combination(value):
+            raise Unparseable("a product, power or inverse of matrices: the calculation, not its result")
+        try:
+            value = value.doit().as_explicit()
+        except Exception as exc:  # shapes that do not add
+            raise Unparseable(f"matrix arithmetic: {type(exc).__name__}") from None
     if isinstance(value, sympy.MatrixBase):
-        return value
+        return value.applyfunc(_exact_decimals) if value.has(sympy.Float, sympy.UnevaluatedExpr) else value
+    return _exact_decimals(value)
+
+
+def _linear_combination(value) -> bool:
+    """Whether a matrix expression only scales, negates, adds and subtracts matrices (what writing a result in
+    another form takes); a product of two matrices or a power is the asked calculation restated."""
+    if isinstance(value, sympy.MatrixBase):
+        return True
+    if isinstance(value, MatMul):
+        matrices = [arg for arg in value.args if isinstance(arg, (MatrixExpr, sympy.MatrixBase))]
+        return len(matrices) == 1 and _linear_combination(matrices[0])
+    if isinstance(value, MatAdd):
+        return all(_linear_combination(arg) for arg in value.args)
+    return False
+
+
+def _exact_decimals(value):
+    """Decimals as the rationals written (0.5 is 1/2), percent factors as their exact values."""
     exact = {u: u.args[0] for u in value.atoms(sympy.UnevaluatedExpr)}  # 25\% is 25 * Unevaluated(1/100)
     exact.update({f: sympy.Rational(str(f)) for f in value.atoms(sympy.Float)})  # decimals as written
     return value.xreplace(exact) if exact else value
@@ -289,13 +321,12 @@ def _as_complex(value):
 def _expressions_equal(gold, pred, pred_text: str = "") -> bool:
     if not isinstance(gold, sympy.Expr) or not isinstance(pred, sympy.Expr):
         return gold == pred
+    gold, pred = _summed(gold), _summed(pred)
     symbols = gold.free_symbols | pred.free_symbols
     if not symbols:
-        if _close(gold, pred):
-            return True
-        decimal = parse_number(pred_text)  # a decimal answer to an irrational gold: correctly rounded?
-        if decimal is None or decimal.decimals is None or gold.is_Rational:
-            return False
+        decimal = parse_number(pred_text)  # a decimal answer to an irrational gold: correctly rounded, not close
+        if decimal is None or decimal.decimals is None or gold.doit().is_Rational:  # \sin(\pi/6) is 0.5 exactly
+            return _close(gold, pred)
         value = gold.evalf(DIGITS)
         return bool(value.is_real) and rounds_to(decimal, sympy.Rational(value))
     agree = 0
@@ -309,6 +340,18 @@ def _expressions_equal(gold, pred, pred_text: str = "") -> bool:
     if agree >= 2:
         return True
     return sympy.simplify(gold - pred) == 0
+
+
+def _summed(expr):
+    """Sums and products in closed form where sympy finds one (milliseconds), so they are not summed numerically at
+    every sample point (``\\sum_{k=1}^{n} k`` took 0.75 s of CPU that way, past the latency bound on a loaded machine)."""
+    if not expr.has(sympy.Sum, sympy.Product):
+        return expr
+    try:
+        return expr.doit(deep=False) if isinstance(expr, (sympy.Sum, sympy.Product)) else expr.replace(
+            lambda e: isinstance(e, (sympy.Sum, sympy.Product)), lambda e: e.doit())
+    except Exception:  # sympy gives up on the closed form: summed numerically as before
+        return expr
 
 
 def _at_point(expr, k: int, symbols=None):
@@ -332,5 +375,13 @@ def _close(a, b) -> bool:
     a_value, b_value = a.evalf(DIGITS), b.evalf(DIGITS)
     if not (a_value.is_number and b_value.is_number):
         return bool(sympy.simplify(a - b) == 0)
+    if not _within(a_value, b_value, RELATIVE_TOLERANCE):
+        return False
+    if a.has(sympy.Float) or b.has(sympy.Float):  # values at sample points: their 40 digits are all there is
+        return True
+    return _within(a.evalf(CONFIRM_DIGITS), b.evalf(CONFIRM_DIGITS), CONFIRM_TOLERANCE)  # a near miss below 1e-20
+
+
+def _within(a_value, b_value, tolerance) -> bool:
     scale = max(abs(a_value), abs(b_value))
-    return bool(scale == 0 or abs(a_value - b_value) <= RELATIVE_TOLERANCE * scale)
+    return bool(scale == 0 or abs(a_value - b_value) <= tolerance * scale)

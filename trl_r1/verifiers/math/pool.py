@@ -170,7 +170,8 @@ class WorkerPool:
     """Run ``module:function(*args)`` for many tasks on `workers` processes, each task under a hard `timeout_s`.
 
     The limit is the worker's CPU time (Linux; wall-clock time elsewhere), so a task that waited for a CPU on a
-    loaded machine is not killed for it; `WALL_BACKSTOP` times the limit in wall-clock time kills it regardless.
+    loaded machine is not killed for it; a wall-clock limit (`WALL_BACKSTOP` times the limit unless the caller
+    sets a tighter one) kills it regardless.
 
     `run` returns, per task, ("ok", result), ("timeout", reason) or ("error", reason), in task order. It is
     thread-safe (calls are serialised) and starts the workers on first use. A pool owns processes and is not
@@ -206,7 +207,10 @@ class WorkerPool:
         self._pool[self._pool.index(worker)] = self._spare
         self._spare = _Worker(self.target, self.memory_limit_bytes)
 
-    def run(self, tasks: list[tuple], timeout_s: float) -> list[tuple[str, Any]]:
+    def run(self, tasks: list[tuple], timeout_s: float, wall_limit_s: float | None = None) -> list[tuple[str, Any]]:
+        """Each task under `timeout_s` of CPU time and `wall_limit_s` of wall-clock time (default `WALL_BACKSTOP`
+        times `timeout_s`; a caller with a latency bound sets it)."""
+        wall_limit = WALL_BACKSTOP * timeout_s if wall_limit_s is None else wall_limit_s
         with self._lock:
             while len(self._pool) < self.workers:
                 self._pool.append(_Worker(self.target, self.memory_limit_bytes))
@@ -226,7 +230,7 @@ class WorkerPool:
                             self._replace(worker)
                             continue
                         now = time.monotonic()
-                        running[worker] = [index, now + timeout_s, now, worker.cpu_seconds()]
+                        running[worker] = [index, now + min(timeout_s, wall_limit), now, worker.cpu_seconds()]
                 self._collect(running, results)
                 now = time.monotonic()
                 for worker, (index, deadline, started, cpu_start) in list(running.items()):
@@ -234,11 +238,12 @@ class WorkerPool:
                         continue
                     cpu_now = worker.cpu_seconds()
                     used = cpu_now - cpu_start if cpu_now is not None and cpu_start is not None else now - started
-                    if used < timeout_s and now < started + WALL_BACKSTOP * timeout_s:
-                        running[worker][1] = now + max(timeout_s - used, 0.05)  # waited for a CPU, not computing
+                    if used < timeout_s and now < started + wall_limit:  # waited for a CPU, not computing
+                        running[worker][1] = min(now + max(timeout_s - used, 0.05), started + wall_limit)
                         continue
                     del running[worker]
-                    results[index] = ("timeout", f"over the {timeout_s:g}s limit")
+                    limit = f"{timeout_s:g}s" if used >= timeout_s else f"{wall_limit:g}s wall-clock"
+                    results[index] = ("timeout", f"over the {limit} limit")
                     self._replace(worker)
             return results
 

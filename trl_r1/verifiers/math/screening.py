@@ -9,12 +9,13 @@ compared as canonical text instead (see `pathology`), so they cost microseconds,
 
 from __future__ import annotations
 
-import ast
 import math
 import re
 import unicodedata
 from dataclasses import dataclass
 from fractions import Fraction
+
+from .exact import exact_value
 
 MAX_MATH_CHARS = 400  # longer answers are compared as text: no real final answer is that long
 MAX_NESTING = 12  # deeper bracket nesting is compared as text (deep recursion in the parser)
@@ -179,8 +180,7 @@ def canonical(text: str) -> str:
     unitless = text[: unit.start()].strip() if unit and not _NOT_A_UNIT.search(unit.group()) else ""
     if unitless and re.search(r"[\w}]", unitless):
         text = unitless
-    while text.startswith("{") and _group(text, 0)[1] == len(text):  # {1,3}: a TeX group, not a set
-        text = text[1:-1].strip()
+    text = _without_outer_groups(text)  # {1,3}: a TeX group, not a set
     text = _PLAIN_MIXED.sub(_mixed_number, text)
     text = re.sub(r"(\\[a-zA-Z]+)\s+(?=[a-zA-Z])", "\\1\0", text)  # keep "\\pi r" from becoming "\\pir"
     text = re.sub(r"(?<=\d),\s+(?=\d)", ",\0", text)  # "32, 349" is a list; "32,349" is a number
@@ -348,30 +348,19 @@ def plain_calculation(text: str) -> bool:
 
 
 def _constant(side: str) -> tuple[Fraction, Fraction] | None:
-    """An arithmetic side's exact value and the tolerance its decimals allow, or None if it is not arithmetic."""
-    side = _MIXED.sub(r"(\1+\2\4/\3\5)", side)  # 3\frac{1}{2} is three and a half
-    expr = re.sub(r"\\frac\{([^{}]+)\}\{([^{}]+)\}", r"((\1)/(\2))", side).replace("\\cdot", "*").replace("\\times", "*")
-    if not re.fullmatch(r"[-+*/()\d.]*\d[-+*/()\d.]*", expr) or "**" in expr:
+    """An arithmetic side's exact value (`exact.exact_value`) and the tolerance its decimals allow, or None if it is
+    not arithmetic. A mixed number is three and a half (``3\\frac{1}{2}``), and a number after a bracket multiplies
+    it (``1\\frac{1}{2}2`` is 3), so a garbled side is still tested.
+
+    >>> _constant(r"1\\frac{1}{2}^2"), _constant("0.50"), _constant("x+1")
+    ((Fraction(9, 4), Fraction(0, 1)), (Fraction(1, 2), Fraction(1, 200)), None)
+    """
+    side = _MIXED.sub(r"(\1+\2\4/\3\5)", side)
+    value = exact_value(re.sub(r"\)(?=[\d.])", ")*", side))
+    if value is None:
         return None
-    try:
-        value = _arithmetic(ast.parse(expr, mode="eval").body)
-    except (SyntaxError, ValueError, ZeroDivisionError):
-        return None
-    decimals = max((len(d) for d in re.findall(r"\.(\d+)", expr)), default=None)
+    decimals = max((len(d) for d in re.findall(r"\.(\d+)", side)), default=None)
     return value, Fraction(1, 2 * 10**decimals) if decimals else Fraction(0)
-
-
-def _arithmetic(node) -> Fraction:
-    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
-        return Fraction(str(node.value))
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
-        value = _arithmetic(node.operand)
-        return -value if isinstance(node.op, ast.USub) else value
-    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult, ast.Div)):
-        left, right = _arithmetic(node.left), _arithmetic(node.right)
-        ops = {ast.Add: left.__add__, ast.Sub: left.__sub__, ast.Mult: left.__mul__, ast.Div: left.__truediv__}
-        return ops[type(node.op)](right)
-    raise ValueError("not arithmetic")
 
 
 def strip_assignment(gold: str, pred: str) -> tuple[str, str]:
@@ -613,6 +602,30 @@ def pathology(text: str) -> str | None:
     return None
 
 
+def _without_outer_groups(text: str) -> str:
+    """`text` without the TeX groups that enclose all of it (``{{1,3}}`` -> ``1,3``), in one pass however deep.
+
+    >>> _without_outer_groups("{ {1,3} }"), _without_outer_groups("{1}+{2}")
+    ('1,3', '{1}+{2}')
+    """
+    if not text.startswith("{"):
+        return text
+    closing, openers = {}, []
+    for i, char in enumerate(text):  # bracket pairs as `_group` counts them: ( and { alike
+        if char in "{(":
+            openers.append(i)
+        elif char in "})" and openers:
+            closing[openers.pop()] = i
+    start, end = 0, len(text) - 1
+    while start < end and text[start] == "{" and closing.get(start) == end:
+        start, end = start + 1, end - 1
+        while start <= end and text[start].isspace():
+            start += 1
+        while end >= start and text[end].isspace():
+            end -= 1
+    return text[start: end + 1]
+
+
 def _group(text: str, start: int) -> tuple[str, int]:
     """The exponent written at `start` (a braced or parenthesised group, else one token) and where it ends."""
     if start >= len(text):
@@ -672,6 +685,25 @@ def is_text_answer(gold: str) -> bool:
     )
 
 
+def _exact_numbers(gold: str, pred: str) -> bool | None:
+    """Both sides as exact rationals (a plain number, or arithmetic `exact.exact_value` settles), compared as
+    plain numbers are (a decimal gold matches a correctly rounded exact value); None unless both are.
+
+    >>> _exact_numbers("7", r"10^{10^{10}}-10^{10^{10}}+7"), _exact_numbers("0.3333", r"\\frac{1}{6}\\cdot2")
+    (True, True)
+    """
+    numbers = []
+    for text in (gold, pred):
+        number = parse_number(text)
+        if number is None:
+            value = exact_value(text)
+            number = None if value is None else Number(value)
+        if number is None:
+            return None
+        numbers.append(number)
+    return numbers_equal(*numbers)
+
+
 def quick_verdict(gold: str, pred: str) -> tuple[bool | None, str | None]:
     """Decide a (canonical gold, canonical prediction) pair without sympy, or return (None, None) to defer.
 
@@ -699,6 +731,9 @@ def quick_verdict(gold: str, pred: str) -> tuple[bool | None, str | None]:
     gold_number, pred_number = parse_number(gold), parse_number(pred)
     if gold_number is not None and pred_number is not None:
         return numbers_equal(gold_number, pred_number), None
+    exact = _exact_numbers(gold, pred)
+    if exact is not None:
+        return exact, None
     if is_text_answer(gold):
         return text_key(gold) == text_key(pred), None
     for side, text in (("gold", gold), ("answer", pred)):
