@@ -159,3 +159,30 @@ def test_a_grpo_step_refreshes_the_copy_it_generates_from(tmp_path, tiny_model_d
     first, second = snapshot.copy_weights
     assert not torch.allclose(first, second)  # the copy changed with the adapter...
     torch.testing.assert_close(second, snapshot.expected[0].to(second.dtype))  # ...to the one after step 1
+
+
+def test_a_generator_asked_for_fast_generation_samples_what_plain_generate_samples(toy_reasoner, tmp_path):
+    """Rejection sampling and evaluation: `TransformersGenerator(fast=True)` decodes from the merged copy alone (the
+    PEFT model is dropped) and, greedy, writes the same completions (a LoRA on the float32 base: bitsandbytes'
+    CPU inference kernel would round a 4-bit base's activations to bf16 in the plain path)."""
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    from trl_r1.data.generation import SamplingParams, TransformersGenerator
+
+    torch.manual_seed(0)
+    adapter = get_peft_model(AutoModelForCausalLM.from_pretrained(toy_reasoner),
+                             LoraConfig(r=4, target_modules="all-linear", init_lora_weights=False))
+    with torch.no_grad():  # a small change, so that the toy reasoner still answers confidently
+        for name, parameter in adapter.named_parameters():
+            if "lora_B" in name:
+                parameter.mul_(0.1)
+    adapter.save_pretrained(tmp_path / "adapter")
+    prompts = [[{"role": "user", "content": f"What is {a} + {a + 3}?"}] for a in range(4)]
+    greedy = SamplingParams(num_samples=1, max_new_tokens=32, temperature=0.0)
+    plain = TransformersGenerator(toy_reasoner, adapter_path=str(tmp_path / "adapter"), fast=False)
+    fast = TransformersGenerator(toy_reasoner, adapter_path=str(tmp_path / "adapter"), fast=True)
+    assert fast.describe()["fast_generation"] and not hasattr(fast.model, "peft_config")
+    expected = [g[0].content for g in plain.generate(prompts, greedy, seed=0)]
+    assert [g[0].content for g in fast.generate(prompts, greedy, seed=0)] == expected
+    assert len(set(expected)) > 1  # real, different answers
