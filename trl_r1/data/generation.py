@@ -5,7 +5,8 @@ Three backends share one interface (`Generator.generate(prompts, params, seed)` 
 * `VLLMGenerator`: vLLM's offline engine (optionally with a LoRA adapter, unmerged: a `LoRARequest` per request,
   on the 4-bit base where vLLM has bitsandbytes), when vLLM can serve the model here;
 * `TransformersGenerator`: `model.generate` on a whole prompt batch with `num_return_sequences=k` (one call for
-  all k samples of all prompts), on any device, with a PEFT adapter on a 4-bit base if asked;
+  all k samples of all prompts), on any device, with a PEFT adapter on a 4-bit base if asked; on a GPU from a
+  merged bf16 copy with a static KV cache under CUDA graphs (`fast_generation.MergedPolicy`);
 * `OpenAIGenerator`: any OpenAI-compatible HTTP endpoint (`vllm serve`, SGLang, TGI, hosted APIs), with bounded
   concurrency, retries with backoff and timeouts, reading the reasoning from a separate `reasoning_content` /
   `reasoning` field or inline `<think>` tags.
@@ -106,9 +107,14 @@ class TransformersGenerator:
         model_name_or_path: a local checkpoint or Hub id.
         adapter_path: a PEFT adapter to apply on top (its tokenizer is used when it saved one).
         load_in_4bit: load the base in 4-bit NF4 with bitsandbytes (QLoRA checkpoints).
+        fast: generate from a merged copy (`trl_r1.data.fast_generation.MergedPolicy`: the 4-bit base dequantized,
+            the adapter merged, a static KV cache compiled under CUDA graphs on a GPU), which then replaces the
+            loaded model; None (default) does so on a GPU when the model can be copied (on CPU the copy is no
+            faster, `benchmarks/generation.py`).
     """
 
-    def __init__(self, model_name_or_path: str, adapter_path: str | None = None, load_in_4bit: bool = False):
+    def __init__(self, model_name_or_path: str, adapter_path: str | None = None, load_in_4bit: bool = False,
+                 fast: bool | None = None):
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer, BitsAndBytesConfig
 
@@ -134,6 +140,13 @@ class TransformersGenerator:
             model = PeftModel.from_pretrained(model, adapter_path)
         self.model = model.eval()
         self.eos_token_ids = _eos_ids(self.model.generation_config.eos_token_id, self.tokenizer.eos_token_id)
+        self.fast_generation = _use_fast_generation(fast, self.model, self.device)
+        if self.fast_generation:  # the adapter is fixed: the copy alone serves it
+            from .fast_generation import MergedPolicy
+
+            self._policy_copy = MergedPolicy(self.model)
+            self._policy_copy.policy = None
+            self.model = self._policy_copy.model
 
     def generate(self, prompts: list[Any], params: SamplingParams, seed: int) -> list[list[Completion]]:
         import torch
@@ -150,8 +163,11 @@ class TransformersGenerator:
             top_k=0 if sample else None, eos_token_id=self.eos_token_ids, pad_token_id=self.tokenizer.pad_token_id,
         )
         torch.manual_seed(seed)
-        with torch.inference_mode():
-            sequences = self.model.generate(**batch, generation_config=config)
+        if self.fast_generation:
+            sequences = self._policy_copy.generate(batch["input_ids"], batch["attention_mask"], config)
+        else:
+            with torch.inference_mode():
+                sequences = self.model.generate(**batch, generation_config=config)
         if not sample:
             sequences = sequences.repeat_interleave(params.num_samples, dim=0)
         generated = sequences[:, batch["input_ids"].shape[1]:].tolist()
@@ -172,7 +188,23 @@ class TransformersGenerator:
 
     def describe(self) -> dict[str, Any]:
         return {"backend": "transformers", "model": self.model_name_or_path, "adapter": self.adapter_path,
-                "load_in_4bit": self.load_in_4bit}
+                "load_in_4bit": self.load_in_4bit, "fast_generation": self.fast_generation}
+
+
+def _use_fast_generation(fast: bool | None, model: Any, device: str) -> bool:
+    """Whether a `TransformersGenerator` decodes from a merged copy: as asked, else on a GPU when the model can be
+    copied; logged either way (a copy that is asked for but impossible raises, naming why)."""
+    from .fast_generation import merged_copy_unsupported_reason
+
+    reason = merged_copy_unsupported_reason(model)
+    if fast and reason:
+        raise ValueError(f"fast generation asked for, but the model cannot be copied: {reason}")
+    if fast is None:
+        fast = reason is None and device == "cuda"
+        reason = reason or ("on CPU the copy is no faster than plain generate" if device != "cuda" else None)
+    logger.info("transformers generation %s", "from a merged copy with a static KV cache" if fast
+                else f"with plain generate ({reason or 'fast: false'})")
+    return bool(fast)
 
 
 class VLLMGenerator:
@@ -566,7 +598,7 @@ def vllm_engine_kwargs(gpu_memory_utilization: float | None = None, max_model_le
 def load_generator(backend: str, model_name_or_path: str, *, adapter_path: str | None = None,
                    load_in_4bit: bool = False, base_url: str | None = None, seed: int = 0,
                    max_concurrency: int = 16, timeout_s: float = 600.0, max_retries: int = 5,
-                   vllm_kwargs: dict[str, Any] | None = None) -> Generator:
+                   vllm_kwargs: dict[str, Any] | None = None, fast: bool | None = None) -> Generator:
     """Build a backend by name (see `resolve_backend`). With `auto`, a model vLLM cannot serve here, or an
     engine that fails to start, falls back to transformers and logs why; an explicit `vllm` raises instead."""
     chosen, reason = _resolve(backend, base_url, model_name_or_path, load_in_4bit)
@@ -594,7 +626,7 @@ def load_generator(backend: str, model_name_or_path: str, *, adapter_path: str |
             reason = f"the vLLM engine did not start ({type(exc).__name__}: {str(exc)[:300]})"
     if backend == "auto" and reason:  # never silent: which backend, and why not vLLM
         logger.warning("generation backend auto: using transformers, not vLLM: %s", reason)
-    return TransformersGenerator(model_name_or_path, adapter_path, load_in_4bit)
+    return TransformersGenerator(model_name_or_path, adapter_path, load_in_4bit, fast=fast)
 
 
 def vllm_lora_rank(rank: int) -> int:

@@ -30,6 +30,10 @@ Built on what TRL 1.16 allocates, term by term::
   unmerged: its budget also holds `vllm_max_loras` adapter slots of rank `lora_r` in bf16 (`vllm_lora_bytes`).
 * a generation pass (`estimate_generation_peak`): weights (4-bit or bf16) + the adapter + the KV cache of
   `batch_size x num_samples` sequences + the prompts' prefill + the last-token logits.
+* fast generation (`fast_generation`, `trl_r1.data.fast_generation`): a copy of the policy in the compute dtype with
+  the adapter merged (every parameter, `copy_bytes`), held beside the 4-bit policy through the training step, and a
+  static KV cache of the whole generation batch at full length, prompts padded to a multiple of 64 (the dynamic
+  cache's term at its largest). `generation_path` says whether a stage generates so on a card, and why.
 
 Calibration. Primary: one-step peaks measured on a GPU (`benchmarks/data/gpu_points.jsonl`: card, versions,
 settings and `torch.cuda.max_memory_reserved()` of each point; `benchmarks/gpu.py` measures more). The formula's
@@ -45,6 +49,8 @@ Run `python -m trl_r1.pipeline.memory` to print the GRPO tables of docs/memory.m
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+
+from ..data.fast_generation import PROMPT_PAD_MULTIPLE, copy_bytes
 
 GIB = 1024**3
 NF4_BITS = 4 + 8 / 64 + 32 / (64 * 256)
@@ -162,6 +168,8 @@ class GRPOSettings:
     # `vllm_max_loras` slots of rank lora_r, instead of the trainer pushing merged weights
     vllm_lora_adapter: bool = False
     vllm_max_loras: int = 1  # vLLM's `max_loras` default
+    # generation from a merged copy of the policy with a static KV cache (without vLLM; trl_r1.data.fast_generation)
+    fast_generation: bool = False
 
 
 @dataclass(frozen=True)
@@ -175,14 +183,16 @@ class MemoryEstimate:
     overhead: float
     vllm_generating: float = 0.0  # vLLM's budget while it generates (colocate)
     vllm_training: float = 0.0  # what vLLM keeps during the training step: its budget, or its residue asleep
+    policy_copy: float = 0.0  # fast generation's merged copy of the policy, held through the training step too
 
     @property
     def generation_peak(self) -> float:
-        return self.weights + self.lora_state + self.generation + self.vllm_generating + self.overhead
+        return self.weights + self.lora_state + self.policy_copy + self.generation + self.vllm_generating \
+            + self.overhead
 
     @property
     def training_peak(self) -> float:
-        return self.weights + self.lora_state + self.training + self.vllm_training + self.overhead
+        return self.weights + self.lora_state + self.policy_copy + self.training + self.vllm_training + self.overhead
 
     @property
     def peak(self) -> float:
@@ -257,14 +267,15 @@ def _training_body(shape: ModelShape, s: GRPOSettings, factor: float) -> float:
     return kept + factor * one_layer + largest_weight + mask
 
 
-def _finish(weights, lora_state, generation, training, cpu: bool, vllm: tuple[float, float] = (0.0, 0.0)
-            ) -> MemoryEstimate:
+def _finish(weights, lora_state, generation, training, cpu: bool, vllm: tuple[float, float] = (0.0, 0.0),
+            policy_copy: float = 0.0) -> MemoryEstimate:
     """Add the overhead: none on CPU (see cpu_estimate_gib), else the CUDA context + 10 % of what the trainer's
     caching allocator holds (vLLM's budget is its own pool)."""
     if cpu:
-        return MemoryEstimate(weights, lora_state, generation, training, 0.0, *vllm)
-    subtotal = weights + lora_state + max(generation, training)
-    return MemoryEstimate(weights, lora_state, generation, training, CUDA_CONTEXT_GIB * GIB + 0.1 * subtotal, *vllm)
+        return MemoryEstimate(weights, lora_state, generation, training, 0.0, *vllm, policy_copy)
+    subtotal = weights + lora_state + policy_copy + max(generation, training)
+    return MemoryEstimate(weights, lora_state, generation, training, CUDA_CONTEXT_GIB * GIB + 0.1 * subtotal, *vllm,
+                          policy_copy)
 
 
 def estimate_grpo_peak(shape: ModelShape, settings: GRPOSettings = GRPOSettings(), *,
@@ -290,8 +301,11 @@ def estimate_grpo_peak(shape: ModelShape, settings: GRPOSettings = GRPOSettings(
     training = _training_body(shape, s, factor) + head_bytes(shape, s.per_device_train_batch_size
                                                               * s.max_completion_length, s.dtype_bytes)
     if not s.use_vllm:
+        if s.fast_generation:  # the static cache holds the padded prompt from the start
+            seq = -(-s.max_prompt_length // PROMPT_PAD_MULTIPLE) * PROMPT_PAD_MULTIPLE + s.max_completion_length
         generation = sequences * seq * kv_bytes_per_token(shape, s.dtype_bytes) + sequences * shape.vocab_size * 4
-        return _finish(weights, lora_state, generation, training, cpu)
+        policy_copy = copy_bytes(shape.num_params, s.dtype_bytes) if s.fast_generation else 0.0
+        return _finish(weights, lora_state, generation, training, cpu, policy_copy=policy_copy)
     if card_gb is None:
         raise ValueError("use_vllm: vLLM's budget is a share of the card, pass card_gb")
     budget = s.vllm_gpu_memory_utilization * card_gb * 1e9  # holds vllm_lora_bytes too (see vllm_kv_tokens)
@@ -370,6 +384,29 @@ def fits(shape: ModelShape, card_gb: int, settings: GRPOSettings) -> tuple[GRPOS
     return best
 
 
+def generation_path(shape: ModelShape, settings: GRPOSettings, card_gb: float) -> tuple[str, str]:
+    """How a GRPO stage generates on a card, and why: ``"vllm"`` (its settings say so), ``"fast"`` (a merged copy
+    of the policy with a static KV cache, under CUDA graphs: `fast_generation: on`) when the step's estimated peak
+    with the copy fits in 90% of the card, else ``"plain"`` (TRL's `generate` on the policy, 4-bit where it is).
+
+    >>> qwen = model_shapes()["Qwen/Qwen2.5-1.5B-Instruct"]
+    >>> generation_path(qwen, GRPOSettings(), 24)[0], generation_path(qwen, GRPOSettings(), 4)[0]
+    ('fast', 'plain')
+    """
+    if settings.use_vllm:
+        return "vllm", "use_vllm: vLLM generates"
+    limit = USABLE_FRACTION * card_gb * 1e9
+    fast = estimate_grpo_peak(shape, replace(settings, fast_generation=True), card_gb=card_gb)
+    copy_gib = fast.policy_copy / GIB
+    if fast.peak <= limit:
+        return "fast", (f"the merged copy ({copy_gib:.1f} GiB) and a static KV cache fit: estimated peak "
+                        f"{fast.peak / 1e9:.1f} GB of {USABLE_FRACTION:.0%} x {card_gb:g} GB")
+    plain = estimate_grpo_peak(shape, replace(settings, fast_generation=False), card_gb=card_gb)
+    return "plain", (f"with the merged copy ({copy_gib:.1f} GiB) the estimated peak is {fast.peak / 1e9:.1f} GB, over "
+                     f"{USABLE_FRACTION:.0%} x {card_gb:g} GB; {'4-bit ' if settings.load_in_4bit else ''}generate "
+                     f"on the policy peaks at {plain.peak / 1e9:.1f} GB")
+
+
 @dataclass(frozen=True)
 class GenerationSettings:
     """A rejection-sampling or evaluation pass with transformers (names as in their configs)."""
@@ -380,6 +417,9 @@ class GenerationSettings:
     prompt_length: int = 512
     load_in_4bit: bool = False
     lora_r: int | None = 16  # the stage's adapter; None for the base model
+    # generate from a merged copy (`trl_r1.data.fast_generation`): the copy (bf16, adapter merged) replaces the
+    # 4-bit model and the adapter once built, and the static cache holds the prompts padded to a multiple of 64
+    fast: bool = False
 
 
 def estimate_generation_peak(shape: ModelShape, settings: GenerationSettings = GenerationSettings()
@@ -391,13 +431,38 @@ def estimate_generation_peak(shape: ModelShape, settings: GenerationSettings = G
     """
     s = settings
     sequences = s.batch_size * s.num_samples  # transformers expands the prompts before the prefill
-    prefill = activation_terms(shape, GRPOSettings(max_prompt_length=s.prompt_length, max_completion_length=0,
+    prompt = -(-s.prompt_length // PROMPT_PAD_MULTIPLE) * PROMPT_PAD_MULTIPLE if s.fast else s.prompt_length
+    prefill = activation_terms(shape, GRPOSettings(max_prompt_length=prompt, max_completion_length=0,
                                                    per_device_train_batch_size=sequences))[1]
-    dequantised = shape.hidden_size * shape.intermediate_size * 2 if s.load_in_4bit else 0
-    generation = (sequences * (s.prompt_length + s.max_new_tokens) * kv_bytes_per_token(shape) + prefill
+    dequantised = shape.hidden_size * shape.intermediate_size * 2 if s.load_in_4bit and not s.fast else 0
+    generation = (sequences * (prompt + s.max_new_tokens) * kv_bytes_per_token(shape) + prefill
                   + sequences * shape.vocab_size * 4 + dequantised)
+    if s.fast:
+        return _finish(copy_bytes(shape.num_params, 2), 0.0, generation, 0.0, cpu=False)
     adapter = shape.lora_params(s.lora_r) * 4 if s.lora_r else 0
     return _finish(weight_bytes(shape, s.load_in_4bit), adapter, generation, 0.0, cpu=False)
+
+
+def generation_batch_size(shape: ModelShape, settings: GenerationSettings, card_gb: float,
+                          limit: int = 1024) -> int:
+    """The most prompts per `generate` call (each with `num_samples` sequences, all decoded together) whose
+    estimated peak fits in 90% of the card, up to `limit`; 0 when not even one fits. What rejection sampling and
+    evaluation use for `batch_size: auto` on a GPU.
+
+    >>> qwen = model_shapes()["Qwen/Qwen2.5-1.5B-Instruct"]
+    >>> s = GenerationSettings(num_samples=8, max_new_tokens=8192, prompt_length=512, fast=True)
+    >>> generation_batch_size(qwen, s, 24) < generation_batch_size(qwen, s, 80)
+    True
+    """
+    budget = USABLE_FRACTION * card_gb * 1e9
+    low, high = 0, limit
+    while low < high:  # the peak grows with the batch: the largest batch that fits, by bisection
+        middle = (low + high + 1) // 2
+        if estimate_generation_peak(shape, replace(settings, batch_size=middle)).peak <= budget:
+            low = middle
+        else:
+            high = middle - 1
+    return low
 
 
 BENCH_PROMPT, BENCH_BATCH = 64, 4  # benchmarks/memory.py: prompt tokens, completions (sequences) per step

@@ -84,3 +84,27 @@ class VLLMLoRASyncMixin:
     def check_vllm_lora_sync(self) -> None:
         if self.vllm_lora_sync not in VLLM_LORA_SYNC:
             raise ValueError(f"vllm_lora_sync={self.vllm_lora_sync!r} is not one of {list(VLLM_LORA_SYNC)}.")
+
+
+@dataclass
+class FastGenerationMixin:
+    """Whether generation without vLLM runs on a merged copy of the policy (`trl_r1.data.fast_generation`)."""
+
+    fast_generation: str = field(
+        default="auto",
+        metadata={
+            "help": "Generation without vLLM: `on` decodes from a copy of the policy with the LoRA adapter merged "
+            "(a 4-bit base dequantized once, bf16 on a GPU; the adapted layers rewritten after each optimizer step) "
+            "with a static KV cache compiled under CUDA graphs on a GPU; `off` keeps TRL's `generate` on the "
+            "policy; `auto` (default) is `on` on a GPU where the copy and its cache fit the free memory, else "
+            "`off` (on CPU the copy is no faster: benchmarks/generation.py). The pipeline sets it from the memory "
+            "model (trl_r1.pipeline.memory.generation_path).",
+            "choices": ["auto", "on", "off"],
+        },
+    )
+
+    def check_fast_generation(self) -> None:
+        from ..data.fast_generation import FAST_GENERATION
+
+        if self.fast_generation not in FAST_GENERATION:
+            raise ValueError(f"fast_generation={self.fast_generation!r} is not one of {list(FAST_GENERATION)}.")

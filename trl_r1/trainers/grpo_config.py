@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from trl import GRPOConfig
 
 from ..algorithms import ADVANTAGE_ESTIMATORS
-from .base_config import KLConfigMixin, VLLMLoRASyncMixin, kl_estimator_field
+from .base_config import FastGenerationMixin, KLConfigMixin, VLLMLoRASyncMixin, kl_estimator_field
 
 
 def grpo_advantage_estimators() -> tuple[str, ...]:
@@ -17,7 +17,7 @@ def grpo_advantage_estimators() -> tuple[str, ...]:
 
 
 @dataclass
-class R1GRPOConfig(VLLMLoRASyncMixin, KLConfigMixin, GRPOConfig):
+class R1GRPOConfig(FastGenerationMixin, VLLMLoRASyncMixin, KLConfigMixin, GRPOConfig):
     r"""
     Configuration for [`R1GRPOTrainer`]: every [`~trl.GRPOConfig`] option, plus:
 
@@ -37,6 +37,9 @@ class R1GRPOConfig(VLLMLoRASyncMixin, KLConfigMixin, GRPOConfig):
             Discount of the REINFORCE++ token returns.
         vllm_lora_sync (`str`, *optional*, defaults to `"auto"`):
             With vLLM in colocate mode, push only the LoRA adapter, unmerged (`"auto"`), or TRL's merged weights.
+        fast_generation (`str`, *optional*, defaults to `"auto"`):
+            Without vLLM, generate from a merged copy of the policy with a static KV cache compiled under CUDA graphs
+            (`"on"`), or with TRL's `generate` on the policy (`"off"`); `"auto"`: on a GPU where the copy fits.
 
     With the defaults (and any `beta`), training is identical to `trl.GRPOTrainer`.
 
@@ -80,6 +83,7 @@ class R1GRPOConfig(VLLMLoRASyncMixin, KLConfigMixin, GRPOConfig):
 
     def __post_init__(self):
         self.check_vllm_lora_sync()
+        self.check_fast_generation()
         super().__post_init__()
         if self.advantage_estimator not in grpo_advantage_estimators():
             raise ValueError(

@@ -6,13 +6,13 @@ from dataclasses import dataclass, field
 
 from trl import GRPOConfig
 
-from .base_config import KLConfigMixin, VLLMLoRASyncMixin, kl_estimator_field
+from .base_config import FastGenerationMixin, KLConfigMixin, VLLMLoRASyncMixin, kl_estimator_field
 
 CRITIC_MODES = ("shared_trunk", "lora")
 
 
 @dataclass
-class R1PPOConfig(VLLMLoRASyncMixin, KLConfigMixin, GRPOConfig):
+class R1PPOConfig(FastGenerationMixin, VLLMLoRASyncMixin, KLConfigMixin, GRPOConfig):
     r"""
     Configuration class for [`R1PPOTrainer`]: actor-critic PPO (Schulman et al. 2017) with a value head and GAE.
 
@@ -123,6 +123,7 @@ class R1PPOConfig(VLLMLoRASyncMixin, KLConfigMixin, GRPOConfig):
 
     def __post_init__(self):
         self.check_vllm_lora_sync()
+        self.check_fast_generation()
         if self.beta not in (0.0, self.kl_coef):
             raise ValueError(
                 "R1PPOConfig puts the KL penalty in the reward: set `kl_coef` (and optionally `kl_target`), not `beta` "

@@ -30,6 +30,12 @@ vLLM cannot serve falls back to transformers generation with the reason logged. 
 `trl.generation.vllm_generation.LLM` (swapped while the engine starts) and `.empty_cache`, and
 `VLLMGeneration._init_vllm`, `._dist`, `._llm_weights_sleeping`. TRL's own adapter-only sync
 (huggingface/trl#6007, #5975) replaces this when a supported TRL ships it.
+
+Generation without vLLM (`fast_generation`, `FastPolicyGeneration`): TRL's `generate` call runs on a merged copy of
+the policy (`trl_r1.data.fast_generation.MergedPolicy`) instead of the 4-bit + PEFT policy, refreshed when the
+optimizer stepped. For this it overrides `GRPOTrainer._generate_single_turn` and swaps
+`trl.trainer.grpo_trainer.unwrap_model_for_generation` while it runs, and reads `.use_vllm`,
+`.use_transformers_continuous_batching`, `.generation_config` and `._is_vlm`.
 """
 
 from __future__ import annotations
@@ -242,6 +248,78 @@ class AdapterSyncVLLMGeneration(VLLMGeneration):
         self.last_push_seconds = time.perf_counter() - began
 
 
+# ----- generation without vLLM: a merged copy of the policy ----------------------------------------------------------
+
+
+def fast_generation_choice(trainer: Any) -> tuple[bool, str]:
+    """Whether TRL's transformers generation runs on a merged copy of the policy (`fast_generation`), and why."""
+    from ..data.fast_generation import copy_bytes, merged_copy_unsupported_reason, static_cache_bytes
+
+    setting = getattr(trainer.args, "fast_generation", "off")
+    if setting == "off":
+        return False, "fast_generation: off"
+    if trainer.use_vllm or trainer.use_transformers_continuous_batching:
+        return False, "generation runs on vLLM or transformers' continuous batching"
+    policy = trainer.accelerator.unwrap_model(trainer.model)
+    reason = merged_copy_unsupported_reason(policy)
+    if reason is None and (trainer.is_deepspeed_enabled or trainer.is_fsdp_enabled):
+        reason = "a sharded policy (DeepSpeed / FSDP) is not copied"
+    if reason is None and setting == "auto":
+        device = trainer.accelerator.device
+        if device.type != "cuda":
+            reason = "auto: on CPU the copy is no faster than plain generate (benchmarks/generation.py)"
+        else:
+            config = policy.config.get_text_config() if hasattr(policy.config, "get_text_config") else policy.config
+            head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
+            sequences = trainer.args.per_device_train_batch_size * trainer.args.steps_per_generation
+            length = (getattr(trainer.args, "max_prompt_length", None) or 512) + trainer.max_completion_length
+            needed = copy_bytes(policy.num_parameters(), 2) + static_cache_bytes(
+                sequences, length, config.num_hidden_layers, config.num_key_value_heads, head_dim, 2)
+            free = torch.cuda.mem_get_info(device)[0]
+            if needed > free / 2:  # the training step still needs its activations beside the copy
+                reason = (f"auto: the copy and its static cache ({needed / 2**30:.1f} GiB) exceed half the free "
+                          f"memory ({free / 2**30:.1f} GiB)")
+    if reason:
+        if setting == "on":
+            raise ValueError(f"fast_generation: on, but the policy cannot generate from a merged copy: {reason}; "
+                             "set fast_generation: off")
+        return False, reason
+    return True, "fast_generation: a merged copy of the policy, static KV cache" + (
+        " compiled under CUDA graphs" if trainer.accelerator.device.type == "cuda" else "")
+
+
+class FastPolicyGeneration:
+    """What TRL's `unwrap_model_for_generation` yields under `fast_generation`: an object whose `generate`
+    decodes from the merged copy of the policy, refreshed once per optimizer step (lazily, at the next
+    generation). The copy is built at the first generation, where the policy is on its device."""
+
+    def __init__(self, trainer: Any):
+        self.trainer = trainer
+        self.policy_copy: Any = None
+        self.refreshed_at_step = -1
+        self.refresh_seconds = 0.0
+
+    @contextmanager
+    def unwrap(self, *args, **kwargs):
+        """Stands in for `unwrap_model_for_generation(model, accelerator, ...)`."""
+        yield self
+
+    def generate(self, input_ids: Tensor, attention_mask: Tensor, generation_config: Any, **kwargs) -> Tensor:
+        from ..data.fast_generation import MergedPolicy
+
+        if kwargs:
+            raise ValueError(f"fast_generation does not pass {sorted(kwargs)} to the copy (multimodal inputs)")
+        began, step = time.perf_counter(), self.trainer.state.global_step
+        if self.policy_copy is None:
+            self.policy_copy = MergedPolicy(self.trainer.accelerator.unwrap_model(self.trainer.model))
+            self.refreshed_at_step = step
+        elif step != self.refreshed_at_step:
+            self.policy_copy.refresh()
+            self.refreshed_at_step = step
+        self.refresh_seconds = time.perf_counter() - began
+        return self.policy_copy.generate(input_ids, attention_mask, generation_config)
+
+
 def render_prefilled_prompts(dataset: Any, processing_class: Any, template_kwargs: dict | None = None) -> Any:
     """`dataset` with its conversational prompts rendered to text when one ends with an assistant message (a
     prefill such as ``<think>``, which the model must continue); any other dataset as it is.
@@ -299,6 +377,13 @@ class GRPOSeam(GRPOTrainer):
             super().__init__(*args, **kwargs)
         self.train_dataset = render_prefilled_prompts(self.train_dataset, self.processing_class,
                                                       self.chat_template_kwargs)
+        #: whether TRL's transformers generation runs on a merged copy of the policy, and why (logged)
+        self.fast_generation, self.fast_generation_reason = fast_generation_choice(self)
+        self.fast_policy_generation = FastPolicyGeneration(self) if self.fast_generation else None
+        if not self.use_vllm:
+            logger.info("%s generates %s: %s", type(self).__name__,
+                        "from a merged copy" if self.fast_generation else "with TRL's generate on the policy",
+                        self.fast_generation_reason)
         if isinstance(self.eval_dataset, dict):
             self.eval_dataset = {k: render_prefilled_prompts(v, self.processing_class, self.chat_template_kwargs)
                                  for k, v in self.eval_dataset.items()}
@@ -486,6 +571,14 @@ class GRPOSeam(GRPOTrainer):
     def _generate_and_score_completions(self, inputs):
         batch = super()._generate_and_score_completions(inputs)
         return self.on_rollout(batch, self._rewards_per_func)
+
+    def _generate_single_turn(self, *args, **kwargs):
+        if self.fast_policy_generation is None or self.use_vllm or self.use_transformers_continuous_batching:
+            return super()._generate_single_turn(*args, **kwargs)
+        import trl.trainer.grpo_trainer as grpo_trainer
+
+        with _swapped(grpo_trainer, "unwrap_model_for_generation", self.fast_policy_generation.unwrap):
+            return super()._generate_single_turn(*args, **kwargs)
 
     def _get_per_token_logps_and_entropies(self, *args, **kwargs):
         result = super()._get_per_token_logps_and_entropies(*args, **kwargs)
