@@ -171,7 +171,7 @@ def test_local_files_column_keys(tmp_path):
     one_problem(recipe(zero, tmp_path, **{**rl, "rl.prompt_column": "questoin"}),
                 "rl: key 'prompt_column': the dataset has no 'questoin' column (columns: ['question', 'answer'])")
     one_problem(recipe(zero, tmp_path, **{"rl.dataset_name": str(tmp_path / "nope.jsonl"), "rl.dataset_kwargs": None}),
-                "rl: cannot load the dataset: FileNotFoundError")
+                f"rl: key 'dataset_name': {tmp_path / 'nope.jsonl'} does not exist")
 
 
 def test_set_override_typos_fail_naming_the_key(tmp_path, capsys):

@@ -91,7 +91,8 @@ def run_main(argv: list[str] | None = None) -> int:
 
         data = recipe_data(args)
         run_recipe(load_recipe(data, check_hardware=not args.dry_run), from_stage=args.from_stage,
-                   dry_run=args.dry_run, overridden=[item.partition("=")[0] for item in args.set])
+                   dry_run=args.dry_run, overridden=[item.partition("=")[0] for item in args.set],
+                   model_built_by_run=args.smoke)
         if args.smoke and not args.dry_run:  # did the smoke run train on real tokens and accept samples?
             from .pipeline.smoke import check_smoke_run
             from .pipeline.stages import StageError

@@ -17,7 +17,18 @@ class EmptyDatasetError(ValueError):
     """A dataset file or saved folder with no rows (`datasets` fails on those with unrelated errors)."""
 
 
+class LocalDataError(ValueError):
+    """A local dataset that cannot be read as asked: a missing file, text that is not UTF-8, a split it lacks.
+    The message names the file (and line) and the fix."""
+
+
+class SplitError(LocalDataError):
+    """A local file or saved dataset asked for a split (or slice) it does not have."""
+
+
 _FILE_BUILDERS = {".json": "json", ".jsonl": "json", ".parquet": "parquet", ".csv": "csv", ".txt": "text"}
+_TEXT_SUFFIXES = {".json", ".jsonl", ".csv", ".txt"}
+_PATH_PREFIXES = ("/", "./", "../", "~", ".\\", "..\\")
 
 
 def load_dataset_spec(name: str, *, split: str = "train", config: str | None = None,
@@ -38,17 +49,43 @@ def load_dataset_spec(name: str, *, split: str = "train", config: str | None = N
     kwargs = dict(kwargs or {})
     if names_builder(name):
         dataset = _call_builder(name, split, kwargs)
-    elif Path(name).is_file():
-        builder = _FILE_BUILDERS.get(Path(name).suffix)
+    elif Path(name).expanduser().is_file():
+        path = Path(name).expanduser()
+        builder = _FILE_BUILDERS.get(path.suffix)
         if builder is None:
             raise ValueError(f"cannot tell the format of {name!r}; use one of {sorted(_FILE_BUILDERS)}")
-        _refuse_empty(Path(name))
-        dataset = datasets.load_dataset(builder, data_files=name, split="train", **kwargs)
+        if split.partition("[")[0].strip() != "train":
+            raise SplitError(f"split {split!r}: {name} is one file, which `datasets` reads as a single split named "
+                             "'train'; use 'train' or a slice of it ('train[:100]', 'train[-100:]'), or keep the "
+                             "held-out rows in a file of their own (or a folder with train.jsonl and test.jsonl) "
+                             "and name that")
+        _refuse_empty(path)
+        if path.suffix in _TEXT_SUFFIXES:
+            _check_text_file(path)
+        try:
+            dataset = datasets.load_dataset(builder, data_files=str(path), split=split, **kwargs)
+        except ValueError as exc:
+            if "corresponds to no data" not in str(exc):
+                raise
+            raise EmptyDatasetError(f"split {split!r} selects no rows of {name}") from None
     elif _is_saved_dataset(Path(name)):
-        _refuse_empty(Path(name) / split if (Path(name) / "dataset_dict.json").is_file() else Path(name))
+        split_name = split.partition("[")[0].strip()
+        dict_file = Path(name) / "dataset_dict.json"
+        if dict_file.is_file():
+            splits = json.loads(dict_file.read_text()).get("splits", [])
+            if split_name not in splits:
+                raise SplitError(f"split {split!r}: the dataset saved in {name} has the splits {splits}; use one "
+                                 "of them (or a slice of one, 'train[:100]')")
+        _refuse_empty(Path(name) / split_name if dict_file.is_file() else Path(name))
         dataset = datasets.load_from_disk(name)
         if isinstance(dataset, datasets.DatasetDict):
-            dataset = dataset[split]
+            dataset = dataset[split_name]
+        elif split_name not in ("train", str(dataset.split)):
+            raise SplitError(f"split {split!r}: {name} holds one saved split ({str(dataset.split or 'train')!r}); "
+                             "use it, or a slice of it ('train[:100]')")
+        dataset = _sliced(dataset, split)
+    elif looks_like_path(name):
+        raise LocalDataError(_missing_path_message(name))
     else:
         from ..rehearsal.fixtures import mirror  # TRL_R1_DATA_DIR: a local mirror of the Hub repo, same loader
 
@@ -61,6 +98,56 @@ def load_dataset_spec(name: str, *, split: str = "train", config: str | None = N
     if max_samples is not None:
         dataset = dataset.select(range(min(max_samples, len(dataset))))
     return dataset
+
+
+def looks_like_path(name: str) -> bool:
+    """Whether a `dataset_name` (or model name) was meant as a local path: it starts like one ('/', './',
+    '../', '~') or ends in a data file's extension. Such a name is never sent to the Hub as an id."""
+    return name.startswith(_PATH_PREFIXES) or Path(name).suffix.lower() in _FILE_BUILDERS
+
+
+def _missing_path_message(name: str) -> str:
+    """'no such file' for a local path, from where it is looked up, with the closest names in its folder."""
+    import difflib
+
+    path = Path(name).expanduser()
+    folder = path.parent if str(path.parent) else Path(".")
+    relative = "" if path.is_absolute() else f" (paths are relative to {Path.cwd()})"
+    if not folder.is_dir():
+        return f"{name} does not exist, nor does its folder {folder}{relative}; check the path"
+    close = difflib.get_close_matches(path.name, [p.name for p in folder.iterdir()], n=1, cutoff=0.6)
+    return f"{name} does not exist" + (f"; did you mean {str(folder / close[0])!r}?" if close else relative)
+
+
+def _sliced(dataset, split: str):
+    """The rows a split's slice selects ('train[:100]', 'test[-10%:]'), as `datasets` reads slices of a split."""
+    import datasets
+
+    if "[" not in split:
+        return dataset
+    try:
+        (instruction,) = datasets.ReadInstruction.from_spec(split).to_absolute({split.partition("[")[0].strip():
+                                                                                 len(dataset)})
+    except (ValueError, AssertionError) as exc:
+        raise SplitError(f"split {split!r}: not one split slice ('train[:100]', 'train[-10%:]'): {exc}") from exc
+    return dataset.select(range(instruction.from_, instruction.to))
+
+
+def _check_text_file(path: Path) -> None:
+    """Refuse a text data file that is not UTF-8 (pyarrow reads it, and the first row read then fails with a bare
+    UnicodeDecodeError) or that holds blank lines only (`datasets` fails on it with an unrelated error)."""
+    content = False
+    with path.open("rb") as lines:
+        for number, line in enumerate(lines, 1):
+            try:
+                line.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise LocalDataError(
+                    f"{path}, line {number}: not UTF-8 text (byte 0x{line[exc.start]:02x} at column {exc.start + 1}); "
+                    f"save the file as UTF-8, e.g. iconv -f latin1 -t utf-8 {path} > utf8{path.suffix}") from None
+            content = content or bool(line.strip())
+    if not content:
+        raise EmptyDatasetError(f"{path} has blank lines only, no rows")
 
 
 def names_builder(name: str) -> bool:

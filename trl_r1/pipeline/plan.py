@@ -283,6 +283,7 @@ def plan_lines(pipeline: Any, costs: dict[str, StageCost]) -> list[str]:
     for i, plan in enumerate(recipe.stages, 1):
         action = {"done": "skip (done)", "resume": "resume", "stale": "redo", "new": "run"}[pipeline.status[plan.name]]
         lines.append(f"{i}. {plan.name:<19}{plan.kind:<19}{action:<12}-> {plan.output_dir}")
+        lines += [f"     {note}" for note in pipeline.stage_notes(plan)]
         described = model_line(plan, pipeline)
         if described:
             lines.append(f"     {described}")

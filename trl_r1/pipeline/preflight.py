@@ -63,6 +63,47 @@ def dataset_kwargs_problems(where: str, obj: Any) -> list[str]:
             f"remove it and set {split_key} instead"]
 
 
+def split_key(named: list[Any]) -> str:
+    """The key that picks the split of the dataset the config objects `named` describe."""
+    return next(("dataset_train_split" for obj in named if hasattr(obj, "dataset_train_split")), "dataset_split")
+
+
+def rows_asked(named: list[Any]) -> str:
+    """The split and row limit the config objects `named` ask for, as the user wrote them."""
+    obj = next((o for o in named if o is not None and hasattr(o, "dataset_name")), None)
+    if obj is None:
+        return "its split"
+    split = getattr(obj, "dataset_train_split", None) or getattr(obj, "dataset_split", None)
+    limit = getattr(obj, "max_samples", None) or getattr(obj, "num_prompts", None) or getattr(obj, "max_prompts", None)
+    return f"split {split!r}" + (f", first {limit} rows" if limit else "")
+
+
+def missing_value_problems(where: str, dataset: Any, columns: list[str], named: list[Any]) -> list[str]:
+    """Rows whose gold answer (or another column a reward needs) is empty: a reward skips each such row, so a
+    share of the data would silently train or score on nothing. Any such row is an error, unless the stage sets
+    `allow_missing_answers: true` (then the rewards skip those rows, as a visible choice)."""
+    allowing = [o for o in named if o is not None and hasattr(o, "allow_missing_answers")]
+    if any(o.allow_missing_answers for o in allowing):
+        return []
+    source = next((o.dataset_name for o in named if getattr(o, "dataset_name", None)), "the dataset")
+    problems = []
+    for column in columns:
+        empty = [i for i, value in enumerate(dataset[column])
+                 if value is None or (isinstance(value, (str, list, dict)) and not value)
+                 or (isinstance(value, str) and not value.strip())]
+        if empty:
+            fix = ("fill them in or drop them" + (", or set allow_missing_answers: true to keep them (the rewards "
+                                                  "that need the column skip those rows)" if allowing else ""))
+            problems.append(f"{where}: {source}: {len(empty)} of {len(dataset)} rows have no {column!r} (first: row "
+                            f"{empty[0]}, counted from 0); {fix}")
+    return problems
+
+
+def unique(problems: list[str]) -> list[str]:
+    """`problems` without repeats, in order (one mistake reported once)."""
+    return list(dict.fromkeys(problems))
+
+
 def set_column_keys(obj: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     """(values, defaults) of the column-naming keys of a config dataclass."""
     values, defaults = {}, {}
@@ -73,25 +114,74 @@ def set_column_keys(obj: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     return values, defaults
 
 
-def model_path_problems(model_path: str) -> list[str]:
-    """A `model_name_or_path` that is not shaped like a Hub id ('org/name') and is missing from a folder that
-    exists is a local path that does not exist: an error here, not at the first model load. A Hub id that cannot
-    be reached offline is left to the tokenizer check's note, and so is a path whose folder is missing too (a
-    smoke dry run names the folder its run builds the model in)."""
+def model_path_problems(model_path: str, *, built_by_run: bool = False) -> list[str]:
+    """A `model_name_or_path` that does not exist and is a path (it starts like one, '/data/models/X',
+    './models/X', or is no valid Hub id 'org/name') is an error here, not at the first model load ("Repo id must
+    be in the form ..."): a name that looks like a path never becomes a Hub id. A Hub id that cannot be reached
+    offline is left to the tokenizer check's note. `built_by_run`: the run builds the model there (a smoke dry
+    run names the folder its run builds the model in)."""
     from pathlib import Path
 
     from huggingface_hub.errors import HFValidationError
     from huggingface_hub.utils import validate_repo_id
 
+    from ..data.loading import looks_like_path
+
     path = Path(model_path).expanduser()
-    if path.exists() or not path.absolute().parent.is_dir():
+    if path.exists() or built_by_run:
         return []
     try:
         validate_repo_id(model_path)
+        hub_id = not looks_like_path(model_path)
     except HFValidationError:
-        return [f"model: key 'model_name_or_path': {model_path!r} does not exist (neither a local directory nor a "
-                "Hub id 'org/name')"]
-    return []
+        hub_id = False
+    if hub_id:
+        return []
+    folder = path.absolute().parent
+    missing = "" if folder.is_dir() else f", nor does its folder {folder}"
+    return [f"model: key 'model_name_or_path': {model_path!r} does not exist{missing} (a path, so not looked up on "
+            "the Hub); fix the path, or give a Hub id 'org/name'"]
+
+
+def model_context(model_path: str) -> tuple[int, str] | None:
+    """(context length, where it was read) of a model: `max_position_embeddings` in its local config.json, or in
+    the known config of a recipe model (trl_r1.rehearsal.models, offline); None when neither says."""
+    import json
+    from pathlib import Path
+
+    from ..rehearsal.models import MODELS
+
+    known = {name.lower(): spec for name, spec in MODELS.items()}
+    config_file = Path(model_path).expanduser() / "config.json"
+    if config_file.is_file():
+        try:
+            config = json.loads(config_file.read_text())
+        except ValueError:
+            return None
+        source = str(config_file)
+    elif model_path.lower() in known:
+        config, source = known[model_path.lower()].config, f"{known[model_path.lower()].name}'s config"
+    else:
+        return None
+    limit = config.get("max_position_embeddings", (config.get("text_config") or {}).get("max_position_embeddings"))
+    return (limit, source) if isinstance(limit, int) else None
+
+
+def context_problems(recipe: Any, stages: list[Any], context: tuple[int, str]) -> list[str]:
+    """A length setting above the model's context (`model_context`) fails or silently degrades the run (131072
+    on a 32k model): one error per stage and key."""
+    limit, source = context
+    items = [(plan.name, plan.config) for plan in stages]
+    if recipe.evaluation is not None:
+        items.append(("evaluation", recipe.evaluation))
+    problems = []
+    for where, config in items:
+        for key in ("max_length", "max_completion_length", "max_new_tokens", "vllm_max_model_length"):
+            value = getattr(config, key, None)
+            if isinstance(value, int) and value > limit:
+                problems.append(f"{where}: key {key!r}: {value} is above the model's context of {limit} tokens "
+                                f"(max_position_embeddings in {source}); set it to at most {limit}")
+    return problems
 
 
 def missing_template_problems(model_path: str, datasets: dict[str, Any], chat_stages: list[str]) -> list[str]:
@@ -314,5 +404,5 @@ def vllm_cache_problems(where: str, config: Any, shape: Any, card: tuple[str, fl
             "vllm_max_model_length"]
 
 
-__all__ = ["backend_problems", "card_memory_gb", "column_key_problems", "dataset_kwargs_problems", "memory_problems",
+__all__ = ["backend_problems", "card_memory_gb", "column_key_problems", "context_problems", "dataset_kwargs_problems", "memory_problems",
            "messages_problems", "missing_template_problems", "model_path_problems", "model_shape"]

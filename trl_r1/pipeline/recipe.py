@@ -138,6 +138,13 @@ class DataArguments:
         "'prompt' (e.g. 'problem' for MATH-500)."})
     solution_column: str = field(default="solution", metadata={
         "help": "Column holding the gold answer, renamed to 'solution' (what the math reward reads)."})
+    allow_missing_answers: bool = field(default=False, metadata={
+        "help": "Keep rows whose gold answer (or another column a reward reads) is empty: the rewards skip them. "
+        "By default any such row fails the preflight, naming the file and the first row."})
+
+    def __post_init__(self):
+        if self.max_samples is not None and self.max_samples < 1:
+            raise ValueError(f"max_samples must be >= 1 (leave it out to keep every row), got {self.max_samples}")
 
 
 @dataclass
@@ -197,6 +204,7 @@ class EvaluationConfig:
     dataset_kwargs: dict[str, Any] = field(default_factory=dict, metadata={"help": "Builder keyword arguments."})
     prompt_column: str = field(default="prompt", metadata={"help": "As in DataArguments."})
     solution_column: str = field(default="solution", metadata={"help": "As in DataArguments."})
+    allow_missing_answers: bool = field(default=False, metadata={"help": "As in DataArguments."})
     num_prompts: int | None = field(default=200, metadata={"help": "Evaluate the first N prompts (default 200)."})
     num_samples: int = field(default=4, metadata={
         "help": "Samples per prompt; the reward means over them estimate pass@1 (R1 §3.1 uses k samples)."})
@@ -237,6 +245,7 @@ class StagePlan:
     output_dir: Path
     fingerprint: str = ""
     section: dict[str, Any] = field(default_factory=dict)  # the user's keys, for the plan printout
+    settings: dict[str, Any] = field(default_factory=dict)  # what its fingerprint covers, by section (`_fingerprint`)
 
 
 @dataclass
@@ -332,7 +341,7 @@ def load_recipe(source: str | Path | dict[str, Any], *, single_stage: bool = Fal
         registry[plan.name].check_recipe(plan, present, problems)
     if problems:
         raise RecipeError(problems)
-    _fingerprint(stages, model_section, data.get("evaluation"))
+    _fingerprint(stages, model_section)
     shared = {name: data[name] for name in ("model", "training", "evaluation") if name in data}
     return Recipe(run_dir=run_root, model=model, stages=stages, evaluation=evaluation, source=path, shared=shared)
 
@@ -410,6 +419,13 @@ def plan_trainer_stage(name: str, kind: str, section: dict[str, Any], where: Pla
             else:
                 trainer_values["reward_weights"] = weights
     config = build(name, config_cls, trainer_values, problems, check_hardware=where.check_hardware)
+    given = trainer_values.get("reward_weights")
+    if config is not None and args is not None and isinstance(given, list) and isinstance(args.rewards, list) \
+            and len(given) != len(args.rewards):  # TRL raises at trainer init, after every earlier stage ran
+        origin = name if "reward_weights" in section else "training"
+        problems.append(f"{origin}: key 'reward_weights': {len(given)} weight{'s' * (len(given) != 1)} for the {len(args.rewards)} rewards "
+                        f"of {name} ({reward_names(args.rewards)}); give one weight per reward, or set each in its "
+                        "`rewards` entry ({name: math, weight: 1.0})")
     return StagePlan(name, kind, args, config, model_args, where.output_dir, section=section)
 
 
@@ -433,6 +449,11 @@ def reward_weights(rewards: Any, stage: str, problems: list[str]) -> list[float]
     except (TypeError, ValueError):
         problems.append(f"{stage}: key 'rewards': every weight must be a number, got {weights}")
         return None
+
+
+def reward_names(rewards: list[Any]) -> list[str]:
+    """The names of a `rewards` list's entries (a name, or a {name, ...} mapping)."""
+    return [str(entry.get("name") if isinstance(entry, dict) else entry) for entry in rewards]
 
 
 def check_model(model: R1ModelConfig, problems: list[str], stage: str = "model", own_keys: Iterable[str] = ()) -> None:
@@ -474,11 +495,31 @@ def check_mix_entry(entry: Any, index: int, problems: list[str]) -> None:
             problems.append(f"{where}: unknown key {key!r}{suggest(key, allowed)}")
 
 
-def _fingerprint(stages: list[StagePlan], model_section: dict[str, Any], evaluation: Any) -> None:
-    """Chain fingerprints: a stage is stale when its section, the model, or any earlier stage changed."""
-    previous = _digest({"model": model_section, "evaluation": evaluation})
+def _fingerprint(stages: list[StagePlan], model_section: dict[str, Any]) -> None:
+    """Chain fingerprints: a stage is stale when its section, the model, or any earlier stage changed. The
+    evaluation settings are not in it: a change there re-runs the evaluations, never a training stage."""
+    previous = _digest({"model": model_section})
     for plan in stages:
         plan.fingerprint = previous = _digest({"previous": previous, "name": plan.name, "section": plan.section})
+        plan.settings = json.loads(json.dumps({"model": model_section, plan.name: plan.section}, default=str))
+
+
+def changed_keys(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """'section.key old -> new' for each key whose value differs between two `{section: {key: value}}` mappings.
+
+    >>> changed_keys({"model": {"lora_r": 16}, "rl": {"beta": 0.0}}, {"model": {"lora_r": 32}, "rl": {}})
+    ['model.lora_r 16 -> 32', 'rl.beta 0.0 -> (unset)']
+    """
+    def shown(section: dict[str, Any], key: str) -> str:
+        return json.dumps(section[key], default=str)[:40] if key in section else "(unset)"
+
+    changes, unset = [], object()
+    for name in dict.fromkeys([*old, *new]):
+        before, after = old.get(name) or {}, new.get(name) or {}
+        for key in dict.fromkeys([*before, *after]):
+            if before.get(key, unset) != after.get(key, unset):
+                changes.append(f"{name}.{key} {shown(before, key)} -> {shown(after, key)}")
+    return changes
 
 
 def _digest(value: Any) -> str:

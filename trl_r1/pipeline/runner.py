@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ..data.loading import EmptyDatasetError
+from ..data.loading import EmptyDatasetError, LocalDataError, SplitError
 from ..rehearsal.pretrained import resolve_model_name
 from .data import DatasetSchema, load_stage_dataset
 from .preflight import (
@@ -27,15 +27,21 @@ from .preflight import (
     card_memory_gb,
     column_key_problems,
     dataset_kwargs_problems,
+    context_problems,
     memory_problems,
     messages_problems,
     missing_template_problems,
+    missing_value_problems,
+    model_context,
     model_path_problems,
     model_shape,
+    rows_asked,
     set_column_keys,
+    split_key,
+    unique,
 )
 from .ranks import Ranks
-from .recipe import Recipe, RecipeError, StagePlan, _digest
+from .recipe import Recipe, RecipeError, StagePlan, _digest, changed_keys
 from .stages import STAGE_REGISTRY, ModelHandle, StageRecord, prepare_stage_dir, read_record, stage_status, write_record
 from .templates import TemplateReport, adapt_rewards, inspect_chat_template, template_problems
 
@@ -52,10 +58,11 @@ class Pipeline:
 
     def __init__(self, recipe: Recipe, *, from_stage: str | None = None, echo: Callable[[str], None] = print,
                  ranks: Ranks | None = None, dry_run: bool = False, overridden: Iterable[str] = (),
-                 card: tuple[str, float] | None | str = DETECT_CARD):
+                 card: tuple[str, float] | None | str = DETECT_CARD, model_built_by_run: bool = False):
         """`dry_run`: the preflight builds nothing and streams Hub datasets' first rows; `overridden`: the keys a
         command line set (`section.key`, or `key` in any section), marked in the plan; `card`: (name, GB) of the
-        GPU the memory check sizes for (default: what torch.cuda sees here; None: skip it)."""
+        GPU the memory check sizes for (default: what torch.cuda sees here; None: skip it); `model_built_by_run`:
+        the model path is where the run builds the model (a smoke dry run), so its absence is no error."""
         if from_stage is not None and recipe.stage(from_stage) is None:
             names = [s.name for s in recipe.stages]
             raise RecipeError([f"--from-stage {from_stage!r} is not a stage of this recipe; stages: {names}"])
@@ -63,14 +70,16 @@ class Pipeline:
         self.ranks = ranks or Ranks()
         self.echo = echo if self.ranks.is_main else (lambda _: None)
         forced_from = [s.name for s in recipe.stages].index(from_stage) if from_stage else len(recipe.stages)
+        self.from_stage, self.forced = from_stage, {plan.name for plan in recipe.stages[forced_from:]}
         self.status: dict[str, str] = self.ranks.on_main(lambda: {
-            plan.name: stage_status(plan, forced=i >= forced_from) for i, plan in enumerate(recipe.stages)})
+            plan.name: stage_status(plan, forced=plan.name in self.forced) for plan in recipe.stages})
         self.template: TemplateReport | None = None
         self.handles: dict[str, ModelHandle] = {"base": ModelHandle(self.base_model_path)}
         self.generators: dict[str, ModelHandle] = dict(self.handles)  # see `StageRecord.generator`
         self._datasets: dict[str, Any] = {}
         self.dry_run, self.overridden = dry_run, set(overridden)
         self._card = card
+        self.model_built_by_run = model_built_by_run
         self.schemas: dict[str, DatasetSchema] = {}  # what the preflight saw of each dataset, by stage
         self.notes: list[str] = []  # what the preflight could not check here, and why
         self.untemplated = False  # the preflight found a tokenizer without a chat template
@@ -110,6 +119,33 @@ class Pipeline:
                 costs[plan.name] = STAGE_REGISTRY[plan.name].cost(plan, self, costs)
         return plan_lines(self, costs)
 
+    def stage_notes(self, plan: StagePlan) -> list[str]:
+        """What the plan says under a stage besides its action: why a `redo` (the keys that changed, or the
+        earlier stage that is redone) and where its old outputs go; that a finished stage is evaluated again."""
+        status = self.status[plan.name]
+        if status == "stale":
+            previous = plan.output_dir.with_name(plan.output_dir.name + ".previous")
+            return [f"redo:     {self._redo_reason(plan)}; its old outputs move to {previous}"]
+        if status == "done" and self._evaluation_outdated(plan, read_record(plan.output_dir)):
+            record = read_record(plan.output_dir)
+            changed = (changed_keys(record.evaluation_settings, self._evaluation_settings())
+                       if record.evaluation_settings else [])
+            why = ", ".join(changed) if changed else "not evaluated with these settings"
+            return [f"evaluate: again ({why}); the trained model is kept"]
+        return []
+
+    def _redo_reason(self, plan: StagePlan) -> str:
+        record = read_record(plan.output_dir)
+        if record is not None and record.fingerprint == plan.fingerprint:
+            return f"--from-stage {self.from_stage}"
+        if record is None or record.settings is None:
+            return "its settings changed (its stage.json does not record which: written by an older trl-r1)"
+        changed = changed_keys(record.settings, plan.settings)
+        if changed:
+            return "changed: " + ", ".join(changed)
+        earlier = [p.name for p in self.recipe.stages[:self.recipe.stages.index(plan)] if self.status[p.name] != "done"]
+        return f"an earlier stage changed ({', '.join(earlier) or 'one no longer in the recipe'})"
+
     def pending(self) -> list[StagePlan]:
         return [plan for plan in self.recipe.stages if self.status[plan.name] != "done"]
 
@@ -119,7 +155,11 @@ class Pipeline:
         RecipeError listing every problem; returns (and keeps) the chat-template report.
 
         Builds the tiny model first when the recipe asks for it (a dry run builds nothing)."""
-        problems = model_path_problems(self.base_model_path) if self.recipe.model.tiny is None else []
+        problems = (model_path_problems(self.base_model_path, built_by_run=self.model_built_by_run)
+                    if self.recipe.model.tiny is None else [])
+        context = None if problems else model_context(self.base_model_path)
+        if context is not None:
+            problems += context_problems(self.recipe, self.pending(), context)
         self.template = None if problems else self._inspect_template()
         if self.template is not None:
             chat_stages = [s.name for s in self.pending() if STAGE_REGISTRY[s.name].trains_on_chat]
@@ -227,10 +267,19 @@ class Pipeline:
                 return [f"{where}: cannot load the dataset: {type(exc).__name__}: {exc}"]
             self.notes.append(f"{where}: dataset not checked, the Hub is not reachable here ({exc})")
             return []
-        except (StopIteration, EmptyDatasetError):  # StopIteration: `datasets`' json builder on blank lines
+        except StopIteration:  # `datasets`' json builder on blank lines
             return [f"{where}: the dataset has no rows"]
+        except EmptyDatasetError as exc:
+            return [f"{where}: the dataset has no rows ({exc})"]
+        except SplitError as exc:
+            return [f"{where}: key {split_key(named)!r}: {exc}"]
+        except LocalDataError as exc:
+            return [f"{where}: key 'dataset_name': {exc}"]
         except Exception as exc:  # a dataset that cannot be loaded is reported, not a crash
             return [f"{where}: cannot load the dataset: {type(exc).__name__}: {exc}"]
+        if not len(dataset):
+            return [f"{where}: the dataset has no rows after its split and max_samples ({rows_asked(named)}); "
+                    "select at least one"]
         published = self.schemas[where].columns if where in self.schemas else columns
         problems = [p for obj in named if obj is not None
                     for p in column_key_problems(where, *set_column_keys(obj), published)]
@@ -250,7 +299,10 @@ class Pipeline:
             if references and not set(references) & set(columns):
                 problems.append(f"{where}: reward {func.__name__!r} reads its reference from one of the columns "
                                 f"{list(references)}; the dataset has {columns} (map one with solution_column)")
-        return problems + messages_problems(where, dataset)
+            elif not problems:
+                needed_values = [c for c in (*declared(func, "required_columns"), *references) if c in columns]
+                problems += missing_value_problems(where, dataset, needed_values, named)
+        return unique(problems) + messages_problems(where, dataset)
 
     def adapted(self, rewards: list[Any]) -> list[Any]:
         """Reward entries adapted to the chat template (see `templates.adapt_rewards`)."""
@@ -289,7 +341,7 @@ class Pipeline:
             stage, status = STAGE_REGISTRY[plan.name], self.status[plan.name]
             if status == "done":
                 self.echo(f"[{plan.name}] done earlier, skipped")
-                record = read_record(plan.output_dir)
+                record = self.ranks.on_main(lambda: self._reevaluated(plan, read_record(plan.output_dir)))
             else:
                 self.ranks.on_main(lambda: prepare_stage_dir(plan, status))
                 self.echo(f"[{plan.name}] {'resuming' if status == 'resume' else 'running'}")
@@ -318,15 +370,40 @@ class Pipeline:
         handed_on = time.perf_counter()
         if record.generator is not None:
             record.evaluation = self._evaluate(plan.name, record.generator, plan.model_args)
+            record.evaluation_settings = self._evaluation_settings() if record.evaluation is not None else None
+        record.settings = plan.settings
         # what the other ranks waited for (merging, evaluation), next to the stage's own `seconds`
         record.metrics["main_process_seconds"] = {"record": round(handed_on - began, 3),
                                                   "evaluation": round(time.perf_counter() - handed_on, 3)}
         write_record(plan.output_dir, record)
         return record
 
-    def _eval_rewards(self) -> list[Any]:
+    def _reevaluated(self, plan: StagePlan, record: StageRecord | None) -> StageRecord | None:
+        """A finished stage's record, its held-out evaluation run again where the evaluation settings changed
+        since (the evaluation is not part of a stage's fingerprint: no training stage is redone for it)."""
+        if not self._evaluation_outdated(plan, record):
+            return record
+        record.evaluation = self._evaluate(plan.name, record.generator, plan.model_args)
+        record.evaluation_settings = self._evaluation_settings()
+        write_record(plan.output_dir, record)
+        return record
+
+    def _evaluation_outdated(self, plan: StagePlan, record: StageRecord | None) -> bool:
+        ev = self.recipe.evaluation
+        return (ev is not None and plan.name in ev.stages and record is not None and record.generator is not None
+                and record.evaluation_settings != self._evaluation_settings())
+
+    def _evaluation_settings(self) -> dict[str, Any]:
+        """What a stage's evaluation depends on besides its model: the recipe's evaluation keys and its rewards."""
+        return json.loads(json.dumps({"evaluation": self.recipe.shared.get("evaluation", {}),
+                                      "rewards": {"entries": self._eval_reward_entries()}}, default=str))
+
+    def _eval_reward_entries(self) -> list[Any]:
         trained_with = [p.args.rewards for p in self.recipe.stages if isinstance(getattr(p.args, "rewards", None), list)]
-        return self.adapted(self.recipe.evaluation.rewards or (trained_with[0] if trained_with else DEFAULT_EVAL_REWARDS))
+        return self.recipe.evaluation.rewards or (trained_with[0] if trained_with else DEFAULT_EVAL_REWARDS)
+
+    def _eval_rewards(self) -> list[Any]:
+        return self.adapted(self._eval_reward_entries())
 
     def _evaluation_prompts(self):
         return self.stage_data("evaluation", self.recipe.evaluation, split_attribute="dataset_split")

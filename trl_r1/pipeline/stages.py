@@ -88,6 +88,8 @@ class StageRecord:
     metrics: dict[str, Any] = field(default_factory=dict)
     evaluation: dict[str, Any] | None = None
     seconds: float = 0.0
+    settings: dict[str, Any] | None = None  # the recipe keys its fingerprint covers: a redo names what changed
+    evaluation_settings: dict[str, Any] | None = None  # what `evaluation` was measured with: a change re-evaluates
 
     @property
     def handle(self) -> ModelHandle | None:
@@ -141,7 +143,7 @@ def prepare_stage_dir(plan: StagePlan, status: str) -> None:
         plan.output_dir.rename(previous)
         logger.info("%s: configuration changed, previous outputs moved to %s", plan.name, previous)
     if status != "resume":
-        write_record(plan.output_dir, StageRecord(plan.name, plan.fingerprint))
+        write_record(plan.output_dir, StageRecord(plan.name, plan.fingerprint, settings=plan.settings))
 
 
 # --------------------------------------------------------------------------------------------- training
