@@ -186,3 +186,22 @@ def test_a_generator_asked_for_fast_generation_samples_what_plain_generate_sampl
     expected = [g[0].content for g in plain.generate(prompts, greedy, seed=0)]
     assert [g[0].content for g in fast.generate(prompts, greedy, seed=0)] == expected
     assert len(set(expected)) > 1  # real, different answers
+
+
+def test_a_policy_without_an_adapter_is_copied_whole_at_each_refresh(tiny_model_dir):
+    """A full fine-tune changes every weight: the refresh copies them all (and the tie of the LM head holds)."""
+    from transformers import AutoModelForCausalLM
+
+    policy = AutoModelForCausalLM.from_pretrained(tiny_model_dir).eval()
+    fast = MergedPolicy(policy)
+    assert fast.model.lm_head.weight is fast.model.model.embed_tokens.weight
+    with torch.no_grad():
+        policy.model.norm.weight.mul_(2.0)
+        policy.model.embed_tokens.weight.add_(0.5)
+    ids = torch.tensor([[5, 6, 7, 8]])
+    with torch.inference_mode():
+        stale = fast.model(ids).logits
+        fast.refresh()
+        fresh, expected = fast.model(ids).logits, policy(ids).logits
+    assert not torch.allclose(stale, expected, atol=1e-3)
+    torch.testing.assert_close(fresh, expected)
