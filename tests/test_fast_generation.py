@@ -205,3 +205,28 @@ def test_a_policy_without_an_adapter_is_copied_whole_at_each_refresh(tiny_model_
         fresh, expected = fast.model(ids).logits, policy(ids).logits
     assert not torch.allclose(stale, expected, atol=1e-3)
     torch.testing.assert_close(fresh, expected)
+
+
+def test_the_trainer_says_which_generation_it_uses_and_why(tmp_path, tiny_model_dir):
+    """`auto` keeps TRL's generate on CPU (the copy is no faster there: benchmarks/generation.py); `on` with a
+    policy the copy cannot serve fails before training, naming why."""
+    from datasets import Dataset
+    from peft import LoraConfig
+
+    from trl_r1.trainers import R1GRPOConfig, R1GRPOTrainer
+
+    prompts = Dataset.from_list([{"prompt": "What is 1 + 1?"}] * 4)
+
+    def trainer(setting, **peft):
+        args = R1GRPOConfig(output_dir=str(tmp_path), use_cpu=True, report_to="none", per_device_train_batch_size=4,
+                            num_generations=4, max_completion_length=4, fast_generation=setting)
+        return R1GRPOTrainer(model=str(tiny_model_dir), args=args, train_dataset=prompts,
+                             reward_funcs=lambda completions, **kw: [0.0] * len(completions),
+                             peft_config=LoraConfig(r=4, target_modules=["q_proj"], **peft))
+
+    auto = trainer("auto")
+    assert not auto.fast_generation and "on CPU the copy is no faster" in auto.fast_generation_reason
+    with pytest.raises(ValueError, match="fast_generation: on, but .*DoRA"):
+        trainer("on", use_dora=True)
+    with pytest.raises(ValueError, match="fast_generation='fast' is not one of"):
+        R1GRPOConfig(output_dir=str(tmp_path), use_cpu=True, report_to="none", fast_generation="fast")
