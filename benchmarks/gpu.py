@@ -16,9 +16,13 @@ TRL config from the recipe, QLoRA / LoRA, gradient checkpointing, 8-bit AdamW, a
   = num_generations / per_device_train_batch_size, at least 1): random weights never stop early, so every
   completion is `max_completion_length` long. vLLM colocate when the recipe asks for it and vLLM imports; else
   transformers, with the completion shortened to `--transformers-completion` tokens (the JSON says so).
-* generation passes (`rl`'s rollouts, `rejection_sampling`, `evaluation`): generated tokens/s of
-  `batch_size x num_samples` sequences for `--gen-tokens` new tokens, per backend the stage can use
-  (transformers; vLLM when it imports), and the transformers pass's peak memory.
+  The rl step generates from the merged copy (`fast_generation: on`, `trl_r1.data.fast_generation`); the JSON
+  records it.
+* generation passes (`rl`'s rollouts, `rejection_sampling`, `evaluation`): generated tokens/s and ms per decoding
+  step of `batch_size x num_samples` sequences (for rl: the recipe's generation batch, and `--wide` sequences) for
+  `--gen-tokens` new tokens, per generation mode: `transformers` (plain `generate` on the policy, 4-bit + LoRA
+  where the stage has them), `fast` (the merged copy, static KV cache under CUDA graphs), `vllm` when it imports;
+  and the peak memory of the transformers modes.
 
 Each measured figure is printed beside the formula's at the very settings that ran (its `reserved` figure: the
 peak without the CUDA context) and written to `--out` JSON, with the card and the versions. `--points FILE`
@@ -87,6 +91,7 @@ def stage_section(data: dict, stage: str, args: argparse.Namespace, vllm: bool) 
         batch, generations = section.get("per_device_train_batch_size", 8), section.get("num_generations", 8)
         section["gradient_accumulation_steps"] = max(1, generations // batch)
         section["mask_truncated_completions"] = False  # random weights truncate every completion: keep the loss
+        section["fast_generation"] = "on"  # without vLLM: generation from the merged copy
         if section.get("use_vllm") and not vllm:
             section = {k: v for k, v in section.items() if k != "use_vllm" and not k.startswith("vllm_")}
             changed["generation"] = "transformers (vLLM does not import here)"
@@ -189,7 +194,8 @@ def measure_training(point: dict) -> dict:
         result.update(max_completion_length=config.max_completion_length, num_generations=config.num_generations,
                       steps_per_generation=config.steps_per_generation, use_vllm=bool(config.use_vllm),
                       vllm_gpu_memory_utilization=config.vllm_gpu_memory_utilization,
-                      vllm_enable_sleep_mode=bool(config.vllm_enable_sleep_mode))
+                      vllm_enable_sleep_mode=bool(config.vllm_enable_sleep_mode),
+                      fast_generation=bool(getattr(trainer, "fast_generation", False)))
     if torch.cuda.is_available():
         result["peak_reserved_gib"] = torch.cuda.max_memory_reserved() / GIB
     return result
@@ -204,7 +210,7 @@ def measure_generation(point: dict) -> dict:
     if backend == "vllm":
         return measure_vllm(point, prompt)
     from peft import LoraConfig, get_peft_model
-    from transformers import AutoModelForCausalLM, AutoTokenizer, BitsAndBytesConfig
+    from transformers import AutoModelForCausalLM, AutoTokenizer, BitsAndBytesConfig, GenerationConfig
 
     cuda = torch.cuda.is_available() and not point["dry_run"]
     dtype = torch.bfloat16 if cuda else torch.float32
@@ -221,16 +227,37 @@ def measure_generation(point: dict) -> dict:
     ids = tokenizer([text] * sequences, return_tensors="pt").to(model.device)
     if cuda:
         torch.cuda.reset_peak_memory_stats()
+    config = GenerationConfig(max_new_tokens=new, min_new_tokens=new, do_sample=True,
+                              pad_token_id=tokenizer.pad_token_id or tokenizer.eos_token_id)
+    if backend == "fast":  # the merged copy; the warm-up is a whole pass (compilation, CUDA graph capture)
+        from trl_r1.data.fast_generation import MergedPolicy
+
+        copy = MergedPolicy(model)
+        refresh = time.perf_counter()
+        copy.refresh()
+        StepTimer.sync()
+        refresh_seconds = time.perf_counter() - refresh
+        warm_up = time.perf_counter()
+        copy.generate(ids["input_ids"], ids["attention_mask"], config)
+        StepTimer.sync()
+        warm_up_seconds = time.perf_counter() - warm_up
+        generate = lambda: copy.generate(ids["input_ids"], ids["attention_mask"], config)  # noqa: E731
+    else:
+        with torch.no_grad():
+            model.generate(**ids, max_new_tokens=2, min_new_tokens=2, do_sample=True)  # warm-up
+        generate = lambda: model.generate(**ids, generation_config=config)  # noqa: E731
     with torch.no_grad():
-        model.generate(**ids, max_new_tokens=2, min_new_tokens=2, do_sample=True)  # warm-up
         StepTimer.sync()
         began = time.perf_counter()
-        out = model.generate(**ids, max_new_tokens=new, min_new_tokens=new, do_sample=True)
+        out = generate()
         StepTimer.sync()
     seconds = time.perf_counter() - began
     made = (out.shape[1] - ids["input_ids"].shape[1]) * sequences
-    result = {"backend": "transformers", "sequences": sequences, "prompt_tokens": ids["input_ids"].shape[1],
-              "new_tokens": new, "seconds": seconds, "generated_tokens_per_s": made / seconds}
+    result = {"backend": backend, "sequences": sequences, "prompt_tokens": ids["input_ids"].shape[1],
+              "new_tokens": new, "seconds": seconds, "generated_tokens_per_s": made / seconds,
+              "ms_per_step": seconds / new * 1000}
+    if backend == "fast":
+        result.update(refresh_seconds=refresh_seconds, warm_up_seconds=warm_up_seconds)
     if cuda:
         result["peak_reserved_gib"] = torch.cuda.max_memory_reserved() / GIB
     return result
@@ -265,7 +292,8 @@ def measure_vllm(point: dict, prompt: list[dict]) -> dict:
     seconds = time.perf_counter() - began
     made = sum(len(o.outputs[0].token_ids) for o in outputs)
     return {"backend": "vllm", "sequences": point["sequences"], "new_tokens": point["gen_tokens"],
-            "seconds": seconds, "generated_tokens_per_s": made / seconds}
+            "seconds": seconds, "generated_tokens_per_s": made / seconds,
+            "ms_per_step": seconds / point["gen_tokens"] * 1000}
 
 
 def run_child(point: dict, timeout: int) -> dict:
@@ -295,7 +323,7 @@ def formula_gib(shape, measured: dict, card_gb: float) -> float:
         estimate = estimate_generation_peak(shape, GenerationSettings(
             batch_size=measured["sequences"], num_samples=1, max_new_tokens=measured["new_tokens"],
             prompt_length=measured["prompt_tokens"], load_in_4bit=measured["load_in_4bit"],
-            lora_r=measured["lora_r"] or None))
+            lora_r=measured["lora_r"] or None, fast=measured["backend"] == "fast"))
     elif measured["kind"] == "sft":
         estimate = estimate_sft_peak(shape, GRPOSettings(
             max_prompt_length=0, max_completion_length=measured["max_length"],
@@ -310,7 +338,8 @@ def formula_gib(shape, measured: dict, card_gb: float) -> float:
             load_in_4bit=four_bit, use_vllm=measured["use_vllm"],
             vllm_gpu_memory_utilization=measured["vllm_gpu_memory_utilization"],
             vllm_enable_sleep_mode=measured["vllm_enable_sleep_mode"],
-            vllm_lora_adapter=measured["use_vllm"] and four_bit), card_gb=card_gb)
+            vllm_lora_adapter=measured["use_vllm"] and four_bit,
+            fast_generation=bool(measured.get("fast_generation"))), card_gb=card_gb)
     return estimate.reserved / GIB
 
 
@@ -332,8 +361,9 @@ def environment(dry_run: bool) -> dict:
 
 
 def generation_points(data: dict, stage: str, section: dict, measured: dict | None, args, vllm: bool) -> list[dict]:
-    """The generation passes a stage runs, one per backend it can use."""
+    """The generation passes a stage runs, one per backend it can use (rl: also at `--wide` sequences)."""
     model = data["model"]
+    widths: list[int] = []
     if stage in SFT_STAGES:
         return []
     if stage == "rl":
@@ -342,19 +372,21 @@ def generation_points(data: dict, stage: str, section: dict, measured: dict | No
         sequences = measured["per_device_train_batch_size"] * measured["steps_per_generation"]  # one generation
         four_bit, lora, utilization = measured["load_in_4bit"], measured["lora_r"], section.get(
             "vllm_gpu_memory_utilization", 0.3)
-        backends = ["transformers"] + (["vllm"] if vllm and data["rl"].get("use_vllm") else [])
+        backends = ["transformers", "fast"] + (["vllm"] if vllm and data["rl"].get("use_vllm") else [])
+        widths = [args.wide] if args.wide != sequences else []
     else:
         pass_section = {**GENERATION_DEFAULTS[stage], **data[stage]}
         sequences = pass_section["batch_size"] * pass_section["num_samples"]
         four_bit = pass_section["load_in_4bit"] if stage == "rejection_sampling" else model.get("load_in_4bit", True)
         lora = model.get("lora_r", 16) if stage == "rejection_sampling" else 0
         utilization = pass_section.get("vllm_gpu_memory_utilization", 0.9)
-        backends = ["transformers"] + (["vllm"] if vllm and pass_section.get("backend", "auto") != "transformers"
-                                       else [])
+        backends = ["transformers", "fast"] + (["vllm"] if vllm and pass_section.get("backend", "auto") !=
+                                               "transformers" else [])
     if args.dry_run:
-        sequences = DRY_RUN["batch"]
-    return [{"stage": stage, "backend": backend, "sequences": sequences, "load_in_4bit": bool(four_bit),
-             "lora_r": lora, "vllm_gpu_memory_utilization": utilization} for backend in backends]
+        sequences, widths = DRY_RUN["batch"], []
+    return [{"stage": stage, "backend": backend, "sequences": n, "load_in_4bit": bool(four_bit),
+             "lora_r": lora, "vllm_gpu_memory_utilization": utilization}
+            for n in [sequences, *widths] for backend in backends]
 
 
 def point_recipe(row: dict) -> tuple[dict, str]:
@@ -391,7 +423,7 @@ def measure_stage(data: dict, stage: str, args, context: dict) -> dict:
                      dry_run=args.dry_run)
         entry["measured"].append({"what": "generation", **point, **run_child(point, args.timeout)})
     for measured in entry["measured"]:
-        if "error" not in measured and (measured["what"] == "training" or measured["backend"] == "transformers"):
+        if "error" not in measured and (measured["what"] == "training" or measured["backend"] != "vllm"):
             measured["formula_reserved_gib"] = formula_gib(context["shape"], measured, context["card_memory_gb"])
     return entry
 
@@ -406,6 +438,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--transformers-completion", type=int, default=1024,
                         help="rl completion length when it generates with transformers (slow: shortened)")
     parser.add_argument("--gen-tokens", type=int, default=256, help="new tokens per sequence of a generation pass")
+    parser.add_argument("--wide", type=int, default=64, help="rl: the generation passes also at this many sequences")
     parser.add_argument("--model-dir", help="where the random-weight model is built (reused when it is there)")
     parser.add_argument("--out", help="write the results as JSON here")
     parser.add_argument("--points", help="append the measured training points to this gpu_points.jsonl")
@@ -522,11 +555,12 @@ def print_table(results: dict) -> None:
                 settings = (f"{m['max_length']} tok x {m['per_device_train_batch_size']}" if m["kind"] == "sft" else
                             f"{m['per_device_train_batch_size'] * m['steps_per_generation']} x "
                             f"({m['prompt_tokens']} + {m['max_completion_length']}), "
-                            f"{'vLLM' if m['use_vllm'] else 'transformers'}")
-                speed = (f"{m['train_tokens_per_s']:.0f}", "")
+                            f"{'vLLM' if m['use_vllm'] else 'fast' if m.get('fast_generation') else 'transformers'}")
+                speed = (f"{m['train_tokens_per_s']:.0f}" + ("" if m["kind"] == "sft" else
+                                                             f" ({m['step_seconds']:.1f} s/step)"), "")
             else:
                 settings = f"{m['sequences']} seq x {m['new_tokens']} new, {m['backend']}"
-                speed = ("", f"{m['generated_tokens_per_s']:.0f}")
+                speed = ("", f"{m['generated_tokens_per_s']:.0f} ({m['ms_per_step']:.1f} ms/step)")
             peak, formula = m.get("peak_reserved_gib"), m.get("formula_reserved_gib")
             ratio = f"{formula / peak:.2f}" if peak and formula else "-"
             if entry.get("recorded") and m["what"] == "training":

@@ -186,3 +186,47 @@ def test_a_generator_asked_for_fast_generation_samples_what_plain_generate_sampl
     expected = [g[0].content for g in plain.generate(prompts, greedy, seed=0)]
     assert [g[0].content for g in fast.generate(prompts, greedy, seed=0)] == expected
     assert len(set(expected)) > 1  # real, different answers
+
+
+def test_a_policy_without_an_adapter_is_copied_whole_at_each_refresh(tiny_model_dir):
+    """A full fine-tune changes every weight: the refresh copies them all (and the tie of the LM head holds)."""
+    from transformers import AutoModelForCausalLM
+
+    policy = AutoModelForCausalLM.from_pretrained(tiny_model_dir).eval()
+    fast = MergedPolicy(policy)
+    assert fast.model.lm_head.weight is fast.model.model.embed_tokens.weight
+    with torch.no_grad():
+        policy.model.norm.weight.mul_(2.0)
+        policy.model.embed_tokens.weight.add_(0.5)
+    ids = torch.tensor([[5, 6, 7, 8]])
+    with torch.inference_mode():
+        stale = fast.model(ids).logits
+        fast.refresh()
+        fresh, expected = fast.model(ids).logits, policy(ids).logits
+    assert not torch.allclose(stale, expected, atol=1e-3)
+    torch.testing.assert_close(fresh, expected)
+
+
+def test_the_trainer_says_which_generation_it_uses_and_why(tmp_path, tiny_model_dir):
+    """`auto` keeps TRL's generate on CPU (the copy is no faster there: benchmarks/generation.py); `on` with a
+    policy the copy cannot serve fails before training, naming why."""
+    from datasets import Dataset
+    from peft import LoraConfig
+
+    from trl_r1.trainers import R1GRPOConfig, R1GRPOTrainer
+
+    prompts = Dataset.from_list([{"prompt": "What is 1 + 1?"}] * 4)
+
+    def trainer(setting, **peft):
+        args = R1GRPOConfig(output_dir=str(tmp_path), use_cpu=True, report_to="none", per_device_train_batch_size=4,
+                            num_generations=4, max_completion_length=4, fast_generation=setting)
+        return R1GRPOTrainer(model=str(tiny_model_dir), args=args, train_dataset=prompts,
+                             reward_funcs=lambda completions, **kw: [0.0] * len(completions),
+                             peft_config=LoraConfig(r=4, target_modules=["q_proj"], **peft))
+
+    auto = trainer("auto")
+    assert not auto.fast_generation and "on CPU the copy is no faster" in auto.fast_generation_reason
+    with pytest.raises(ValueError, match="fast_generation: on, but .*DoRA"):
+        trainer("on", use_dora=True)
+    with pytest.raises(ValueError, match="fast_generation='fast' is not one of"):
+        R1GRPOConfig(output_dir=str(tmp_path), use_cpu=True, report_to="none", fast_generation="fast")

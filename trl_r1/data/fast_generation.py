@@ -24,14 +24,11 @@ correction only with vLLM, and the copy's per-token log-probs agree with the pol
 from __future__ import annotations
 
 import copy
-import logging
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import torch
     from transformers import GenerationConfig, PreTrainedModel
-
-logger = logging.getLogger("trl_r1.data")
 
 FAST_GENERATION = ("auto", "on", "off")
 # prompts are left-padded to a multiple of this, so that a compiled decoder sees few distinct cache lengths
@@ -129,20 +126,22 @@ class MergedPolicy:
         model.to_empty(device=device)
         self.model: PreTrainedModel = model.eval().requires_grad_(False)
         self._adapted: list[tuple[torch.Tensor, Any]] = []  # (the copy's weight, the policy's LoRA layer)
+        self._copied: list[tuple[torch.Tensor, Any, str]] = []  # (the copy's tensor, the policy's module, name)
         tuner = _peft_layer_types()
+        for name, target in [*model.named_parameters(), *model.named_buffers()]:
+            path, _, attr = name.rpartition(".")
+            source = base.get_submodule(path)
+            if tuner and isinstance(source, tuner) and attr == "weight":
+                self._adapted.append((target, source))
+            else:
+                self._copied.append((target, source.get_base_layer() if tuner and isinstance(source, tuner)
+                                     else source, attr))
+        self._all_trained = not getattr(policy, "peft_config", None)  # a full fine-tune changes every weight
         with torch.no_grad():
-            for name, target in [*model.named_parameters(), *model.named_buffers()]:
-                path, _, attr = name.rpartition(".")
-                source = base.get_submodule(path)
-                if tuner and isinstance(source, tuner) and attr == "weight":
-                    self._adapted.append((target, source))
-                    continue
-                if tuner and isinstance(source, tuner):
-                    source = source.get_base_layer()
-                target.copy_(_dense(getattr(source, attr)))
             model.tie_weights()
+        if not self._all_trained:
+            self._copy_all()  # the frozen weights, once
         self.refresh()
-        self.num_params = sum(p.numel() for p in model.parameters())
         self.model.generation_config = copy.deepcopy(base.generation_config)
         #: the `GenerationConfig` fields `generate` sets (`decode_settings` of the device)
         self.decode = decode_settings(device.type)
@@ -151,11 +150,21 @@ class MergedPolicy:
     def device(self) -> torch.device:
         return self.model.device
 
-    def refresh(self) -> None:
-        """Rewrite the adapted layers from the policy's base and its current adapter: ``W = dequant(W_4bit) +
-        scale * B @ A`` (the other weights are frozen). Call after each optimizer step."""
+    def _copy_all(self) -> None:
         import torch
 
+        with torch.no_grad():
+            for target, source, attr in self._copied:
+                target.copy_(_dense(getattr(source, attr)))
+
+    def refresh(self) -> None:
+        """Rewrite the adapted layers from the policy's base and its current adapter: ``W = dequant(W_4bit) +
+        scale * B @ A`` (a LoRA's other weights are frozen; a policy without an adapter is copied whole). Call
+        after each optimizer step."""
+        import torch
+
+        if self._all_trained:
+            self._copy_all()
         with torch.no_grad():
             for target, layer in self._adapted:
                 weight = _dense(layer.get_base_layer().weight).float()
@@ -164,6 +173,11 @@ class MergedPolicy:
                         if adapter in layer.lora_A:
                             weight = weight + layer.get_delta_weight(adapter).float()
                 target.copy_(weight)
+
+    def release_policy(self) -> None:
+        """Drop every reference to the policy (its 4-bit weights and adapter can be freed): the copy keeps the
+        weights it has and is never refreshed again (a fixed adapter: rejection sampling, evaluation)."""
+        self.policy, self._adapted, self._copied, self._all_trained = None, [], [], False
 
     def generate(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
                  generation_config: GenerationConfig) -> torch.Tensor:

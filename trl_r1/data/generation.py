@@ -145,7 +145,7 @@ class TransformersGenerator:
             from .fast_generation import MergedPolicy
 
             self._policy_copy = MergedPolicy(self.model)
-            self._policy_copy.policy = None
+            self._policy_copy.release_policy()
             self.model = self._policy_copy.model
 
     def generate(self, prompts: list[Any], params: SamplingParams, seed: int) -> list[list[Completion]]:

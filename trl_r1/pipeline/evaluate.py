@@ -45,12 +45,21 @@ def evaluate_model(model_path: str, prompts: Any, config: EvaluationConfig, rewa
                                                                          config.vllm_max_model_length))
     params = SamplingParams(config.num_samples, config.max_new_tokens, config.temperature, config.top_p)
     rows = [prompts[i] for i in range(min(len(prompts), config.num_prompts or len(prompts)))]
+    batch_size = config.batch_size
+    if generator.describe()["backend"] == "transformers":
+        from .memory import GenerationSettings, card_generation_batch
+
+        batch_size, why = card_generation_batch(model_path, GenerationSettings(
+            batch_size=config.batch_size, num_samples=config.num_samples, max_new_tokens=config.max_new_tokens,
+            load_in_4bit=load_in_4bit, lora_r=16 if adapter_path else None,
+            fast=bool(generator.describe().get("fast_generation"))))
+        logger.info("evaluation: %d prompts per generate call (%s)", batch_size, why)
     scores: dict[str, list[float | None]] = {f.__name__: [] for f in funcs}  # prompt-major: k samples per prompt
     lengths: list[int] = []
     firsts: list[tuple[Any, str]] = []  # (prompt, its first completion) of the first SAMPLES_SHOWN prompts
     truncated = 0
-    for start in range(0, len(rows), config.batch_size):
-        batch = rows[start:start + config.batch_size]
+    for start in range(0, len(rows), batch_size):
+        batch = rows[start:start + batch_size]
         groups = generator.generate([r["prompt"] for r in batch], params, seed=seed + start)
         completions, columns = [], {}
         for row, group in zip(batch, groups):

@@ -465,6 +465,48 @@ def generation_batch_size(shape: ModelShape, settings: GenerationSettings, card_
     return low
 
 
+def card_generation_batch(model_path: str, settings: GenerationSettings, card_gb: float | None = None
+                          ) -> tuple[int, str]:
+    """(prompts per `generate` call, why) for a transformers generation pass (rejection sampling, evaluation) of
+    the model at `model_path` on this machine's GPU (or a `card_gb` one): the largest batch the memory model fits
+    in 90% of the card (`generation_batch_size`, all its sequences decoded together: the step time is flat in the
+    batch); the configured `settings.batch_size` without a GPU, or when not even it fits.
+
+    >>> import tempfile
+    >>> from trl_r1.toy import build_tiny_model
+    >>> path = str(build_tiny_model(tempfile.mkdtemp()))
+    >>> card_generation_batch(path, GenerationSettings(batch_size=8, num_samples=8, fast=True), 24)[0]
+    1024
+    >>> card_generation_batch(path, GenerationSettings(batch_size=8))[0] if not _cuda() else 8
+    8
+    """
+    if card_gb is None:
+        if not _cuda():
+            return settings.batch_size, "no GPU: the configured batch_size"
+        import torch
+
+        card_gb = torch.cuda.get_device_properties(0).total_memory / 1e9
+    from transformers import AutoConfig
+
+    config = AutoConfig.from_pretrained(model_path)
+    config = config.get_text_config() if hasattr(config, "get_text_config") else config
+    shape = ModelShape(str(model_path), config.hidden_size, config.num_hidden_layers, config.intermediate_size,
+                       config.num_attention_heads, config.num_key_value_heads,
+                       getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads,
+                       config.vocab_size, bool(getattr(config, "tie_word_embeddings", False)))
+    fitted = generation_batch_size(shape, settings, card_gb)
+    if fitted < 1:
+        return settings.batch_size, f"the memory model fits no batch on {card_gb:.0f} GB: the configured batch_size"
+    return fitted, (f"{fitted} prompts x {settings.num_samples} samples fit in {USABLE_FRACTION:.0%} of "
+                    f"{card_gb:.0f} GB (memory model, {settings.prompt_length}-token prompts)")
+
+
+def _cuda() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
 BENCH_PROMPT, BENCH_BATCH = 64, 4  # benchmarks/memory.py: prompt tokens, completions (sequences) per step
 CalibrationPoint = tuple[str, str, int, str, float]  # (trainer, mode, completion length, setup, measured GiB)
 

@@ -549,6 +549,25 @@ class RLStage(TrainingStage):
         return []
 
 
+def rejection_sampling_batch(config: Any) -> int:
+    """Prompts per `generate` call of a transformers rejection-sampling pass, from the memory model on a GPU
+    (`memory.card_generation_batch`); the configured batch_size otherwise (and for vLLM and endpoints)."""
+    from ..data.generation import resolve_backend
+    from .memory import GenerationSettings, card_generation_batch
+
+    if resolve_backend(config.backend, config.base_url, config.model_name_or_path, config.load_in_4bit) \
+            != "transformers":
+        return config.batch_size
+    import torch
+
+    batch, why = card_generation_batch(config.model_name_or_path, GenerationSettings(
+        batch_size=config.batch_size, num_samples=config.num_samples, max_new_tokens=config.max_new_tokens,
+        load_in_4bit=config.load_in_4bit, lora_r=16 if config.adapter_path else None,
+        fast=torch.cuda.is_available()))
+    logger.info("rejection sampling: %d prompts per generate call (%s)", batch, why)
+    return batch
+
+
 class RejectionSamplingStage(Stage):
     """Sample from the latest RL (or cold-start) model, keep verified readable traces (R1 §2.3.3).
 
@@ -616,6 +635,7 @@ class RejectionSamplingStage(Stage):
             think_prefilled=section.get("think_prefilled", True if pipeline.prefills_think else
                                         plan.config.think_prefilled),
         )
+        config = replace(config, batch_size=rejection_sampling_batch(config))
         began = time.perf_counter()
         return rejection_sample(config, dataset=self.prompts(plan, pipeline)), time.perf_counter() - began
 

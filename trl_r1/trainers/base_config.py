@@ -97,8 +97,8 @@ class FastGenerationMixin:
             "(a 4-bit base dequantized once, bf16 on a GPU; the adapted layers rewritten after each optimizer step) "
             "with a static KV cache compiled under CUDA graphs on a GPU; `off` keeps TRL's `generate` on the "
             "policy; `auto` (default) is `on` on a GPU where the copy and its cache fit the free memory, else "
-            "`off` (on CPU the copy is no faster: benchmarks/generation.py). The pipeline sets it from the memory "
-            "model (trl_r1.pipeline.memory.generation_path).",
+            "`off` (on CPU the copy is no faster: benchmarks/generation.py). The memory model's verdict for a card: "
+            "trl_r1.pipeline.memory.generation_path.",
             "choices": ["auto", "on", "off"],
         },
     )

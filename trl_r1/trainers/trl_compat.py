@@ -273,7 +273,9 @@ def fast_generation_choice(trainer: Any) -> tuple[bool, str]:
             head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
             sequences = trainer.args.per_device_train_batch_size * trainer.args.steps_per_generation
             length = (getattr(trainer.args, "max_prompt_length", None) or 512) + trainer.max_completion_length
-            needed = copy_bytes(policy.num_parameters(), 2) + static_cache_bytes(
+            params = sum(p.numel() * (2 if type(p).__name__ == "Params4bit" else 1)  # two 4-bit values a byte
+                         for n, p in policy.named_parameters() if "lora_" not in n)
+            needed = copy_bytes(params, 2) + static_cache_bytes(
                 sequences, length, config.num_hidden_layers, config.num_key_value_heads, head_dim, 2)
             free = torch.cuda.mem_get_info(device)[0]
             if needed > free / 2:  # the training step still needs its activations beside the copy
