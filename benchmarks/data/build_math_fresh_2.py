@@ -227,7 +227,7 @@ def words_family(b: SetBuilder, rng: random.Random) -> None:
         ("1\\frac{1}{2}", "The answer is one and a half.", True),
         ("3.5", "The answer is three and a half.", True),
         ("3.5", "The answer is three and a quarter.", False),
-        ("Tuesday", "Counting forward 15 days from Sunday lands on a Monday... no, a Tuesday. The answer is a Tuesday.",
+        ("Tuesday", "Counting forward 16 days from Sunday lands on a Monday... no, a Tuesday. The answer is a Tuesday.",
          True),
         ("Tuesday", "Counting forward lands on a Tuesday, wait, one more day: the answer is a Wednesday.", False),
         ("circle", "The locus is a circle. $\\boxed{\\text{a circle}}$", True),
