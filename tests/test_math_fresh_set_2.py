@@ -41,11 +41,25 @@ def test_the_set_has_the_promised_shape():
     assert bare and all(len(c["completion"]) <= 20 and "\n" not in c["completion"] for c in bare)
 
 
-def test_the_family_table_reads_the_set():
-    """benchmarks/math_verifier.py prints this set per family (it names one for every case)."""
+def test_spelled_numbers_say_the_value_they_are_labelled_with():
+    """The labels of the word cases rest on the builder's spelling; check it where English is unambiguous."""
     import importlib.util
+    from fractions import Fraction
 
-    spec = importlib.util.spec_from_file_location("math_verifier_bench", ROOT / "benchmarks" / "math_verifier.py")
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
-    assert bench.load_cases(FRESH_2) == load()
+    spec = importlib.util.spec_from_file_location("build_math_fresh_2", BUILDER)
+    builder = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(builder)
+    assert builder.words(105, british=True) == "one hundred and five"
+    assert builder.words(2024, british=True) == "two thousand and twenty-four"
+    assert builder.words(497069, british=True) == "four hundred and ninety-seven thousand and sixty-nine"
+    assert builder.words(3272385) == "three million two hundred seventy-two thousand three hundred eighty-five"
+    assert builder.words(-5) == "minus five" and builder.words(0) == "zero" and builder.words(90) == "ninety"
+    assert [builder.ordinal(n) for n in (1, 3, 12, 21, 30)] == ["first", "third", "twelfth", "twenty-first",
+                                                                  "thirtieth"]
+    assert builder.fraction_words(Fraction(3, 4)) == "three quarters"
+    assert builder.fraction_words(Fraction(1, 16)) == "one sixteenth"
+    assert builder.decimal_words("-40.05") == "negative forty point zero five"
+    assert builder.format_decimal(Fraction(-13, 8)) == "-1.625" and builder.format_decimal(Fraction(7)) == "7"
+    for case in load():  # template kinds named for wrong answers hold wrong answers only
+        if case["kind"].endswith(("_wrong", "_off_by_one", "_one_short", "_near_miss", "_missing", "_off_power")):
+            assert case["label"] is False, case

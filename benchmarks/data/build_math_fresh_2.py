@@ -20,6 +20,7 @@ import json
 import random
 import sys
 from fractions import Fraction
+from functools import partial
 from pathlib import Path
 
 SEED = 20261127
@@ -142,7 +143,7 @@ class SetBuilder:
 
 
 def words_family(b: SetBuilder, rng: random.Random) -> None:
-    add = lambda kind, gold, completion, label: b.add("words", kind, gold, completion, label)  # noqa: E731
+    add = partial(b.add, "words")
     reasons = ["Counting each group and adding them up gives the total.",
                "The two counts are combined and the overlap removed once.",
                "Working backwards from the last step recovers the starting amount.",
@@ -255,7 +256,7 @@ def words_family(b: SetBuilder, rng: random.Random) -> None:
 
 
 def matrix_family(b: SetBuilder, rng: random.Random) -> None:
-    add = lambda kind, gold, completion, label: b.add("matrix", kind, gold, completion, label)  # noqa: E731
+    add = partial(b.add, "matrix")
     reasons = ["Multiplying row by column entry by entry:", "Applying the transformation to each basis vector,",
                "Solving the linear system by elimination gives", "Collecting coefficients,"]
 
@@ -351,10 +352,12 @@ def matrix_family(b: SetBuilder, rng: random.Random) -> None:
         ("\\begin{pmatrix} 1 & 0 \\\\ 0 & 1 \\end{pmatrix}", "It is the identity: $\\boxed{I_2}$... written out, "
          "$\\boxed{\\begin{bmatrix}1&0\\\\0&1\\end{bmatrix}}$", True),
         ("\\begin{pmatrix} 0 & 0 \\\\ 0 & 0 \\end{pmatrix}",
-         "$\\boxed{\\begin{pmatrix} 1 & 2 \\\\ 3 & 4 \\end{pmatrix} - \\begin{pmatrix} 1 & 2 \\\\ 3 & 4 \\end{pmatrix}}$",
+         "$\\boxed{\\begin{pmatrix} 1 & 2 \\\\ 3 & 4 \\end{pmatrix} - "
+         "\\begin{pmatrix} 1 & 2 \\\\ 3 & 4 \\end{pmatrix}}$",
          True),
         ("\\begin{pmatrix} 0 & 0 \\\\ 0 & 0 \\end{pmatrix}",
-         "$\\boxed{\\begin{pmatrix} 1 & 2 \\\\ 3 & 4 \\end{pmatrix} - \\begin{pmatrix} 1 & 2 \\\\ 4 & 3 \\end{pmatrix}}$",
+         "$\\boxed{\\begin{pmatrix} 1 & 2 \\\\ 3 & 4 \\end{pmatrix} - "
+         "\\begin{pmatrix} 1 & 2 \\\\ 4 & 3 \\end{pmatrix}}$",
          False),
         ("\\begin{pmatrix} \\frac{1}{3} \\\\ \\frac{2}{3} \\end{pmatrix}",
          "<answer>\\begin{pmatrix} 0.33 \\\\ 0.67 \\end{pmatrix}</answer>", False),
@@ -397,7 +400,7 @@ def format_decimal(value: Fraction) -> str:
 
 
 def cheap_family(b: SetBuilder, rng: random.Random) -> None:
-    add = lambda kind, gold, completion, label: b.add("cheap", kind, gold, completion, label)  # noqa: E731
+    add = partial(b.add, "cheap")
     for i in range(20):  # huge terms that cancel exactly, and the same one off by one
         base = [f"10^{{{rng.randint(40, 400)}}}", f"2^{{{rng.randint(200, 3000)}}}",
                 f"{rng.randint(3, 9)}^{{{rng.randint(100, 900)}}}", f"{rng.randint(101, 999)}!"][i % 4]
@@ -421,8 +424,10 @@ def cheap_family(b: SetBuilder, rng: random.Random) -> None:
         add("almost_cancel", "-1", LATEX_STYLES[i % 5]("Expand the product.", wrong), False)
     for i in range(10):  # ratios of huge powers and factorials
         p, e = rng.choice([2, 3, 5, 7, 11]), rng.randint(200, 2000)
-        add("power_ratio", str(p * p), style_terse_box("Cancel common factors:", f"\\frac{{{p}^{{{e}}}}}{{{p}^{{{e - 2}}}}}"), True)
-        add("power_ratio_wrong", str(p * p), style_terse_box("Cancel common factors:", f"\\frac{{{p}^{{{e}}}}}{{{p}^{{{e - 3}}}}}"), False)
+        ratio = f"\\frac{{{p}^{{{e}}}}}{{{p}^{{{e - 2}}}}}"
+        add("power_ratio", str(p * p), style_terse_box("Cancel common factors:", ratio), True)
+        add("power_ratio_wrong", str(p * p),
+            style_terse_box("Cancel common factors:", ratio.replace(f"^{{{e - 2}}}", f"^{{{e - 3}}}")), False)
         n = rng.randint(50, 400)
         add("factorial_ratio", str(n), style_think_tags("n!/(n-1)! = n.", f"\\frac{{{n}!}}{{{n - 1}!}}"), True)
         add("factorial_ratio_wrong", str(n), style_think_tags("n!/(n-1)! = n.", f"\\frac{{{n + 1}!}}{{{n - 1}!}}"),
@@ -477,10 +482,11 @@ def cheap_family(b: SetBuilder, rng: random.Random) -> None:
 
 
 def box_family(b: SetBuilder, rng: random.Random) -> None:
-    add = lambda kind, gold, completion, label: b.add("box", kind, gold, completion, label)  # noqa: E731
+    add = partial(b.add, "box")
     for i in range(14):  # an unclosed box at the very end
         n = rng.randint(2, 999)
-        lead = ["Summing the cases gives", "So we get $\\boxed{", "Final answer: \\boxed{", "**Answer** \\[\\boxed{"][i % 4]
+        lead = ["Summing the cases gives", "So we get $\\boxed{", "Final answer: \\boxed{",
+                "**Answer** \\[\\boxed{"][i % 4]
         opener = "" if "boxed" in lead else " $\\boxed{"
         add("unclosed_box", str(n), f"{lead}{opener}{n}", True)
         add("unclosed_box_wrong", str(n), f"{lead}{opener}{n + rng.choice([1, 10, -1])}", False)
@@ -512,7 +518,8 @@ def box_family(b: SetBuilder, rng: random.Random) -> None:
                     f"\\text{{answer}} = {n}"][i % 7]
         wrong = [f"\\text{{It is not }} {n} \\text{{ but }} {n + 2}", f"x = {n} - 1",
                  f"\\text{{there are }} {n} \\text{{ or }} {n + 1} \\text{{ ways}}",
-                 f"\\text{{Total: }}{n + 5}\\text{{ apples}}", f"n \\neq {n}", f"\\text{{we need }}{n - 1}\\text{{ steps}}",
+                 f"\\text{{Total: }}{n + 5}\\text{{ apples}}", f"n \\neq {n}",
+                 f"\\text{{we need }}{n - 1}\\text{{ steps}}",
                  f"\\text{{answer}} = {n}^2"][i % 7]
         add("sentence_in_box", str(n), f"Putting it together: $\\boxed{{{sentence}}}$", True)
         add("sentence_in_box_wrong", str(n), f"Putting it together: $\\boxed{{{wrong}}}$", False)
@@ -601,9 +608,9 @@ def other_family(b: SetBuilder, rng: random.Random) -> None:
         exponent = rng.randint(-6, 9)
         value = mantissa * Fraction(10) ** exponent
         gold = format_decimal(value)
-        add("scientific", gold, style_think_tags("Move the decimal point.", f"{format_decimal(mantissa)} \\times 10^{{{exponent}}}"), True)
-        add("scientific_off_power", gold, style_think_tags("Move the decimal point.",
-                                                           f"{format_decimal(mantissa)} \\times 10^{{{exponent + 1}}}"), False)
+        for power, kind, label in ((exponent, "scientific", True), (exponent + 1, "scientific_off_power", False)):
+            add(kind, gold, style_think_tags("Move the decimal point.",
+                                             f"{format_decimal(mantissa)} \\times 10^{{{power}}}"), label)
     for i in range(12):  # radicals: other forms of the gold, and wrong radicals
         a, r = rng.randint(2, 9), rng.choice([2, 3, 5, 6, 7])
         gold = f"{a}\\sqrt{{{r}}}"
@@ -625,7 +632,8 @@ def other_family(b: SetBuilder, rng: random.Random) -> None:
     for i, (gold, answer, label) in enumerate([  # bare answers (the completion is only the answer)
         ("7", "7", True), ("7", "7.0", True), ("7", "17", False), ("\\frac{2}{3}", "2/3", True),
         ("\\frac{2}{3}", "0.67", False), ("3\\sqrt{2}", "\\sqrt{18}", True), ("3\\sqrt{2}", "2\\sqrt{3}", False),
-        ("\\{1, 2\\}", "\\{2, 1\\}", True), ("\\{1, 2\\}", "\\{1, 2, 3\\}", False), ("2.5 \\times 10^{3}", "2500", True),
+        ("\\{1, 2\\}", "\\{2, 1\\}", True), ("\\{1, 2\\}", "\\{1, 2, 3\\}", False),
+        ("2.5 \\times 10^{3}", "2500", True),
         ("2.5 \\times 10^{3}", "250", False), ("x^2 - 1", "(x - 1)(x + 1)", True), ("x^2 - 1", "(x - 1)^2", False),
     ]):
         add("bare_answer", gold, answer, label, "bare")
