@@ -6,6 +6,7 @@
     python benchmarks/math_verifier.py --cases benchmarks/data/math_red_team_3.jsonl    # red teams 3 and 4
     python benchmarks/math_verifier.py --cases benchmarks/data/math_red_team_4.jsonl
     python benchmarks/math_verifier.py --cases benchmarks/data/math_fresh.jsonl        # issue 30's fresh set, by family
+    python benchmarks/math_verifier.py --cases benchmarks/data/math_fresh_2.jsonl      # its second blind set
 
 Cases are (gold, completion, label) rows: published grader test cases (Math-Verify's tests and issues, the
 Hendrycks/Qwen graders) rewritten as model-style completions, MATH-500-style bare-LaTeX golds, GSM8K-style golds
@@ -32,6 +33,9 @@ reward) and with ``"bare"``.
 helper blind to its fixes: numbers in words, matrices written differently, exact answers that look expensive,
 broken boxes and other forms, each family with as many wrong answers and hacks; each case names its ``family``,
 and results are printed per family (accuracy, false-positive and false-negative rates, slowest case).
+``math_fresh_2.jsonl`` (built by ``data/build_math_fresh_2.py``, deterministic; 995 cases, 448 wrong) is a second
+set in the same five families, written by another helper blind to the fixes and to the first set, in other phrasings
+and styles (terse, verbose, markdown, ``<think>``/``<answer>`` tags, ChatML, Llama-3 and "User:"/"Human:" turns).
 
 Both sides check the cases one after another in one process each: ours with one sympy worker process
 (`workers=1`), math-verify in a child process whose main thread runs its SIGALRM timeouts. math-verify can hang
