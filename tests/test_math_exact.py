@@ -70,7 +70,7 @@ def test_exact_value_reads_plain_arithmetic_of_any_size(text, value):
         r"2^{2^{2^{2^{2^{2}}}}}",
         "x+1", r"\sqrt{4}", r"\pi", "5%", "1,000",  # not plain arithmetic
         r"3\frac{1}{2}", r"\frac{1}{2}3",  # a mixed number: read by its own rule
-        "2^34", "2^-1", "2^3!",  # TeX one-token exponents that read two ways
+        "2^34", "2^-1", "2^3!", "2^3^2", "2^{3}^{2}",  # TeX exponents that read two ways
         r"\frac{1}{0}", "0^{0}", "0^{-1}", "2^{1/2}",
         "(((7)", "7)", "()", "+", "3!!", "5001!",
         "+".join(["1"] * (MAX_CHARS // 2 + 1)),  # past the length cap
