@@ -138,6 +138,7 @@ def test_near_misses_and_bombs_fail_fast(gold, answer):
         (r"\sqrt{2}", r"\sqrt{2}+10^{-30}"),
         (r"\pi", "3.141592653589793238462"),  # truncated, not rounded: within 1e-20 but not the value rounded
         (r"\sqrt{2}", "1.414213562373095048801"),  # truncated (rounds to ...802)
+        (r"\pi", "3.14159265358979323846264338327950288419716939937510581"),  # one unit off in the 53rd place
     ],
     ids=short,
 )
@@ -151,6 +152,7 @@ def test_a_near_miss_is_not_accepted_by_tolerance(gold, answer):
         (r"\pi", "3.141592653589793238463"),  # correctly rounded: the decimal policy accepts it
         (r"\sqrt{2}", "1.414213562373095048802"),
         (r"\sqrt{2}", "1.4142"),
+        (r"\pi", "3.14159265358979323846264338327950288419716939937510582"),  # 53 places: checked at 63 digits
         (r"2\sqrt{3}", r"\sqrt{12}"),
     ],
     ids=short,
