@@ -182,3 +182,22 @@ def test_a_wall_clock_limit_bounds_a_check_that_waits():
         assert time.perf_counter() - start < 1.0 + 0.5
     finally:
         sleeper.close()
+
+
+@pytest.mark.parametrize(
+    ("gold", "answer", "expected"),
+    [
+        (r"\frac{\pi}{6}", r"\frac{\pi}{6}^\circ", False),  # pi/6 degrees is not pi/6 radians
+        (r"\pi", r"\pi^\circ", False),
+        (r"30^\circ", r"30\text{ radians}", False),  # the angle units differ
+        ("30", r"\frac{\pi}{6}\text{ radians}", False),
+        (r"30^\circ", "30", True),  # a degree sign on one side only is dropped, as before
+        ("60", r"60^\circ", True),
+        (r"30^\circ", r"30\text{ degrees}", True),
+        (r"\frac{\pi}{6}", r"\frac{\pi}{6}\text{ rad}", True),
+        (r"\frac{\sqrt{3}}{2}", r"\sin 60^\circ", True),  # inside a trig function a degree is pi/180
+    ],
+    ids=short,
+)
+def test_angles_in_degrees_and_radians(gold, answer, expected):
+    assert timed_check(gold, answer).equivalent is expected
