@@ -70,7 +70,7 @@ def test_exact_value_reads_plain_arithmetic_of_any_size(text, value):
         r"2^{2^{2^{2^{2^{2}}}}}",
         "x+1", r"\sqrt{4}", r"\pi", "5%", "1,000",  # not plain arithmetic
         r"3\frac{1}{2}", r"\frac{1}{2}3",  # a mixed number: read by its own rule
-        "2^34", "2^-1", "2^3!",  # TeX one-token exponents that read two ways
+        "2^34", "2^-1", "2^3!", "2^3^2", "2^{3}^{2}",  # TeX exponents that read two ways
         r"\frac{1}{0}", "0^{0}", "0^{-1}", "2^{1/2}",
         "(((7)", "7)", "()", "+", "3!!", "5001!",
         "+".join(["1"] * (MAX_CHARS // 2 + 1)),  # past the length cap
@@ -138,6 +138,7 @@ def test_near_misses_and_bombs_fail_fast(gold, answer):
         (r"\sqrt{2}", r"\sqrt{2}+10^{-30}"),
         (r"\pi", "3.141592653589793238462"),  # truncated, not rounded: within 1e-20 but not the value rounded
         (r"\sqrt{2}", "1.414213562373095048801"),  # truncated (rounds to ...802)
+        (r"\pi", "3.14159265358979323846264338327950288419716939937510581"),  # one unit off in the 53rd place
     ],
     ids=short,
 )
@@ -151,6 +152,7 @@ def test_a_near_miss_is_not_accepted_by_tolerance(gold, answer):
         (r"\pi", "3.141592653589793238463"),  # correctly rounded: the decimal policy accepts it
         (r"\sqrt{2}", "1.414213562373095048802"),
         (r"\sqrt{2}", "1.4142"),
+        (r"\pi", "3.14159265358979323846264338327950288419716939937510582"),  # 53 places: checked at 63 digits
         (r"2\sqrt{3}", r"\sqrt{12}"),
     ],
     ids=short,
@@ -180,3 +182,22 @@ def test_a_wall_clock_limit_bounds_a_check_that_waits():
         assert time.perf_counter() - start < 1.0 + 0.5
     finally:
         sleeper.close()
+
+
+@pytest.mark.parametrize(
+    ("gold", "answer", "expected"),
+    [
+        (r"\frac{\pi}{6}", r"\frac{\pi}{6}^\circ", False),  # pi/6 degrees is not pi/6 radians
+        (r"\pi", r"\pi^\circ", False),
+        (r"30^\circ", r"30\text{ radians}", False),  # the angle units differ
+        ("30", r"\frac{\pi}{6}\text{ radians}", False),
+        (r"30^\circ", "30", True),  # a degree sign on one side only is dropped, as before
+        ("60", r"60^\circ", True),
+        (r"30^\circ", r"30\text{ degrees}", True),
+        (r"\frac{\pi}{6}", r"\frac{\pi}{6}\text{ rad}", True),
+        (r"\frac{\sqrt{3}}{2}", r"\sin 60^\circ", True),  # inside a trig function a degree is pi/180
+    ],
+    ids=short,
+)
+def test_angles_in_degrees_and_radians(gold, answer, expected):
+    assert timed_check(gold, answer).equivalent is expected

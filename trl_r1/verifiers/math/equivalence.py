@@ -327,7 +327,7 @@ def _expressions_equal(gold, pred, pred_text: str = "") -> bool:
         decimal = parse_number(pred_text)  # a decimal answer to an irrational gold: correctly rounded, not close
         if decimal is None or decimal.decimals is None or gold.doit().is_Rational:  # \sin(\pi/6) is 0.5 exactly
             return _close(gold, pred)
-        value = gold.evalf(DIGITS)
+        value = gold.evalf(max(DIGITS, decimal.significant + 10))  # more digits than the decimal shows
         return bool(value.is_real) and rounds_to(decimal, sympy.Rational(value))
     agree = 0
     for k in range(len(SAMPLE_POINTS)):

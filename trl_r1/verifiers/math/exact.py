@@ -226,6 +226,7 @@ def _tokens(text: str) -> list[str]:
     tokens: list[str] = []
     closers: list[str] = []  # the closing bracket expected for each open one, with what it emits
     expect_denominator = False
+    closed_exponent = -1  # where the last braced exponent closed
     for i, token in enumerate(raw):
         previous = raw[i - 1] if i else ""
         if expect_denominator and token != "{":
@@ -238,6 +239,8 @@ def _tokens(text: str) -> list[str]:
             tokens.append("(")
             closers.append("frac")
             continue
+        if token == "^" and (previous == "" or raw[i - 2: i - 1] == ["^"] or closed_exponent == i - 1):
+            raise _Undecided("a double exponent (2^3^2) reads two ways")
         if token in _OPENERS:
             if expect_denominator:
                 expect_denominator = False
@@ -247,7 +250,7 @@ def _tokens(text: str) -> list[str]:
                 closers[-1] = "numerator"
                 tokens.append("(")
             else:
-                closers.append(_OPENERS[token])
+                closers.append(_OPENERS[token] + ("^" if previous == "^" else ""))
                 tokens.append("(")
             continue
         if token in ")]}":
@@ -259,8 +262,10 @@ def _tokens(text: str) -> list[str]:
                 expect_denominator = True
             elif kind == "denominator" and token == "}":
                 tokens += [")", ")"]
-            elif kind == token:
+            elif kind[0] == token:
                 tokens.append(")")
+                if kind.endswith("^"):
+                    closed_exponent = i
             else:
                 raise _Undecided("unbalanced")
             continue
@@ -269,9 +274,6 @@ def _tokens(text: str) -> list[str]:
         if token == "!" and (raw[i - 2: i - 1] == ["^"] or previous == "!"):
             raise _Undecided("a factorial after an unbraced exponent, or n!!, reads two ways")
         tokens.append({"\\cdot": "*", "\\times": "*", "\\div": "/"}.get(token, token))
-        if token[0].isdigit() or token[0] == ".":
-            if raw[i + 1: i + 2] == ["\\frac"]:
-                raise _Undecided("a mixed number")
     if closers or expect_denominator:
         raise _Undecided("unbalanced")
     return tokens

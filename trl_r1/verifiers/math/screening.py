@@ -169,6 +169,8 @@ def canonical(text: str) -> str:
     for worded, symbol in _WORDED:
         text = worded.sub(symbol, text)
     text = _TRIG_DEGREES.sub(r"\1\2(\\frac{\3\\pi}{180})", text)
+    if "\\pi" in text:  # \frac{\pi}{6}^\circ is pi/6 degrees, not pi/6: a degree there is worth pi/180
+        text = _DEGREES.sub(r"\\cdot\\frac{\\pi}{180}", text)
     text = _DEGREES.sub("", text).replace("\\%", "%").replace("\\$", "").replace("{,}", ",")
     text = re.sub(r"\\text\{\s*\}", "", text)
     if or_joins_relations(text, _INEQUALITY):  # x<-2 or x>3: a union, kept for the parser as \lor
@@ -195,6 +197,7 @@ _LENGTH_MASS_TIME = {  # physical units whose names differ only by a prefix or a
     "mi": ("mile",), "g": ("gram",), "kg": ("kilogram",), "mg": ("milligram",), "lb": ("pound", "lbs"),
     "s": ("second", "sec"), "min": ("minute",), "h": ("hour", "hr"), "l": ("liter", "litre"),
     "ml": ("milliliter", "millilitre"), "km/h": ("kph", "kmh"), "m/s": (), "mph": (),
+    "deg": ("degree",), "rad": ("radian",),  # an angle: 30 radians is not 30 degrees
 }
 _UNIT_NAMES = {name: unit for unit, names in _LENGTH_MASS_TIME.items() for name in (unit, *names)}
 _POWER_WORDS = {"square": "^2", "sq": "^2", "cubic": "^3", "cu": "^3"}
@@ -206,8 +209,12 @@ def physical_unit(text: str) -> str | None:
 
     >>> physical_unit(r"5\\sqrt{2}\\text{ cm}"), physical_unit(r"4\\,\\mathrm{m}^2"), physical_unit("12 apples")
     ('cm', 'm^2', None)
+    >>> physical_unit(r"30^\\circ"), physical_unit(r"30\\text{ radians}"), physical_unit("30 degrees")
+    ('deg', 'rad', 'deg')
     """
     text = _TEXT_COMMANDS.sub(r"\\text{", _SPACING.sub(" ", text.strip()))
+    if re.search(rf"(?:{_DEGREES.pattern})\s*$", text):
+        return "deg"
     match = _TRAILING_UNIT.search(text)
     if not match:
         return None
