@@ -50,6 +50,9 @@ SPELLED = [  # (gold, completion): the final answer in words, each read as its v
     ("5", r"\boxed{\text{the fifth}}"),
     ("21", "The answer is the twenty-first."),
     ("100", "The answer is the hundredth term."),
+    ("42", "We add them up.\nTherefore forty-two is the answer."),  # a closing claim without math
+    ("42", "We add them up. Forty-two is our final answer."),
+    ("42", "We add them up. So 42 is the answer."),
     ("circle", r"The answer is \boxed{\text{a circle}}."),
     (r"\text{circle}", r"\boxed{\text{A circle}}"),
     (r"\text{an ellipse}", r"\boxed{\text{ellipse}}"),
@@ -103,6 +106,9 @@ WRONG = [  # (gold, completion): the right number in words somewhere, but not as
     ("7", r"\boxed{\text{seven or eight}}"),
     ("7", r"\boxed{\text{seven}} or \boxed{\text{eight}}"),
     ("100", "The answer is the hundredth."[:-1] + " of a meter, so 0.01."),
+    ("42", "I think forty-two is the answer."),
+    ("42", "Forty-two or forty-three is the answer."),
+    ("42", r"\boxed{42}. Therefore forty-three is the answer."),
     ("circle", r"\boxed{\text{not a circle}}"),
     ("circle", r"\boxed{\text{a square}}"),
 ]

@@ -351,12 +351,19 @@ def _statement(text: str) -> str | None:
 
 def _closing_claim(region: str) -> str | None:
     """The math of a closing "Therefore $X$ is the solution." / "$X$ is our answer." sentence: the answer statement
-    the other way round. Only a conclusion word may open it ("I think $X$ is the answer" commits to nothing)."""
+    the other way round; without math, a number in digits or words ("Thus forty-two is the answer."). Only a
+    conclusion word or the sentence's start may open it ("I think $X$ is the answer" commits to nothing)."""
     claim = _CLOSING_CLAIM.search(region)
     spans = list(_MATH_SPAN.finditer(region[: claim.start()])) if claim else []
-    if not spans or spans[-1].end() != claim.start() or not _CONCLUSION.search(region[: spans[-1].start()]):
+    if spans and spans[-1].end() == claim.start():
+        if not _CONCLUSION.search(region[: spans[-1].start()]):
+            return None
+        return next(g for g in spans[-1].groups() if g is not None).strip()
+    if not claim:
         return None
-    return next(g for g in spans[-1].groups() if g is not None).strip()
+    sentence = re.split(r"(?<!\d)[.!](?!\d)|\n", region[max(0, claim.start() - MAX_BARE_CHARS): claim.start()])[-1]
+    subject = re.sub(r"(?i)^\s*(?:so|thus|hence|therefore|consequently|finally)\b\s*,?", "", sentence).strip()
+    return spelled_number(subject) or (subject if re.fullmatch(r"-?\d[\d,]*(?:\.\d+)?", subject) else None)
 
 
 def _leading_math(rest: str) -> tuple[str, int] | None:
