@@ -42,8 +42,16 @@ _BOX_SEPARATOR = re.compile(  # between boxes of one answer: a unit word, math d
     r"^(?:\s*[a-zA-Z]{2,}(?=\s*(?:,|;|and\b|\\text\{\s*and)))?"  # "\\boxed{1} papers and \\boxed{2} bins"
     r"(?:\s|\$|,|;|\\[()\[\]]|\b[a-zA-Z](?:_\{?\w+\}?)?\s*=|\\quad|\\qquad|\\text\{[^{}]{0,24}\b(?:and|or)\s*\}|\band\b|\bor\b|\\,|\\;)*$"
 )
-_STATEMENT = re.compile(  # "the (final) answer is", "Answer:", "**Final Answer**: ", "the answer to the problem is", ####
-    r"(?i)\banswer(?:\s+(?:to|for)\s+(?:the|this)\s+(?:question|problem))?\**\s*(?:is|:|=)\s*:?\**|####"
+_STATEMENT = re.compile(  # "the (final) answer is", "Answer:", "**Final Answer**: ", "the answer to the problem is",
+    # "the answer would be", "the answer is therefore", a "Final Answer" heading over its value, GSM8K's ####
+    r"(?i)\banswer(?:\s+(?:to|for)\s+(?:the|this)\s+(?:question|problem))?\**\s*"
+    r"(?:is|:|=|equals|(?:must|will|would|should)\s+be|turns\s+out\s+to\s+be|comes\s+out\s+to)\s*:?\**"
+    r"(?:\s*(?:therefore|thus|hence|then|clearly|simply|just|indeed)\b\s*,?)?|"
+    r"\bfinal\s+answer\**[ \t]*:?\**[ \t]*(?=\n)|####"
+)
+_QUALIFIED_ANSWER = re.compile(  # a word before a statement's "answer" that makes it not the one given
+    r"(?i)\b(?:wrong|incorrect|false|tempting|naive|mistaken|common|tentative|preliminary|initial|possible|candidate|"
+    r"likely|approximate|estimated|partial|intermediate|guessed|trial|draft)\s+(?:final\s+)?$"
 )
 _NEW_TURN = re.compile(  # where a completion runs on into a new chat turn: a template's turn tokens, a "User:" line
     r"<\|(?:im_end|im_start|eot_id|eom_id|start_header_id|end_of_text|endoftext|end|user|assistant|system)\|>|"
@@ -530,6 +538,10 @@ def final_answer(completion: str, allow_or: bool = False, policy: str = "marked"
             return Answer(None, f"hedged: {hedge}")
     if answer is None:
         statement = _statement(region)
+        qualified = statement is not None and _QUALIFIED_ANSWER.search(region, max(0, statements[-1].start() - 40),
+                                                                       statements[-1].start())
+        if qualified:  # "The wrong answer would be 5", "A tempting answer is 5": not the answer given
+            return Answer(None, f"hedged: {' '.join(qualified.group().split()).lower()} answer")
         if statement is not None:
             rest = region[statements[-1].end():].lstrip()
             math = _leading_math(rest)
