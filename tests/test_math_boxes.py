@@ -65,6 +65,7 @@ NOT_READ = [  # (gold, completion)
     ("12", r"So the area is $\boxed 1 2$."),  # more than one token without braces
     ("12", r"So the area is $\boxed 12 + 1$."),
     ("1", r"The total is $\boxed 1,000$."),
+    ("A", r"Put the letter in \boxed A to mark it. The answer is B."),
     ("12", "The wrong answer would be 12."),  # an answer phrase about another answer
     ("12", "A tempting answer is 12, but it fails."),
     ("12", "An incorrect answer is $12$."),

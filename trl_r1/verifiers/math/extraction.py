@@ -32,9 +32,10 @@ MAX_GOLD_CHARS = 1000  # a longer gold without a box or "####" marker is a solut
 
 _BOX = re.compile(r"\\(?:boxed|fbox)\s*\{")
 _TOKEN_BOX = re.compile(  # a box of one token without braces: "\\boxed 5", "\\boxed5", "\\boxed -12.5", "\\boxed A",
-    # followed by the end of the math or the sentence, never by more of an expression ("\\boxed 3 + 4" is no answer)
-    r"\\(?:boxed|fbox)(?:\s+|(?=[-\d]))(-?(?:\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)(?![\d.,]\d|\w)|[A-Za-z](?!\w))"
-    r"(?=\s*(?:$|[.,;:!$]|\\[\])]|[A-Za-z]{2}))"
+    # followed by the end of the math or the sentence (a number also by its unit), never by more of an expression
+    # ("\\boxed 3 + 4" is no answer) or by prose ("put it in \\boxed A to mark it")
+    r"\\(?:boxed|fbox)(?:\s+|(?=[-\d]))(?:(-?(?:\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?))(?![\d.,]\d|\w)(?=\s*[A-Za-z]{2})|"
+    r"(-?(?:\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)|[A-Za-z])(?![\d.,]\d|\w)(?=\s*(?:$|[.,;:!$]|\\[\])])))"
 )
 _UNCLOSED_TAIL = re.compile(r"\s*(?:(?:\$|\\\]|\\\))[\s.!]*)+$")  # the math closed after an unclosed box: "$.", "\\]"
 MAX_UNCLOSED_CHARS = 200  # an unclosed box is read only when the text ends within this many characters of it
@@ -190,7 +191,7 @@ def boxed_contents(text: str) -> list[tuple[int, int, str]]:
             closing[opened.pop()] = i
     boxes = [(m.start(), closing[m.end() - 1] + 1, text[m.end(): closing[m.end() - 1]])
              for m in _BOX.finditer(text) if m.end() - 1 in closing]
-    boxes += [(m.start(), m.end(1), m.group(1)) for m in _TOKEN_BOX.finditer(text)]
+    boxes += [(m.start(), m.end(), m.group(1) or m.group(2)) for m in _TOKEN_BOX.finditer(text)]
     found = []
     for start, end, content in sorted(boxes):
         if not (found and start < found[-1][1]):  # a box inside a box is its content
