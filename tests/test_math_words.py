@@ -35,6 +35,9 @@ SPELLED = [  # (gold, completion): the final answer in words, each read as its v
     ("-7", "The answer is minus seven."),
     ("-3", "The answer is minus 3."),
     (r"\frac{3}{4}", "The answer is three quarters."),
+    ("2.5", "The answer is two point five."),
+    ("-1.05", "The answer is minus one point zero five."),
+    ("25\\%", "The answer is twenty-five percent."),
     (r"\frac{3}{4}", "The answer is three-fourths."),
     ("0.75", "The answer is three quarters."),
     (r"\frac{2}{3}", "The answer is two thirds."),
@@ -99,6 +102,8 @@ WRONG = [  # (gold, completion): the right number in words somewhere, but not as
     ("3", "The answer is three, if n is odd."),
     ("12", "The answer is that each of the three friends gets twelve."),  # two numbers: no single value
     ("4", "The answer is one quarter."),  # 1/4, not 4
+    ("2.12", "The answer is two point twelve."),  # decimals are read digit by digit
+    ("3", "At this point the answer is three point."),
     ("3", "The answer is a third."),  # 1/3, not 3
     ("5", "The answer is one fifth."),  # 1/5, not 5
     ("42", "So in total there are forty-two apples, and we add seven more."),
