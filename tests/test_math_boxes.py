@@ -27,6 +27,9 @@ READ = [  # (gold, completion)
     ("12", r"\boxed{\text{The area is } 12 \text{ square units}}"),
     ("12", r"\boxed{\text{There are 12 apples in total}}"),
     ("12", r"\boxed{\text{The answer is twelve}}"),
+    ("12", r"\boxed{\text{There are 12}}"),
+    ("7", r"\boxed{\text{There are seven}}"),
+    ("12", r"\boxed{12 \text{ is the answer}}"),
     ("12", "Final answer: 12"),  # answer phrases
     ("12", "**Final Answer**: 12"),
     ("12", "**Final Answer:** $12$"),
@@ -78,6 +81,10 @@ NOT_READ = [  # (gold, completion)
     ("12", r"\boxed{\text{The answer is not 12}}"),
     ("12", r"\boxed{\text{12 is not the answer}}"),
     ("12", r"\boxed{\text{It is less than 12}}"),
+    ("12", r"\boxed{\text{There are at least 12}}"),
+    ("12", r"\boxed{\text{There are about 12}}"),
+    ("12", r"\boxed{\text{I think 12 is the answer}}"),
+    ("12", r"\boxed{\text{There are 12 if n is even}}"),
     ("12", r"\boxed{\text{The answer is 12 because 3 times 4 is 12}}"),
     ("14", "The answer is 12.\n\nHuman: And the perimeter?\n\nAssistant: The answer is 14."),  # a later turn
     ("14", "The area is $\\boxed{12}$.<|im_end|>\n<|im_start|>user\nAnd the perimeter?<|im_end|>\n"

@@ -244,7 +244,7 @@ def _sentence_value(content: str) -> Answer | None:
     sentence with a number in it. A sentence with two different numbers (``\\boxed{12 apples and 13 pears}``) or a
     hedge states none."""
     plain = _TEXT_WRAPPER.sub(r" \1 ", content)
-    if len(re.findall(r"(?<![\\A-Za-z])[A-Za-z]{2,}", plain)) < 3 or not _BOX_SENTENCE.search(plain):
+    if len(re.findall(r"(?<![\\A-Za-z])[A-Za-z]{2,}", plain)) < 2 or not _BOX_SENTENCE.search(plain):
         return None
     numbers = {float(n) for n in re.findall(r"\d+(?:\.\d+)?", digits_for_words(plain).replace(",", ""))}
     if not numbers:
@@ -254,7 +254,11 @@ def _sentence_value(content: str) -> Answer | None:
         return Answer(None, f"hedged: {hedge.group().lower()}")
     if len(numbers) > 1:
         return Answer(None, "a box with two different numbers")
-    return Answer(_statement(plain) if _STATEMENT.search(plain) else _copula_value(plain))
+    value = _closing_claim(plain) or (_statement(plain) if _STATEMENT.search(plain) else _copula_value(plain))
+    number = re.findall(r"-?\d[\d,]*(?:\.\d+)?", digits_for_words(value))
+    if len(number) == 1 and not _NOT_A_VALUE.search(re.sub(r"(?i)\b(?:is|are|was|were|it|that|this|we)\b", "", value)):
+        return Answer(number[0])  # "There are seven", "We need 12 chairs"
+    return Answer(value)
 
 
 def _last_boxed(text: str, allow_or: bool = False) -> Answer | None:
