@@ -27,12 +27,20 @@ READ = [  # (gold, completion)
     ("12", r"\boxed{\text{The area is } 12 \text{ square units}}"),
     ("12", r"\boxed{\text{There are 12 apples in total}}"),
     ("12", r"\boxed{\text{The answer is twelve}}"),
+    ("12", r"\boxed{\text{There are 12}}"),
+    ("7", r"\boxed{\text{There are seven}}"),
+    ("12", r"\boxed{12 \text{ is the answer}}"),
     ("12", "Final answer: 12"),  # answer phrases
     ("12", "**Final Answer**: 12"),
     ("12", "**Final Answer:** $12$"),
     ("12", "The answer to the problem is 12."),
     ("12", "The answer to this question is $12$."),
     ("12", "the answer is $12$"),
+    ("12", "The answer is therefore 12."),
+    ("12", "The answer would be 12."),
+    ("12", "The answer turns out to be 12."),
+    ("12", "Final Answer\n12"),
+    ("12", "**Final Answer**\n\n$$12$$"),
     ("12", "The area is $\\boxed{12}$.<|im_end|>\n<|im_start|>user\nAnd the perimeter?<|im_end|>\n"
            "<|im_start|>assistant\nThe perimeter is $\\boxed{14}$."),  # only the first chat turn counts
     ("12", "The answer is 12.\n\nHuman: And the perimeter?\n\nAssistant: The answer is 14."),
@@ -60,6 +68,12 @@ NOT_READ = [  # (gold, completion)
     ("12", r"So the area is $\boxed 1 2$."),  # more than one token without braces
     ("12", r"So the area is $\boxed 12 + 1$."),
     ("1", r"The total is $\boxed 1,000$."),
+    ("A", r"Put the letter in \boxed A to mark it. The answer is B."),
+    ("12", "The wrong answer would be 12."),  # an answer phrase about another answer
+    ("12", "A tempting answer is 12, but it fails."),
+    ("12", "An incorrect answer is $12$."),
+    ("12", "The answer would be 12 if n were even."),
+    ("12", "The answer is just over 12."),
     ("12", r"\boxed{The answer is 12 or 13}"),  # a sentence with two values, or a hedge, states none
     ("12", r"\boxed{12 apples and 13 pears in total}"),
     ("12", r"\boxed{\text{The answer is 12, not 13}}"),
@@ -67,6 +81,10 @@ NOT_READ = [  # (gold, completion)
     ("12", r"\boxed{\text{The answer is not 12}}"),
     ("12", r"\boxed{\text{12 is not the answer}}"),
     ("12", r"\boxed{\text{It is less than 12}}"),
+    ("12", r"\boxed{\text{There are at least 12}}"),
+    ("12", r"\boxed{\text{There are about 12}}"),
+    ("12", r"\boxed{\text{I think 12 is the answer}}"),
+    ("12", r"\boxed{\text{There are 12 if n is even}}"),
     ("12", r"\boxed{\text{The answer is 12 because 3 times 4 is 12}}"),
     ("14", "The answer is 12.\n\nHuman: And the perimeter?\n\nAssistant: The answer is 14."),  # a later turn
     ("14", "The area is $\\boxed{12}$.<|im_end|>\n<|im_start|>user\nAnd the perimeter?<|im_end|>\n"

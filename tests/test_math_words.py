@@ -35,6 +35,9 @@ SPELLED = [  # (gold, completion): the final answer in words, each read as its v
     ("-7", "The answer is minus seven."),
     ("-3", "The answer is minus 3."),
     (r"\frac{3}{4}", "The answer is three quarters."),
+    ("2.5", "The answer is two point five."),
+    ("-1.05", "The answer is minus one point zero five."),
+    ("25\\%", "The answer is twenty-five percent."),
     (r"\frac{3}{4}", "The answer is three-fourths."),
     ("0.75", "The answer is three quarters."),
     (r"\frac{2}{3}", "The answer is two thirds."),
@@ -50,6 +53,9 @@ SPELLED = [  # (gold, completion): the final answer in words, each read as its v
     ("5", r"\boxed{\text{the fifth}}"),
     ("21", "The answer is the twenty-first."),
     ("100", "The answer is the hundredth term."),
+    ("42", "We add them up.\nTherefore forty-two is the answer."),  # a closing claim without math
+    ("42", "We add them up. Forty-two is our final answer."),
+    ("42", "We add them up. So 42 is the answer."),
     ("circle", r"The answer is \boxed{\text{a circle}}."),
     (r"\text{circle}", r"\boxed{\text{A circle}}"),
     (r"\text{an ellipse}", r"\boxed{\text{ellipse}}"),
@@ -96,6 +102,8 @@ WRONG = [  # (gold, completion): the right number in words somewhere, but not as
     ("3", "The answer is three, if n is odd."),
     ("12", "The answer is that each of the three friends gets twelve."),  # two numbers: no single value
     ("4", "The answer is one quarter."),  # 1/4, not 4
+    ("2.12", "The answer is two point twelve."),  # decimals are read digit by digit
+    ("3", "At this point the answer is three point."),
     ("3", "The answer is a third."),  # 1/3, not 3
     ("5", "The answer is one fifth."),  # 1/5, not 5
     ("42", "So in total there are forty-two apples, and we add seven more."),
@@ -103,6 +111,9 @@ WRONG = [  # (gold, completion): the right number in words somewhere, but not as
     ("7", r"\boxed{\text{seven or eight}}"),
     ("7", r"\boxed{\text{seven}} or \boxed{\text{eight}}"),
     ("100", "The answer is the hundredth."[:-1] + " of a meter, so 0.01."),
+    ("42", "I think forty-two is the answer."),
+    ("42", "Forty-two or forty-three is the answer."),
+    ("42", r"\boxed{42}. Therefore forty-three is the answer."),
     ("circle", r"\boxed{\text{not a circle}}"),
     ("circle", r"\boxed{\text{a square}}"),
 ]

@@ -32,9 +32,10 @@ MAX_GOLD_CHARS = 1000  # a longer gold without a box or "####" marker is a solut
 
 _BOX = re.compile(r"\\(?:boxed|fbox)\s*\{")
 _TOKEN_BOX = re.compile(  # a box of one token without braces: "\\boxed 5", "\\boxed5", "\\boxed -12.5", "\\boxed A",
-    # followed by the end of the math or the sentence, never by more of an expression ("\\boxed 3 + 4" is no answer)
-    r"\\(?:boxed|fbox)(?:\s+|(?=[-\d]))(-?(?:\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)(?![\d.,]\d|\w)|[A-Za-z](?!\w))"
-    r"(?=\s*(?:$|[.,;:!$]|\\[\])]|[A-Za-z]{2}))"
+    # followed by the end of the math or the sentence (a number also by its unit), never by more of an expression
+    # ("\\boxed 3 + 4" is no answer) or by prose ("put it in \\boxed A to mark it")
+    r"\\(?:boxed|fbox)(?:\s+|(?=[-\d]))(?:(-?(?:\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?))(?![\d.,]\d|\w)(?=\s*[A-Za-z]{2})|"
+    r"(-?(?:\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)|[A-Za-z])(?![\d.,]\d|\w)(?=\s*(?:$|[.,;:!$]|\\[\])])))"
 )
 _UNCLOSED_TAIL = re.compile(r"\s*(?:(?:\$|\\\]|\\\))[\s.!]*)+$")  # the math closed after an unclosed box: "$.", "\\]"
 MAX_UNCLOSED_CHARS = 200  # an unclosed box is read only when the text ends within this many characters of it
@@ -42,8 +43,16 @@ _BOX_SEPARATOR = re.compile(  # between boxes of one answer: a unit word, math d
     r"^(?:\s*[a-zA-Z]{2,}(?=\s*(?:,|;|and\b|\\text\{\s*and)))?"  # "\\boxed{1} papers and \\boxed{2} bins"
     r"(?:\s|\$|,|;|\\[()\[\]]|\b[a-zA-Z](?:_\{?\w+\}?)?\s*=|\\quad|\\qquad|\\text\{[^{}]{0,24}\b(?:and|or)\s*\}|\band\b|\bor\b|\\,|\\;)*$"
 )
-_STATEMENT = re.compile(  # "the (final) answer is", "Answer:", "**Final Answer**: ", "the answer to the problem is", ####
-    r"(?i)\banswer(?:\s+(?:to|for)\s+(?:the|this)\s+(?:question|problem))?\**\s*(?:is|:|=)\s*:?\**|####"
+_STATEMENT = re.compile(  # "the (final) answer is", "Answer:", "**Final Answer**: ", "the answer to the problem is",
+    # "the answer would be", "the answer is therefore", a "Final Answer" heading over its value, GSM8K's ####
+    r"(?i)\banswer(?:\s+(?:to|for)\s+(?:the|this)\s+(?:question|problem))?\**\s*"
+    r"(?:is|:|=|equals|(?:must|will|would|should)\s+be|turns\s+out\s+to\s+be|comes\s+out\s+to)\s*:?\**"
+    r"(?:\s*(?:therefore|thus|hence|then|clearly|simply|just|indeed)\b\s*,?)?|"
+    r"\bfinal\s+answer\**[ \t]*:?\**[ \t]*(?=\n)|####"
+)
+_QUALIFIED_ANSWER = re.compile(  # a word before a statement's "answer" that makes it not the one given
+    r"(?i)\b(?:wrong|incorrect|false|tempting|naive|mistaken|common|tentative|preliminary|initial|possible|candidate|"
+    r"likely|approximate|estimated|partial|intermediate|guessed|trial|draft)\s+(?:final\s+)?$"
 )
 _NEW_TURN = re.compile(  # where a completion runs on into a new chat turn: a template's turn tokens, a "User:" line
     r"<\|(?:im_end|im_start|eot_id|eom_id|start_header_id|end_of_text|endoftext|end|user|assistant|system)\|>|"
@@ -182,7 +191,7 @@ def boxed_contents(text: str) -> list[tuple[int, int, str]]:
             closing[opened.pop()] = i
     boxes = [(m.start(), closing[m.end() - 1] + 1, text[m.end(): closing[m.end() - 1]])
              for m in _BOX.finditer(text) if m.end() - 1 in closing]
-    boxes += [(m.start(), m.end(1), m.group(1)) for m in _TOKEN_BOX.finditer(text)]
+    boxes += [(m.start(), m.end(), m.group(1) or m.group(2)) for m in _TOKEN_BOX.finditer(text)]
     found = []
     for start, end, content in sorted(boxes):
         if not (found and start < found[-1][1]):  # a box inside a box is its content
@@ -235,7 +244,7 @@ def _sentence_value(content: str) -> Answer | None:
     sentence with a number in it. A sentence with two different numbers (``\\boxed{12 apples and 13 pears}``) or a
     hedge states none."""
     plain = _TEXT_WRAPPER.sub(r" \1 ", content)
-    if len(re.findall(r"(?<![\\A-Za-z])[A-Za-z]{2,}", plain)) < 3 or not _BOX_SENTENCE.search(plain):
+    if len(re.findall(r"(?<![\\A-Za-z])[A-Za-z]{2,}", plain)) < 2 or not _BOX_SENTENCE.search(plain):
         return None
     numbers = {float(n) for n in re.findall(r"\d+(?:\.\d+)?", digits_for_words(plain).replace(",", ""))}
     if not numbers:
@@ -245,7 +254,11 @@ def _sentence_value(content: str) -> Answer | None:
         return Answer(None, f"hedged: {hedge.group().lower()}")
     if len(numbers) > 1:
         return Answer(None, "a box with two different numbers")
-    return Answer(_statement(plain) if _STATEMENT.search(plain) else _copula_value(plain))
+    value = _closing_claim(plain) or (_statement(plain) if _STATEMENT.search(plain) else _copula_value(plain))
+    number = re.findall(r"-?\d[\d,]*(?:\.\d+)?", digits_for_words(value))
+    if len(number) == 1 and not _NOT_A_VALUE.search(re.sub(r"(?i)\b(?:is|are|was|were|it|that|this|we)\b", "", value)):
+        return Answer(number[0])  # "There are seven", "We need 12 chairs"
+    return Answer(value)
 
 
 def _last_boxed(text: str, allow_or: bool = False) -> Answer | None:
@@ -351,12 +364,19 @@ def _statement(text: str) -> str | None:
 
 def _closing_claim(region: str) -> str | None:
     """The math of a closing "Therefore $X$ is the solution." / "$X$ is our answer." sentence: the answer statement
-    the other way round. Only a conclusion word may open it ("I think $X$ is the answer" commits to nothing)."""
+    the other way round; without math, a number in digits or words ("Thus forty-two is the answer."). Only a
+    conclusion word or the sentence's start may open it ("I think $X$ is the answer" commits to nothing)."""
     claim = _CLOSING_CLAIM.search(region)
     spans = list(_MATH_SPAN.finditer(region[: claim.start()])) if claim else []
-    if not spans or spans[-1].end() != claim.start() or not _CONCLUSION.search(region[: spans[-1].start()]):
+    if spans and spans[-1].end() == claim.start():
+        if not _CONCLUSION.search(region[: spans[-1].start()]):
+            return None
+        return next(g for g in spans[-1].groups() if g is not None).strip()
+    if not claim:
         return None
-    return next(g for g in spans[-1].groups() if g is not None).strip()
+    sentence = re.split(r"(?<!\d)[.!](?!\d)|\n", region[max(0, claim.start() - MAX_BARE_CHARS): claim.start()])[-1]
+    subject = re.sub(r"(?i)^\s*(?:so|thus|hence|therefore|consequently|finally)\b\s*,?", "", sentence).strip()
+    return spelled_number(subject) or (subject if re.fullmatch(r"-?\d[\d,]*(?:\.\d+)?", subject) else None)
 
 
 def _leading_math(rest: str) -> tuple[str, int] | None:
@@ -523,6 +543,10 @@ def final_answer(completion: str, allow_or: bool = False, policy: str = "marked"
             return Answer(None, f"hedged: {hedge}")
     if answer is None:
         statement = _statement(region)
+        qualified = statement is not None and _QUALIFIED_ANSWER.search(region, max(0, statements[-1].start() - 40),
+                                                                       statements[-1].start())
+        if qualified:  # "The wrong answer would be 5", "A tempting answer is 5": not the answer given
+            return Answer(None, f"hedged: {' '.join(qualified.group().split()).lower()} answer")
         if statement is not None:
             rest = region[statements[-1].end():].lstrip()
             math = _leading_math(rest)

@@ -1,4 +1,5 @@
-"""Numbers written in words: "forty-two", "one hundred and five", "minus three", "three quarters", "the fifth".
+"""Numbers written in words: "forty-two", "one hundred and five", "minus three", "three quarters", "two point five",
+"the fifth".
 
 `spelled_number` reads a whole answer that is a number in words (nothing else but a trailing noun it counts:
 "seven apples", "the fifth term") and `digits_for_words` rewrites each number phrase in a sentence as digits, so the
@@ -30,7 +31,8 @@ _DENOMINATORS = {  # "three quarters", "two thirds", "five eighths"; "seconds" a
     **{f"{ordinal}{plural}": _UNITS.get(word) or _TENS.get(word) or 100
        for ordinal, word in _ORDINALS.items() if word not in ("one", "two", *_SCALES) for plural in ("", "s")},
 }
-_NUMBER_WORD = "|".join(sorted({*_UNITS, *_TENS, "hundred", *_SCALES, *_ORDINALS, *_DENOMINATORS}, key=len, reverse=True))
+_NUMBER_WORD = "|".join(sorted({*_UNITS, *_TENS, "hundred", *_SCALES, *_ORDINALS, *_DENOMINATORS, "point"}, key=len,
+                               reverse=True))
 _JOIN = r"(?:\s*-\s*|\s+(?:and\s+(?:an?\s+)?)?)"  # "forty-two", "one hundred and five", "one and a half"
 _PHRASE = re.compile(  # a run of number words, possibly signed, "a"/"an" before a scale or a fraction
     rf"(?i)\b(?:(?:negative|minus)\s+)?(?:an?\s+(?=(?:hundred|thousand|million|billion|trillion|half|quarter)\b))?"
@@ -129,6 +131,12 @@ def _value(phrase: str, ordinals: bool = True) -> str | None:
     words = words[1:] if sign else words
     if not words or article and sign:
         return None
+    if "point" in words:  # "two point five", "point seven five": a decimal, its digits one word each
+        whole, digits = words[: words.index("point")], words[words.index("point") + 1:]
+        integer = _cardinal(whole) if whole else 0
+        if article or integer is None or not digits or any(_UNITS.get(w, 10) > 9 for w in digits):
+            return None
+        return f"{sign}{integer}.{''.join(str(_UNITS[w]) for w in digits)}"
     last = words[-1]
     if article == "the" or not article and last in _ORDINALS and (len(words) == 1 or hyphened and words[-2] in _TENS):
         if not ordinals or sign or last not in _ORDINALS:
