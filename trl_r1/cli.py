@@ -67,6 +67,8 @@ def main(argv: list[str] | None = None) -> int:
 def run_main(argv: list[str] | None = None) -> int:
     """`trl-r1 run RECIPE [--run-dir DIR] [--from-stage STAGE] [--dry-run] [--set SECTION.KEY=VALUE ...]
     [--num_processes N]`."""
+    from .pipeline.plan import KNOWN_CARDS, parse_card
+
     parser = argparse.ArgumentParser(prog="trl-r1 run", description="Run an R1 pipeline recipe: cold-start SFT -> "
                                      "GRPO/PPO -> rejection sampling -> SFT, skipping finished stages.")
     parser.add_argument("recipe", help="recipe YAML (see recipes/ and docs/recipes.md)")
@@ -77,48 +79,67 @@ def run_main(argv: list[str] | None = None) -> int:
                         "backends, memory) and print the plan with its cost; build and train nothing")
     parser.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
                         help="override one recipe key, e.g. --set rl.learning_rate=1e-6 (value parsed as YAML)")
+    parser.add_argument("--card", metavar="NAME_OR_GB", help="with --dry-run: plan for this GPU instead of this "
+                        "machine's: a size in GB (--card 24) or a name (--card h100; known: "
+                        f"{', '.join(KNOWN_CARDS)}). The memory model checks each stage against it, the times use its "
+                        "measured rates; on a machine without a GPU, what this one lacks (the GPU for bf16, vLLM) is a "
+                        "note, not an error")
     parser.add_argument("--smoke", action="store_true", help="rehearse the recipe on CPU: its real model shape "
                         "(2 narrow layers), tokenizer, chat template and dataset schemas, 1 step per stage "
                         "(trl_r1.pipeline.smoke); writes under --run-dir, default <run_dir>-smoke")
     _add_launch_arguments(parser)
     args = parser.parse_args(argv)
+    try:
+        card = parse_card(args.card) if args.card is not None else None
+    except ValueError as exc:
+        parser.error(str(exc))
+    if card is not None and not args.dry_run:
+        parser.error("--card plans a run for another GPU: use it with --dry-run")
     if _should_relaunch(args):
         return relaunch(["run", *_without_launch_arguments(argv)], args.num_processes)
     _setup_logging()
 
     def work() -> None:
         from .pipeline import load_recipe, run_recipe
+        from .pipeline.preflight import card_memory_gb
 
         data = recipe_data(args)
-        run_recipe(load_recipe(data, check_hardware=not args.dry_run), from_stage=args.from_stage,
-                   dry_run=args.dry_run, overridden=[item.partition("=")[0] for item in args.set])
+        # without a GPU, TRL's configs refuse bf16 once per stage: the preflight says it once, with the fix
+        hardware = not args.dry_run and card_memory_gb() is not None
+        run_recipe(load_recipe(data, check_hardware=hardware), from_stage=args.from_stage, dry_run=args.dry_run,
+                   overridden=[item.partition("=")[0] for item in args.set], card=card)
         if args.smoke and not args.dry_run:  # did the smoke run train on real tokens and accept samples?
-            from .pipeline.smoke import check_smoke_run
+            from .pipeline.smoke import check_smoke_run, smoke_limits
             from .pipeline.stages import StageError
 
             problems = check_smoke_run(data["run_dir"])
             if problems:
                 raise StageError("smoke run: " + "; ".join(problems))
+            print(f"smoke run passed: every stage ran on the CPU ({data['run_dir']})")
+            for limit in smoke_limits(data):
+                print(f"note: {limit}")
 
     return _exit_code("trl-r1 run", work)
 
 
 def recipe_data(args: argparse.Namespace) -> dict[str, Any]:
-    """The recipe mapping a `trl-r1 run` command line describes: the YAML, then `--set` overrides, then
-    `--run-dir`. The one place where a command line changes a recipe, so a whole-recipe transform (a smoke-test
-    shortening, say) plugs in here."""
+    """The recipe mapping a `trl-r1 run` command line describes: the YAML, then `--set` overrides, then the
+    whole-recipe transform of `--smoke` (so that it rehearses the recipe as overridden, and shrinks what an
+    override made large: `--set rl.max_completion_length=4096` stays a CPU minute, `--set
+    model.model_name_or_path=...` rehearses that model's shape), then `--run-dir`. The one place where a command
+    line changes a recipe."""
     from .config import apply_override
     from .pipeline.recipe import RecipeError, read_yaml
 
     data = read_yaml(args.recipe)
+    for item in args.set:
+        apply_override(data, item, RecipeError)
     if getattr(args, "smoke", False):  # the whole-recipe transform: real shape, tiny widths, 1 step per stage
         from .pipeline.smoke import prepare_smoke
 
         data = prepare_smoke(data, args.run_dir or f"{str(data.get('run_dir', 'runs/recipe')).rstrip('/')}-smoke",
                              build=not getattr(args, "dry_run", False))
-    for item in args.set:
-        apply_override(data, item, RecipeError)
-    if args.run_dir and not getattr(args, "smoke", False):
+    elif args.run_dir:
         data["run_dir"] = args.run_dir
     return data
 

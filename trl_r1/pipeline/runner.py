@@ -32,6 +32,7 @@ from .preflight import (
     missing_template_problems,
     model_path_problems,
     model_shape,
+    precision_problems,
     set_column_keys,
 )
 from .ranks import Ranks
@@ -52,10 +53,12 @@ class Pipeline:
 
     def __init__(self, recipe: Recipe, *, from_stage: str | None = None, echo: Callable[[str], None] = print,
                  ranks: Ranks | None = None, dry_run: bool = False, overridden: Iterable[str] = (),
-                 card: tuple[str, float] | None | str = DETECT_CARD):
+                 card: tuple[str, float] | None | str = DETECT_CARD, elsewhere: bool = False):
         """`dry_run`: the preflight builds nothing and streams Hub datasets' first rows; `overridden`: the keys a
         command line set (`section.key`, or `key` in any section), marked in the plan; `card`: (name, GB) of the
-        GPU the memory check sizes for (default: what torch.cuda sees here; None: skip it)."""
+        GPU the memory check sizes for (default: what torch.cuda sees here; None: skip it); `elsewhere`: the plan
+        is for `card` on another machine (`--card` where there is no GPU), so what this machine lacks (a GPU for
+        bf16, vLLM, other backends) is a note, not an error."""
         if from_stage is not None and recipe.stage(from_stage) is None:
             names = [s.name for s in recipe.stages]
             raise RecipeError([f"--from-stage {from_stage!r} is not a stage of this recipe; stages: {names}"])
@@ -70,7 +73,8 @@ class Pipeline:
         self.generators: dict[str, ModelHandle] = dict(self.handles)  # see `StageRecord.generator`
         self._datasets: dict[str, Any] = {}
         self.dry_run, self.overridden = dry_run, set(overridden)
-        self._card = card
+        self._card, self.elsewhere = card, elsewhere
+        self._detects_card = card == DETECT_CARD  # this machine's own hardware: its lacks are errors
         self.schemas: dict[str, DatasetSchema] = {}  # what the preflight saw of each dataset, by stage
         self.notes: list[str] = []  # what the preflight could not check here, and why
         self.untemplated = False  # the preflight found a tokenizer without a chat template
@@ -136,8 +140,13 @@ class Pipeline:
         if self.untemplated:
             chat_stages = [s.name for s in self.pending() if STAGE_REGISTRY[s.name].trains_on_chat]
             problems += missing_template_problems(self.base_model_path, self._datasets, chat_stages)
-        problems += backend_problems(self.recipe, self.pending(), self._rewards_by_stage(),
-                                     cuda=self.card is not None)
+        machine = backend_problems(self.recipe, self.pending(), self._rewards_by_stage(), cuda=self.card is not None)
+        if self._detects_card and self.card is None or self.elsewhere:
+            machine += precision_problems(self.pending())
+        if self.elsewhere:
+            self.notes += [f"this machine, not the GPU planned for: {p}" for p in machine]
+        else:
+            problems += machine
         problems += self._memory_problems()
         if problems:
             raise RecipeError(problems)
