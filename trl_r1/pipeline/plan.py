@@ -143,13 +143,16 @@ def stage_rate(work: str, device: str | None, params: int, layers: int, backend:
         scaled.append(f"the {row.backend} rate for {backend}")
     if abs(math.log(row.params / params)) > SAME_SIZE:
         if cpu:
-            factor = row.params / params
+            scale *= row.params / params
+            scaled.append(f"scaled from {_n(row.params)} to {_n(params)} parameters")
         elif work == "generation":
-            factor = row.layers / layers
+            scale *= row.layers / layers
+            scaled.append(f"a {_n(params)}-parameter model of {layers} layers from one of {_n(row.params)} and "
+                          f"{row.layers}: host-bound decoding goes by layers")
         else:
-            factor = (row.params / params) ** size_exponent(rates)
-        scale *= factor
-        scaled.append(f"scaled from {_n(row.params)} to {_n(params)} parameters")
+            exponent = size_exponent(rates)
+            scale *= (row.params / params) ** exponent
+            scaled.append(f"scaled from {_n(row.params)} to {_n(params)} parameters as params^-{exponent:.2f}")
     if work == "generation" and not cpu and row.batch != batch:
         scale *= min(batch, MAX_DECODE_BATCH) / row.batch
         scaled.append(f"scaled from {row.batch} to {batch} sequences per call")
@@ -327,6 +330,8 @@ def _duration(seconds: float) -> str:
 
 
 def _span(low: float, mid: float, high: float) -> str:
+    if _duration(low) == _duration(high):  # one measurement, at the maximum lengths
+        return f"about {_duration(mid)} (a single measurement: no spread; shorter samples take less)"
     return f"about {_duration(mid)} ({_duration(low)} to {_duration(high)})"
 
 
@@ -387,8 +392,8 @@ def stage_time(cost: StageCost, pipeline: Any) -> StageTime | str:
         seconds = rate.seconds(tokens)
         total = [t + s for t, s in zip(total, seconds)]
         vllm_note = " (vLLM has no measured rate: timed at the transformers rate, an upper end)" if vllm else ""
-        parts.append(f"{what} {_duration(seconds[1])} at {_n(rate.low)}-{_n(rate.high)} tokens/s{vllm_note}, "
-                     f"{rate.how}")
+        speed = _n(rate.low) if _n(rate.low) == _n(rate.high) else f"{_n(rate.low)}-{_n(rate.high)}"
+        parts.append(f"{what} {_duration(seconds[1])} at {speed} tokens/s{vllm_note}, {rate.how}")
         measured &= rate.measured
         upper |= vllm
     if not parts:
