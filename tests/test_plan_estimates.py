@@ -169,6 +169,19 @@ def test_a_laptop_plans_for_a_gpu_with_card(tmp_path, capsys):
         assert exit_.value.code == 2
 
 
+@needs_no_gpu
+def test_a_single_stage_command_plans_for_a_gpu_with_card(tmp_path, capsys):
+    from trl_r1.cli import grpo_main
+
+    command = ["--model_name_or_path", "Qwen/Qwen2.5-1.5B-Instruct", "--output_dir", str(tmp_path / "out"),
+               "--dataset_name", "trl_r1.toy.arithmetic:arithmetic_dataset", "--reward_funcs", "format", "math",
+               "--dry-run"]
+    assert grpo_main(command) == 2  # TRL's default bf16, on this machine
+    assert "rl: bf16 training needs a GPU and this machine has none" in capsys.readouterr().err
+    assert grpo_main([*command, "--card", "l4"]) == 0  # `card` is the command's, not a key of the stage
+    assert "fits in 90% of the NVIDIA L4 (24 GB)" in capsys.readouterr().out
+
+
 def test_set_applies_before_the_smoke_shrink(tmp_path):
     from trl_r1.pipeline.smoke import smoke_shape_key
     from trl_r1.pipeline.stages import RLStage
