@@ -77,11 +77,13 @@ def run_main(argv: list[str] | None = None) -> int:
                         "backends, memory) and print the plan with its cost; build and train nothing")
     parser.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
                         help="override one recipe key, e.g. --set rl.learning_rate=1e-6 (value parsed as YAML)")
+    _add_card_argument(parser)
     parser.add_argument("--smoke", action="store_true", help="rehearse the recipe on CPU: its real model shape "
                         "(2 narrow layers), tokenizer, chat template and dataset schemas, 1 step per stage "
                         "(trl_r1.pipeline.smoke); writes under --run-dir, default <run_dir>-smoke")
     _add_launch_arguments(parser)
     args = parser.parse_args(argv)
+    card = _card(parser, args)
     if _should_relaunch(args):
         return relaunch(["run", *_without_launch_arguments(argv)], args.num_processes)
     _setup_logging()
@@ -90,36 +92,74 @@ def run_main(argv: list[str] | None = None) -> int:
         from .pipeline import load_recipe, run_recipe
 
         data = recipe_data(args)
-        run_recipe(load_recipe(data, check_hardware=not args.dry_run), from_stage=args.from_stage,
-                   dry_run=args.dry_run, overridden=[item.partition("=")[0] for item in args.set],
+        run_recipe(load_recipe(data, check_hardware=_checks_hardware(args)), from_stage=args.from_stage,
+                   dry_run=args.dry_run, overridden=[item.partition("=")[0] for item in args.set], card=card,
                    model_built_by_run=args.smoke)
         if args.smoke and not args.dry_run:  # did the smoke run train on real tokens and accept samples?
-            from .pipeline.smoke import check_smoke_run
+            from .pipeline.smoke import check_smoke_run, smoke_limits
             from .pipeline.stages import StageError
 
             problems = check_smoke_run(data["run_dir"])
             if problems:
                 raise StageError("smoke run: " + "; ".join(problems))
+            print(f"smoke run passed: every stage ran on the CPU ({data['run_dir']})")
+            for limit in smoke_limits(data):
+                print(f"note: {limit}")
 
     return _exit_code("trl-r1 run", work)
 
 
+def _add_card_argument(parser: argparse.ArgumentParser) -> None:
+    from .pipeline.plan import KNOWN_CARDS
+
+    parser.add_argument("--card", metavar="NAME_OR_GB", help="with --dry-run: plan for this GPU instead of this "
+                        "machine's: a size in GB (--card 24) or a name (--card h100; known: "
+                        f"{', '.join(KNOWN_CARDS)}). The memory model checks each stage against it, the times use its "
+                        "measured rates; on a machine without a GPU, what this one lacks (the GPU for bf16, vLLM) is a "
+                        "note, not an error")
+
+
+def _card(parser: argparse.ArgumentParser, args: argparse.Namespace) -> tuple[str, float] | None:
+    """`--card`'s (name, GB), or None; a usage error (exit 2) for a bad value or without --dry-run."""
+    from .pipeline.plan import parse_card
+
+    if args.card is None:
+        return None
+    if not args.dry_run:
+        parser.error("--card plans a run for another GPU: use it with --dry-run")
+    try:
+        return parse_card(args.card)
+    except ValueError as exc:
+        parser.error(str(exc))
+
+
+def _checks_hardware(args: argparse.Namespace) -> bool:
+    """Whether TRL's configs check this machine's hardware as they are built: not on a dry run, nor without a GPU,
+    where they would refuse bf16 once per stage; the preflight says it once, with the fix
+    (`preflight.precision_problems`)."""
+    from .pipeline.preflight import card_memory_gb
+
+    return not args.dry_run and card_memory_gb() is not None
+
+
 def recipe_data(args: argparse.Namespace) -> dict[str, Any]:
-    """The recipe mapping a `trl-r1 run` command line describes: the YAML, then `--set` overrides, then
-    `--run-dir`. The one place where a command line changes a recipe, so a whole-recipe transform (a smoke-test
-    shortening, say) plugs in here."""
+    """The recipe mapping a `trl-r1 run` command line describes: the YAML, then `--set` overrides, then the
+    whole-recipe transform of `--smoke` (so that it rehearses the recipe as overridden, and shrinks what an
+    override made large: `--set rl.max_completion_length=4096` stays a CPU minute, `--set
+    model.model_name_or_path=...` rehearses that model's shape), then `--run-dir`. The one place where a command
+    line changes a recipe."""
     from .config import apply_override
     from .pipeline.recipe import RecipeError, read_yaml
 
     data = read_yaml(args.recipe)
+    for item in args.set:
+        apply_override(data, item, RecipeError)
     if getattr(args, "smoke", False):  # the whole-recipe transform: real shape, tiny widths, 1 step per stage
         from .pipeline.smoke import prepare_smoke
 
         data = prepare_smoke(data, args.run_dir or f"{str(data.get('run_dir', 'runs/recipe')).rstrip('/')}-smoke",
                              build=not getattr(args, "dry_run", False))
-    for item in args.set:
-        apply_override(data, item, RecipeError)
-    if args.run_dir and not getattr(args, "smoke", False):
+    elif args.run_dir:
         data["run_dir"] = args.run_dir
     return data
 
@@ -191,6 +231,7 @@ def ppo_main(argv: list[str] | None = None) -> int:
 def _single_stage(command: str, stage: str, argv: list[str] | None) -> int:
     parser = stage_parser(command, stage)
     args, rest = parser.parse_known_args(argv)
+    card = _card(parser, args)
     if _should_relaunch(args):
         return relaunch([command, *_without_launch_arguments(argv)], args.num_processes)
     _setup_logging()
@@ -205,8 +246,8 @@ def _single_stage(command: str, stage: str, argv: list[str] | None) -> int:
             if algorithm != command:
                 message = f"{command}: algorithm {algorithm!r} contradicts the command; use `trl-r1 {algorithm}`"
                 raise RecipeError([message])
-        recipe = load_recipe(recipe, single_stage=True, check_hardware=not args.dry_run)
-        run_recipe(recipe, dry_run=args.dry_run, overridden=overridden)
+        recipe = load_recipe(recipe, single_stage=True, check_hardware=_checks_hardware(args))
+        run_recipe(recipe, dry_run=args.dry_run, overridden=overridden, card=card)
 
     return _exit_code(f"trl-r1 {command}", work)
 
@@ -234,7 +275,8 @@ def single_stage_recipe(command: str, stage: str, args: argparse.Namespace,
 
     problems: list[str] = []
     flat = _reward_funcs_as_rewards(read_yaml(args.config) if args.config else {}, command, stage, problems)
-    given = {**given_values(args, exclude=("config", "dry_run", "num_processes")), **flag_overrides(rest, RecipeError)}
+    given = {**given_values(args, exclude=("config", "dry_run", "card", "num_processes")),
+             **flag_overrides(rest, RecipeError)}
     flat.update(_reward_funcs_as_rewards(given, command, stage, problems))  # the command line wins, as in TRL
     for key in ("dataset_streaming", "ignore_bias_buffers"):
         if flat.pop(key, False) not in (False, None):
@@ -277,13 +319,15 @@ def stage_parser(command: str, stage: str) -> argparse.ArgumentParser:
     no field is left to the recipe checks, which name it with a close-match suggestion."""
     parser = argparse.ArgumentParser(
         prog=f"trl-r1 {command}", allow_abbrev=False,
-        usage=f"trl-r1 {command} [--config YAML] [--dry-run] [--num_processes N] [--KEY VALUE ...]",
+        usage=f"trl-r1 {command} [--config YAML] [--dry-run [--card NAME_OR_GB]] [--num_processes N] "
+              "[--KEY VALUE ...]",
         description=f"Run the {command} stage alone. The YAML is flat, as for `trl "
         f"{'grpo' if command == 'ppo' else command}`: trl.ModelConfig, the TRL config and the data keys in one "
         "namespace (QLoRA defaults as in recipes); any key can also be given as --KEY VALUE, which wins over the "
         "YAML. Defaults below are the ones the stage runs with.")
     parser.add_argument("--config", help="flat YAML with the stage's keys (output_dir is where it writes)")
     parser.add_argument("--dry-run", action="store_true", help="validate and print the plan, run nothing")
+    _add_card_argument(parser)
     _add_launch_arguments(parser)
     from .config import add_field_arguments, command_line_value
 

@@ -15,16 +15,21 @@ __all__ = ["STAGE_REGISTRY", "Recipe", "RecipeError", "Stage", "StageError", "lo
 
 
 def run_recipe(recipe: Recipe | str | dict, *, from_stage: str | None = None, dry_run: bool = False,
-               overridden: list[str] = (), echo=print, model_built_by_run: bool = False) -> dict[str, Any] | None:
+               overridden: list[str] = (), echo=print, card: tuple[str, float] | None = None,
+               model_built_by_run: bool = False) -> dict[str, Any] | None:
     """Run a recipe; returns the report dict. With `dry_run`, run the whole preflight (building nothing), print
     the plan and raise RecipeError listing the problems found, if any. `overridden`: the keys a command line set
-    (`section.key`, or `key`), marked in the plan; `model_built_by_run`: the model path is where the run builds
-    the model (`--smoke --dry-run`)."""
-    from .runner import Pipeline
+    (`section.key`, or `key`), marked in the plan. `card`: (name, GB) of the GPU to plan for (`--card`), instead
+    of this machine's; on a machine without a GPU what it lacks is then a note. `model_built_by_run`: the model
+    path is where the run builds the model (`--smoke --dry-run`)."""
+    from .preflight import card_memory_gb
+    from .runner import DETECT_CARD, Pipeline
 
     if not isinstance(recipe, Recipe):
         recipe = load_recipe(recipe, check_hardware=not dry_run)
     pipeline = Pipeline(recipe, from_stage=from_stage, echo=echo, dry_run=dry_run, overridden=overridden,
+                        card=DETECT_CARD if card is None else card,
+                        elsewhere=card is not None and card_memory_gb() is None,
                         model_built_by_run=model_built_by_run)
     if dry_run:
         try:

@@ -1,85 +1,172 @@
 """The plan a run prints first and `--dry-run` prints after the preflight: each stage, what happens to it, where
-it writes, the model as that stage loads it, its settings in full (command-line overrides marked), and its cost.
+it writes, the model as that stage loads it, its settings in full (command-line overrides marked), its cost, its
+time and its memory; then the total time, the final model's and the report's paths.
 
 The cost of a stage: prompts, samples, generated tokens and trained tokens. The token counts are upper bounds
 (every sample at its maximum length: `max_completion_length`, `max_new_tokens`, `max_length`), and a dataset's
-size is what the preflight saw (a streamed Hub dataset's card may not give it: then `max_samples`, else
-unknown). Generation time comes from `THROUGHPUT`, the generation rates measured on a GPU: "measured" where a
-row matches the card, model, backend and weights, "projected" otherwise (scaled from the nearest row, see
-`generation_rate`). No training throughput has been measured, so training time is not estimated.
+size is what the preflight saw (a streamed Hub dataset's card may not give it: then `max_samples`, else unknown).
+
+Time: those token counts over the rates measured in `rates.jsonl` (`RATES`: tokens per second of generation and
+of training, by device, model size, weights, adapter and batch, each with its source), as a range (the measured
+spread; a projection widens it by `PROJECTION_SPREAD` each way) and its geometric middle. "measured" where a row
+matches the stage (device, model size, weights, adapter, batch); "projected" otherwise, scaled from the closest
+row (`stage_rate`). A batched generate call lasts as long as its longest sample, so counting every sample at its
+maximum length is the usual case for long reasoning, and an upper end for short answers; CPU rates count the
+same bound over the measured wall time. vLLM is not measured: a vLLM stage is timed at the transformers rate,
+an upper end. Memory: the memory model (`trl_r1.pipeline.memory`, through the preflight's `stage_peak`) for the
+card planned for.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import textwrap
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from .preflight import PROMPT_TOKENS, loads_4bit, uses_vllm
 
 WIDTH = 116  # the plan's line width; settings wrap, they are never cut
+PROJECTION_SPREAD = 1.5  # a projected rate's range: the scaled measured range, widened by this factor each way
+SAME_SIZE = 0.01  # models within 1% of each other's parameter count count as the same size
+MAX_DECODE_BATCH = 64  # transformers decoding is host-bound (a step takes as long for 8 as for 32 sequences) up to here
+
+# `--card NAME`: (the name the plan shows, GB). A number is a card of that many GB whose speed is unknown.
+KNOWN_CARDS: dict[str, tuple[str, float]] = {
+    "h200": ("NVIDIA H200", 141.0), "h100": ("NVIDIA H100", 80.0), "a100": ("NVIDIA A100 80GB", 80.0),
+    "a100-40": ("NVIDIA A100 40GB", 40.0), "l40s": ("NVIDIA L40S", 48.0), "a6000": ("NVIDIA RTX A6000", 48.0),
+    "l4": ("NVIDIA L4", 24.0), "a10g": ("NVIDIA A10G", 24.0), "4090": ("NVIDIA GeForce RTX 4090", 24.0),
+    "3090": ("NVIDIA GeForce RTX 3090", 24.0), "t4": ("NVIDIA T4", 16.0),
+}
+
+
+def parse_card(text: str) -> tuple[str, float]:
+    """`--card`'s value as (name, GB): a known name, or a size in GB.
+
+    >>> parse_card("h100"), parse_card("24"), parse_card("24GB")
+    (('NVIDIA H100', 80.0), ('24 GB card', 24.0), ('24 GB card', 24.0))
+    """
+    key = text.strip().lower()
+    if key.startswith("nvidia"):
+        key = key.removeprefix("nvidia").lstrip(" -")
+    if key in KNOWN_CARDS:
+        return KNOWN_CARDS[key]
+    try:
+        size = float(key.removesuffix("gb").removesuffix("gib").strip())
+    except ValueError:
+        raise ValueError(f"--card {text!r}: give a size in GB (e.g. 24) or one of {', '.join(KNOWN_CARDS)}") from None
+    if size <= 0:
+        raise ValueError(f"--card {text!r}: the size must be positive")
+    return f"{size:g} GB card", size
+
+
+def card_text(card: tuple[str, float]) -> str:
+    """`NVIDIA H100 (80 GB)`, or `24 GB card` for one named by its size."""
+    return card[0] if "GB" in card[0] else f"{card[0]} ({card[1]:.0f} GB)"
 
 
 @dataclass(frozen=True)
-class Throughput:
-    """One measured generation rate: tokens generated per second, summed over the batch."""
+class Rate:
+    """One measured speed: tokens per second (low, high) of generation (summed over the batch) or training."""
 
-    card: str
+    work: str  # generation | training
+    device: str  # a card's name, or CPU (one thread)
     model: str
-    backend: str  # transformers | vllm
-    weights: str  # bf16 | nf4
-    adapter: bool  # an unmerged LoRA adapter on top
-    batch: int  # sequences generated together
-    tokens_per_s: float
+    params: int  # `ModelShape.num_params`, how models are compared
+    layers: int
+    backend: str  # generation: transformers; training: sft | grpo
+    weights: str  # bf16 | nf4 | float32
+    adapter: bool  # a LoRA adapter on top
+    batch: int  # sequences per generate call, or per training micro-batch
+    tokens_per_s: tuple[float, float]
     source: str
 
 
-_ISSUE_21 = ("issue 21: measured on an NVIDIA H200, real Qwen2.5-1.5B shape, transformers generate, batch 32, "
-             "256 new tokens, sampling")
-# The measured rates the plan uses. One place, as data: benchmarks/gpu.py's results are rows of this table.
-THROUGHPUT: list[Throughput] = [
-    Throughput("H200", "Qwen/Qwen2.5-1.5B-Instruct", "transformers", "bf16", False, 32, 548.0, _ISSUE_21),
-    Throughput("H200", "Qwen/Qwen2.5-1.5B-Instruct", "transformers", "bf16", True, 32, 368.0, _ISSUE_21),
-    Throughput("H200", "Qwen/Qwen2.5-1.5B-Instruct", "transformers", "nf4", True, 32, 329.0, _ISSUE_21),
-]
+def load_rates(path: Path = Path(__file__).with_name("rates.jsonl")) -> list[Rate]:
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return [Rate(**{**row, "tokens_per_s": tuple(row["tokens_per_s"])}) for row in rows]
 
 
-def generation_rate(card: str | None, model: str, backend: str, weights: str, adapter: bool,
-                    num_params: Any = None) -> tuple[float, str] | None:
-    """(tokens/s, how it was obtained) for generating with `model` on `card`.
+RATES: list[Rate] = load_rates()
 
-    "measured": a `THROUGHPUT` row with this card (by name), model, backend, weights and adapter. Otherwise
-    "projected" from the row with the same weights and adapter: scaled by the models' parameter counts (a
-    decoding step reads every weight once) for another model, and, for vLLM, the transformers rate taken as a
-    floor (vLLM generates faster, so the time is an upper bound). None without such a row, or for another model
-    whose size `num_params(model)` does not know.
 
-    >>> generation_rate("NVIDIA H200", "Qwen/Qwen2.5-1.5B-Instruct", "transformers", "nf4", True)[0]
-    329.0
-    >>> generation_rate(None, "Qwen/Qwen2.5-1.5B-Instruct", "transformers", "nf4", True)[1].startswith("projected")
-    True
+def size_exponent(rates: list[Rate]) -> float:
+    """How training speed falls with model size on a GPU (rate ~ params^-b): fitted on two measured SFT rows of one
+    card with different sizes, else 1 (compute-bound)."""
+    rows = sorted((r for r in rates if r.work == "training" and r.device != "CPU"), key=lambda r: r.params)
+    pairs = [(a, b) for a in rows for b in rows if a.device == b.device and a.params < b.params]
+    if not pairs:
+        return 1.0
+    a, b = pairs[0]
+    return math.log(sum(a.tokens_per_s) / sum(b.tokens_per_s)) / math.log(b.params / a.params)
+
+
+@dataclass(frozen=True)
+class StageRate:
+    """A rate applied to a stage: tokens per second (low, high), and how it was obtained."""
+
+    low: float
+    high: float
+    how: str
+    measured: bool
+
+    def seconds(self, tokens: float) -> tuple[float, float, float]:
+        """(fastest, middle, slowest) seconds for `tokens`."""
+        return tokens / self.high, tokens / math.sqrt(self.low * self.high), tokens / self.low
+
+
+def stage_rate(work: str, device: str | None, params: int, layers: int, backend: str, weights: str, adapter: bool,
+               batch: int, rates: list[Rate] | None = None) -> StageRate | None:
+    """The rate of `work` on `device` (a card's name, "CPU", or None: a GPU not named) for a model of `params`
+    parameters and `layers` layers, from the closest measured row: same device kind, then weights, size,
+    adapter, card and batch. Scaled where they differ: on a GPU, transformers decoding is host-bound (rate ~ batch,
+    up to `MAX_DECODE_BATCH`, and ~ 1 / layers) and training ~ params^-`size_exponent`; on a CPU both are
+    compute-bound (~ 1 / params). "measured" only when nothing was scaled and the card is the one measured.
+
+    >>> stage_rate("generation", "NVIDIA H200", 1543569408, 28, "transformers", "nf4", True, 32).how[:9]
+    'measured:'
     """
-    rows = [r for r in THROUGHPUT if r.weights == weights and r.adapter == adapter]
-    for row in rows:
-        if (card and row.card.lower() in card.lower() and row.model.lower() == model.lower()
-                and row.backend == backend):
-            return row.tokens_per_s, f"measured: {row.source}"
-    same_backend = [r for r in rows if r.backend == backend] or [r for r in rows if r.backend == "transformers"]
-    if not same_backend:
+    rates = RATES if rates is None else rates
+    cpu = device == "CPU"
+    rows = [r for r in rates if r.work == work and (r.device == "CPU") == cpu]
+    same_backend = [r for r in rows if r.backend == backend]
+    rows = same_backend or [r for r in rows if r.backend == "sft"]
+    if not rows:
         return None
-    row, rate, how = same_backend[0], same_backend[0].tokens_per_s, []
-    if row.card.lower() not in (card or "").lower():
-        how.append(f"{row.card}'s rate, not measured on {card or 'this card'}")
-    if row.model.lower() != model.lower():
-        mine, theirs = (num_params(model), num_params(row.model)) if num_params else (None, None)
-        if not (mine and theirs):
-            return None  # another model of unknown size: nothing to project from
-        rate *= theirs / mine
-        how.append(f"scaled from {row.model} by parameter count")
-    if backend != row.backend:
-        how.append(f"the {row.backend} rate as a floor for {backend}: the time is an upper bound")
-    return rate, f"projected ({'; '.join(how)}) from {row.source}"
+    row = min(rows, key=lambda r: (r.weights != weights, abs(math.log(r.params / params)) > SAME_SIZE,
+                                   abs(math.log(r.params / params)), r.adapter != adapter, r.device != device,
+                                   abs(math.log(r.batch / batch))))
+    scale, scaled = 1.0, []
+    if row.backend != backend:
+        scaled.append(f"the {row.backend} rate for {backend}")
+    if abs(math.log(row.params / params)) > SAME_SIZE:
+        if cpu:
+            scale *= row.params / params
+            scaled.append(f"scaled from {_n(row.params)} to {_n(params)} parameters")
+        elif work == "generation":
+            scale *= row.layers / layers
+            scaled.append(f"a {_n(params)}-parameter model of {layers} layers from one of {_n(row.params)} and "
+                          f"{row.layers}: host-bound decoding goes by layers")
+        else:
+            exponent = size_exponent(rates)
+            scale *= (row.params / params) ** exponent
+            scaled.append(f"scaled from {_n(row.params)} to {_n(params)} parameters as params^-{exponent:.2f}")
+    if work == "generation" and not cpu and row.batch != batch:
+        scale *= min(batch, MAX_DECODE_BATCH) / row.batch
+        scaled.append(f"scaled from {row.batch} to {batch} sequences per call")
+    if (row.weights, row.adapter) != (weights, adapter):
+        scaled.append(f"measured {row.weights}{' + LoRA' if row.adapter else ''}, not {weights}"
+                      f"{' + LoRA' if adapter else ''}")
+    if row.device != device:
+        scaled.append(f"not measured on {device}" if device else "no card named (--card)")
+    low, high = row.tokens_per_s[0] * scale, row.tokens_per_s[1] * scale
+    what = f"{row.device}, {row.model}: {row.source}"
+    if not scaled:
+        return StageRate(low, high, f"measured: {what}", True)
+    return StageRate(low / PROJECTION_SPREAD, high * PROJECTION_SPREAD, f"projected ({'; '.join(scaled)}) from {what}",
+                     False)
 
 
 @dataclass
@@ -92,6 +179,11 @@ class StageCost:
     trained_tokens: int | None = None
     basis: str = ""  # how the numbers follow from the settings
     generation: tuple[str, str, bool] | None = None  # (backend, weights, adapter) of its generation
+    generation_batch: int = 1  # sequences per generate call
+    training: tuple[str, str, bool] | None = None  # (sft | grpo, weights, adapter) of its training
+    prompt_tokens: int = 0  # tokens per trained sample beyond `trained_tokens`' (RL: the prompt), for the time
+    device: str | None = None  # where it runs: "CPU", or None for the card planned for
+    notes: list[str] = field(default_factory=list)  # what the plan should point out about it
 
 
 def _n(value: float | None) -> str:
@@ -105,6 +197,18 @@ def _n(value: float | None) -> str:
 
 def _times(a: int | None, b: int | None) -> int | None:
     return None if a is None or b is None else a * b
+
+
+def _weights(model_args: Any) -> str:
+    return "nf4" if model_args.load_in_4bit else "float32" if model_args.dtype == "float32" else "bf16"
+
+
+def _device(config: Any, pipeline: Any) -> str | None:
+    """"CPU" for a stage that runs there (`use_cpu`, its own or the recipe's `training`), else None (the card)."""
+    use_cpu = getattr(config, "use_cpu", None)
+    if use_cpu is None:
+        use_cpu = bool(pipeline.recipe.shared.get("training", {}).get("use_cpu", False))
+    return "CPU" if use_cpu else None
 
 
 def dataset_rows(pipeline: Any, name: str, plan: Any | None) -> int | None:
@@ -126,12 +230,15 @@ def training_cost(plan: Any, pipeline: Any, rows: int | None, basis: str) -> Sta
         samples = None if rows is None else math.ceil(epochs * rows)
         how = f"{epochs:g} epoch(s) x {_n(rows)} rows{basis}"
     return StageCost(samples=samples, trained_tokens=_times(samples, c.max_length),
-                     basis=f"{how}, <= max_length {c.max_length} tokens each")
+                     basis=f"{how}, <= max_length {c.max_length} tokens each",
+                     training=("sft", _weights(plan.model_args), bool(plan.model_args.use_peft)),
+                     device=_device(c, pipeline))
 
 
 def rl_cost(plan: Any, pipeline: Any) -> StageCost:
     """RL: `max_steps` x completions per step (per device x accumulation x processes), generated once every
-    `num_iterations` steps, `num_generations` per prompt, each <= `max_completion_length` tokens."""
+    `num_iterations` steps, `num_generations` per prompt, each <= `max_completion_length` tokens. Notes a
+    dataset that the steps go through more than once."""
     c = plan.config
     per_step = c.per_device_train_batch_size * c.gradient_accumulation_steps * pipeline.ranks.num_processes
     generations = getattr(c, "num_generations", None) or 1
@@ -143,23 +250,34 @@ def rl_cost(plan: Any, pipeline: Any) -> StageCost:
         steps = None if rows is None else math.ceil(c.num_train_epochs * rows * generations * iterations / per_step)
     trained = _times(steps, per_step)
     samples = None if trained is None else trained // iterations
+    prompts = None if samples is None else samples // generations
     length = c.max_completion_length
     model_args = plan.model_args
+    notes = []
+    if prompts and rows and prompts >= 2 * rows:
+        notes.append(f"{steps} steps sample {prompts:,} prompts from a dataset of {rows:,} rows: {prompts / rows:.0f} "
+                     "passes over it; each prompt comes back that often (more rows, or fewer max_steps)")
+    accumulated = getattr(c, "steps_per_generation", None) or c.gradient_accumulation_steps
+    per_call = c.per_device_train_batch_size * accumulated  # sequences one generate call produces
     return StageCost(
-        prompts=None if samples is None else samples // generations, samples=samples,
+        prompts=prompts, samples=samples,
         generated_tokens=_times(samples, length), trained_tokens=_times(trained, length),
         basis=(f"{steps if steps is not None else 'unknown'} steps x {per_step} completions, {generations} per "
                f"prompt, <= max_completion_length {length} tokens each (trained: the completion tokens)"),
-        generation=("vllm" if getattr(c, "use_vllm", False) else "transformers",
-                    "nf4" if model_args.load_in_4bit else "bf16", bool(model_args.use_peft)))
+        generation=("vllm" if getattr(c, "use_vllm", False) else "transformers", _weights(model_args),
+                    bool(model_args.use_peft)),
+        generation_batch=per_call, training=("grpo", _weights(model_args), bool(model_args.use_peft)),
+        prompt_tokens=PROMPT_TOKENS, device=_device(c, pipeline), notes=notes)
 
 
 def sampling_cost(pipeline: Any, prompts: int | None, num_samples: int, max_new_tokens: int, how: str,
-                  generation: tuple[str, str, bool]) -> StageCost:
-    samples = _times(prompts, num_samples)
+                  generation: tuple[str, str, bool], batch: int, passes: int = 1) -> StageCost:
+    """`passes` x `prompts` x `num_samples` samples, each <= `max_new_tokens`, `batch` prompts per call."""
+    samples = _times(_times(prompts, passes), num_samples)
     return StageCost(prompts=prompts, samples=samples, generated_tokens=_times(samples, max_new_tokens),
                      trained_tokens=0, basis=f"{how} x {num_samples} samples, <= max_new_tokens {max_new_tokens} "
-                     "tokens each", generation=generation)
+                     "tokens each", generation=generation, generation_batch=batch * num_samples,
+                     device=_device(None, pipeline))
 
 
 def final_sft_cost(plan: Any, pipeline: Any, sampled: StageCost | None, max_per_prompt: int | None) -> StageCost:
@@ -179,41 +297,153 @@ def rejection_sampling_cost(plan: Any, pipeline: Any, prompt_rows: int | None) -
     prompts = prompt_rows if c.max_prompts is None else c.max_prompts if prompt_rows is None else \
         min(prompt_rows, c.max_prompts)
     how = f"{_n(prompts)} prompts ({'max_prompts ' + str(c.max_prompts) if c.max_prompts else 'every prompt'})"
-    adapter = bool(recipe.model.use_peft) and recipe.model.adapter_handoff == "continue"
+    adapter = bool(recipe.model.use_peft)  # it samples from the stage's adapter on its base, even when merged
     vllm = uses_vllm(plan, vllm_installed=pipeline.vllm_installed, cuda=pipeline.card is not None)
+    weights = "nf4" if loads_4bit(plan, recipe) else "float32" if recipe.model.dtype == "float32" else "bf16"
     return sampling_cost(pipeline, prompts, c.num_samples, c.max_new_tokens, how,
-                         ("vllm" if vllm else "transformers", "nf4" if loads_4bit(plan, recipe) else "bf16", adapter))
+                         ("vllm" if vllm else "transformers", weights, adapter), c.batch_size)
 
 
 def evaluation_cost(pipeline: Any) -> StageCost:
+    """Every evaluation pass (`stages`, each a pass over the same prompts) x `num_prompts` x `num_samples`."""
     ev, recipe = pipeline.recipe.evaluation, pipeline.recipe
     rows = dataset_rows(pipeline, "evaluation", None)
     prompts = ev.num_prompts if rows is None else min(rows, ev.num_prompts or rows)
     passes = len([s for s in ev.stages if s == "base" or recipe.stage(s) is not None])
     vllm = ev.backend == "vllm" or (ev.backend == "auto" and pipeline.vllm_installed and pipeline.card is not None)
-    return sampling_cost(pipeline, _times(prompts, passes), ev.num_samples, ev.max_new_tokens,
-                         f"{passes} evaluations x {_n(prompts)} prompts", ("vllm" if vllm else "transformers", "bf16",
-                                                                            False))
+    weights = "float32" if recipe.model.dtype == "float32" else "bf16"
+    adapter = bool(recipe.model.use_peft) and any(s != "base" for s in ev.stages)  # a trained stage's adapter
+    return sampling_cost(pipeline, prompts, ev.num_samples, ev.max_new_tokens,
+                         f"{passes} evaluation(s) x {_n(prompts)} prompts",
+                         ("vllm" if vllm else "transformers", weights, adapter), ev.batch_size, passes)
 
 
-def time_line(cost: StageCost, pipeline: Any) -> str:
-    if cost.generation is None or not cost.generated_tokens:
-        return "time:     training not estimated (no training throughput measured yet)"
+# --------------------------------------------------------------------------------------------- time and memory
+
+
+def _duration(seconds: float) -> str:
+    if seconds >= 36 * 3600:
+        return f"{seconds / 86400:.1f} days"
+    if seconds >= 3600:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 60:.0f} min" if seconds >= 90 else f"{seconds:.0f} s" if seconds >= 1 else "under 1 s"
+
+
+def _span(low: float, mid: float, high: float) -> str:
+    if _duration(low) == _duration(high):  # one measurement, at the maximum lengths
+        return f"about {_duration(mid)} (a single measurement: no spread; shorter samples take less)"
+    return f"about {_duration(mid)} ({_duration(low)} to {_duration(high)})"
+
+
+@dataclass
+class StageTime:
+    """A stage's time: (fastest, middle, slowest) seconds, how each part was obtained, and whether the slowest is
+    only an upper end (vLLM, timed at the transformers rate)."""
+
+    seconds: tuple[float, float, float]
+    parts: list[str]
+    measured: bool
+    upper_end: bool = False
+
+
+def model_size(pipeline: Any) -> Any:
+    """The base model's `ModelShape` (None when unknown): its config.json, or, for a tiny model a dry run has not
+    built, the shape its `model.tiny` settings build (vocabulary approximate)."""
+    from ..toy.tiny import build_tiny_model
+    from .memory import ModelShape
     from .preflight import model_shape
 
-    def params(model: str) -> int | None:
-        shape = model_shape(model)
-        return shape.num_params if shape is not None else None
+    shape = model_shape(pipeline.base_model_path)
+    tiny = pipeline.recipe.model.tiny
+    if shape is not None or tiny is None:
+        return shape
+    import inspect
 
-    card = pipeline.card[0] if pipeline.card else None
-    rate = generation_rate(card, pipeline.base_model_path, *cost.generation, num_params=params)
-    if rate is None:
-        return "time:     generation not estimated (no measured rate for this model, nor its size to scale one)"
-    seconds = cost.generated_tokens / rate[0]
-    took = (f"{seconds / 3600:,.1f} h" if seconds >= 360 else f"{seconds / 60:.1f} min" if seconds >= 60
-            else f"{seconds:.0f} s")
-    training = " (+ training, not estimated)" if cost.trained_tokens else ""
-    return f"time:     generation <= {took}{training} at {rate[0]:.0f} tokens/s, {rate[1]}"
+    settings = {k: p.default for k, p in inspect.signature(build_tiny_model).parameters.items()
+                if p.default is not inspect.Parameter.empty}
+    settings.update(tiny)
+    hidden, heads = settings["hidden_size"], settings["num_heads"]
+    head_dim = settings["head_dim"] or hidden // heads
+    return ModelShape("tiny", hidden, settings["num_layers"], 2 * hidden, heads, max(1, heads // 2), head_dim,
+                      settings["vocab_size"], True)
+
+
+def stage_time(cost: StageCost, pipeline: Any) -> StageTime | str:
+    """The time of a stage from its cost and `RATES`, or why there is none."""
+    shape = model_size(pipeline)
+    if shape is None:
+        return f"not estimated: no config.json for {pipeline.base_model_path} at hand (its size sets the rate)"
+    device = cost.device or (pipeline.card[0] if pipeline.card else None)
+    total, parts, measured, upper = [0.0, 0.0, 0.0], [], True, False
+    work = []
+    if cost.generation is not None and cost.generated_tokens:
+        backend, weights, adapter = cost.generation
+        work.append(("generation", "transformers", weights, adapter, cost.generation_batch, cost.generated_tokens,
+                     backend == "vllm"))
+    if cost.training is not None and cost.trained_tokens:
+        kind, weights, adapter = cost.training
+        work.append(("training", kind, weights, adapter, 1, cost.trained_tokens, False))
+    for what, backend, weights, adapter, batch, tokens, vllm in work:
+        rate = stage_rate(what, device, shape.num_params, shape.num_layers, backend, weights, adapter, batch)
+        if rate is None:
+            return f"not estimated: no {what} rate measured on {device or 'a GPU'}"
+        if what == "training" and backend == "grpo" and "the sft rate" in rate.how and cost.samples:
+            tokens += cost.samples * cost.prompt_tokens  # SFT's rate counts every token of the sequence
+        seconds = rate.seconds(tokens)
+        total = [t + s for t, s in zip(total, seconds)]
+        vllm_note = " (vLLM has no measured rate: timed at the transformers rate, an upper end)" if vllm else ""
+        speed = _n(rate.low) if _n(rate.low) == _n(rate.high) else f"{_n(rate.low)}-{_n(rate.high)}"
+        parts.append(f"{what} {_duration(seconds[1])} at {speed} tokens/s{vllm_note}, {rate.how}")
+        measured &= rate.measured
+        upper |= vllm
+    if not parts:
+        return "nothing to time"
+    return StageTime(tuple(total), parts, measured, upper)
+
+
+def time_lines(cost: StageCost, pipeline: Any) -> list[str]:
+    timed = stage_time(cost, pipeline)
+    if isinstance(timed, str):
+        return [f"time:     {timed}"]
+    low, mid, high = timed.seconds
+    head = (f"up to {_duration(high)}" if timed.upper_end else _span(low, mid, high))
+    lines = [f"time:     {head}, {'measured rates' if timed.measured else 'projected'}"]
+    return lines + [f"          {part}" for part in timed.parts]
+
+
+def memory_line(plan: Any | None, cost: StageCost, pipeline: Any) -> str | None:
+    """The memory model's peak for a stage (`plan` None: the evaluation) on the card planned for."""
+    from .preflight import generation_peak, model_shape, stage_peak
+
+    if (cost.device or "") == "CPU":
+        return None
+    shape = model_shape(pipeline.base_model_path)
+    if shape is None:
+        return f"memory:   not projected: no config.json for {pipeline.base_model_path} at hand"
+    recipe, card = pipeline.recipe, pipeline.card
+    card_gb = card[1] if card else 0.0  # no card: vLLM's share (a fraction of it) left out
+    vllm = cost.generation is not None and cost.generation[0] == "vllm"
+    if plan is None:
+        peak = generation_peak(recipe.evaluation, shape, card_gb, load_in_4bit=False, adapter=False, vllm=vllm)
+    else:
+        peak = stage_peak(plan, recipe, shape, card_gb, vllm=vllm)
+    if peak is None:
+        return "memory:   not projected: the memory model covers LoRA and QLoRA stages, not full fine-tuning"
+    from .memory import USABLE_FRACTION
+
+    bytes_, what = peak
+    config = recipe.evaluation if plan is None else plan.config
+    share = getattr(config, "vllm_gpu_memory_utilization", None)
+    if card is None:
+        extra = f" + vLLM's share ({share} of the card)" if vllm and share else ""
+        return (f"memory:   peak {bytes_ / 1e9:.1f} GB{extra} ({what}), projected by the memory model; no card named: "
+                "--card 24 checks it against a 24 GB card")
+    verdict = "fits in" if bytes_ <= USABLE_FRACTION * card[1] * 1e9 else "OVER"
+    return (f"memory:   peak {bytes_ / 1e9:.1f} GB ({what}), projected by the memory model: {verdict} "
+            f"{USABLE_FRACTION:.0%} of the {card_text(card)}")
+
+
+# --------------------------------------------------------------------------------------------- the plan
 
 
 def model_line(plan: Any, pipeline: Any) -> str | None:
@@ -249,7 +479,11 @@ def settings_lines(label: str, section: dict[str, Any], name: str, overridden: s
     return lines
 
 
-def cost_lines(cost: StageCost | None, pipeline: Any) -> list[str]:
+def _wrap(line: str) -> list[str]:
+    return textwrap.wrap(line, WIDTH, initial_indent=" " * 5, subsequent_indent=" " * 15)
+
+
+def cost_lines(cost: StageCost | None, pipeline: Any, plan: Any | None) -> list[str]:
     if cost is None:
         return []
     parts = []
@@ -262,8 +496,44 @@ def cost_lines(cost: StageCost | None, pipeline: Any) -> list[str]:
         parts.append(f"trained <= {_n(cost.trained_tokens)} tokens")
     lines = [f"     cost:     {', '.join(parts)}"]
     lines += textwrap.wrap(f"({cost.basis})", WIDTH, initial_indent=" " * 15, subsequent_indent=" " * 15)
-    lines += textwrap.wrap(time_line(cost, pipeline), WIDTH, initial_indent=" " * 5, subsequent_indent=" " * 15)
+    for line in time_lines(cost, pipeline):
+        lines += _wrap(line)
+    memory = memory_line(plan, cost, pipeline)
+    if memory:
+        lines += _wrap(memory)
+    for note in cost.notes:
+        lines += _wrap(f"note:     {note}")
     return lines
+
+
+def final_model_line(pipeline: Any) -> str | None:
+    """Where the run's model ends up: the last stage that trains one, merged or as an adapter on its base."""
+    trained = [p for p in pipeline.recipe.stages if p.model_args is not None]
+    if not trained:
+        return None
+    last = trained[-1]
+    if not last.model_args.use_peft:
+        return f"final model: {last.output_dir} (full weights)"
+    if last.model_args.adapter_handoff == "merge":
+        return (f"final model: {last.output_dir / 'merged'} (the LoRA adapter in {last.output_dir}, merged into its "
+                "base)")
+    return f"final model: the LoRA adapter in {last.output_dir}, on the base it names"
+
+
+def total_line(costs: list[StageCost], pipeline: Any) -> str:
+    """The time of every stage still to run, and of the evaluation."""
+    timed = [stage_time(c, pipeline) for c in costs]
+    known = [t for t in timed if isinstance(t, StageTime)]
+    if not known:
+        return "total:   time not estimated"
+    low, mid, high = (sum(t.seconds[i] for t in known) for i in range(3))
+    measured = all(t.measured for t in known)
+    missing = len(timed) - len(known)
+    head = _span(low, mid, high)
+    tail = (", vLLM generation at the transformers rate (an upper end)" if any(t.upper_end for t in known) else "")
+    unknown = f", plus {missing} part(s) not estimated" if missing else ""
+    return (f"total:   {head} for what is left to run, {'from measured rates' if measured else 'projected'}{tail}"
+            f"{unknown}; loading, merging and saving models not counted")
 
 
 def plan_lines(pipeline: Any, costs: dict[str, StageCost]) -> list[str]:
@@ -272,34 +542,47 @@ def plan_lines(pipeline: Any, costs: dict[str, StageCost]) -> list[str]:
     recipe = pipeline.recipe
     model = recipe.model
     built = " (tiny, built locally)" if model.tiny is not None else ""
-    card = (f"{pipeline.card[0]} ({pipeline.card[1]:.0f} GB)" if pipeline.card
-            else "no GPU here (costs below; memory not checked)")
+    card = (card_text(pipeline.card) if pipeline.card else "no GPU here and none named (--card): memory not checked")
     lines = [f"run_dir: {recipe.run_dir}", f"model:   {pipeline.base_model_path}{built}", f"card:    {card}"]
     if pipeline.ranks.distributed:
         lines.append(f"ranks:   {pipeline.ranks.num_processes} (training data-parallel, the rest on the main process)")
     shared = recipe.shared
     for section in ("model", "training"):
         lines += settings_lines(f"{section}:", shared.get(section, {}), section, pipeline.overridden)
+    to_run = []
     for i, plan in enumerate(recipe.stages, 1):
-        action = {"done": "skip (done)", "resume": "resume", "stale": "redo", "new": "run"}[pipeline.status[plan.name]]
+        status = pipeline.status[plan.name]
+        action = {"done": "skip (done)", "resume": "resume", "stale": "redo", "new": "run"}[status]
         lines.append(f"{i}. {plan.name:<19}{plan.kind:<19}{action:<12}-> {plan.output_dir}")
         lines += [f"     {note}" for note in pipeline.stage_notes(plan)]
         described = model_line(plan, pipeline)
         if described:
             lines.append(f"     {described}")
         lines += settings_lines("settings:", plan.section, plan.name, pipeline.overridden)
-        lines += cost_lines(costs.get(plan.name), pipeline)
+        cost = costs.get(plan.name)
+        lines += cost_lines(cost, pipeline, plan)
+        if cost is not None and status != "done":
+            to_run.append(cost)
     ev = recipe.evaluation
     if ev is not None:
-        lines.append(f"evaluation: {ev.dataset_name} [{ev.dataset_split}] after {ev.stages}, {ev.num_prompts} "
-                     f"prompts x {ev.num_samples} samples at T={ev.temperature}")
+        stages = [s for s in ev.stages if s == "base" or recipe.stage(s) is not None]
+        lines.append(f"evaluation: {ev.dataset_name} [{ev.dataset_split}], {ev.num_prompts} prompts x {ev.num_samples} "
+                     f"samples at T={ev.temperature}, after each of {', '.join(stages)}")
         lines += settings_lines("settings:", shared.get("evaluation", {}), "evaluation", pipeline.overridden)
-        lines += cost_lines(evaluation_cost(pipeline), pipeline)
+        cost = evaluation_cost(pipeline)
+        lines += cost_lines(cost, pipeline, None)
+        to_run.append(cost)
     lines.append(f"token counts are upper bounds: every sample at its maximum length; prompt tokens (<= {PROMPT_TOKENS} "
                  "assumed) are not counted")
+    lines += textwrap.wrap(total_line(to_run, pipeline), WIDTH, subsequent_indent=" " * 9)
+    final = final_model_line(pipeline)
+    if final:
+        lines += textwrap.wrap(final, WIDTH, subsequent_indent=" " * 13)
+    lines.append(f"report:  {recipe.run_dir / 'report.md'}")
     lines += [f"note: {note}" for note in pipeline.notes]
     return lines
 
 
-__all__ = ["THROUGHPUT", "StageCost", "Throughput", "dataset_rows", "final_sft_cost", "generation_rate", "plan_lines",
-           "rejection_sampling_cost", "rl_cost", "training_cost"]
+__all__ = ["KNOWN_CARDS", "RATES", "Rate", "StageCost", "StageRate", "StageTime", "dataset_rows", "final_sft_cost",
+           "parse_card", "plan_lines", "rejection_sampling_cost", "rl_cost", "stage_rate", "stage_time",
+           "training_cost"]

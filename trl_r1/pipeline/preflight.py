@@ -267,6 +267,19 @@ def backend_problems(recipe: Any, stages: list[Any], rewards: dict[str, list[Any
     return problems
 
 
+def precision_problems(stages: list[Any]) -> list[str]:
+    """On a machine without a GPU: one problem naming every trainer stage set to train in bf16 or fp16 (TRL
+    defaults `bf16` to true), with the fix, instead of transformers' error once per stage when the run starts."""
+    wanting = [p for p in stages if p.model_args is not None and not getattr(p.config, "use_cpu", False)
+               and (getattr(p.config, "bf16", False) or getattr(p.config, "fp16", False))]
+    if not wanting:
+        return []
+    flag = "fp16" if any(getattr(p.config, "fp16", False) for p in wanting) else "bf16"
+    return [f"{', '.join(p.name for p in wanting)}: {flag} training needs a GPU and this machine has none; to train "
+            f"here set training.use_cpu: true and training.{flag}: false, rehearse the recipe on the CPU with "
+            "--smoke, or plan for a GPU with --dry-run --card NAME_OR_GB (e.g. --card 24)"]
+
+
 # --------------------------------------------------------------------------------------------- memory
 
 
@@ -404,5 +417,6 @@ def vllm_cache_problems(where: str, config: Any, shape: Any, card: tuple[str, fl
             "vllm_max_model_length"]
 
 
-__all__ = ["backend_problems", "card_memory_gb", "column_key_problems", "context_problems", "dataset_kwargs_problems", "memory_problems",
-           "messages_problems", "missing_template_problems", "model_path_problems", "model_shape"]
+__all__ = ["backend_problems", "card_memory_gb", "column_key_problems", "context_problems", "dataset_kwargs_problems",
+           "memory_problems", "messages_problems", "missing_template_problems", "model_path_problems", "model_shape",
+           "precision_problems"]

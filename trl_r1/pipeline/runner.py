@@ -36,6 +36,7 @@ from .preflight import (
     model_path_problems,
     model_shape,
     rows_asked,
+    precision_problems,
     set_column_keys,
     split_key,
     unique,
@@ -58,11 +59,14 @@ class Pipeline:
 
     def __init__(self, recipe: Recipe, *, from_stage: str | None = None, echo: Callable[[str], None] = print,
                  ranks: Ranks | None = None, dry_run: bool = False, overridden: Iterable[str] = (),
-                 card: tuple[str, float] | None | str = DETECT_CARD, model_built_by_run: bool = False):
+                 card: tuple[str, float] | None | str = DETECT_CARD, elsewhere: bool = False,
+                 model_built_by_run: bool = False):
         """`dry_run`: the preflight builds nothing and streams Hub datasets' first rows; `overridden`: the keys a
         command line set (`section.key`, or `key` in any section), marked in the plan; `card`: (name, GB) of the
-        GPU the memory check sizes for (default: what torch.cuda sees here; None: skip it); `model_built_by_run`:
-        the model path is where the run builds the model (a smoke dry run), so its absence is no error."""
+        GPU the memory check sizes for (default: what torch.cuda sees here; None: skip it); `elsewhere`: the plan
+        is for `card` on another machine (`--card` where there is no GPU), so what this machine lacks (a GPU for
+        bf16, vLLM, other backends) is a note, not an error; `model_built_by_run`: the model path is where the run
+        builds the model (a smoke dry run), so its absence is no error."""
         if from_stage is not None and recipe.stage(from_stage) is None:
             names = [s.name for s in recipe.stages]
             raise RecipeError([f"--from-stage {from_stage!r} is not a stage of this recipe; stages: {names}"])
@@ -78,7 +82,8 @@ class Pipeline:
         self.generators: dict[str, ModelHandle] = dict(self.handles)  # see `StageRecord.generator`
         self._datasets: dict[str, Any] = {}
         self.dry_run, self.overridden = dry_run, set(overridden)
-        self._card = card
+        self._card, self.elsewhere = card, elsewhere
+        self._detects_card = card == DETECT_CARD  # this machine's own hardware: its lacks are errors
         self.model_built_by_run = model_built_by_run
         self.schemas: dict[str, DatasetSchema] = {}  # what the preflight saw of each dataset, by stage
         self.notes: list[str] = []  # what the preflight could not check here, and why
@@ -176,8 +181,13 @@ class Pipeline:
         if self.untemplated:
             chat_stages = [s.name for s in self.pending() if STAGE_REGISTRY[s.name].trains_on_chat]
             problems += missing_template_problems(self.base_model_path, self._datasets, chat_stages)
-        problems += backend_problems(self.recipe, self.pending(), self._rewards_by_stage(),
-                                     cuda=self.card is not None)
+        machine = backend_problems(self.recipe, self.pending(), self._rewards_by_stage(), cuda=self.card is not None)
+        if self._detects_card and self.card is None or self.elsewhere:
+            machine += precision_problems(self.pending())
+        if self.elsewhere:
+            self.notes += [f"this machine, not the GPU planned for: {p}" for p in machine]
+        else:
+            problems += machine
         problems += self._memory_problems()
         if problems:
             raise RecipeError(problems)

@@ -65,12 +65,51 @@ def smoke_recipe(data: dict[str, Any], *, model_dir: str | Path, run_dir: str | 
     present = [name for name in STAGE_REGISTRY if isinstance(out.get(name), dict)]
     for name in present:
         out[name] = STAGE_REGISTRY[name].smoke(out[name])
+    for name in unverifiable_sampling(data):  # keep what it cannot verify, so that the stages after it run
+        out[name]["min_reward"] = UNVERIFIED_MIN_REWARD
     if "evaluation" in out:
         out["evaluation"].update(EVAL_SMOKE)
         trained = [s for s in present if STAGE_REGISTRY[s].makes_model]
         listed = [s for s in out["evaluation"].get("stages", []) if s in trained]
         out["evaluation"]["stages"] = (listed or trained)[-1:]  # evaluated once, after the last trained stage
     return out
+
+
+# What a rejection-sampling stage on the user's own prompts accepts in a smoke run: any well-formed, readable
+# sample, whatever its rewards (the rehearsed model answers 7 to everything, so its answers to real problems are
+# wrong): the stage's sampling, rewards, filters and output, and the final SFT on it, still run end to end.
+UNVERIFIED_MIN_REWARD = float("-inf")
+
+
+def unverifiable_sampling(data: dict[str, Any]) -> list[str]:
+    """The rejection-sampling stages whose prompts are the user's own (no shipped mirror: a local file, a builder):
+    the rehearsed model knows only the mirrors' problems, so a smoke run cannot check that they accept samples.
+
+    >>> unverifiable_sampling({"rl": {"dataset_name": "data/mine.jsonl"}, "rejection_sampling": {}})
+    ['rejection_sampling']
+    >>> unverifiable_sampling({"rl": {"dataset_name": "trl-lib/DeepMath-103K"}, "rejection_sampling": {}})
+    []
+    """
+    from ..rehearsal.fixtures import MIRRORS
+    from .stages import STAGE_REGISTRY, RejectionSamplingStage
+
+    out = []
+    for name in STAGE_REGISTRY:
+        stage, section = STAGE_REGISTRY[name], data.get(name)
+        if not isinstance(stage, RejectionSamplingStage) or not isinstance(section, dict):
+            continue
+        source = section.get("dataset_name") or (data.get(stage.rewards_from) or {}).get("dataset_name")
+        if source not in MIRRORS:
+            out.append(name)
+    return out
+
+
+def smoke_limits(smoke: dict[str, Any]) -> list[str]:
+    """What the smoke recipe `smoke` (`smoke_recipe`'s output) cannot check, one line each."""
+    return [f"{name}: acceptance not checked: the smoke model answers only the shipped fixtures' problems, so "
+            "it kept every well-formed sample whatever its rewards, to carry the run through; the stage's "
+            "sampling, rewards and filters ran on your data" for name, section in smoke.items()
+            if isinstance(section, dict) and section.get("min_reward") == UNVERIFIED_MIN_REWARD]
 
 
 def smoke_model_id(data: dict[str, Any]) -> str:
@@ -94,7 +133,8 @@ def smoke_datasets(data: dict[str, Any]) -> list[str]:
 
     named = [(key, section.get("dataset_name")) for key, section in data.items() if isinstance(section, dict)]
     problems = [f"{key}: dataset_name {name!r} has no schema mirror for --smoke; known: {sorted(MIRRORS)}"
-                for key, name in named if name and "/" in name and ":" not in name and name not in MIRRORS]
+                for key, name in named if name and "/" in name and ":" not in name and name not in MIRRORS
+                and not Path(name).expanduser().exists()]  # a local file or folder is the user's own data
     if problems:
         raise RecipeError(problems, "--smoke")
     return sorted({name for _, name in named if name in MIRRORS})
@@ -105,8 +145,12 @@ def smoke_model_dir(work_dir: str | Path, name: str) -> Path:
 
     Models whose smoke shapes coincide (Qwen2.5 0.5B/1.5B/3B, Qwen3 1.7B/4B, Llama-3.2 1B/3B) share one build.
     """
+    import logging
+
     from ..rehearsal.models import build_model, model_spec, rehearse_answers
 
+    logging.getLogger("trl_r1.pipeline").info("smoke: building the %s-size shape of %s on the CPU (once per shape)",
+                                              SMOKE_SIZE, name)
     model_dir = build_model(model_spec(name).name, Path(work_dir) / "models" / smoke_shape_key(name), size=SMOKE_SIZE)
     return rehearse_answers(model_dir, {"math": MATH_ANSWER, "code": CODE_ANSWER})
 
@@ -146,5 +190,5 @@ def check_smoke_run(run_dir: str | Path) -> list[str]:
     return [problem for name in stages for problem in stages[name].smoke_problems(name, Path(run_dir) / name)]
 
 
-__all__ = ["check_smoke_run", "prepare_smoke", "smoke_datasets", "smoke_model_dir", "smoke_model_id", "smoke_recipe",
-           "smoke_shape_key"]
+__all__ = ["UNVERIFIED_MIN_REWARD", "check_smoke_run", "prepare_smoke", "smoke_datasets", "smoke_limits",
+           "smoke_model_dir", "smoke_model_id", "smoke_recipe", "smoke_shape_key", "unverifiable_sampling"]

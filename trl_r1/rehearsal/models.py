@@ -30,11 +30,14 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
 import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+logger = logging.getLogger("trl_r1.rehearsal")
 
 SIZES = ("full", "smoke", "ci")
 CI_WIDTHS = {"hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 4, "num_key_value_heads": 2,
@@ -375,6 +378,8 @@ def rehearse_answers(model_dir: str | Path, answers: dict[str, str], *, steps: i
         model.train()
         return math.exp(worst)
 
+    logger.info("rehearsing %s: teaching it one answer per task, %d-%d steps (once; a minute or two on a CPU)",
+                model_dir, steps, max_steps)
     step, worst = 0, 0.0
     while step < max_steps:
         batch = [examples[i] for i in torch.randint(len(examples), (8,), generator=generator).tolist()]
@@ -389,8 +394,14 @@ def rehearse_answers(model_dir: str | Path, answers: dict[str, str], *, steps: i
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
         step += 1
-        if step >= steps and step % 25 == 0 and (worst := worst_probability()) >= min_probability:
-            break
+        if step >= steps and step % 25 == 0:
+            worst = worst_probability()
+            logger.info("rehearsal step %d: the least likely answer is sampled whole with probability %.3f "
+                        "(until %.2f)", step, worst, min_probability)
+            if worst >= min_probability:
+                break
+        elif step % 25 == 0:
+            logger.info("rehearsal step %d of at least %d: loss %.3f", step, steps, loss.item())
     if worst < min_probability:
         raise RuntimeError(f"{model_dir}: after {max_steps} rehearsal steps an answer is sampled whole with "
                            f"probability {worst:.3f} only (< {min_probability})")
