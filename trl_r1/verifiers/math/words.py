@@ -50,6 +50,7 @@ _WHOLE = re.compile(  # an answer that is one number in words, possibly with "th
 _SCALED = re.compile(  # digits with a sign or a scale in words: "minus 3", "2.5 million", "3 thousand apples"
     rf"(?i)(?P<sign>(?:negative|minus)\s+)?(?P<digits>\d+(?:\.\d+)?)(?:\s+(?P<scale>{'|'.join(_SCALES)}))?{_NOUN}"
 )
+_DIGIT_ORDINAL = re.compile(r"(?i)(?:the\s+)?(?P<digits>\d+)(?:\^\{?(?:\\(?:text|mathrm)\{)?)?(?:st|nd|rd|th)\}?\}?(?P<noun>(?:\s+[a-z]+)?)")  # "the 5th term"
 _WRAPPER = re.compile(r"\\(?:text|textbf|textit|textrm|mathrm|mathbf|mbox)\s*\{([^{}]*)\}")
 MAX_PHRASE_WORDS = 24  # "nine hundred ninety-nine million ... and ninety-nine" stays under it
 
@@ -186,6 +187,9 @@ def spelled_number(text: str) -> str | None:
         value = Decimal(scaled["digits"]) * _SCALES.get((scaled["scale"] or "").lower(), 1)
         number = f"{'-' if scaled['sign'] else ''}{value.normalize():f}"
         return f"{number} {_noun(scaled)}".strip()
+    ordinal = _DIGIT_ORDINAL.fullmatch(plain)
+    if ordinal and not re.match(rf"(?i)\s*(?:{_NOT_A_NOUN})\b", ordinal["noun"]):
+        return ordinal["digits"]
     match = _WHOLE.fullmatch(plain)
     value = match and _value(match["number"])
     if not value:
