@@ -36,6 +36,9 @@ SPELLED = [  # (gold, completion): the final answer in words, each read as its v
     ("-3", "The answer is minus 3."),
     (r"\frac{3}{4}", "The answer is three quarters."),
     ("2.5", "The answer is two point five."),
+    (r"\frac{1}{24}", "The answer is one twenty-fourth."),
+    (r"\frac{5}{36}", "The answer is five thirty-sixths."),
+    (r"\frac{3}{4}", "The answer is three over four."),
     ("-1.05", "The answer is minus one point zero five."),
     ("25\\%", "The answer is twenty-five percent."),
     (r"\frac{3}{4}", "The answer is three-fourths."),
@@ -106,6 +109,8 @@ WRONG = [  # (gold, completion): the right number in words somewhere, but not as
     ("12", "The answer is that each of the three friends gets twelve."),  # two numbers: no single value
     ("4", "The answer is one quarter."),  # 1/4, not 4
     ("2", "The answer is the 2nd of 3."),
+    ("5", "The answer is just over five."),
+    ("35", "The answer is five thirty-sixths."),
     ("2.12", "The answer is two point twelve."),  # decimals are read digit by digit
     ("3", "At this point the answer is three point."),
     ("3", "The answer is a third."),  # 1/3, not 3
