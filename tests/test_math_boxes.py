@@ -15,6 +15,13 @@ READ = [  # (gold, completion)
     ("12", r"So the area is \[\boxed{12\]"),
     (r"\frac{1}{2}", r"The probability is $\boxed{\frac{1}{2}$."),
     ("12", r"So the area is $\boxed{12 \\}$."),  # a line break closing the box
+    ("12", r"So the area is $\boxed{12 \\[2pt]}$."),
+    ("12", r"So the area is $\boxed{12 \\* }$."),
+    ("12", r"So the area is $\boxed{12 \cr}$."),
+    ("12", "So the area is \\boxed{12. That is all."),  # a box never closed, its sentence ended
+    ("12", "So the area is \\boxed{12 square units"),  # a number followed by its unit is complete
+    (r"\frac{1}{2}", "So the probability is \\boxed{\\frac{1}{2}"),  # only the outer brace is missing
+    ("12", "The area is \\boxed{12\nLet me double-check: 3 times 4 is 12."),
     ("12", r"So the area is $\boxed{12\newline}$."),
     ("(3,4)", r"The point is $\boxed{\left( 3, 4 )}$."),  # an unmatched \left
     ("(3,4)", r"The point is $\boxed{( 3, 4 \right)}$."),
@@ -45,6 +52,9 @@ READ = [  # (gold, completion)
            "<|im_start|>assistant\nThe perimeter is $\\boxed{14}$."),  # only the first chat turn counts
     ("12", "The answer is 12.\n\nHuman: And the perimeter?\n\nAssistant: The answer is 14."),
     ("12", "The answer is 12.\nUser: And the perimeter?\nAssistant: The answer is 14."),
+    ("12", "The answer is 12.\n### Instruction:\nAnd the perimeter?\n### Response:\nThe answer is 14."),
+    ("12", "The answer is 12.</s><s>[INST] And the perimeter? [/INST] The answer is 14."),
+    ("12", "The answer is 12.<|end|>\n<|user|>\nAnd the perimeter?<|end|>\n<|assistant|>\nThe answer is 14."),
     ("12", "The answer is $\\boxed{12}$<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nWhat is 7 + 7? "
            "The answer is $\\boxed{14}$"),
     ("12", "The answer is $\\boxed{12}$<end_of_turn>\n<start_of_turn>user\nAnd 14?"),
@@ -61,6 +71,8 @@ def test_unusual_boxes_phrases_and_first_turns_are_read(gold, completion, policy
 NOT_READ = [  # (gold, completion)
     ("42", r"So the answer is $\boxed{42"),  # ends inside the box: may be cut off from \boxed{425}
     ("42", r"So the answer is \boxed{42."),
+    ("1", r"So the answer is \boxed{x+1"),
+    ("12", r"So the area is \boxed{12 or 13 square units"),
     ("12", r"So the area is $\boxed{12$ or $13$."),
     ("12", r"So the area is $\boxed{12 or 13$."),
     ("12", r"So the area is $\boxed{12, 13$."),
@@ -87,6 +99,9 @@ NOT_READ = [  # (gold, completion)
     ("12", r"\boxed{\text{There are 12 if n is even}}"),
     ("12", r"\boxed{\text{The answer is 12 because 3 times 4 is 12}}"),
     ("14", "The answer is 12.\n\nHuman: And the perimeter?\n\nAssistant: The answer is 14."),  # a later turn
+    ("14", "The answer is 12.\n### Instruction:\nAnd the perimeter?\n### Response:\nThe answer is 14."),
+    ("14", "The answer is 12.</s><s>[INST] And the perimeter? [/INST] The answer is \\boxed{14}."),
+    ("14", "The answer is 12.\nuser: and the perimeter?\nassistant: \\boxed{14}"),
     ("14", "The area is $\\boxed{12}$.<|im_end|>\n<|im_start|>user\nAnd the perimeter?<|im_end|>\n"
            "<|im_start|>assistant\nThe perimeter is $\\boxed{14}$."),
     ("12", "User: the answer is 12."),  # a new turn from the start: nothing of this completion is left

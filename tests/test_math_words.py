@@ -36,6 +36,9 @@ SPELLED = [  # (gold, completion): the final answer in words, each read as its v
     ("-3", "The answer is minus 3."),
     (r"\frac{3}{4}", "The answer is three quarters."),
     ("2.5", "The answer is two point five."),
+    (r"\frac{1}{24}", "The answer is one twenty-fourth."),
+    (r"\frac{5}{36}", "The answer is five thirty-sixths."),
+    (r"\frac{3}{4}", "The answer is three over four."),
     ("-1.05", "The answer is minus one point zero five."),
     ("25\\%", "The answer is twenty-five percent."),
     (r"\frac{3}{4}", "The answer is three-fourths."),
@@ -53,6 +56,9 @@ SPELLED = [  # (gold, completion): the final answer in words, each read as its v
     ("5", r"\boxed{\text{the fifth}}"),
     ("21", "The answer is the twenty-first."),
     ("100", "The answer is the hundredth term."),
+    ("5", "The answer is the 5th term."),
+    ("5", r"\boxed{5^{\text{th}}}"),
+    ("21", r"So the answer is \boxed{21st}."),
     ("42", "We add them up.\nTherefore forty-two is the answer."),  # a closing claim without math
     ("42", "We add them up. Forty-two is our final answer."),
     ("42", "We add them up. So 42 is the answer."),
@@ -102,6 +108,9 @@ WRONG = [  # (gold, completion): the right number in words somewhere, but not as
     ("3", "The answer is three, if n is odd."),
     ("12", "The answer is that each of the three friends gets twelve."),  # two numbers: no single value
     ("4", "The answer is one quarter."),  # 1/4, not 4
+    ("2", "The answer is the 2nd of 3."),
+    ("5", "The answer is just over five."),
+    ("35", "The answer is five thirty-sixths."),
     ("2.12", "The answer is two point twelve."),  # decimals are read digit by digit
     ("3", "At this point the answer is three point."),
     ("3", "The answer is a third."),  # 1/3, not 3

@@ -37,7 +37,9 @@ _TOKEN_BOX = re.compile(  # a box of one token without braces: "\\boxed 5", "\\b
     r"\\(?:boxed|fbox)(?:\s+|(?=[-\d]))(?:(-?(?:\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?))(?![\d.,]\d|\w)(?=\s*[A-Za-z]{2})|"
     r"(-?(?:\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)|[A-Za-z])(?![\d.,]\d|\w)(?=\s*(?:$|[.,;:!$]|\\[\])])))"
 )
-_UNCLOSED_TAIL = re.compile(r"\s*(?:(?:\$|\\\]|\\\))[\s.!]*)+$")  # the math closed after an unclosed box: "$.", "\\]"
+_UNCLOSED_END = re.compile(r"\$|\\\]|\\\)|\n|[.!](?=\s)|(?<![\d.])[.!]$")  # where an unclosed box's math or sentence ends
+_CUT_OFF = re.compile(r"[\d.,]$|\\[A-Za-z]*$")  # the end of a text that may continue: a number, a command
+_CLOSING_LINE_BREAK = re.compile(r"(?:\\\\\*?(?:\[[^\[\]]{0,20}\])?|\\(?:newline|cr|break|linebreak)(?![A-Za-z]))$")
 MAX_UNCLOSED_CHARS = 200  # an unclosed box is read only when the text ends within this many characters of it
 _BOX_SEPARATOR = re.compile(  # between boxes of one answer: a unit word, math delimiters, punctuation, and/or
     r"^(?:\s*[a-zA-Z]{2,}(?=\s*(?:,|;|and\b|\\text\{\s*and)))?"  # "\\boxed{1} papers and \\boxed{2} bins"
@@ -55,9 +57,9 @@ _QUALIFIED_ANSWER = re.compile(  # a word before a statement's "answer" that mak
     r"likely|approximate|estimated|partial|intermediate|guessed|trial|draft)\s+(?:final\s+)?$"
 )
 _NEW_TURN = re.compile(  # where a completion runs on into a new chat turn: a template's turn tokens, a "User:" line
-    r"<\|(?:im_end|im_start|eot_id|eom_id|start_header_id|end_of_text|endoftext|end|user|assistant|system)\|>|"
-    r"<(?:end|start)_of_turn>|</s>|<｜(?:User|Assistant|end▁of▁sentence)｜>|\[INST\]|"
-    r"(?:^|\n)[ \t#*]*(?:Human|HUMAN|User|USER)\s*:"
+    r"<\|(?:im_end|im_start|eot_id|eom_id|eot|start_header_id|begin_of_text|end_of_text|endoftext|end|user|assistant|"
+    r"system)\|>|<(?:end|start)_of_turn>|</?s>|<｜(?:User|Assistant|end▁of▁sentence|begin▁of▁sentence)｜>|\[/?INST\]|"
+    r"(?:^|\n)[ \t#*]*(?:(?i:human|user|assistant)\s*:|###\s*(?i:instruction|input|human|user|response|question)\b)"
 )
 _TEXT_WRAPPER = re.compile(r"\\(?:text|textbf|textit|textrm|mathrm|mbox)\s*\{([^{}]*)\}")
 _BOX_SENTENCE = re.compile(r"(?i)\b(?:is|are|was|were|equals?|answer|total|gives?|get|makes?)\b")
@@ -203,17 +205,21 @@ def boxed_contents(text: str) -> list[tuple[int, int, str]]:
 
 
 def _without_line_break(content: str) -> str:
-    """A box's content without the line breaks that close it (``\\boxed{5 \\\\}``): layout, not math."""
+    """A box's content without the line breaks that close it (``\\boxed{5 \\\\}``, ``\\\\[2pt]``, ``\\newline``,
+    ``\\cr``): layout, not math."""
     content = content.strip()
-    while content.endswith(("\\\\", "\\newline")):
-        content = content.removesuffix("\\\\").removesuffix("\\newline").rstrip()
-    return content
+    while True:
+        stripped = _CLOSING_LINE_BREAK.sub("", content).rstrip()
+        if stripped == content:
+            return content
+        content = stripped
 
 
 def _unclosed_box(text: str, unmatched: list[int]) -> tuple[int, int, str] | None:
-    """The box a text ends in without its closing brace (``$\\boxed{42$.``, ``\\[\\boxed{42\\]``), its braces closed, when
-    the math or the sentence is closed after it and it is short and one paragraph; `unmatched` are the positions of
-    the braces never closed. A text that ends inside the box (``\\boxed{42``) may be cut off: no answer."""
+    """The box a text ends in without its closing brace (``$\\boxed{42$.``, ``\\boxed{42. That is all``,
+    ``\\boxed{\\frac{1}{2}``), up to where its math or sentence ends, its braces closed, when it is short and one
+    paragraph; `unmatched` are the positions of the braces never closed. A number that runs into the end of the text
+    (``\\boxed{42``) may be cut off from a longer one (``\\boxed{425}``): no answer."""
     if not unmatched or len(text) - unmatched[-1] > 2 * MAX_UNCLOSED_CHARS:
         return None
     unclosed = set(unmatched)
@@ -222,14 +228,13 @@ def _unclosed_box(text: str, unmatched: list[int]) -> tuple[int, int, str] | Non
         box = match if match.end() - 1 in unclosed else box
     if box is None:
         return None
-    tail = _UNCLOSED_TAIL.search(text, box.end())
-    if tail is None:
-        return None  # nothing closes the math after it: the completion may be cut off inside the box (\boxed{42 of 425)
-    content = text[box.end(): tail.start()]
-    if len(content) > MAX_UNCLOSED_CHARS or "\n\n" in content or not content.strip():
+    rest = text[box.end():]
+    end = _UNCLOSED_END.search(rest)
+    content = rest[: end.start()] if end else rest
+    if len(content) > MAX_UNCLOSED_CHARS or not content.strip() or not end and _CUT_OFF.search(content.rstrip()):
         return None
     depth = content.count("{") - content.count("}")
-    return box.start(), len(text), _without_line_break(content + "}" * max(depth, 0))
+    return box.start(), box.end() + len(content), _without_line_break(content + "}" * max(depth, 0))
 
 
 def _first_turn(completion: str) -> str:

@@ -31,7 +31,7 @@ _DENOMINATORS = {  # "three quarters", "two thirds", "five eighths"; "seconds" a
     **{f"{ordinal}{plural}": _UNITS.get(word) or _TENS.get(word) or 100
        for ordinal, word in _ORDINALS.items() if word not in ("one", "two", *_SCALES) for plural in ("", "s")},
 }
-_NUMBER_WORD = "|".join(sorted({*_UNITS, *_TENS, "hundred", *_SCALES, *_ORDINALS, *_DENOMINATORS, "point"}, key=len,
+_NUMBER_WORD = "|".join(sorted({*_UNITS, *_TENS, "hundred", *_SCALES, *_ORDINALS, *_DENOMINATORS, "point", "over"}, key=len,
                                reverse=True))
 _JOIN = r"(?:\s*-\s*|\s+(?:and\s+(?:an?\s+)?)?)"  # "forty-two", "one hundred and five", "one and a half"
 _PHRASE = re.compile(  # a run of number words, possibly signed, "a"/"an" before a scale or a fraction
@@ -50,6 +50,7 @@ _WHOLE = re.compile(  # an answer that is one number in words, possibly with "th
 _SCALED = re.compile(  # digits with a sign or a scale in words: "minus 3", "2.5 million", "3 thousand apples"
     rf"(?i)(?P<sign>(?:negative|minus)\s+)?(?P<digits>\d+(?:\.\d+)?)(?:\s+(?P<scale>{'|'.join(_SCALES)}))?{_NOUN}"
 )
+_DIGIT_ORDINAL = re.compile(r"(?i)(?:the\s+)?(?P<digits>\d+)(?:\^\{?(?:\\(?:text|mathrm)\{)?)?(?:st|nd|rd|th)\}?\}?(?P<noun>(?:\s+[a-z]+)?)")  # "the 5th term"
 _WRAPPER = re.compile(r"\\(?:text|textbf|textit|textrm|mathrm|mathbf|mbox)\s*\{([^{}]*)\}")
 MAX_PHRASE_WORDS = 24  # "nine hundred ninety-nine million ... and ninety-nine" stays under it
 
@@ -143,7 +144,13 @@ def _value(phrase: str, ordinals: bool = True) -> str | None:
             return None
         value = _cardinal((words[:-1] or ["one"]) + [_ORDINALS[last]] if _ORDINALS[last] in ("hundred", *_SCALES)
                           else words[:-1] + [_ORDINALS[last]])
+        count = _cardinal(words[:-2]) if value is None and len(words) > 2 and not article else None
+        if count:  # "one twenty-fourth", "five thirty-seconds": a fraction over a compound ordinal
+            return _fraction(count, _TENS[words[-2]] + _UNITS[_ORDINALS[last]], "")
         return None if value is None else str(value)
+    if "over" in words:  # "three over four"
+        numerator, denominator = _cardinal(words[: words.index("over")]), _cardinal(words[words.index("over") + 1:])
+        return _fraction(numerator, denominator, sign) if numerator is not None and denominator and not article else None
     if last in _DENOMINATORS:
         whole, numerator = None, words[:-1]
         if article:
@@ -155,8 +162,10 @@ def _value(phrase: str, ordinals: bool = True) -> str | None:
                 return None
         if not numerator and last not in ("half", "quarter"):
             return None  # "tenths" alone names no number
-        count = 1 if numerator in ([], ["a"], ["an"]) else _cardinal(numerator)
         denominator = _DENOMINATORS[last]
+        if hyphened and len(numerator) > 1 and numerator[-1] in _TENS:  # "five thirty-sixths" is 5/36
+            denominator, numerator = denominator + _TENS[numerator[-1]], numerator[:-1]
+        count = 1 if numerator in ([], ["a"], ["an"]) else _cardinal(numerator)
         if count is None or count == 0 or whole is not None and count >= denominator:
             return None
         return _fraction(count + (whole or 0) * denominator, denominator, sign)
@@ -186,6 +195,9 @@ def spelled_number(text: str) -> str | None:
         value = Decimal(scaled["digits"]) * _SCALES.get((scaled["scale"] or "").lower(), 1)
         number = f"{'-' if scaled['sign'] else ''}{value.normalize():f}"
         return f"{number} {_noun(scaled)}".strip()
+    ordinal = _DIGIT_ORDINAL.fullmatch(plain)
+    if ordinal and not re.match(rf"(?i)\s*(?:{_NOT_A_NOUN})\b", ordinal["noun"]):
+        return ordinal["digits"]
     match = _WHOLE.fullmatch(plain)
     value = match and _value(match["number"])
     if not value:
