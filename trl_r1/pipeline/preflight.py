@@ -404,5 +404,6 @@ def vllm_cache_problems(where: str, config: Any, shape: Any, card: tuple[str, fl
             "vllm_max_model_length"]
 
 
-__all__ = ["backend_problems", "card_memory_gb", "column_key_problems", "context_problems", "dataset_kwargs_problems", "memory_problems",
-           "messages_problems", "missing_template_problems", "model_path_problems", "model_shape"]
+__all__ = ["backend_problems", "card_memory_gb", "column_key_problems", "context_problems", "dataset_kwargs_problems",
+           "memory_problems", "messages_problems", "missing_template_problems", "missing_value_problems",
+           "model_context", "model_path_problems", "model_shape", "rows_asked", "split_key", "unique"]
