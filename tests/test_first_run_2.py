@@ -164,6 +164,11 @@ def test_local_files_honour_split_names_and_slices(workdir, capsys):
         fails_once(capsys, recipe(evaluation={"dataset_name": "prompts.jsonl", "dataset_split": split}),
                    f"evaluation: key 'dataset_split': split {split!r}: prompts.jsonl is one file",
                    "use 'train' or a slice of it")
+    # a file of held-out rows with no split named is its one split; a split named is honoured or refused
+    held_out = recipe(evaluation={"dataset_name": "split/test.jsonl", "dataset_split": None})
+    held_out["evaluation"].pop("dataset_split")
+    code, problems, plan = dry_run(capsys, held_out)
+    assert (code, problems) == (0, []) and "evaluation: split/test.jsonl [train]" in plan
     # the quickstart's old `--dataset_test_split test` on one file: it evaluated on the training prompts
     path = Path("grpo.yaml")
     path.write_text(yaml.safe_dump({"model_name_or_path": "tiny", "load_in_4bit": False, "use_peft": False,

@@ -200,7 +200,8 @@ class EvaluationConfig:
     dataset_name: str | None = field(default=None, metadata={
         "help": "Held-out prompts (same forms as DataArguments.dataset_name); needs a `prompt` column."})
     dataset_config: str | None = field(default=None, metadata={"help": "Dataset configuration name."})
-    dataset_split: str = field(default="test", metadata={"help": "Split to evaluate on (default 'test')."})
+    dataset_split: str | None = field(default=None, metadata={
+        "help": "Split to evaluate on (default 'test'; for a single local file, its one split 'train')."})
     dataset_kwargs: dict[str, Any] = field(default_factory=dict, metadata={"help": "Builder keyword arguments."})
     prompt_column: str = field(default="prompt", metadata={"help": "As in DataArguments."})
     solution_column: str = field(default="solution", metadata={"help": "As in DataArguments."})
@@ -227,6 +228,10 @@ class EvaluationConfig:
         "stage that trains a model)."})
 
     def __post_init__(self):
+        if self.dataset_split is None:
+            from ..data.loading import held_out_split
+
+            self.dataset_split = held_out_split(self.dataset_name)
         for key in ("num_prompts", "num_samples", "max_new_tokens", "batch_size"):
             value = getattr(self, key)
             if value is not None and value < 1:
