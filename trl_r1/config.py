@@ -205,12 +205,59 @@ def pick(section: dict[str, Any], cls: type, exclude: list[str] = ()) -> dict[st
     return {k: v for k, v in section.items() if k in names}
 
 
+# Keys of TRL's older configs and of open-r1's recipes (GRPOScriptArguments, SFTScriptArguments) that trl-r1
+# spells otherwise or leaves to another place: what each becomes here. A close-match suggestion would mislead.
+FOREIGN_KEYS: dict[str, str] = {
+    "reward_funcs": "TRL's and open-r1's name for `rewards` (a list of names, or {name, weight} mappings)",
+    "max_prompt_length": "TRL 1.16's GRPOConfig has none (GRPO no longer truncates prompts): drop it and keep "
+                         "long prompts out of the dataset (filter them, or set max_samples)",
+    "max_seq_length": "TRL's old name for `max_length` (SFTConfig, renamed in TRL 0.20)",
+    "evaluation_strategy": "transformers' old name for `eval_strategy`",
+    "dataset_prompt_column": "open-r1's name for `prompt_column`",
+    "dataset_mixture": "open-r1's mixture: here `final_sft.mix_datasets` (trl DatasetConfig entries)",
+    "system_prompt": "open-r1's system prompt: put a system turn in the dataset's prompt (a `prompt` column of "
+                     "{role, content} turns), see docs/howto_dataset.md",
+    "chat_template": "open-r1's inline template: an SFT stage takes `chat_template_path` (a .jinja file); for the "
+                     "others put the template in the model's tokenizer_config.json",
+    "benchmarks": "open-r1's benchmark list: here the `evaluation` section, or `trl-r1 evaluate --benchmark NAME`",
+    "callbacks": "open-r1's callbacks are not supported; the pipeline logs, checkpoints and evaluates each stage",
+    "vllm_device": "TRL's old vLLM placement: here `vllm_mode: colocate` (one GPU) or `server`",
+    "use_liger": "TRL's old name for `use_liger_kernel`",
+    "hub_model_revision": "open-r1's Hub revision: publish a finished run with `trl-r1 publish --repo-id ID`",
+    "push_to_hub_revision": "open-r1's Hub revision: publish a finished run with `trl-r1 publish --repo-id ID`",
+    "overwrite_hub_revision": "open-r1's Hub revision: publish a finished run with `trl-r1 publish --repo-id ID`",
+    "wandb_entity": "open-r1's W&B settings: set the WANDB_ENTITY environment variable and report_to: wandb",
+    "wandb_project": "open-r1's W&B settings: set the WANDB_PROJECT environment variable and report_to: wandb",
+    "wandb_run_group": "open-r1's W&B settings: set the WANDB_RUN_GROUP environment variable and report_to: wandb",
+    "code_language": "open-r1's code reward option: here an option of the reward entry, "
+                     "{name: code, ...} (docs/code_reward.md)",
+    "code_provider": "open-r1's sandbox choice: trl-r1's code reward runs programs locally in bubblewrap "
+                     "(docs/code_reward.md)",
+    "e2b_router_url": "open-r1's E2B sandbox: trl-r1's code reward runs programs locally in bubblewrap "
+                      "(docs/code_reward.md)",
+    "morph_router_url": "open-r1's Morph sandbox: trl-r1's code reward runs programs locally in bubblewrap "
+                        "(docs/code_reward.md)",
+    "parallel_code_exec_per_proc": "open-r1's code-execution setting: trl-r1's code reward sets its own "
+                                   "parallelism (docs/code_reward.md)",
+    **{key: "open-r1's options of its cosine length reward, which trl-r1 does not provide (write one: "
+            "docs/howto_reward.md)" for key in ("cosine_min_value_wrong", "cosine_max_value_wrong",
+                                                 "cosine_min_value_correct", "cosine_max_value_correct",
+                                                 "cosine_max_len")},
+    **{key: "open-r1's options of its repetition penalty, which trl-r1 does not provide (write one: "
+            "docs/howto_reward.md)" for key in ("repetition_n_grams", "repetition_max_penalty")},
+    **{key: "open-r1's overlong punishment options: trl-r1 has no such reward; mask_truncated_completions: true "
+            "drops truncated completions from the loss" for key in ("max_completion_len", "soft_punish_cache")},
+}
+
+
 def check_keys(where: str, section: dict[str, Any], classes: list[type], problems: list[str]) -> None:
-    """Add a problem for every key none of `classes` has, with a close-match suggestion."""
+    """Add a problem for every key none of `classes` has: what it is here when it is TRL's or open-r1's name
+    (`FOREIGN_KEYS`), else a close-match suggestion."""
     allowed = sorted({name for cls in classes for name in fields_of(cls)})
     for key in section:
         if key not in allowed:
-            problems.append(f"{where}: unknown key {key!r}{suggest(str(key), allowed)}")
+            hint = f": {FOREIGN_KEYS[key]}" if key in FOREIGN_KEYS else suggest(str(key), allowed)
+            problems.append(f"{where}: unknown key {key!r}{hint}")
 
 
 def suggest(key: str, candidates: Any) -> str:

@@ -100,6 +100,12 @@ def load_dataset_spec(name: str, *, split: str = "train", config: str | None = N
     return dataset
 
 
+def held_out_split(name: str | None) -> str:
+    """The split an evaluation reads when none is set: 'test', or 'train' for a single local file (a file of
+    held-out rows is one split, which `datasets` names 'train'). A split set explicitly is honoured as is."""
+    return "train" if name and Path(name).expanduser().is_file() else "test"
+
+
 def looks_like_path(name: str) -> bool:
     """Whether a `dataset_name` (or model name) was meant as a local path: it starts like one ('/', './',
     '../', '~') or ends in a data file's extension. Such a name is never sent to the Hub as an id."""

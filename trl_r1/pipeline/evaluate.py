@@ -154,7 +154,7 @@ class EvaluateArguments(EvaluationConfig):
         + ", ".join(f"{name} ({keys['dataset_name']})" for name, keys in BENCHMARKS.items())
         + ". Those of the four keys given as well win.", "choices": list(BENCHMARKS)})
     dataset_split: str | None = field(default=None, metadata={
-        "help": "Split to evaluate on (default: the benchmark's, else 'test')."})
+        "help": "Split to evaluate on (default: the benchmark's, else 'test'; a single local file's 'train')."})
     prompt_column: str | None = field(default=None, metadata={
         "help": "Column holding the prompt (default: the benchmark's, else 'prompt'); a text column becomes a "
         "one-turn conversation, so the chat template applies."})
@@ -174,9 +174,14 @@ class EvaluateArguments(EvaluationConfig):
         if self.benchmark is not None and self.benchmark not in BENCHMARKS:
             raise ValueError(f"benchmark: expected one of {list(BENCHMARKS)}, got {self.benchmark!r}")
         preset, defaults = BENCHMARKS.get(self.benchmark or "", {}), EvaluationConfig()
+        split_given = self.dataset_split is not None or "dataset_split" in preset
         for key in ("dataset_name", "dataset_split", "prompt_column", "solution_column"):
             if getattr(self, key) is None:
                 setattr(self, key, preset.get(key, getattr(defaults, key)))
+        if not split_given:  # 'test', or a single local file's one split
+            from ..data.loading import held_out_split
+
+            self.dataset_split = held_out_split(self.dataset_name)
         if self.benchmark is None and not self.dataset_name:
             raise ValueError(f"set benchmark ({', '.join(BENCHMARKS)}) or dataset_name (a file or a Hub id)")
         if self.num_samples < 1:

@@ -418,5 +418,6 @@ def vllm_cache_problems(where: str, config: Any, shape: Any, card: tuple[str, fl
 
 
 __all__ = ["backend_problems", "card_memory_gb", "column_key_problems", "context_problems", "dataset_kwargs_problems",
-           "memory_problems", "messages_problems", "missing_template_problems", "model_path_problems", "model_shape",
-           "precision_problems"]
+           "memory_problems", "messages_problems", "missing_template_problems", "missing_value_problems",
+           "model_context", "model_path_problems", "model_shape", "precision_problems", "rows_asked", "split_key",
+           "unique"]

@@ -200,7 +200,8 @@ class EvaluationConfig:
     dataset_name: str | None = field(default=None, metadata={
         "help": "Held-out prompts (same forms as DataArguments.dataset_name); needs a `prompt` column."})
     dataset_config: str | None = field(default=None, metadata={"help": "Dataset configuration name."})
-    dataset_split: str = field(default="test", metadata={"help": "Split to evaluate on (default 'test')."})
+    dataset_split: str | None = field(default=None, metadata={
+        "help": "Split to evaluate on (default 'test'; for a single local file, its one split 'train')."})
     dataset_kwargs: dict[str, Any] = field(default_factory=dict, metadata={"help": "Builder keyword arguments."})
     prompt_column: str = field(default="prompt", metadata={"help": "As in DataArguments."})
     solution_column: str = field(default="solution", metadata={"help": "As in DataArguments."})
@@ -227,6 +228,10 @@ class EvaluationConfig:
         "stage that trains a model)."})
 
     def __post_init__(self):
+        if self.dataset_split is None:
+            from ..data.loading import held_out_split
+
+            self.dataset_split = held_out_split(self.dataset_name)
         for key in ("num_prompts", "num_samples", "max_new_tokens", "batch_size"):
             value = getattr(self, key)
             if value is not None and value < 1:
@@ -294,6 +299,12 @@ def load_recipe(source: str | Path | dict[str, Any], *, single_stage: bool = Fal
     registry = stage_registry()
     stage_names, known_sections = registry.choices(), sections()
     problems: list[str] = []
+    flat_keys = [key for key in data if key not in known_sections and not isinstance(data[key], dict)]
+    if not single_stage and not any(name in data for name in stage_names) and len(flat_keys) > len(data) / 2:
+        raise RecipeError([f"{path or 'this YAML'} is a single-stage config (flat keys such as "
+                           f"{', '.join(map(repr, flat_keys[:3]))} at the top level), not a pipeline recipe: run it "
+                           "with `trl-r1 sft|grpo|ppo --config FILE`, or put its keys under the sections model:, "
+                           "training: and a stage (cold_start:, rl:, ...); see docs/recipes.md"])
     for key in data:
         if key not in known_sections:
             problems.append(f"unknown section {key!r}{suggest(key, known_sections)}")
@@ -330,6 +341,8 @@ def load_recipe(source: str | Path | dict[str, Any], *, single_stage: bool = Fal
         check_keys("evaluation", data["evaluation"], [EvaluationConfig], problems)
         evaluation = build("evaluation", EvaluationConfig, pick(data["evaluation"], EvaluationConfig), problems)
         if evaluation is not None:
+            if evaluation.rewards is not None:
+                reward_weights(evaluation.rewards, "evaluation", problems)
             known = {"base", *stage_names}
             for stage in evaluation.stages:
                 if stage not in known:
@@ -340,10 +353,29 @@ def load_recipe(source: str | Path | dict[str, Any], *, single_stage: bool = Fal
     for plan in stages:
         registry[plan.name].check_recipe(plan, present, problems)
     if problems:
-        raise RecipeError(problems)
+        raise RecipeError(shared_once(problems, training, data, stage_names))
     _fingerprint(stages, model_section)
     shared = {name: data[name] for name in ("model", "training", "evaluation") if name in data}
     return Recipe(run_dir=run_root, model=model, stages=stages, evaluation=evaluation, source=path, shared=shared)
+
+
+def shared_once(problems: list[str], training: dict[str, Any], data: dict[str, Any],
+                stage_names: Iterable[str]) -> list[str]:
+    """A mistake in the `training` section fails every stage that inherits it: report it once, for `training`
+    (a stage's problem is the section's when it names a training key, or its text value, that the stage does
+    not set itself)."""
+    out: list[str] = []
+    for problem in problems:
+        stage, _, rest = problem.partition(": ")
+        if stage in stage_names:
+            inherited = [key for key, value in training.items() if key not in data.get(stage, {})
+                         and (f"key {key!r}" in rest or "key '" not in rest and isinstance(value, str)
+                              and (rest.startswith(f"{value} ") or f"{value!r}" in rest))]
+            if inherited:
+                problem = f"training: {rest}" if rest.startswith("key ") else f"training: key {inherited[0]!r}: {rest}"
+        if problem not in out:
+            out.append(problem)
+    return out
 
 
 def flat_to_recipe(flat: dict[str, Any], stage: str) -> dict[str, Any]:
@@ -354,6 +386,12 @@ def flat_to_recipe(flat: dict[str, Any], stage: str) -> dict[str, Any]:
     >>> flat_to_recipe({"model_name_or_path": "m", "lora_r": 8, "output_dir": "out", "max_steps": 3}, "cold_start")
     {'run_dir': 'out', 'model': {'model_name_or_path': 'm', 'lora_r': 8}, 'cold_start': {'max_steps': 3}}
     """
+    sections_found = [key for key in flat if key in sections() and key != "run_dir" and isinstance(flat[key], dict)]
+    if sections_found or "run_dir" in flat:
+        found = ", ".join(map(repr, sections_found or ["run_dir"]))
+        raise RecipeError([f"--config: this is a pipeline recipe (sections {found}), not a flat single-stage "
+                           "config: run it with `trl-r1 run FILE` (`--from-stage STAGE` redoes one stage and the "
+                           "later ones), or give this command a flat YAML (docs/quickstart.md, One stage alone)"])
     model_keys = {f.name for f in dataclasses.fields(R1ModelConfig)}
     flat = dict(flat)
     run_dir = flat.pop("output_dir", None)
@@ -423,9 +461,10 @@ def plan_trainer_stage(name: str, kind: str, section: dict[str, Any], where: Pla
     if config is not None and args is not None and isinstance(given, list) and isinstance(args.rewards, list) \
             and len(given) != len(args.rewards):  # TRL raises at trainer init, after every earlier stage ran
         origin = name if "reward_weights" in section else "training"
-        problems.append(f"{origin}: key 'reward_weights': {len(given)} weight{'s' * (len(given) != 1)} for the {len(args.rewards)} rewards "
-                        f"of {name} ({reward_names(args.rewards)}); give one weight per reward, or set each in its "
-                        "`rewards` entry ({name: math, weight: 1.0})")
+        weights = f"{len(given)} weight{'s' * (len(given) != 1)}"
+        problems.append(f"{origin}: key 'reward_weights': {weights} for the {len(args.rewards)} rewards of {name} "
+                        f"({reward_names(args.rewards)}); give one weight per reward, or set each in its `rewards` "
+                        "entry ({name: math, weight: 1.0})")
     return StagePlan(name, kind, args, config, model_args, where.output_dir, section=section)
 
 
@@ -435,6 +474,11 @@ def reward_weights(rewards: Any, stage: str, problems: list[str]) -> list[float]
 
     if not isinstance(rewards, list) or not rewards:
         problems.append(f"{stage}: key 'rewards' must be a non-empty list of names or {{name, weight}} mappings")
+        return None
+    foreign = [f"{stage}: key 'rewards': {name!r} is {FOREIGN_REWARDS[name]}" for name in reward_names(rewards)
+               if name in FOREIGN_REWARDS and name not in reward_registry()]
+    if foreign:
+        problems += foreign
         return None
     try:
         get_reward_funcs(rewards)
@@ -449,6 +493,33 @@ def reward_weights(rewards: Any, stage: str, problems: list[str]) -> list[float]
     except (TypeError, ValueError):
         problems.append(f"{stage}: key 'rewards': every weight must be a number, got {weights}")
         return None
+
+
+_NO_COUNTERPART = "which trl-r1 does not provide; write it as a reward (docs/howto_reward.md) and name its import path"
+# Reward names of open-r1's registry and TRL's `trl.rewards`, and what each is here.
+FOREIGN_REWARDS: dict[str, str] = {
+    **dict.fromkeys(("accuracy", "accuracy_reward"), "open-r1's and TRL's name for the math answer check: here "
+                    "'math' (the gold answer from the 'solution' column)"),
+    "reasoning_accuracy_reward": "TRL's answer check after the reasoning: here 'math' (it reads the answer, not "
+                                 "the reasoning)",
+    "format_reward": "open-r1's and TRL's name: here 'format'",
+    "think_format_reward": "TRL's <think> format check: here {name: format, require_answer: false}",
+    **dict.fromkeys(("tag_count", "tag_count_reward"), "open-r1's partial credit per tag: here 'soft_format'"),
+    **dict.fromkeys(("code_reward",), "open-r1's name: here 'code' (the share of tests passed)"),
+    **dict.fromkeys(("binary_code", "binary_code_reward"), "open-r1's all-tests-pass code reward: here "
+                    "{name: code, binary: true}"),
+    **dict.fromkeys(("language_consistency_reward",), "here 'language'"),
+    **{name: f"open-r1's or TRL's {name!r} reward, {_NO_COUNTERPART}" for name in (
+        "cosine", "get_cosine_scaled_reward", "length", "len_reward", "repetition_penalty",
+        "get_repetition_penalty_reward", "reasoning_steps", "reasoning_steps_reward", "soft_overlong_punishment",
+        "get_soft_overlong_punishment", "ioi_code", "cf_code", "code_format")},
+}
+
+
+def reward_registry() -> Any:
+    from ..rewards import REWARD_REGISTRY
+
+    return REWARD_REGISTRY
 
 
 def reward_names(rewards: list[Any]) -> list[str]:

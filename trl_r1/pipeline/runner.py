@@ -409,7 +409,8 @@ class Pipeline:
                                       "rewards": {"entries": self._eval_reward_entries()}}, default=str))
 
     def _eval_reward_entries(self) -> list[Any]:
-        trained_with = [p.args.rewards for p in self.recipe.stages if isinstance(getattr(p.args, "rewards", None), list)]
+        trained_with = [p.args.rewards for p in self.recipe.stages
+                        if isinstance(getattr(p.args, "rewards", None), list)]
         return self.recipe.evaluation.rewards or (trained_with[0] if trained_with else DEFAULT_EVAL_REWARDS)
 
     def _eval_rewards(self) -> list[Any]:
