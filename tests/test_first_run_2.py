@@ -107,6 +107,17 @@ def test_a_redo_names_the_changed_key_and_where_the_old_outputs_go(workdir, caps
             "runs/r/cold_start.previous") in plan
 
 
+def test_a_training_default_edit_redoes_and_a_bookkeeping_edit_does_not(workdir, capsys):
+    data = recipe(rl=None, evaluation=None)
+    Path("recipe.yaml").write_text(yaml.safe_dump(data))
+    assert run_main(["recipe.yaml"]) == 0
+    code, _, plan = dry_run(capsys, data, "--set", "training.logging_steps=5")
+    assert code == 0 and "cold_start         sft                skip (done)" in plan
+    code, _, plan = dry_run(capsys, data, "--set", "training.learning_rate=1e-4")
+    assert code == 0 and "cold_start         sft                redo" in plan
+    assert 'changed: training.learning_rate (unset) -> "1e-4"' in plan
+
+
 # ------------------------------------------------------------------------------------------- 2. false passes
 
 

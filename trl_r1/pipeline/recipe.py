@@ -354,7 +354,7 @@ def load_recipe(source: str | Path | dict[str, Any], *, single_stage: bool = Fal
         registry[plan.name].check_recipe(plan, present, problems)
     if problems:
         raise RecipeError(shared_once(problems, training, data, stage_names))
-    _fingerprint(stages, model_section)
+    _fingerprint(stages, model_section, training)
     shared = {name: data[name] for name in ("model", "training", "evaluation") if name in data}
     return Recipe(run_dir=run_root, model=model, stages=stages, evaluation=evaluation, source=path, shared=shared)
 
@@ -566,13 +566,35 @@ def check_mix_entry(entry: Any, index: int, problems: list[str]) -> None:
             problems.append(f"{where}: unknown key {key!r}{suggest(key, allowed)}")
 
 
-def _fingerprint(stages: list[StagePlan], model_section: dict[str, Any]) -> None:
-    """Chain fingerprints: a stage is stale when its section, the model, or any earlier stage changed. The
-    evaluation settings are not in it: a change there re-runs the evaluations, never a training stage."""
-    previous = _digest({"model": model_section})
+# `training:` keys that change what a run logs or saves, never what it trains: editing them redoes no stage
+BOOKKEEPING_KEYS = frozenset({
+    "logging_steps", "logging_first_step", "logging_strategy", "logging_dir", "logging_nan_inf_filter", "report_to",
+    "run_name", "disable_tqdm", "log_level", "log_level_replica", "log_completions", "num_completions_to_print",
+    "save_steps", "save_strategy", "save_total_limit", "save_only_model", "push_to_hub", "hub_model_id",
+    "hub_strategy", "hub_token", "hub_private_repo", "dataloader_num_workers", "dataloader_persistent_workers",
+    "dataloader_prefetch_factor", "wandb_log_unique_prompts", "project", "trackio_space_id",
+})
+
+
+def _fingerprint(stages: list[StagePlan], model_section: dict[str, Any], training: dict[str, Any]) -> None:
+    """Chain fingerprints: a stage is stale when its section, the model, the shared `training:` defaults (but
+    its bookkeeping keys: logging, saving, Hub) or any earlier stage changed. The evaluation settings are not in
+    it: a change there re-runs the evaluations, never a training stage.
+
+    >>> from pathlib import Path
+    >>> plans = [StagePlan("cold_start", "sft", None, None, None, Path("r/cold_start"), section={"max_steps": 5})]
+    >>> _fingerprint(plans, {}, {"learning_rate": 1e-4}); first = plans[0].fingerprint
+    >>> _fingerprint(plans, {}, {"learning_rate": 1e-4, "logging_steps": 5}); plans[0].fingerprint == first
+    True
+    >>> _fingerprint(plans, {}, {"learning_rate": 2e-4}); plans[0].fingerprint == first
+    False
+    """
+    trained_by = {key: value for key, value in training.items() if key not in BOOKKEEPING_KEYS}
+    previous = _digest({"model": model_section, "training": trained_by})
     for plan in stages:
         plan.fingerprint = previous = _digest({"previous": previous, "name": plan.name, "section": plan.section})
-        plan.settings = json.loads(json.dumps({"model": model_section, plan.name: plan.section}, default=str))
+        plan.settings = json.loads(json.dumps({"model": model_section, "training": trained_by,
+                                               plan.name: plan.section}, default=str))
 
 
 def changed_keys(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
