@@ -22,7 +22,11 @@ TRL config from the recipe, QLoRA / LoRA, gradient checkpointing, 8-bit AdamW, a
   step of `batch_size x num_samples` sequences (for rl: the recipe's generation batch, and `--wide` sequences) for
   `--gen-tokens` new tokens, per generation mode: `transformers` (plain `generate` on the policy, 4-bit + LoRA
   where the stage has them), `fast` (the merged copy, static KV cache under CUDA graphs), `vllm` when it imports;
-  and the peak memory of the transformers modes.
+  the peak memory of the transformers modes and the vLLM pass's device memory in use (a vLLM without
+  bitsandbytes, for a stage on the 4-bit base, is recorded as an error rather than measured on another base).
+  With vLLM the rl step also reports the share of sequences TRL's importance-sampling correction masked
+  (`masked_share`, its `vllm_importance_sampling_mode`), the vLLM-vs-trainer log-prob gap and the device memory
+  in use (`device_used_gib`: torch's peak leaves out the engine's budget).
 
 Each measured figure is printed beside the formula's at the very settings that ran (its `reserved` figure: the
 peak without the CUDA context) and written to `--out` JSON, with the card and the versions. `--points FILE`
@@ -195,7 +199,17 @@ def measure_training(point: dict) -> dict:
                       steps_per_generation=config.steps_per_generation, use_vllm=bool(config.use_vllm),
                       vllm_gpu_memory_utilization=config.vllm_gpu_memory_utilization,
                       vllm_enable_sleep_mode=bool(config.vllm_enable_sleep_mode),
+                      generation_backend=getattr(trainer, "generation_backend", None),
                       fast_generation=bool(getattr(trainer, "fast_generation", False)))
+        # what TRL's importance-sampling correction dropped (its `vllm_importance_sampling_mode`), and the gap
+        for key, name in (("sampling/importance_sampling_masked_share", "masked_share"),
+                          ("sampling/sampling_logp_difference/mean", "sampling_logp_difference_mean")):
+            values = [h[key] for h in history if key in h]
+            if values:
+                result[name] = statistics.mean(values)
+        if torch.cuda.is_available():  # the colocated engine's budget is outside torch's own peak
+            free, total = torch.cuda.mem_get_info()
+            result["device_used_gib"] = (total - free) / GIB
     if torch.cuda.is_available():
         result["peak_reserved_gib"] = torch.cuda.max_memory_reserved() / GIB
     return result
@@ -266,8 +280,14 @@ def measure_generation(point: dict) -> dict:
 def measure_vllm(point: dict, prompt: list[dict]) -> dict:
     """vLLM's generated tokens/s for the pass (its budget as the recipe sets it; the 4-bit base through
     bitsandbytes when the stage loads it in 4-bit; a random LoRA adapter served unmerged when the stage has one)."""
+    import torch
     from vllm import LLM, SamplingParams
 
+    from trl_r1.data.generation import vllm_lora_rank, vllm_unsupported_reason
+
+    reason = vllm_unsupported_reason(point["model_dir"], point["load_in_4bit"])
+    if reason:  # e.g. a vLLM without bitsandbytes for the 4-bit base: recorded, not measured on another base
+        raise RuntimeError(f"vLLM cannot serve this pass here: {reason}")
     options = {"gpu_memory_utilization": point["vllm_gpu_memory_utilization"],
                "max_model_len": point["prompt_words"] + point["gen_tokens"] + 64}
     if point["load_in_4bit"]:
@@ -281,7 +301,7 @@ def measure_vllm(point: dict, prompt: list[dict]) -> dict:
         adapter = Path(tempfile.mkdtemp()) / "adapter"
         get_peft_model(AutoModelForCausalLM.from_pretrained(point["model_dir"]),
                        LoraConfig(r=point["lora_r"], target_modules="all-linear")).save_pretrained(adapter)
-        options.update(enable_lora=True, max_lora_rank=point["lora_r"])
+        options.update(enable_lora=True, max_lora_rank=vllm_lora_rank(point["lora_r"]))  # vLLM takes only some
         request = LoRARequest("benchmark", 1, str(adapter))
     llm = LLM(model=point["model_dir"], **options)
     params = SamplingParams(max_tokens=point["gen_tokens"], min_tokens=point["gen_tokens"], ignore_eos=True)
@@ -291,9 +311,13 @@ def measure_vllm(point: dict, prompt: list[dict]) -> dict:
     outputs = llm.chat(conversations, params, lora_request=request)
     seconds = time.perf_counter() - began
     made = sum(len(o.outputs[0].token_ids) for o in outputs)
-    return {"backend": "vllm", "sequences": point["sequences"], "new_tokens": point["gen_tokens"],
-            "seconds": seconds, "generated_tokens_per_s": made / seconds,
-            "ms_per_step": seconds / point["gen_tokens"] * 1000}
+    result = {"backend": "vllm", "sequences": point["sequences"], "new_tokens": point["gen_tokens"],
+              "seconds": seconds, "generated_tokens_per_s": made / seconds,
+              "ms_per_step": seconds / point["gen_tokens"] * 1000}
+    if torch.cuda.is_available():  # vLLM holds its whole budget from start-up on, in its own process
+        free, total = torch.cuda.mem_get_info()
+        result["device_used_gib"] = (total - free) / GIB
+    return result
 
 
 def run_child(point: dict, timeout: int) -> dict:
@@ -543,13 +567,13 @@ def print_table(results: dict) -> None:
     print(f"\n{results['recipe']} on {results['card']} ({results['model']}, size {results['size']}; "
           f"{results['total_s']} s)")
     print("| stage | what | settings | peak reserved GiB | formula GiB | formula / measured | train tok/s (rl: "
-          "whole step) | generated tok/s |")
-    print("|---|---|---|---|---|---|---|---|")
+          "whole step) | generated tok/s | device used GiB (vLLM) | IS masked share |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for stage, entry in results["stages"].items():
         for m in entry["measured"]:
             if "error" in m:
                 print(f"| {stage} | {m['what']} {m.get('backend', '')} | error: "
-                      f"{m['error'].strip().splitlines()[-1] if m['error'].strip() else '?'} | | | | | |")
+                      f"{m['error'].strip().splitlines()[-1] if m['error'].strip() else '?'} | | | | | | | |")
                 continue
             if m["what"] == "training":
                 settings = (f"{m['max_length']} tok x {m['per_device_train_batch_size']}" if m["kind"] == "sft" else
@@ -565,10 +589,13 @@ def print_table(results: dict) -> None:
             ratio = f"{formula / peak:.2f}" if peak and formula else "-"
             if entry.get("recorded") and m["what"] == "training":
                 settings += f" (recorded on {entry['recorded']['card']}: {entry['recorded']['peak_reserved_gib']} GiB)"
+            used, masked = m.get("device_used_gib"), m.get("masked_share")
             print(f"| {stage} | {m['what']} | {settings} | {f'{peak:.2f}' if peak else '-'} | "
-                  f"{f'{formula:.2f}' if formula else '-'} | {ratio} | {speed[0]} | {speed[1]} |")
+                  f"{f'{formula:.2f}' if formula else '-'} | {ratio} | {speed[0]} | {speed[1]} | "
+                  f"{f'{used:.2f}' if used and m.get('use_vllm', m.get('backend') == 'vllm') else '-'} | "
+                  f"{f'{masked:.3f}' if masked is not None else '-'} |")
         if entry["changed"]:
-            print(f"|   | shortened | {entry['changed']} | | | | | |")
+            print(f"|   | shortened | {entry['changed']} | | | | | | | |")
 
 
 if __name__ == "__main__":

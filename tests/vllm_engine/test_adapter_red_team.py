@@ -165,11 +165,13 @@ def test_two_slots_never_write_the_same_tmpfs_folder(engine):
 PUSH_THEN_END = textwrap.dedent('''
     """Push one adapter version to tmpfs from a slot held in a reference cycle (as a trainer holds it), then end:
     `exit` returns normally, `kill` dies as an OOM kill or a preemption does (no clean-up can run)."""
-    import os, signal, sys, torch
+    import os, signal, sys, torch, types
     from peft import LoraConfig
     from trl_r1.data.generation import VLLMAdapterSlot
 
     class Engine:  # only the slot's files are under test: which engine loads them does not matter
+        vllm_config = types.SimpleNamespace(lora_config=types.SimpleNamespace(lora_dtype=torch.float32))
+
         def add_lora(self, request): return True
         def remove_lora(self, lora_id): return True
 

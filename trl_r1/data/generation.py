@@ -23,6 +23,7 @@ vLLM goes through it, `trainers/trl_compat.py`).
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import glob
 import itertools
@@ -67,6 +68,9 @@ class Generator(Protocol):
 
     def describe(self) -> dict[str, Any]:
         """The backend and model, for run metadata and dataset cards."""
+
+    def close(self) -> None:
+        """Free the model or engine now (the next stage's model, or engine, needs the memory)."""
 
 
 def is_vllm_available() -> bool:
@@ -206,6 +210,10 @@ def _use_fast_generation(fast: bool | None, model: Any, device: str) -> bool:
                 else f"with plain generate ({reason or 'fast: false'})")
     return bool(fast)
 
+    def close(self) -> None:
+        self.model = None
+        release_accelerator_memory()
+
 
 class VLLMGenerator:
     """vLLM's offline engine (`pip install -e ".[vllm]"` in the clone); a LoRA adapter is served with `enable_lora`.
@@ -265,6 +273,68 @@ class VLLMGenerator:
         return {"backend": "vllm", "model": self.model_name_or_path, "adapter": self.adapter_path,
                 "load_in_4bit": self.load_in_4bit}
 
+    def close(self) -> None:
+        """Shut the engine down (`shutdown_vllm_engine`); the generator cannot generate afterwards."""
+        if self.llm is not None:
+            shutdown_vllm_engine(self.llm)
+            self.llm = self.tokenizer = None
+            release_accelerator_memory()
+
+
+def shutdown_vllm_engine(llm: Any) -> None:
+    """Shut a `vllm.LLM`'s engine down now, keeping the process group a multi-process run needs; the caller then
+    drops its references to ``llm``.
+
+    vLLM never does this for an engine it runs in this process, which is what every engine after a TRL colocate
+    stage is (TRL's external launcher sets ``VLLM_ENABLE_V1_MULTIPROCESSING=0`` for the whole process): the
+    in-process client has no finalizer before vLLM 0.32, and `EngineCore.__init__` ran `gc.freeze()`, so a deleted
+    engine stays resident (vLLM's comment: it "leaks GPU memory"). vLLM's own `EngineCore.shutdown` would free it
+    but ends in `cleanup_dist_env_and_memory`, which destroys torch's default process group; so an in-process
+    engine gets the same steps without that one (executor and scheduler shut down, the freeze undone, vLLM's
+    0.32 finalizer detached so that it never runs it later), and vLLM's own groups are destroyed only in a
+    single-process run, where they are vLLM's (a later engine builds them again). In a multi-process run they and
+    the process group belong to the launcher and stay. An engine core in its own process is shut down with it.
+    The same attributes in vLLM 0.22.0, 0.27.1 and 0.32.0.
+    """
+    import gc
+
+    import torch
+
+    client = llm.llm_engine.engine_core
+    core = getattr(client, "engine_core", None)  # InprocClient's EngineCore; an MP client has none
+    if core is None or not hasattr(core, "model_executor"):
+        client.shutdown()
+        return
+    finalizer = getattr(client, "_finalizer", None)  # vLLM 0.32: it would call EngineCore.shutdown
+    if finalizer is not None:
+        finalizer.detach()
+    core.structured_output_manager.clear_backend()
+    if core.model_executor:
+        core.model_executor.shutdown()
+    if core.scheduler:
+        core.scheduler.shutdown()
+    gc.unfreeze()
+    if not (torch.distributed.is_initialized() and torch.distributed.get_world_size() > 1):
+        from vllm.distributed.parallel_state import destroy_distributed_environment, destroy_model_parallel
+
+        destroy_model_parallel()
+        destroy_distributed_environment()
+    import vllm.envs
+
+    vllm.envs.disable_envs_cache()  # the next engine reads the environment again
+
+
+def release_accelerator_memory() -> None:
+    """Collect what was just dropped and hand the cached GPU memory back, so that the next model or vLLM engine
+    (which sizes its budget from the free memory) finds it free."""
+    import gc
+
+    import torch
+
+    gc.collect()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+
 
 # vLLM caches adapters by id (see `VLLMAdapterSlot`): ids are unique in the process, so that two slots, or a slot
 # and a generator, on one engine never share one
@@ -313,10 +383,14 @@ class VLLMAdapterSlot:
     """The newest version of a training LoRA adapter, served unmerged by a running vLLM engine.
 
     Each `push` writes the adapter's tensors (PEFT's format: `adapter_model.safetensors` + `adapter_config.json`)
-    to a fresh folder under tmpfs, registers it with the engine under a fresh id and name, then drops the previous
-    version from the engine and the folder. A fresh id per version is what keeps vLLM from serving a stale adapter:
-    vLLM caches adapters by id and reloads a path only for an id it does not hold. Generation then passes
-    `request` with each call (`lora_request=`).
+    in the dtype vLLM serves them in (its `lora_dtype`: the engine's, bf16 on a GPU, half PEFT's fp32 upcast of a
+    QLoRA adapter; vLLM would cast them to it when loading, so what it serves is the same) to a fresh folder
+    under tmpfs, registers it with the engine under a fresh id and name, then drops the previous version from the
+    engine. The previous version's folder goes before the new one is written (the engine loaded it already), so
+    tmpfs holds one version at a time; where tmpfs has no room even for that (Docker's 64 MB `/dev/shm` and a
+    1.5B model's adapter), versions go to the temporary folder, with a warning. A fresh id per version is what
+    keeps vLLM from serving a stale adapter: vLLM caches adapters by id and reloads a path only for an id it does
+    not hold. Generation then passes `request` with each call (`lora_request=`).
 
     Args:
         llm: a `vllm.LLM` started with ``enable_lora=True`` and a ``max_lora_rank`` at least the adapter's rank.
@@ -327,40 +401,93 @@ class VLLMAdapterSlot:
         self.llm, self.name = llm, name
         self.version = 0
         self.request: Any = None  # the LoRARequest of the version being served
-        scratch = adapter_scratch_root()
-        remove_orphan_adapter_folders(scratch)
-        self.root = tempfile.mkdtemp(prefix=SCRATCH_PREFIX, dir=scratch)
+        self.dtype = _served_lora_dtype(llm)
+        self.root, remove = _scratch_folder(self, adapter_scratch_root())
+        self._removers = [remove]
+        self._fallback_root: str | None = None  # in the temporary folder, made when tmpfs is short
         self.bytes_written = 0  # size of the newest version's tensors
-        lock = _locked_file(os.path.join(scratch, f".{os.path.basename(self.root)}.locking"))
-        os.rename(lock.name, self.root + ".lock")  # visible only once locked: no other run ever takes it as dead
-        # tmpfs is memory: the versions go when the slot does, or at the latest when the interpreter exits; a run
-        # killed before either leaves its folder to the next slot (`remove_orphan_adapter_folders`)
-        self._remove = weakref.finalize(self, _remove_locked_folder, self.root, lock)
 
     def push(self, tensors: dict[str, Any], peft_config: Any) -> Any:
         """Serve ``tensors`` (PEFT's adapter state dict, e.g. `peft.get_peft_model_state_dict`) as the new version
         and return its `LoRARequest`. ``peft_config``: the adapter's `peft.LoraConfig`."""
-        from safetensors.torch import save_file
         from vllm.lora.request import LoRARequest
 
         self.version += 1
-        folder = os.path.join(self.root, f"v{self.version}")
-        os.makedirs(folder)
-        cpu = {key: value.detach().to("cpu", copy=True).contiguous() for key, value in tensors.items()}
-        save_file(cpu, os.path.join(folder, "adapter_model.safetensors"))
-        peft_config.save_pretrained(folder)
+        cpu = {key: value.detach().to("cpu", self.dtype if value.is_floating_point() else None, copy=True)
+               .contiguous() for key, value in tensors.items()}
         self.bytes_written = sum(t.numel() * t.element_size() for t in cpu.values())
+        previous = self.request
+        if previous is not None:  # loaded by the engine already: its folder is no longer needed
+            shutil.rmtree(previous.lora_path, ignore_errors=True)
+        folder = self._write(cpu, peft_config)
         request = LoRARequest(f"{self.name}-v{self.version}", next(LORA_IDS), folder)
         self.llm.llm_engine.add_lora(request)  # loaded now: the push's cost, not the next generation's
-        previous, self.request = self.request, request
+        self.request = request
         if previous is not None:
             self.llm.llm_engine.remove_lora(previous.lora_int_id)
-            shutil.rmtree(previous.lora_path, ignore_errors=True)
         return request
+
+    def _write(self, tensors: dict[str, Any], peft_config: Any) -> str:
+        """The new version's folder, written under tmpfs when it has room, else under the temporary folder."""
+        free = shutil.disk_usage(self.root).free
+        if free >= self.bytes_written + SCRATCH_HEADROOM_BYTES:
+            try:
+                return _write_adapter(os.path.join(self.root, f"v{self.version}"), tensors, peft_config)
+            except OSError as exc:  # filled meanwhile (another process shares tmpfs)
+                if exc.errno != errno.ENOSPC:
+                    raise
+                shutil.rmtree(os.path.join(self.root, f"v{self.version}"), ignore_errors=True)
+                free = shutil.disk_usage(self.root).free
+        return _write_adapter(os.path.join(self._fallback(free), f"v{self.version}"), tensors, peft_config)
+
+    def _fallback(self, free: int) -> str:
+        if self._fallback_root is None:
+            scratch = tempfile.gettempdir()
+            logger.warning("%s has %.1f MB free, an adapter version needs %.1f MB: writing the versions to %s "
+                           "instead (give the container a larger /dev/shm, e.g. docker run --shm-size=1g)",
+                           os.path.dirname(self.root), free / 1e6, self.bytes_written / 1e6, scratch)
+            self._fallback_root, remove = _scratch_folder(self, scratch)
+            self._removers.append(remove)
+        return self._fallback_root
 
     def close(self) -> None:
         """Remove the written versions (the engine keeps what it loaded)."""
-        self._remove()
+        for remove in self._removers:
+            remove()
+
+
+SCRATCH_HEADROOM_BYTES = 64 << 10  # an adapter version's config, safetensors header and file-system blocks
+
+
+def _served_lora_dtype(llm: Any) -> Any:
+    """The dtype vLLM computes a LoRA in: its `lora_dtype`, which "auto" resolves to the model's dtype."""
+    import torch
+
+    config = llm.llm_engine.vllm_config
+    dtype = getattr(config.lora_config, "lora_dtype", None)
+    return dtype if isinstance(dtype, torch.dtype) else config.model_config.dtype
+
+
+def _write_adapter(folder: str, tensors: dict[str, Any], peft_config: Any) -> str:
+    from safetensors.torch import save_file
+
+    os.makedirs(folder)
+    save_file(tensors, os.path.join(folder, "adapter_model.safetensors"))
+    peft_config.save_pretrained(folder)
+    return folder
+
+
+def _scratch_folder(owner: Any, scratch: str) -> tuple[str, Any]:
+    """A fresh folder under ``scratch`` for ``owner``'s adapter versions, and the finalizer that removes it.
+
+    tmpfs is memory: the versions go when the owner does, or at the latest when the interpreter exits; a run
+    killed before either leaves its folder to the next slot (`remove_orphan_adapter_folders`), which finds it by
+    its unlocked ``<folder>.lock``."""
+    remove_orphan_adapter_folders(scratch)
+    root = tempfile.mkdtemp(prefix=SCRATCH_PREFIX, dir=scratch)
+    lock = _locked_file(os.path.join(scratch, f".{os.path.basename(root)}.locking"))
+    os.rename(lock.name, root + ".lock")  # visible only once locked: no other run ever takes it as dead
+    return root, weakref.finalize(owner, _remove_locked_folder, root, lock)
 
 
 def _locked_file(path: str) -> Any:
@@ -544,6 +671,9 @@ class OpenAIGenerator:
 
     def describe(self) -> dict[str, Any]:
         return {"backend": "openai", "model": self.model, "base_url": self.base_url}
+
+    def close(self) -> None:
+        self._session.close()
 
 
 def _choice_to_completion(choice: dict[str, Any], chat: bool) -> Completion:

@@ -173,8 +173,12 @@ def build_sft_dataset(config: RejectionSamplingConfig, dataset: Any = None,
     _check_or_write_run(out / RUN, config, len(prompts), started=bool(done))
     todo = [i for i in range(len(prompts)) if i not in done]
     if todo:
-        generator = generator or _generator(config)
-        _sample_and_record(config, prompts, todo, generator, rewards, store, done_before=len(done))
+        own = _generator(config) if generator is None else None  # closed here; a caller's generator is the caller's
+        try:
+            _sample_and_record(config, prompts, todo, generator or own, rewards, store, done_before=len(done))
+        finally:
+            if own is not None:
+                own.close()
     result = _finalize(config, prompts, store.load())
     if config.hub_dataset_id:
         push_to_hub(config.output_dir, config.hub_dataset_id, private=config.hub_private)

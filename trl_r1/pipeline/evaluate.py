@@ -43,38 +43,41 @@ def evaluate_model(model_path: str, prompts: Any, config: EvaluationConfig, rewa
     generator = load_generator(config.backend, model_path, adapter_path=adapter_path, load_in_4bit=load_in_4bit,
                                seed=seed, vllm_kwargs=vllm_engine_kwargs(config.vllm_gpu_memory_utilization,
                                                                          config.vllm_max_model_length))
-    params = SamplingParams(config.num_samples, config.max_new_tokens, config.temperature, config.top_p)
-    rows = [prompts[i] for i in range(min(len(prompts), config.num_prompts or len(prompts)))]
-    batch_size = config.batch_size
-    if generator.describe()["backend"] == "transformers":
-        from .memory import GenerationSettings, card_generation_batch
+    try:  # the engine is freed before the next stage starts one
+        params = SamplingParams(config.num_samples, config.max_new_tokens, config.temperature, config.top_p)
+        rows = [prompts[i] for i in range(min(len(prompts), config.num_prompts or len(prompts)))]
+        batch_size = config.batch_size
+        if generator.describe()["backend"] == "transformers":
+            from .memory import GenerationSettings, card_generation_batch
 
-        batch_size, why = card_generation_batch(model_path, GenerationSettings(
-            batch_size=config.batch_size, num_samples=config.num_samples, max_new_tokens=config.max_new_tokens,
-            load_in_4bit=load_in_4bit, lora_r=16 if adapter_path else None,
-            fast=bool(generator.describe().get("fast_generation"))))
-        logger.info("evaluation: %d prompts per generate call (%s)", batch_size, why)
-    scores: dict[str, list[float | None]] = {f.__name__: [] for f in funcs}  # prompt-major: k samples per prompt
-    lengths: list[int] = []
-    firsts: list[tuple[Any, str]] = []  # (prompt, its first completion) of the first SAMPLES_SHOWN prompts
-    truncated = 0
-    for start in range(0, len(rows), batch_size):
-        batch = rows[start:start + batch_size]
-        groups = generator.generate([r["prompt"] for r in batch], params, seed=seed + start)
-        completions, columns = [], {}
-        for row, group in zip(batch, groups):
-            for completion in group:
-                completions.append(with_think_prefix(completion.content, bool(completion.think_prefilled)))
-                lengths.append(completion.num_tokens or 0)
-                truncated += completion.finish_reason == "length"
-                for key, value in row.items():
-                    if key != "prompt":
-                        columns.setdefault(key, []).append(value)
-            if len(firsts) < SAMPLES_SHOWN and group:
-                firsts.append((row["prompt"], completions[-len(group)]))
-        for func in funcs:
-            values = func(completions=completions, **columns)
-            scores[func.__name__].extend(None if v is None else float(v) for v in values)
+            batch_size, why = card_generation_batch(model_path, GenerationSettings(
+                batch_size=config.batch_size, num_samples=config.num_samples, max_new_tokens=config.max_new_tokens,
+                load_in_4bit=load_in_4bit, lora_r=16 if adapter_path else None,
+                fast=bool(generator.describe().get("fast_generation"))))
+            logger.info("evaluation: %d prompts per generate call (%s)", batch_size, why)
+        scores: dict[str, list[float | None]] = {f.__name__: [] for f in funcs}  # prompt-major: k samples per prompt
+        lengths: list[int] = []
+        firsts: list[tuple[Any, str]] = []  # (prompt, its first completion) of the first SAMPLES_SHOWN prompts
+        truncated = 0
+        for start in range(0, len(rows), batch_size):
+            batch = rows[start:start + batch_size]
+            groups = generator.generate([r["prompt"] for r in batch], params, seed=seed + start)
+            completions, columns = [], {}
+            for row, group in zip(batch, groups):
+                for completion in group:
+                    completions.append(with_think_prefix(completion.content, bool(completion.think_prefilled)))
+                    lengths.append(completion.num_tokens or 0)
+                    truncated += completion.finish_reason == "length"
+                    for key, value in row.items():
+                        if key != "prompt":
+                            columns.setdefault(key, []).append(value)
+                if len(firsts) < SAMPLES_SHOWN and group:
+                    firsts.append((row["prompt"], completions[-len(group)]))
+            for func in funcs:
+                values = func(completions=completions, **columns)
+                scores[func.__name__].extend(None if v is None else float(v) for v in values)
+    finally:
+        generator.close()
     results: dict[str, Any] = {}
     for name, values in scores.items():
         results.update(summarize_scores(name, values, config.num_samples, seed=seed))

@@ -167,6 +167,9 @@ def train(plan: StagePlan, start: ModelHandle, train_dataset: Any, *,
     """
     from transformers.trainer_utils import get_last_checkpoint
 
+    from ..data.generation import release_accelerator_memory
+    from ..trainers.trl_compat import shutdown_trainer_vllm
+
     config = plan.config
     plan.output_dir.mkdir(parents=True, exist_ok=True)
     resume = get_last_checkpoint(str(plan.output_dir)) if any(plan.output_dir.glob("checkpoint-*")) else None
@@ -194,21 +197,10 @@ def train(plan: StagePlan, start: ModelHandle, train_dataset: Any, *,
                "trainable_params": sum(p.numel() for p in trained.parameters() if p.requires_grad),
                "num_processes": trainer.accelerator.num_processes, **dropped}
     seconds = time.perf_counter() - began
+    shutdown_trainer_vllm(trainer)  # TRL never does: its engine would stay resident for the later stages
     del trainer, trained, model
-    _release_accelerator_memory()
+    release_accelerator_memory()
     return TrainingResult(start, metrics, seconds)
-
-
-def _release_accelerator_memory() -> None:
-    """Hand the finished trainer's cached GPU memory back, so that the next stage's model (or a vLLM engine, which
-    sizes its budget from the free memory) finds it free."""
-    import gc
-
-    import torch
-
-    gc.collect()
-    if torch.cuda.is_available():
-        torch.cuda.empty_cache()
 
 
 def _model_for_trainer(model_args: R1ModelConfig, start: ModelHandle, config: Any) -> tuple[Any, Any, Any]:

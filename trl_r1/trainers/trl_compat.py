@@ -28,7 +28,8 @@ the adapter is pushed, unmerged, under a fresh id per push (`AdapterSyncVLLMGene
 vLLM cannot serve falls back to transformers generation with the reason logged. For this it uses TRL's
 `trl.trainer.grpo_trainer.VLLMGeneration` name (swapped while `GRPOSeam.__init__` runs),
 `trl.generation.vllm_generation.LLM` (swapped while the engine starts) and `.empty_cache`, and
-`VLLMGeneration._init_vllm`, `._dist`, `._llm_weights_sleeping`. TRL's own adapter-only sync
+`VLLMGeneration._init_vllm`, `._dist`, `._llm_weights_sleeping`, and `GRPOTrainer.vllm_generation.llm` (shut
+down after a stage, `shutdown_trainer_vllm`). TRL's own adapter-only sync
 (huggingface/trl#6007, #5975) replaces this when a supported TRL ships it.
 
 Generation without vLLM (`fast_generation`, `FastPolicyGeneration`): TRL's `generate` call runs on a merged copy of
@@ -43,6 +44,7 @@ from __future__ import annotations
 import inspect
 import json
 import logging
+import math
 import os
 import time
 from contextlib import contextmanager, nullcontext
@@ -102,6 +104,27 @@ def completion_mask(batch: dict) -> Tensor:
     """The tokens that are the policy's actions: completion tokens that are not tool output."""
     mask = batch["completion_mask"]
     return mask * batch["tool_mask"] if "tool_mask" in batch else mask
+
+
+def importance_sampling_masked_share(old_logps: Tensor, sampling_logps: Tensor, mask: Tensor, mode: str,
+                                     clip_min: float | None, clip_max: float | None) -> Tensor:
+    """The share of a batch that TRL 1.16's vLLM importance-sampling correction (`vllm_importance_sampling_mode`)
+    drops or clips: sequences for ``sequence_*``, completion tokens for ``token_*``.
+
+    TRL's rule (`GRPOTrainer._generate_and_score_completions`): the ratio is ``exp(old - sampling)`` per token, or
+    of the sum over a sequence; ``*_mask`` zeroes a ratio outside ``[clip_min, clip_max]`` (that sequence or token
+    then adds nothing to the loss), ``*_truncate`` clamps it to that range. ``(B, T)`` log-probs; a 0-d tensor.
+    """
+    mask = mask.bool()
+    diff = torch.nan_to_num((old_logps - sampling_logps).masked_fill(~mask, 0.0), nan=0.0)
+    low = -math.inf if clip_min is None else math.log(clip_min) if clip_min > 0 else -math.inf
+    high = math.inf if clip_max is None else math.log(clip_max)
+    if mode.startswith("sequence_"):
+        log_ratio = diff.sum(-1)
+        outside = (log_ratio < low) | (log_ratio > high)
+        return outside.float().mean() if outside.numel() else torch.tensor(0.0)
+    outside = ((diff < low) | (diff > high))[mask]
+    return outside.float().mean() if outside.numel() else torch.tensor(0.0)
 
 
 def model_name(model) -> str:
@@ -242,7 +265,9 @@ class AdapterSyncVLLMGeneration(VLLMGeneration):
         model, adapter = self.model, self.model.active_adapter
         lora_params = [p for n, p in model.named_parameters() if "lora_" in n]
         with self._dist.gather_params(lora_params):
-            tensors = get_peft_model_state_dict(model, adapter_name=adapter)
+            # embedding layers are never pushed (`lora_unservable_reason`); PEFT's "auto" would ask the Hub (or
+            # re-read the base's config.json) on every push to find out
+            tensors = get_peft_model_state_dict(model, adapter_name=adapter, save_embedding_layers=False)
             self.adapter_slot.push(tensors, model.peft_config[adapter])
         self.llm.reset_prefix_cache()
         self.last_push_seconds = time.perf_counter() - began
@@ -320,6 +345,23 @@ class FastPolicyGeneration:
             self.refreshed_at_step = step
         self.refresh_seconds = time.perf_counter() - began
         return self.policy_copy.generate(input_ids, attention_mask, generation_config)
+
+
+def shutdown_trainer_vllm(trainer: Any) -> None:
+    """Shut a finished trainer's colocated vLLM engine down (TRL's `vllm_generation.llm`; TRL never does) and drop
+    it, with the adapter versions it served, so that the next stage's engine finds the memory free
+    (`data.generation.shutdown_vllm_engine`). Nothing for a trainer without one."""
+    from ..data.generation import shutdown_vllm_engine
+
+    generation = getattr(trainer, "vllm_generation", None)
+    llm = getattr(generation, "llm", None)  # server mode has a client, no engine
+    if llm is None:
+        return
+    if isinstance(llm, _AdapterServingLLM):
+        llm.slot.close()
+        llm = llm._llm
+    shutdown_vllm_engine(llm)
+    generation.llm = None
 
 
 def render_prefilled_prompts(dataset: Any, processing_class: Any, template_kwargs: dict | None = None) -> Any:
@@ -572,6 +614,13 @@ class GRPOSeam(GRPOTrainer):
 
     def _generate_and_score_completions(self, inputs):
         batch = super()._generate_and_score_completions(inputs)
+        if "importance_sampling_ratio" in batch:  # TRL logs the ratio's range, not what its mode drops
+            share = importance_sampling_masked_share(
+                batch["old_per_token_logps"], batch["sampling_per_token_logps"], completion_mask(batch),
+                self.args.vllm_importance_sampling_mode, self.args.vllm_importance_sampling_clip_min,
+                self.args.vllm_importance_sampling_clip_max)
+            self.log_metric("sampling/importance_sampling_masked_share",
+                            self.accelerator.gather(share.reshape(1)).mean().item())
         return self.on_rollout(batch, self._rewards_per_func)
 
     def _generate_single_turn(self, *args, **kwargs):
