@@ -27,6 +27,7 @@ from .preflight import (
     card_memory_gb,
     column_key_problems,
     dataset_kwargs_problems,
+    generation_backend_problems,
     memory_problems,
     messages_problems,
     missing_template_problems,
@@ -138,6 +139,7 @@ class Pipeline:
             problems += missing_template_problems(self.base_model_path, self._datasets, chat_stages)
         problems += backend_problems(self.recipe, self.pending(), self._rewards_by_stage(),
                                      cuda=self.card is not None)
+        problems += generation_backend_problems(self.recipe, self.pending(), self.notes)
         problems += self._memory_problems()
         if problems:
             raise RecipeError(problems)
