@@ -683,6 +683,11 @@ def load_generator(backend: str, model_name_or_path: str, *, adapter_path: str |
             raise ValueError("adapter_path / load_in_4bit apply to local models; serve the adapter with the endpoint")
         return OpenAIGenerator(base_url, model_name_or_path, max_concurrency=max_concurrency, timeout_s=timeout_s,
                                max_retries=max_retries)
+    if chosen == "vllm" and backend == "vllm":  # asked for by name: refused with the reason, before any engine
+        unsupported = is_vllm_available() and vllm_unsupported_reason(model_name_or_path, load_in_4bit)
+        if unsupported:
+            raise ValueError(f"backend vllm cannot serve {model_name_or_path} here: {unsupported} (or set "
+                             "vllm_fallback: transformers)")
     if chosen == "vllm" and adapter_path:
         from peft import PeftConfig
 
