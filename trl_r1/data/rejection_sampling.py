@@ -30,6 +30,7 @@ from . import filters as F
 from .filters import R1Filters
 from .generation import (
     BACKENDS,
+    VLLM_FALLBACKS,
     Generator,
     SamplingParams,
     is_prompt,
@@ -45,7 +46,8 @@ logger = logging.getLogger("trl_r1.data")
 
 # settings that may change between an interrupted run and its restart (they do not change what is kept)
 _RESUMABLE_CHANGES = {"output_dir", "batch_size", "max_prompts", "backend", "vllm_fallback", "base_url",
-                      "request_timeout_s", "max_retries", "hub_dataset_id", "hub_private", "vllm_gpu_memory_utilization",
+                      "request_timeout_s", "max_retries", "hub_dataset_id", "hub_private",
+                      "vllm_gpu_memory_utilization",
                       "vllm_max_model_length"}
 
 
@@ -109,9 +111,10 @@ class RejectionSamplingConfig:
         "help": "Generation backend: auto (openai if base_url, else vllm when installed, else transformers), "
                 "transformers, vllm or openai.", "choices": list(BACKENDS)})
     vllm_fallback: str = field(default="none", metadata={
-        "help": "When vLLM is asked for (backend: vllm) and cannot serve this model here (its vLLM has no bitsandbytes, an "
-        "8-bit or fp4 base, an adapter feature vLLM serves differently): `none` stops the run before any model "
-        "loads, naming the fix; `transformers` generates with transformers instead (much slower) and logs why.",
+        "help": "When vLLM is asked for (backend: vllm) and cannot serve this model here (its vLLM has no "
+        "bitsandbytes, an 8-bit or fp4 base, an adapter feature vLLM serves differently): `none` stops the run "
+        "before any model loads, naming the fix; `transformers` generates with transformers instead (much "
+        "slower) and logs why.",
         "choices": ["none", "transformers"]})
     base_url: str | None = field(default=None, metadata={
         "help": "OpenAI-compatible endpoint for the openai backend, e.g. http://localhost:8000/v1 (`vllm serve`, "
@@ -137,6 +140,8 @@ class RejectionSamplingConfig:
         for key in ("num_samples", "batch_size", "max_prompts"):  # max_prompts 0 would sample nothing
             if getattr(self, key) is not None and getattr(self, key) < 1:
                 raise ValueError(f"{key} must be >= 1, got {getattr(self, key)}")
+        if self.vllm_fallback not in VLLM_FALLBACKS:
+            raise ValueError(f"vllm_fallback must be one of {VLLM_FALLBACKS}, got {self.vllm_fallback!r}")
         if self.backend not in BACKENDS:
             raise ValueError(f"unknown backend {self.backend!r}; choose one of {BACKENDS}")
 

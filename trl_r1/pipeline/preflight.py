@@ -350,5 +350,6 @@ def vllm_cache_problems(where: str, config: Any, shape: Any, card: tuple[str, fl
             "vllm_max_model_length"]
 
 
-__all__ = ["backend_problems", "card_memory_gb", "generation_backend_problems", "column_key_problems", "dataset_kwargs_problems", "memory_problems",
+__all__ = ["backend_problems", "card_memory_gb", "column_key_problems", "dataset_kwargs_problems",
+           "generation_backend_problems", "memory_problems",
            "messages_problems", "missing_template_problems", "model_path_problems", "model_shape"]

@@ -209,9 +209,10 @@ class EvaluationConfig:
         "help": "Generation backend: auto (vLLM when it can serve the model here, else transformers), vllm or "
         "transformers.", "choices": ["auto", "vllm", "transformers"]})
     vllm_fallback: str = field(default="none", metadata={
-        "help": "When vLLM is asked for (backend: vllm) and cannot serve this model here (its vLLM has no bitsandbytes, an "
-        "8-bit or fp4 base, an adapter feature vLLM serves differently): `none` stops the run before any model "
-        "loads, naming the fix; `transformers` generates with transformers instead (much slower) and logs why.",
+        "help": "When vLLM is asked for (backend: vllm) and cannot serve this model here (its vLLM has no "
+        "bitsandbytes, an 8-bit or fp4 base, an adapter feature vLLM serves differently): `none` stops the run "
+        "before any model loads, naming the fix; `transformers` generates with transformers instead (much "
+        "slower) and logs why.",
         "choices": ["none", "transformers"]})
     vllm_gpu_memory_utilization: float | None = field(default=None, metadata={
         "help": "vllm backend: share of the GPU the engine takes (None: vLLM's 0.9)."})
