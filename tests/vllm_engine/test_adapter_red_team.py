@@ -126,17 +126,6 @@ def test_per_module_scales_are_served_as_peft_computes_them_or_refused(engine, s
         assert max_gap(served, peft_logps(model, prompts, tokens)) > 100 * LOGP_TOLERANCE
 
 
-def test_a_lora_bias_adapter_is_refused_by_vllm_and_said_unservable(engine, slot, vllm_model_dir):
-    """vLLM refuses LoRA biases at load (0.22-0.31: "unsupported LoRA weight") or in its check (0.32)."""
-    from trl_r1.trainers.trl_compat import lora_unservable_reason
-
-    model = peft_model(vllm_model_dir, lora(lora_bias=True))
-    config = model.peft_config["default"]
-    with pytest.raises(ValueError):
-        slot.push(get_peft_model_state_dict(model), config)
-    assert "lora_bias" in lora_unservable_reason(config)
-
-
 def test_each_push_replaces_the_last_in_vllm_and_on_tmpfs(engine, slot, vllm_model_dir):
     """Many pushes keep one version loaded and one folder on tmpfs (no memory or disk leak over a run)."""
     model = peft_model(vllm_model_dir, lora())
@@ -162,6 +151,17 @@ def test_an_adapter_vllm_refuses_to_load_is_said_unservable(engine, slot, vllm_m
     with pytest.raises(ValueError, match="expected target modules"):  # what the first sync meets
         slot.push(get_peft_model_state_dict(model), config)
     assert lora_unservable_reason(config) is not None
+
+
+def test_a_lora_bias_adapter_is_refused_by_vllm_and_said_unservable(engine, slot, vllm_model_dir):
+    """vLLM refuses LoRA biases at load (0.22-0.31: "unsupported LoRA weight") or in its check (0.32)."""
+    from trl_r1.trainers.trl_compat import lora_unservable_reason
+
+    model = peft_model(vllm_model_dir, lora(lora_bias=True))
+    config = model.peft_config["default"]
+    with pytest.raises(ValueError):
+        slot.push(get_peft_model_state_dict(model), config)
+    assert "lora_bias" in lora_unservable_reason(config)
 
 
 def test_two_slots_on_one_engine_each_serve_their_own_adapter(engine, vllm_model_dir):
