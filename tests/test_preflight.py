@@ -202,3 +202,20 @@ def test_smoke_dry_run_builds_no_model(tmp_path, capsys):
     assert run_main([str(MATH_RECIPE), "--smoke", "--dry-run", "--run-dir", str(work)]) == 0
     assert not (work / "models").exists() and not (work / "run").exists()
     assert "1. cold_start" in capsys.readouterr().out
+
+
+def test_the_dry_run_names_each_generating_stages_backend_and_why(tmp_path, capsys):
+    """rl, rejection sampling and evaluation each get one line: the backend and the reason (here: no vLLM, or the
+    recipe asks for transformers)."""
+    config = tmp_path / "recipe.yaml"
+    config.write_text(yaml.safe_dump(tiny_recipe(
+        tmp_path, rl={"dataset_name": ARITHMETIC}, rejection_sampling={"dataset_name": ARITHMETIC, "backend": "auto"},
+        evaluation={"dataset_name": ARITHMETIC, "backend": "transformers"})))
+    assert run_main([str(config), "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    lines = [line for line in out.splitlines() if line.startswith("note: generation: ")]
+    assert lines[0] == "note: generation: rl: transformers (as the recipe says)"
+    assert lines[1].startswith("note: generation: rejection_sampling: ")
+    assert lines[2] == "note: generation: evaluation: transformers (as the recipe says)"
+    if importlib.util.find_spec("vllm") is None:
+        assert "rejection_sampling: transformers (vLLM is not installed" in lines[1]

@@ -75,7 +75,8 @@ def test_a_4bit_policy_in_vllm_server_mode_generates_with_transformers_saying_wh
     from trl_r1.trainers import R1GRPOConfig
 
     args = R1GRPOConfig(output_dir=str(tmp_path), use_cpu=True, report_to="none", use_vllm=True, vllm_mode="server")
-    choice, reason = trl_compat.vllm_generation_choice("some/model", args, None, BitsAndBytesConfig(load_in_4bit=True))
+    qlora = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True)
+    choice, reason = trl_compat.vllm_generation_choice("some/model", args, None, qlora)
     assert choice == "transformers" and "server mode" in reason and "colocate" in reason
     assert trl_compat.vllm_generation_choice("some/model", args) == ("trl", None)  # a 16-bit base: TRL's own push
     with pytest.raises(ValueError, match="vllm_lora_sync='adapter' is not one of"):
@@ -147,3 +148,66 @@ def test_a_prompt_ending_with_an_assistant_prefill_is_continued_not_followed_by_
     plain = Dataset.from_list([{"prompt": row["prompt"][:1]} for row in rows])
     trainer = R1GRPOTrainer(model=tiny_model_dir, reward_funcs=record, args=args, train_dataset=plain)
     assert trainer.train_dataset[0]["prompt"] == rows[0]["prompt"][:1]
+
+
+@pytest.mark.parametrize("features, named", [
+    ({"init_lora_weights": "pissa"}, "init_lora_weights='pissa'"),
+    ({"init_lora_weights": "olora"}, "init_lora_weights='olora'"),
+    ({"init_lora_weights": "corda"}, "init_lora_weights='corda'"),
+    ({"init_lora_weights": "loftq", "loftq_config": {"loftq_bits": 4, "loftq_iter": 1}}, "init_lora_weights='loftq'"),
+    ({"layer_replication": [[0, 2], [1, 2]]}, "layer replication"),
+    ({"alora_invocation_tokens": [5, 6]}, "aLoRA"),
+    ({"use_qalora": True}, "QALoRA"),
+    ({"use_bdlora": {"target_modules_bd_a": ["q_proj"], "nblocks": 2}}, "BD-LoRA"),
+    ({"rank_pattern": {"q_proj": 32}}, "one scale"),
+    ({"alpha_pattern": {"v_proj": 64}}, "one scale"),
+])
+def test_adapter_features_vllm_serves_differently_from_peft_are_refused_naming_the_feature(features, named):
+    """vLLM 0.22-0.27 load these adapters without an error and serve another model (one alpha/r scale, the
+    original base); the refusal makes the trainers and `auto` generate with transformers, and `backend: vllm`
+    stop."""
+    from peft import LoraConfig
+
+    reason = trl_compat.lora_unservable_reason(LoraConfig(r=8, lora_alpha=16, target_modules=["q_proj", "v_proj"],
+                                                          **features))
+    assert reason is not None and named in reason
+
+
+def test_a_rank_pattern_with_one_scale_for_every_module_is_served():
+    """A pattern keeping alpha / r the same everywhere gives vLLM's one global scale: nothing to refuse."""
+    from peft import LoraConfig
+
+    same_scale = LoraConfig(r=8, lora_alpha=16, rank_pattern={"q_proj": 16}, alpha_pattern={"q_proj": 32},
+                            target_modules=["q_proj", "v_proj"])
+    assert trl_compat.lora_unservable_reason(same_scale) is None
+    for init in (True, "gaussian", "eva", "orthogonal"):  # inits that leave the base as it is
+        assert trl_compat.lora_unservable_reason(LoraConfig(r=8, init_lora_weights=init)) is None
+
+
+@pytest.mark.parametrize("quantization, fix", [
+    ({"load_in_8bit": True}, "load_in_8bit: false"),
+    ({"load_in_4bit": True, "bnb_4bit_quant_type": "fp4", "bnb_4bit_use_double_quant": True},
+     "bnb_4bit_quant_type: nf4"),
+    ({"load_in_4bit": True, "bnb_4bit_quant_type": "nf4", "bnb_4bit_use_double_quant": False},
+     "use_bnb_nested_quant: true"),
+])
+def test_a_base_vllm_would_quantize_differently_generates_with_transformers_naming_the_fix(tmp_path, quantization,
+                                                                                          fix):
+    """TRL would stop at start-up on an 8-bit base; vLLM's in-flight 4-bit is NF4 with double quantization only."""
+    from transformers import BitsAndBytesConfig
+
+    from trl_r1.trainers import R1GRPOConfig
+
+    args = R1GRPOConfig(output_dir=str(tmp_path), use_cpu=True, report_to="none", use_vllm=True, vllm_mode="server")
+    choice, reason = trl_compat.vllm_generation_choice("some/model", args, None, BitsAndBytesConfig(**quantization))
+    assert choice == "transformers" and fix in reason
+
+
+def test_the_colocated_engine_seed_follows_the_run_seed():
+    """TRL seeds the colocated engine with the rank alone; two runs with different seeds get different streams,
+    the ranks of one run keep TRL's offset."""
+    seeds = {trl_compat.engine_seed(run, rank) for run in (0, 1, 42) for rank in (0, 1, 7)}
+    assert len(seeds) == 9
+    started = []
+    trl_compat._SeededLLM(lambda **kwargs: started.append(kwargs), run_seed=42)(model="m", seed=1)
+    assert started == [{"model": "m", "seed": trl_compat.engine_seed(42, 1)}]

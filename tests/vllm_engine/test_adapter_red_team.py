@@ -100,12 +100,30 @@ def slot(engine):
     lora(r=4, lora_alpha=32),  # alpha != r (and a rank below the engine's)
     lora(target_modules=["q_proj", "v_proj"]),  # a subset of a packed qkv projection
     lora(target_modules=["down_proj"], lora_dropout=0.1),  # dropout: off in evaluation, absent in vLLM
-    lora(r=8, lora_alpha=16, rank_pattern={"q_proj": 4}, alpha_pattern={"o_proj": 64}),  # per-module rank/alpha
-], ids=["rslora", "alpha-ne-r", "qv-subset", "dropout", "rank-alpha-pattern"])
+    lora(r=8, lora_alpha=16, rank_pattern={"q_proj": 16}, alpha_pattern={"q_proj": 32}),  # one alpha/r everywhere
+], ids=["rslora", "alpha-ne-r", "qv-subset", "dropout", "rank-alpha-pattern-one-scale"])
 def test_a_pushed_adapter_is_served_as_peft_computes_it(engine, slot, vllm_model_dir, config):
     model = peft_model(vllm_model_dir, config)
     request = slot.push(get_peft_model_state_dict(model), model.peft_config["default"])
     assert_served_as_peft(engine, request, model, prompt_ids(vllm_model_dir))
+
+
+def test_per_module_scales_are_served_as_peft_computes_them_or_refused(engine, slot, vllm_model_dir):
+    """rank_pattern/alpha_pattern with several alpha/r scales: vLLM before 0.32 applies one scale to every module
+    and serves another model without an error, so trl-r1 refuses it there; from 0.32 on vLLM reads the patterns."""
+    from trl_r1.trainers.trl_compat import lora_unservable_reason
+
+    model = peft_model(vllm_model_dir, lora(r=8, lora_alpha=16, rank_pattern={"q_proj": 4},
+                                            alpha_pattern={"o_proj": 64}))
+    config = model.peft_config["default"]
+    request = slot.push(get_peft_model_state_dict(model), config)
+    prompts = prompt_ids(vllm_model_dir)
+    if lora_unservable_reason(config) is None:
+        assert_served_as_peft(engine, request, model, prompts)
+    else:  # the refusal is needed: this vLLM serves the adapter wrongly
+        assert "one scale" in lora_unservable_reason(config)
+        tokens, served = vllm_greedy(engine, prompts, request)
+        assert max_gap(served, peft_logps(model, prompts, tokens)) > 100 * LOGP_TOLERANCE
 
 
 def test_each_push_replaces_the_last_in_vllm_and_on_tmpfs(engine, slot, vllm_model_dir):
@@ -133,6 +151,17 @@ def test_an_adapter_vllm_refuses_to_load_is_said_unservable(engine, slot, vllm_m
     with pytest.raises(ValueError, match="expected target modules"):  # what the first sync meets
         slot.push(get_peft_model_state_dict(model), config)
     assert lora_unservable_reason(config) is not None
+
+
+def test_a_lora_bias_adapter_is_refused_by_vllm_and_said_unservable(engine, slot, vllm_model_dir):
+    """vLLM refuses LoRA biases at load (0.22-0.31: "unsupported LoRA weight") or in its check (0.32)."""
+    from trl_r1.trainers.trl_compat import lora_unservable_reason
+
+    model = peft_model(vllm_model_dir, lora(lora_bias=True))
+    config = model.peft_config["default"]
+    with pytest.raises(ValueError):
+        slot.push(get_peft_model_state_dict(model), config)
+    assert "lora_bias" in lora_unservable_reason(config)
 
 
 def test_two_slots_on_one_engine_each_serve_their_own_adapter(engine, vllm_model_dir):
@@ -244,8 +273,7 @@ def _vllm_refuses(config) -> bool:
     lora(modules_to_save=["lm_head"]),
     lora(),
     lora(use_rslora=True, r=16, lora_alpha=4),
-    lora(lora_bias=True),  # was missed: the trainer picked the adapter push, and its first sync crashed the run
-], ids=["dora", "bias", "modules_to_save", "plain", "rslora", "lora_bias"])
+], ids=["dora", "bias", "modules_to_save", "plain", "rslora"])
 def test_lora_unservable_reason_agrees_with_vllms_own_check(config):
     from trl_r1.trainers.trl_compat import lora_unservable_reason
 
@@ -259,7 +287,7 @@ def test_an_adapter_whose_rank_pattern_goes_above_r_is_served_as_peft_computes_i
     from trl_r1.data.generation import load_generator
     from trl_r1.trainers.trl_compat import lora_max_rank
 
-    config = lora(r=8, rank_pattern={"q_proj": 32})
+    config = lora(r=8, lora_alpha=16, rank_pattern={"q_proj": 32}, alpha_pattern={"q_proj": 64})  # one scale
     assert lora_max_rank(config) == 32  # what the trainer's engine is sized from
     model = peft_model(vllm_model_dir, config, seed=4)
     model.save_pretrained(str(tmp_path))

@@ -106,3 +106,56 @@ def tiny_head_dim_16(tmp_path_factory):
     from trl_r1.toy import build_tiny_model
 
     return str(build_tiny_model(tmp_path_factory.mktemp("tiny16"), hidden_size=64, num_heads=4))
+
+
+class _PromptsSeen:
+    """The engine, with the prompts it was given kept for the test to read."""
+
+    def __init__(self, llm):
+        self.llm, self.prompts = llm, []
+
+    def generate(self, prompts, *args, **kwargs):
+        self.prompts += prompts
+        return self.llm.generate(prompts, *args, **kwargs)
+
+
+@pytest.fixture(scope="module")
+def llama3_style_reasoner(vllm_reasoner, tmp_path_factory):
+    """The toy reasoner with a Llama-3-style tokenizer: its template writes the BOS, and its tokenizer adds one to
+    any text it encodes with special tokens (as Llama-3's does)."""
+    import shutil
+
+    from transformers import AutoTokenizer
+
+    folder = tmp_path_factory.mktemp("llama3-style") / "model"
+    shutil.copytree(vllm_reasoner, folder)
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    tokenizer.bos_token = "<|endoftext|>"
+    tokenizer.add_bos_token = True
+    tokenizer.chat_template = "{{ bos_token }}" + tokenizer.chat_template
+    tokenizer.save_pretrained(folder)
+    reloaded = AutoTokenizer.from_pretrained(folder)
+    assert reloaded("2 + 2").input_ids[0] == reloaded.bos_token_id  # the double BOS would be real here
+    return str(folder), reloaded.bos_token_id
+
+
+def test_a_template_that_writes_the_bos_gets_one_bos_on_vllm_and_the_transformers_greedy_text(llama3_style_reasoner):
+    model, bos = llama3_style_reasoner
+    prompts = list(toy_prompts()["prompt"])[:4]
+    expected = TransformersGenerator(model).generate(prompts, GREEDY, seed=0)
+    engine = _engine(model)
+    engine.llm = seen = _PromptsSeen(engine.llm)
+    out = engine.generate(prompts, GREEDY, seed=0)
+    ids = [p["prompt_token_ids"] for p in seen.prompts]
+    assert all(p[0] == bos and p[1] != bos for p in ids)
+    assert _texts(out) == _texts(expected)
+
+
+def test_greedy_with_k_samples_gives_the_one_greedy_answer_k_times_as_transformers_does(vllm_reasoner):
+    """vLLM refuses n > 1 with temperature 0 ('n must be 1 when using greedy sampling')."""
+    prompts = list(toy_prompts()["prompt"])[:3]
+    greedy_k = SamplingParams(num_samples=3, max_new_tokens=32, temperature=0.0)
+    expected = TransformersGenerator(vllm_reasoner).generate(prompts, greedy_k, seed=0)
+    out = _engine(vllm_reasoner).generate(prompts, greedy_k, seed=0)
+    assert [len(g) for g in out] == [3, 3, 3] and _texts(out) == _texts(expected)
+    assert all(len(set(group)) == 1 for group in _texts(out))

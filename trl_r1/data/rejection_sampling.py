@@ -30,6 +30,7 @@ from . import filters as F
 from .filters import R1Filters
 from .generation import (
     BACKENDS,
+    VLLM_FALLBACKS,
     Generator,
     SamplingParams,
     is_prompt,
@@ -44,8 +45,9 @@ from .loading import load_dataset_spec
 logger = logging.getLogger("trl_r1.data")
 
 # settings that may change between an interrupted run and its restart (they do not change what is kept)
-_RESUMABLE_CHANGES = {"output_dir", "batch_size", "max_prompts", "backend", "base_url", "request_timeout_s",
-                      "max_retries", "hub_dataset_id", "hub_private", "vllm_gpu_memory_utilization",
+_RESUMABLE_CHANGES = {"output_dir", "batch_size", "max_prompts", "backend", "vllm_fallback", "base_url",
+                      "request_timeout_s", "max_retries", "hub_dataset_id", "hub_private",
+                      "vllm_gpu_memory_utilization",
                       "vllm_max_model_length"}
 
 
@@ -108,6 +110,12 @@ class RejectionSamplingConfig:
     backend: str = field(default="auto", metadata={
         "help": "Generation backend: auto (openai if base_url, else vllm when installed, else transformers), "
                 "transformers, vllm or openai.", "choices": list(BACKENDS)})
+    vllm_fallback: str = field(default="none", metadata={
+        "help": "When vLLM is asked for (backend: vllm) and cannot serve this model here (its vLLM has no "
+        "bitsandbytes, an 8-bit or fp4 base, an adapter feature vLLM serves differently): `none` stops the run "
+        "before any model loads, naming the fix; `transformers` generates with transformers instead (much "
+        "slower) and logs why.",
+        "choices": ["none", "transformers"]})
     base_url: str | None = field(default=None, metadata={
         "help": "OpenAI-compatible endpoint for the openai backend, e.g. http://localhost:8000/v1 (`vllm serve`, "
                 "SGLang, TGI); the key comes from OPENAI_API_KEY."})
@@ -132,6 +140,8 @@ class RejectionSamplingConfig:
         for key in ("num_samples", "batch_size", "max_prompts"):  # max_prompts 0 would sample nothing
             if getattr(self, key) is not None and getattr(self, key) < 1:
                 raise ValueError(f"{key} must be >= 1, got {getattr(self, key)}")
+        if self.vllm_fallback not in VLLM_FALLBACKS:
+            raise ValueError(f"vllm_fallback must be one of {VLLM_FALLBACKS}, got {self.vllm_fallback!r}")
         if self.backend not in BACKENDS:
             raise ValueError(f"unknown backend {self.backend!r}; choose one of {BACKENDS}")
 
@@ -194,7 +204,8 @@ def _generator(config: RejectionSamplingConfig) -> Generator:
             config.backend, config.model_name_or_path, adapter_path=config.adapter_path,
             load_in_4bit=config.load_in_4bit, base_url=config.base_url, seed=config.seed,
             max_concurrency=config.batch_size, timeout_s=config.request_timeout_s, max_retries=config.max_retries,
-            vllm_kwargs=vllm_engine_kwargs(config.vllm_gpu_memory_utilization, config.vllm_max_model_length))
+            vllm_kwargs=vllm_engine_kwargs(config.vllm_gpu_memory_utilization, config.vllm_max_model_length),
+            vllm_fallback=config.vllm_fallback)
     except (OSError, ValueError, ImportError) as exc:  # no such model / adapter, no base_url, vLLM missing
         raise ConfigError([f"model_name_or_path: cannot load {config.model_name_or_path!r} (backend "
                            f"{config.backend!r}): {type(exc).__name__}: {str(exc)[:500]}"]) from exc

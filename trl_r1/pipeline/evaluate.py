@@ -42,7 +42,8 @@ def evaluate_model(model_path: str, prompts: Any, config: EvaluationConfig, rewa
     funcs = get_reward_funcs(rewards)
     generator = load_generator(config.backend, model_path, adapter_path=adapter_path, load_in_4bit=load_in_4bit,
                                seed=seed, vllm_kwargs=vllm_engine_kwargs(config.vllm_gpu_memory_utilization,
-                                                                         config.vllm_max_model_length))
+                                                                         config.vllm_max_model_length),
+                               vllm_fallback=config.vllm_fallback)
     try:  # the engine is freed before the next stage starts one
         params = SamplingParams(config.num_samples, config.max_new_tokens, config.temperature, config.top_p)
         rows = [prompts[i] for i in range(min(len(prompts), config.num_prompts or len(prompts)))]

@@ -280,6 +280,42 @@ def precision_problems(stages: list[Any]) -> list[str]:
             "--smoke, or plan for a GPU with --dry-run --card NAME_OR_GB (e.g. --card 24)"]
 
 
+def generation_backend_problems(recipe: Any, stages: list[Any], notes: list[str]) -> list[str]:
+    """For each generating stage (rl, rejection sampling, evaluation), the backend it will use and why (a note
+    in the plan), and a problem where it asks for vLLM, vLLM cannot serve it here (`vllm_backend_choice`) and
+    its `vllm_fallback` is not `transformers`: the run stops before any model loads, naming the fix (vLLM not
+    installed at all is `backend_problems`' to report)."""
+    from trl import get_peft_config
+
+    from ..data.generation import is_vllm_available, vllm_backend_choice
+
+    model, problems = recipe.model, []
+    generating = [(p.name, p.config, p.model_args or model, "use_vllm: true") for p in stages
+                  if hasattr(p.config, "use_vllm")]
+    generating += [(p.name, p.config, model, "backend: vllm") for p in stages if p.kind == "rejection_sampling"]
+    if recipe.evaluation is not None:
+        generating.append(("evaluation", recipe.evaluation, model, "backend: vllm"))
+    for where, config, model_args, asking in generating:
+        wants = getattr(config, "use_vllm", False) or getattr(config, "backend", None) in ("vllm", "auto")
+        if not wants or getattr(config, "base_url", None):
+            named = "openai" if wants else getattr(config, "backend", "transformers")
+            notes.append(f"generation: {where}: {named} (as the recipe says)")
+            continue
+        rs = where == "rejection_sampling"
+        four_bit = bool(config.load_in_4bit if rs else model_args.load_in_4bit and model_args.use_peft)
+        lora = get_peft_config(model_args) if hasattr(config, "use_vllm") and model_args.use_peft else None
+        backend, why = vllm_backend_choice(
+            model.model_name_or_path, load_in_4bit=four_bit, load_in_8bit=bool(model_args.load_in_8bit),
+            bnb_4bit_quant_type=model_args.bnb_4bit_quant_type, use_bnb_nested_quant=model_args.use_bnb_nested_quant,
+            peft_config=lora)
+        notes.append(f"generation: {where}: {backend} ({why})")
+        explicit = getattr(config, "backend", "vllm") == "vllm"  # `auto` falls back by design
+        if backend != "vllm" and explicit and config.vllm_fallback != "transformers" and is_vllm_available():
+            problems.append(f"{where} ({asking}): vLLM cannot generate here: {why}. Fix that, or set "
+                            f"vllm_fallback: transformers in {where} to generate with transformers (much slower)")
+    return problems
+
+
 # --------------------------------------------------------------------------------------------- memory
 
 
@@ -418,6 +454,6 @@ def vllm_cache_problems(where: str, config: Any, shape: Any, card: tuple[str, fl
 
 
 __all__ = ["backend_problems", "card_memory_gb", "column_key_problems", "context_problems", "dataset_kwargs_problems",
-           "memory_problems", "messages_problems", "missing_template_problems", "missing_value_problems",
-           "model_context", "model_path_problems", "model_shape", "precision_problems", "rows_asked", "split_key",
-           "unique"]
+           "generation_backend_problems", "memory_problems", "messages_problems", "missing_template_problems",
+           "missing_value_problems", "model_context", "model_path_problems", "model_shape", "precision_problems",
+           "rows_asked", "split_key", "unique"]

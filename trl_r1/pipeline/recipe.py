@@ -217,6 +217,12 @@ class EvaluationConfig:
     backend: str = field(default="auto", metadata={
         "help": "Generation backend: auto (vLLM when it can serve the model here, else transformers), vllm or "
         "transformers.", "choices": ["auto", "vllm", "transformers"]})
+    vllm_fallback: str = field(default="none", metadata={
+        "help": "When vLLM is asked for (backend: vllm) and cannot serve this model here (its vLLM has no "
+        "bitsandbytes, an 8-bit or fp4 base, an adapter feature vLLM serves differently): `none` stops the run "
+        "before any model loads, naming the fix; `transformers` generates with transformers instead (much "
+        "slower) and logs why.",
+        "choices": ["none", "transformers"]})
     vllm_gpu_memory_utilization: float | None = field(default=None, metadata={
         "help": "vllm backend: share of the GPU the engine takes (None: vLLM's 0.9)."})
     vllm_max_model_length: int | None = field(default=None, metadata={

@@ -28,6 +28,7 @@ from .preflight import (
     column_key_problems,
     dataset_kwargs_problems,
     context_problems,
+    generation_backend_problems,
     memory_problems,
     messages_problems,
     missing_template_problems,
@@ -182,6 +183,7 @@ class Pipeline:
             chat_stages = [s.name for s in self.pending() if STAGE_REGISTRY[s.name].trains_on_chat]
             problems += missing_template_problems(self.base_model_path, self._datasets, chat_stages)
         machine = backend_problems(self.recipe, self.pending(), self._rewards_by_stage(), cuda=self.card is not None)
+        machine += generation_backend_problems(self.recipe, self.pending(), self.notes)
         if self._detects_card and self.card is None or self.elsewhere:
             machine += precision_problems(self.pending())
         if self.elsewhere:

@@ -81,9 +81,18 @@ class VLLMLoRASyncMixin:
         },
     )
 
+    vllm_fallback: str = field(default="none", metadata={
+        "help": "When vLLM is asked for (use_vllm: true) and cannot serve this model here (its vLLM has no "
+        "bitsandbytes, an 8-bit or fp4 base, an adapter feature vLLM serves differently): `none` stops the run "
+        "before any model loads, naming the fix; `transformers` generates with transformers instead (much "
+        "slower) and logs why.",
+        "choices": ["none", "transformers"]})
+
     def check_vllm_lora_sync(self) -> None:
         if self.vllm_lora_sync not in VLLM_LORA_SYNC:
             raise ValueError(f"vllm_lora_sync={self.vllm_lora_sync!r} is not one of {list(VLLM_LORA_SYNC)}.")
+        if self.vllm_fallback not in ("none", "transformers"):
+            raise ValueError(f"vllm_fallback={self.vllm_fallback!r} is not one of ['none', 'transformers'].")
 
 
 @dataclass

@@ -143,17 +143,28 @@ def add_unsaved_submodule(model, name: str, module: torch.nn.Module) -> None:
 # ----- vLLM colocate: the LoRA policy pushed as an adapter, unmerged --------------------------------------------------
 
 
-def _policy_facts(model: Any, args: Any, peft_config: Any, quantization_config: Any) -> tuple[str, bool, Any]:
-    """(base model path, base loaded in 4-bit, the LoRA config of the policy or None) before TRL loads it."""
+def _policy_facts(model: Any, args: Any, peft_config: Any, quantization_config: Any) -> tuple[str, dict, Any]:
+    """(base model path, its bitsandbytes settings as `vllm_backend_choice` takes them, the LoRA config of the
+    policy or None) before TRL loads it."""
     if isinstance(model, str):
+        path, lora = model, peft_config
         quantization = quantization_config or (args.model_init_kwargs or {}).get("quantization_config")
-        four_bit = (quantization.get("load_in_4bit") if isinstance(quantization, dict)
-                    else getattr(quantization, "load_in_4bit", False))
-        return model, bool(four_bit), peft_config
-    lora = peft_config
-    if lora is None and hasattr(model, "peft_config"):  # a PeftModel: continuing an adapter
-        lora = model.peft_config[model.active_adapter]
-    return model.name_or_path, bool(getattr(model, "is_loaded_in_4bit", False)), lora
+    else:
+        path, lora = model.name_or_path, peft_config
+        if lora is None and hasattr(model, "peft_config"):  # a PeftModel: continuing an adapter
+            lora = model.peft_config[model.active_adapter]
+        quantization = getattr(model.config, "quantization_config", None)
+    if quantization is not None and not isinstance(quantization, dict):
+        quantization = quantization.to_dict()
+    quantization = quantization or {}
+    if not isinstance(model, str):  # what was loaded, whatever the config says
+        quantization = {**quantization, "load_in_4bit": bool(getattr(model, "is_loaded_in_4bit", False)),
+                        "load_in_8bit": bool(getattr(model, "is_loaded_in_8bit", False))}
+    four_bit = bool(quantization.get("load_in_4bit"))
+    # transformers' `BitsAndBytesConfig` defaults where a key is missing (fp4, no double quantization)
+    return path, {"load_in_4bit": four_bit, "load_in_8bit": bool(quantization.get("load_in_8bit")),
+                  "bnb_4bit_quant_type": quantization.get("bnb_4bit_quant_type") or "fp4",
+                  "use_bnb_nested_quant": bool(quantization.get("bnb_4bit_use_double_quant", False))}, lora
 
 
 def vllm_generation_choice(model: Any, args: Any, peft_config: Any = None,
@@ -164,16 +175,20 @@ def vllm_generation_choice(model: Any, args: Any, peft_config: Any = None,
     unmerged; ``"trl"``: TRL's own vLLM path (full weights, or LoRA merged into a 16-bit base); ``"transformers"``:
     vLLM cannot serve this policy here, the reason says why.
     """
-    from ..data.generation import vllm_unsupported_reason
+    from ..data.generation import vllm_backend_choice, vllm_base_reason
 
-    path, four_bit, lora = _policy_facts(model, args, peft_config, quantization_config)
+    path, quantization, lora = _policy_facts(model, args, peft_config, quantization_config)
+    four_bit = quantization["load_in_4bit"]
     if args.vllm_mode != "colocate":
+        reason = vllm_base_reason(**quantization)
+        if reason:
+            return "transformers", reason
         if four_bit:
             return "transformers", ("TRL's vLLM server mode pushes the adapter merged into full weights, which a "
                                     "4-bit base cannot take; trl-r1 pushes the adapter alone in vllm_mode: colocate")
         return "trl", None
-    reason = vllm_unsupported_reason(path, four_bit)
-    if reason:
+    backend, reason = vllm_backend_choice(path, **quantization)
+    if backend == "transformers":
         return "transformers", reason
     if lora is None:
         return "trl", None
@@ -201,6 +216,36 @@ def _swapped(module: Any, name: str, value: Any):
         yield
     finally:
         setattr(module, name, original)
+
+
+class _SeededLLM:
+    """`vllm.LLM` seeded from the run's seed: TRL seeds a colocated engine with the rank alone, so runs with
+    different seeds would share vLLM's sampling stream. The rank offset stays (one stream per tensor-parallel
+    group, as TRL keeps it)."""
+
+    def __init__(self, start_engine: Any, run_seed: int):
+        self.start_engine, self.run_seed = start_engine, run_seed
+
+    def __call__(self, **kwargs):
+        return self.start_engine(**{**kwargs, "seed": engine_seed(self.run_seed, kwargs.get("seed") or 0)})
+
+
+def engine_seed(run_seed: int, rank_seed: int) -> int:
+    """The colocated engine's seed: the run's seed, then TRL's per-rank offset.
+
+    >>> engine_seed(42, 1)
+    420001
+    """
+    return run_seed * 10_000 + rank_seed
+
+
+def _seeded_engines(config: Any):
+    """The block in which TRL starts a colocated vLLM engine seeded from ``config.seed``."""
+    if config is None or not config.use_vllm or config.vllm_mode != "colocate":
+        return nullcontext()
+    import trl.generation.vllm_generation as vllm_generation
+
+    return _swapped(vllm_generation, "LLM", _SeededLLM(vllm_generation.LLM, config.seed))
 
 
 class _AdapterServingLLM:
@@ -417,7 +462,7 @@ class GRPOSeam(GRPOTrainer):
 
         swap = (_swapped(grpo_trainer, "VLLMGeneration", AdapterSyncVLLMGeneration)
                 if self.generation_backend == "adapter" else nullcontext())
-        with swap:
+        with swap, _seeded_engines(config):
             super().__init__(*args, **kwargs)
         self.train_dataset = render_prefilled_prompts(self.train_dataset, self.processing_class,
                                                       self.chat_template_kwargs)
