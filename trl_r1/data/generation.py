@@ -152,7 +152,7 @@ class TransformersGenerator:
         if self.fast_generation:  # the adapter is fixed: the copy alone serves it
             from .fast_generation import MergedPolicy
 
-            self._policy_copy = MergedPolicy(self.model)
+            self._policy_copy: Any = MergedPolicy(self.model)
             self._policy_copy.release_policy()
             self.model = self._policy_copy.model
 
@@ -198,6 +198,10 @@ class TransformersGenerator:
         return {"backend": "transformers", "model": self.model_name_or_path, "adapter": self.adapter_path,
                 "load_in_4bit": self.load_in_4bit, "fast_generation": self.fast_generation}
 
+    def close(self) -> None:
+        self.model = self._policy_copy = None
+        release_accelerator_memory()
+
 
 def _use_fast_generation(fast: bool | None, model: Any, device: str) -> bool:
     """Whether a `TransformersGenerator` decodes from a merged copy: as asked, else on a GPU when the model can be
@@ -213,10 +217,6 @@ def _use_fast_generation(fast: bool | None, model: Any, device: str) -> bool:
     logger.info("transformers generation %s", "from a merged copy with a static KV cache" if fast
                 else f"with plain generate ({reason or 'fast: false'})")
     return bool(fast)
-
-    def close(self) -> None:
-        self.model = None
-        release_accelerator_memory()
 
 
 class VLLMGenerator:
