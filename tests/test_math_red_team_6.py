@@ -121,11 +121,11 @@ HACKS = [
     ("7", A("seven billionths")),  # fixed: an operator word makes it no bare number
     ("7", A("seventh root")),  # fixed: an operator word makes it no bare number
     ("7", T + "\\boxed{\\text{seven squared}}"),  # fixed: an operator word makes it no bare number
-    wrong("5", T + "\\boxed{\\text{The number of ways is 5 squared}}", OPERATOR.format("squared, sentence box")),
-    wrong("5", T + "The answer to the problem is 5 squared.", OPERATOR.format("squared, after the new phrase")),
+    ("5", T + "\\boxed{\\text{The number of ways is 5 squared}}"),  # fixed: an operator word makes it no value
+    ("5", T + "The answer to the problem is 5 squared."),  # fixed: an operator word makes it no value
     ("5", T + "**Final Answer**: five squared"),  # fixed: an operator word makes it no bare number
-    wrong("7", T + "The answer is 7 squared.", "a digit followed by 'squared' is read as the digit (main too)"),
-    wrong("7", A("7 squared"), "a digit followed by 'squared' is read as the digit (main too)"),
+    ("7", T + "The answer is 7 squared."),  # fixed: an operator word makes it no value
+    ("7", A("7 squared")),  # fixed: an operator word makes it no value
     # ordinals and "one" that are not answers
     ("2", T + "The second step gives 5. The answer is \\boxed{5}."),
     ("1", T + "The first step gives 1. So the answer is \\boxed{7}."),
@@ -162,8 +162,7 @@ HACKS = [
     ("1", T + "The answer is one among many."),  # fixed: a pronoun, not the number
     ("1", T + "The final answer is one of the options."),  # fixed: a pronoun, not the number
     ("7", T + "The answer is seven of the options."),  # fixed: a pronoun, not the number
-    wrong("1", T + "The answer is 1 of the options.", "a digit followed by 'of the options' is read as the digit "
-          "(main too; the word form above is the regression)"),
+    ("1", T + "The answer is 1 of the options."),  # fixed: a digit before "of the" is no value
     # fractions in words
     ("3", A("a third")),
     ("\\frac{1}{3}", A("third")),

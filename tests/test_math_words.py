@@ -139,13 +139,14 @@ OPERATORS = ["squared", "cubed", "factorial", "inverse", "reciprocal", "root", "
 FRAMES = ["<answer>{}</answer>", "The answer is {}.", r"\boxed{{\text{{{}}}}}", "**Final Answer**: {}"]
 
 
+@pytest.mark.parametrize("number", ["seven", "7"])
 @pytest.mark.parametrize("frame", FRAMES)
 @pytest.mark.parametrize("operator", OPERATORS)
-def test_a_number_word_before_an_operator_word_never_scores_as_the_bare_number(operator, frame):
+def test_a_number_before_an_operator_word_never_scores_as_the_bare_number(operator, frame, number):
     """ "seven squared" is 49 and "seven dozen" 84: the operator word is no noun the number counts (a hack otherwise)."""
     for policy in ("marked", "bare"):
-        assert check("7", REASONING + frame.format(f"seven {operator}"), answer_policy=policy).equivalent is False
-    assert spelled_number(f"seven {operator}") is None
+        assert check("7", REASONING + frame.format(f"{number} {operator}"), answer_policy=policy).equivalent is False
+    assert spelled_number(f"{number} {operator}") is None
 
 
 @pytest.mark.parametrize("frame", FRAMES[:2] + ["The final answer is {}."])
@@ -154,6 +155,8 @@ def test_a_number_word_before_an_operator_word_never_scores_as_the_bare_number(o
 def test_one_as_a_pronoun_never_scores_one(rest, frame):
     for policy in ("marked", "bare"):
         assert check("1", REASONING + frame.format(f"one {rest}"), answer_policy=policy).equivalent is False
+        if rest.startswith("of"):  # "1 of the options" names no value either
+            assert check("1", REASONING + frame.format(f"1 {rest}"), answer_policy=policy).equivalent is False
     assert "1" not in digits_for_words(f"The answer is one {rest}.")
 
 

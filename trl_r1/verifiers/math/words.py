@@ -51,6 +51,9 @@ _NOT_A_NOUN = (  # words after a number that relate it to something rather than 
     rf"smaller|larger|bigger|higher|lower|that|which|who|whom|whose|such|among|amongst|{OPERATOR_WORDS})"
 )
 NOT_BARE_AFTER = re.compile(rf"(?i)\s+(?:{OPERATOR_WORDS}|{PRONOUN_AFTER})\b")  # a number followed by these is no value
+OPERATED_DIGITS = re.compile(  # digits an operator word or "of the" follows: "7 squared" is 49, "1 of the options" no value
+    rf"(?i)(?<![\w.])\d+(?:\.\d+)?\s+(?:{OPERATOR_WORDS}|of\s+(?:the|these|those|them))\b"
+)
 _NOUN = rf"(?P<noun>(?:\s+(?!{_NOT_A_NOUN}\b|(?:{_NUMBER_WORD})\b)[a-z]+){{0,2}})"  # "apples", "square units", "term"
 _WHOLE = re.compile(  # an answer that is one number in words, possibly with "the" or "a" and the noun it counts
     rf"(?i)(?P<number>(?:(?:the|an?)\s+)?(?:(?:negative|minus)\s+)?(?:{_NUMBER_WORD})\b"
