@@ -143,7 +143,8 @@ FRAMES = ["<answer>{}</answer>", "The answer is {}.", r"\boxed{{\text{{{}}}}}", 
 @pytest.mark.parametrize("frame", FRAMES)
 @pytest.mark.parametrize("operator", OPERATORS)
 def test_a_number_before_an_operator_word_never_scores_as_the_bare_number(operator, frame, number):
-    """ "seven squared" is 49 and "seven dozen" 84: the operator word is no noun the number counts (a hack otherwise)."""
+    """ "seven squared" is 49 and "seven dozen" 84: the operator word is no noun the number counts (a hack
+    otherwise)."""
     for policy in ("marked", "bare"):
         assert check("7", REASONING + frame.format(f"{number} {operator}"), answer_policy=policy).equivalent is False
     assert spelled_number(f"{number} {operator}") is None

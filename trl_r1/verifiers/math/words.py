@@ -43,7 +43,7 @@ OPERATOR_WORDS = (  # words after a number that change its value ("seven squared
     r"(?:squared|cubed|factorial|inverse|reciprocal|roots?|powers?|dozens?|scores?|gross|"
     r"(?:thousand|million|billion|trillion)ths?)"
 )
-PRONOUN_AFTER = (  # words after "one"/"seven" that make it a pronoun or a count of something else ("one of the options")
+PRONOUN_AFTER = (  # words after "one"/"seven" that make it a pronoun or a count of something else ("one of them")
     r"(?:of\s+(?:the|these|those|them|its|our|all)|that|which|who|whom|whose|such|among|amongst)"
 )
 _NOT_A_NOUN = (  # words after a number that relate it to something rather than name what it counts ("five times x")
@@ -51,7 +51,7 @@ _NOT_A_NOUN = (  # words after a number that relate it to something rather than 
     rf"smaller|larger|bigger|higher|lower|that|which|who|whom|whose|such|among|amongst|{OPERATOR_WORDS})"
 )
 NOT_BARE_AFTER = re.compile(rf"(?i)\s+(?:{OPERATOR_WORDS}|{PRONOUN_AFTER})\b")  # a number followed by these is no value
-OPERATED_DIGITS = re.compile(  # digits an operator word or "of the" follows: "7 squared" is 49, "1 of the options" no value
+OPERATED_DIGITS = re.compile(  # digits an operator word or "of the" follows: "7 squared" is 49, "1 of the options" none
     rf"(?i)(?<![\w.])\d+(?:\.\d+)?\s+(?:{OPERATOR_WORDS}|of\s+(?:the|these|those|them))\b"
 )
 _NOUN = rf"(?P<noun>(?:\s+(?!{_NOT_A_NOUN}\b|(?:{_NUMBER_WORD})\b)[a-z]+){{0,2}})"  # "apples", "square units", "term"
