@@ -464,7 +464,7 @@ RESULTS = [
     wrong("1984", A("nineteen eighty-four"), "a year in words is not read (main too)"),
     ("1.5", A("one point five")),  # fixed: a decimal in words is read
     ("0.05", A("zero point zero five")),  # fixed: a decimal in words is read
-    wrong("10^{24}", A("one septillion"), "scales past trillion are not read (main too)"),
+    ("10^{24}", A("one septillion")),  # fixed: short-scale names up to decillion are read
     # article before a text answer
     ("\\text{blue car}", A("the blue car")),
     ("\\text{blue car}", A("a blue car")),

@@ -28,6 +28,8 @@ SPELLED = [  # (gold, completion): the final answer in words, each read as its v
     ("2500", "The answer is twenty-five hundred."),
     ("1000005", "The answer is one million and five."),
     ("3000000", "The answer is three million."),
+    ("10^{24}", "The answer is one septillion."),
+    ("2 \\cdot 10^{15}", "The answer is two quadrillion."),
     ("3000000", "The answer is 3 million."),
     ("7425000", "The answer is 7.425 million."),
     ("100", "The answer is a hundred."),
@@ -135,7 +137,7 @@ def test_number_words_that_are_not_the_final_answer_never_score(gold, completion
 
 
 OPERATORS = ["squared", "cubed", "factorial", "inverse", "reciprocal", "root", "dozen", "thousandths", "millionths",
-             "billionths", "to the power of two"]
+             "billionths", "quintillionths", "to the power of two"]
 FRAMES = ["<answer>{}</answer>", "The answer is {}.", r"\boxed{{\text{{{}}}}}", "**Final Answer**: {}"]
 
 

@@ -18,7 +18,11 @@ _UNITS = {
     "seventeen": 17, "eighteen": 18, "nineteen": 19,
 }
 _TENS = {"twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90}
-_SCALES = {"thousand": 10**3, "million": 10**6, "billion": 10**9, "trillion": 10**12}
+_SCALES = {  # the short scale, as English math texts use it
+    name: 10 ** (3 * (i + 1)) for i, name in enumerate(
+        ("thousand", "million", "billion", "trillion", "quadrillion", "quintillion", "sextillion", "septillion",
+         "octillion", "nonillion", "decillion"))
+}
 _ORDINALS = {  # the ordinal word -> the cardinal word it ends a number with ("twenty-first" is "twenty-one")
     "first": "one", "second": "two", "third": "three", "fourth": "four", "fifth": "five", "sixth": "six",
     "seventh": "seven", "eighth": "eight", "ninth": "nine", "tenth": "ten", "eleventh": "eleven", "twelfth": "twelve",
@@ -41,7 +45,7 @@ _PHRASE = re.compile(  # a run of number words, possibly signed, "a"/"an" before
 OPERATOR_WORDS = (  # words after a number that change its value ("seven squared" is 49, "seven dozen" 84): never the
     # bare number, so they are refused rather than taken for what it counts
     r"(?:squared|cubed|factorial|inverse|reciprocal|roots?|powers?|dozens?|scores?|gross|"
-    r"(?:thousand|million|billion|trillion)ths?)"
+    rf"(?:{'|'.join(_SCALES)})ths?)"
 )
 PRONOUN_AFTER = (  # words after "one"/"seven" that make it a pronoun or a count of something else ("one of them")
     r"(?:of\s+(?:the|these|those|them|its|our|all)|that|which|who|whom|whose|such|among|amongst)"
