@@ -111,21 +111,21 @@ HACKS = [
     ("7", A("the seventh root of two")),
     ("7", A("seven million")),
     # operator words taken for a noun
-    wrong("7", T + "The answer is seven squared.", OPERATOR.format("squared")),
-    wrong("7", A("seven squared"), OPERATOR.format("squared")),
-    wrong("7", A("seven cubed"), OPERATOR.format("cubed")),
-    wrong("7", A("seven factorial"), OPERATOR.format("factorial")),
-    wrong("7", A("seven dozen"), OPERATOR.format("dozen: 84")),
-    wrong("7", A("seven inverse"), OPERATOR.format("inverse")),
-    wrong("7", A("seven thousandths"), OPERATOR.format("thousandths: 0.007; 'thousandths' is no denominator")),
-    wrong("7", A("seven billionths"), OPERATOR.format("billionths")),
-    wrong("7", A("seventh root"), OPERATOR.format("root")),
-    wrong("7", T + "\\boxed{\\text{seven squared}}", OPERATOR.format("squared, in a sentence box")),
-    wrong("5", T + "\\boxed{\\text{The number of ways is 5 squared}}", OPERATOR.format("squared, sentence box")),
-    wrong("5", T + "The answer to the problem is 5 squared.", OPERATOR.format("squared, after the new phrase")),
-    wrong("5", T + "**Final Answer**: five squared", OPERATOR.format("squared, after **Final Answer**:")),
-    wrong("7", T + "The answer is 7 squared.", "a digit followed by 'squared' is read as the digit (main too)"),
-    wrong("7", A("7 squared"), "a digit followed by 'squared' is read as the digit (main too)"),
+    ("7", T + "The answer is seven squared."),  # fixed: an operator word makes it no bare number
+    ("7", A("seven squared")),  # fixed: an operator word makes it no bare number
+    ("7", A("seven cubed")),  # fixed: an operator word makes it no bare number
+    ("7", A("seven factorial")),  # fixed: an operator word makes it no bare number
+    ("7", A("seven dozen")),  # fixed: an operator word makes it no bare number
+    ("7", A("seven inverse")),  # fixed: an operator word makes it no bare number
+    ("7", A("seven thousandths")),  # fixed: an operator word makes it no bare number
+    ("7", A("seven billionths")),  # fixed: an operator word makes it no bare number
+    ("7", A("seventh root")),  # fixed: an operator word makes it no bare number
+    ("7", T + "\\boxed{\\text{seven squared}}"),  # fixed: an operator word makes it no bare number
+    ("5", T + "\\boxed{\\text{The number of ways is 5 squared}}"),  # fixed: an operator word makes it no value
+    ("5", T + "The answer to the problem is 5 squared."),  # fixed: an operator word makes it no value
+    ("5", T + "**Final Answer**: five squared"),  # fixed: an operator word makes it no bare number
+    ("7", T + "The answer is 7 squared."),  # fixed: an operator word makes it no value
+    ("7", A("7 squared")),  # fixed: an operator word makes it no value
     # ordinals and "one" that are not answers
     ("2", T + "The second step gives 5. The answer is \\boxed{5}."),
     ("1", T + "The first step gives 1. So the answer is \\boxed{7}."),
@@ -155,15 +155,14 @@ HACKS = [
     ("1", A("a")),
     ("1", A("an")),
     ("1", T + "The answer is a."),
-    wrong("1", T + "The answer is one of the options.", PRONOUN),
-    wrong("1", T + "The answer is one that works.", PRONOUN),
-    wrong("1", T + "The answer is one such number.", PRONOUN),
-    wrong("1", T + "The answer is one which satisfies both.", PRONOUN),
-    wrong("1", T + "The answer is one among many.", PRONOUN),
-    wrong("1", T + "The final answer is one of the options.", PRONOUN),
-    wrong("7", T + "The answer is seven of the options.", PRONOUN),
-    wrong("1", T + "The answer is 1 of the options.", "a digit followed by 'of the options' is read as the digit "
-          "(main too; the word form above is the regression)"),
+    ("1", T + "The answer is one of the options."),  # fixed: a pronoun, not the number
+    ("1", T + "The answer is one that works."),  # fixed: a pronoun, not the number
+    ("1", T + "The answer is one such number."),  # fixed: a pronoun, not the number
+    ("1", T + "The answer is one which satisfies both."),  # fixed: a pronoun, not the number
+    ("1", T + "The answer is one among many."),  # fixed: a pronoun, not the number
+    ("1", T + "The final answer is one of the options."),  # fixed: a pronoun, not the number
+    ("7", T + "The answer is seven of the options."),  # fixed: a pronoun, not the number
+    ("1", T + "The answer is 1 of the options."),  # fixed: a digit before "of the" is no value
     # fractions in words
     ("3", A("a third")),
     ("\\frac{1}{3}", A("third")),
@@ -463,9 +462,9 @@ RESULTS = [
     wrong("42", A("42 (forty-two)"), "a number restated in words in parentheses is not read (main too)"),
     wrong("42", A("forty-two (42)"), "a number in words restated in digits is not read (main too)"),
     wrong("1984", A("nineteen eighty-four"), "a year in words is not read (main too)"),
-    wrong("1.5", A("one point five"), "a decimal in words ('point') is not read (main too)"),
-    wrong("0.05", A("zero point zero five"), "a decimal in words ('point') is not read (main too)"),
-    wrong("10^{24}", A("one septillion"), "scales past trillion are not read (main too)"),
+    ("1.5", A("one point five")),  # fixed: a decimal in words is read
+    ("0.05", A("zero point zero five")),  # fixed: a decimal in words is read
+    ("10^{24}", A("one septillion")),  # fixed: short-scale names up to decillion are read
     # article before a text answer
     ("\\text{blue car}", A("the blue car")),
     ("\\text{blue car}", A("a blue car")),

@@ -28,6 +28,8 @@ SPELLED = [  # (gold, completion): the final answer in words, each read as its v
     ("2500", "The answer is twenty-five hundred."),
     ("1000005", "The answer is one million and five."),
     ("3000000", "The answer is three million."),
+    ("10^{24}", "The answer is one septillion."),
+    ("2 \\cdot 10^{15}", "The answer is two quadrillion."),
     ("3000000", "The answer is 3 million."),
     ("7425000", "The answer is 7.425 million."),
     ("100", "The answer is a hundred."),
@@ -134,6 +136,33 @@ def test_number_words_that_are_not_the_final_answer_never_score(gold, completion
     assert check(gold, REASONING + completion, answer_policy=policy).equivalent is False
 
 
+OPERATORS = ["squared", "cubed", "factorial", "inverse", "reciprocal", "root", "dozen", "thousandths", "millionths",
+             "billionths", "quintillionths", "to the power of two"]
+FRAMES = ["<answer>{}</answer>", "The answer is {}.", r"\boxed{{\text{{{}}}}}", "**Final Answer**: {}"]
+
+
+@pytest.mark.parametrize("number", ["seven", "7"])
+@pytest.mark.parametrize("frame", FRAMES)
+@pytest.mark.parametrize("operator", OPERATORS)
+def test_a_number_before_an_operator_word_never_scores_as_the_bare_number(operator, frame, number):
+    """ "seven squared" is 49 and "seven dozen" 84: the operator word is no noun the number counts (a hack
+    otherwise)."""
+    for policy in ("marked", "bare"):
+        assert check("7", REASONING + frame.format(f"{number} {operator}"), answer_policy=policy).equivalent is False
+    assert spelled_number(f"{number} {operator}") is None
+
+
+@pytest.mark.parametrize("frame", FRAMES[:2] + ["The final answer is {}."])
+@pytest.mark.parametrize("rest", ["of the options", "that works", "such number", "which satisfies both",
+                                  "among many", "of these", "who knows"])
+def test_one_as_a_pronoun_never_scores_one(rest, frame):
+    for policy in ("marked", "bare"):
+        assert check("1", REASONING + frame.format(f"one {rest}"), answer_policy=policy).equivalent is False
+        if rest.startswith("of"):  # "1 of the options" names no value either
+            assert check("1", REASONING + frame.format(f"1 {rest}"), answer_policy=policy).equivalent is False
+    assert "1" not in digits_for_words(f"The answer is one {rest}.")
+
+
 def test_spelled_number_reads_whole_answers_only():
     assert spelled_number("nine hundred ninety-nine thousand nine hundred ninety-nine") == "999999"
     assert spelled_number("twenty-third") == "23" and spelled_number("twenty thirds") == r"\frac{20}{3}"
@@ -156,6 +185,8 @@ def test_digits_for_words_leaves_what_is_not_one_number():
     "The answer is one" + ", one" * 20_000,
     r"\boxed{The answer is " + "twelve " * 14_000 + "}",
     "The answer is " + " " * 100_000 + "five",
+    "The answer is " + "seven squared " * 7_000,
+    "The answer is " + "one of the " * 9_000,
 ])
 def test_long_adversarial_word_inputs_stay_fast(text):
     start = time.perf_counter()

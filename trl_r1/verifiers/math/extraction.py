@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from ..format import ANSWER_OPEN, extract_answer
 from .screening import or_joins_relations
-from .words import digits_for_words, spelled_number
+from .words import NOT_BARE_AFTER, OPERATED_DIGITS, digits_for_words, spelled_number
 
 MAX_CHAINED_BOXES = 20  # boxes listed one after another that still form one answer
 MAX_AFTERWORD_CHARS = 120  # text after an answer read for hedges in a completion without an <answer> block
@@ -259,6 +259,8 @@ def _sentence_value(content: str) -> Answer | None:
         return Answer(None, f"hedged: {hedge.group().lower()}")
     if len(numbers) > 1:
         return Answer(None, "a box with two different numbers")
+    if OPERATED_DIGITS.search(plain):
+        return Answer(None, "a number with an operator word or 'of the': not its value")
     value = _closing_claim(plain) or (_statement(plain) if _STATEMENT.search(plain) else _copula_value(plain))
     number = re.findall(r"-?\d[\d,]*(?:\.\d+)?", digits_for_words(value))
     if len(number) == 1 and not _NOT_A_VALUE.search(re.sub(r"(?i)\b(?:is|are|was|were|it|that|this|we)\b", "", value)):
@@ -417,7 +419,10 @@ def _copula_value(sentence: str) -> str:
     copula = list(re.finditer(r"\bis\b", sentence))
     value = sentence[copula[-1].end():].strip() if copula and sentence[copula[-1].end():].strip() else sentence
     digits = digits_for_words(value)
-    numbers = re.findall(r"(?<![\w.])-?\d[\d,]*(?:\.\d+)?%?(?![\w.])", digits)
+    numbers = [n for n in re.finditer(r"(?<![\w.])-?\d[\d,]*(?:\.\d+)?%?(?![\w.])", digits)]
+    if any(NOT_BARE_AFTER.match(digits, n.end()) for n in numbers):
+        return value  # "7 squared", "1 of the options": the number is not the value stated
+    numbers = [n.group() for n in numbers]
     worded = len(re.findall(r"[A-Za-z]{2,}", digits)) >= 3 and not re.search(r"[$\\=<>^]", value)
     worded = worded and not _HEDGE.search(value)  # "maybe 42 apples in total" keeps its hedge
     if worded and len(numbers) == 1 and not _NOT_A_VALUE.search(re.sub(r"\b(?:is|are|was|were|it|that|this|we)\b", "", value)):
@@ -584,6 +589,8 @@ def final_answer(completion: str, allow_or: bool = False, policy: str = "marked"
     hedge = hedge or (remark and _judgement(remark.group(1)) and _judgement(remark.group(1)).group())
     if hedge:
         return Answer(None, f"hedged: {hedge.lower()}")
+    if OPERATED_DIGITS.search(_TEXT_WRAPPER.sub(r" \1 ", text)):  # "7 squared", "1 of the options"
+        return Answer(None, "a number with an operator word or 'of the': not its value")
     return Answer(text)
 
 

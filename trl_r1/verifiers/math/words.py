@@ -18,7 +18,11 @@ _UNITS = {
     "seventeen": 17, "eighteen": 18, "nineteen": 19,
 }
 _TENS = {"twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90}
-_SCALES = {"thousand": 10**3, "million": 10**6, "billion": 10**9, "trillion": 10**12}
+_SCALES = {  # the short scale, as English math texts use it
+    name: 10 ** (3 * (i + 1)) for i, name in enumerate(
+        ("thousand", "million", "billion", "trillion", "quadrillion", "quintillion", "sextillion", "septillion",
+         "octillion", "nonillion", "decillion"))
+}
 _ORDINALS = {  # the ordinal word -> the cardinal word it ends a number with ("twenty-first" is "twenty-one")
     "first": "one", "second": "two", "third": "three", "fourth": "four", "fifth": "five", "sixth": "six",
     "seventh": "seven", "eighth": "eight", "ninth": "nine", "tenth": "ten", "eleventh": "eleven", "twelfth": "twelve",
@@ -38,9 +42,21 @@ _PHRASE = re.compile(  # a run of number words, possibly signed, "a"/"an" before
     rf"(?i)\b(?:(?:negative|minus)\s+)?(?:an?\s+(?=(?:hundred|thousand|million|billion|trillion|half|quarter)\b))?"
     rf"(?:{_NUMBER_WORD})\b(?:{_JOIN}(?:{_NUMBER_WORD})\b)*"
 )
+OPERATOR_WORDS = (  # words after a number that change its value ("seven squared" is 49, "seven dozen" 84): never the
+    # bare number, so they are refused rather than taken for what it counts
+    r"(?:squared|cubed|factorial|inverse|reciprocal|roots?|powers?|dozens?|scores?|gross|"
+    rf"(?:{'|'.join(_SCALES)})ths?)"
+)
+PRONOUN_AFTER = (  # words after "one"/"seven" that make it a pronoun or a count of something else ("one of them")
+    r"(?:of\s+(?:the|these|those|them|its|our|all)|that|which|who|whom|whose|such|among|amongst)"
+)
 _NOT_A_NOUN = (  # words after a number that relate it to something rather than name what it counts ("five times x")
     r"(?:and|or|not|is|in|out|of|over|per|to|from|times|divided|plus|minus|more|less|fewer|than|by|each|greater|"
-    r"smaller|larger|bigger|higher|lower)"
+    rf"smaller|larger|bigger|higher|lower|that|which|who|whom|whose|such|among|amongst|{OPERATOR_WORDS})"
+)
+NOT_BARE_AFTER = re.compile(rf"(?i)\s+(?:{OPERATOR_WORDS}|{PRONOUN_AFTER})\b")  # a number followed by these is no value
+OPERATED_DIGITS = re.compile(  # digits an operator word or "of the" follows: "7 squared" is 49, "1 of the options" none
+    rf"(?i)(?<![\w.])\d+(?:\.\d+)?\s+(?:{OPERATOR_WORDS}|of\s+(?:the|these|those|them))\b"
 )
 _NOUN = rf"(?P<noun>(?:\s+(?!{_NOT_A_NOUN}\b|(?:{_NUMBER_WORD})\b)[a-z]+){{0,2}})"  # "apples", "square units", "term"
 _WHOLE = re.compile(  # an answer that is one number in words, possibly with "the" or "a" and the noun it counts
@@ -217,6 +233,8 @@ def digits_for_words(text: str, lone_one: bool = True) -> str:
     """
     def replace(match: re.Match) -> str:
         value = _value(match.group(), ordinals=False)
-        return match.group() if value is None or not lone_one and value == "1" else value
+        if value is None or not lone_one and value == "1" or NOT_BARE_AFTER.match(text, match.end()):
+            return match.group()  # "seven squared", "one of the options" stay words: neither is the number
+        return value
 
     return _PHRASE.sub(replace, text)
