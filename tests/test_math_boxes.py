@@ -1,5 +1,5 @@
 """Broken or unusual boxes, answer phrases and completions that run on into a new chat turn: read when the answer
-they hold is unambiguous, never when they hold two values or the text may have been cut off inside them.
+they hold is unambiguous, never when they hold two values or an unfinished list or command.
 """
 
 import time
@@ -57,6 +57,10 @@ READ = [  # (gold, completion)
     ("12", "The answer is 12.<|end|>\n<|user|>\nAnd the perimeter?<|end|>\n<|assistant|>\nThe answer is 14."),
     ("12", "The answer is $\\boxed{12}$<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nWhat is 7 + 7? "
            "The answer is $\\boxed{14}$"),
+    ("42", r"So the answer is $\boxed{42"),  # a completion that ends inside its box (issue 30's unclosed box)
+    ("42", r"So the answer is \boxed{42."),
+    ("-7", r"Putting everything together, we get \boxed{-7"),
+    ("\\frac{3}{4}", "Therefore \\[\n\\boxed{\\frac{3}{4}"),
     ("12", "The answer is $\\boxed{12}$<end_of_turn>\n<start_of_turn>user\nAnd 14?"),
     ("12", "The answer is $\\boxed{12}$.<｜end▁of▁sentence｜><｜User｜>And the perimeter? \\boxed{14}"),
 ]
@@ -69,8 +73,8 @@ def test_unusual_boxes_phrases_and_first_turns_are_read(gold, completion, policy
 
 
 NOT_READ = [  # (gold, completion)
-    ("42", r"So the answer is $\boxed{42"),  # ends inside the box: may be cut off from \boxed{425}
-    ("42", r"So the answer is \boxed{42."),
+    ("1", r"So the answer is \boxed{1,"),  # a list that runs into the end is unfinished
+    ("1", r"So the answer is \boxed{\frac"),  # so is a command
     ("1", r"So the answer is \boxed{x+1"),
     ("12", r"So the area is \boxed{12 or 13 square units"),
     ("12", r"So the area is $\boxed{12$ or $13$."),

@@ -244,8 +244,7 @@ HACKS = [
     ("5", T + "\\boxed{\\text{unknown, maybe 5}}"),
     ("5", T + "\\boxed{\\text{5}} \\boxed{\\text{6}}"),
     ("(1,2)", T + "\\boxed{\\left(1,3\\right)}"),
-    wrong("5", T + "\\boxed{5} \\boxed{6", "an unclosed last box is ignored, so the earlier box counts though the "
-          "completion's last answer is 6 (main too)"),
+    ("5", T + "\\boxed{5} \\boxed{6"),  # fixed: the unclosed last box is read, so two answers disagree
     # chat turns: what follows the first turn never counts
     ("5", T + "The answer is \\boxed{6}.<|im_end|>\n<|im_start|>user\nAre you sure?<|im_end|>\n"
               "<|im_start|>assistant\nThe answer is \\boxed{5}."),
@@ -479,9 +478,9 @@ RESULTS = [
     ("5", T + "\\boxed{\\text{The answer is 5}}"),
     ("(1,2)", T + "\\boxed{\\left(1,2\\right)}"),
     ("5", T + "The answer is \\boxed{6. Hmm, actually the answer is 5."),  # the later statement is the answer
-    wrong("5", T + "\\boxed{5", "an unclosed box at the end with no math delimiters is not read (main too)"),
-    wrong("5", T + "The answer is $\\boxed{5", "an unclosed box after an unclosed $ is not read (main too)"),
-    wrong("5", T + "\\boxed{5 \\\\", "an unclosed box ending in \\\\ is not read (main too)"),
+    ("5", T + "\\boxed{5"),  # fixed: a completion that ends inside its box answers what it holds
+    ("5", T + "The answer is $\\boxed{5"),  # fixed
+    ("5", T + "\\boxed{5 \\\\"),  # fixed: the closing line break is layout
     # chat turns
     ("5", T + "The answer is \\boxed{5}.<|im_end|>\n<|im_start|>assistant\nThe answer is \\boxed{6}."),
     ("5", T + "\\boxed{5}<|eot_id|><|start_header_id|>assistant<|end_header_id|>\\boxed{6}"),

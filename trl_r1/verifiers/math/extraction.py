@@ -38,7 +38,7 @@ _TOKEN_BOX = re.compile(  # a box of one token without braces: "\\boxed 5", "\\b
     r"(-?(?:\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)|[A-Za-z])(?![\d.,]\d|\w)(?=\s*(?:$|[.,;:!$]|\\[\])])))"
 )
 _UNCLOSED_END = re.compile(r"\$|\\\]|\\\)|\n|[.!](?=\s)|(?<![\d.])[.!]$")  # where an unclosed box's math or sentence ends
-_CUT_OFF = re.compile(r"[\d.,]$|\\[A-Za-z]*$")  # the end of a text that may continue: a number, a command
+_CUT_OFF = re.compile(r",$|\\[A-Za-z]*$")  # the end of a text that must continue: a list, a command
 _CLOSING_LINE_BREAK = re.compile(r"(?:\\\\\*?(?:\[[^\[\]]{0,20}\])?|\\(?:newline|cr|break|linebreak)(?![A-Za-z]))$")
 MAX_UNCLOSED_CHARS = 200  # an unclosed box is read only when the text ends within this many characters of it
 _BOX_SEPARATOR = re.compile(  # between boxes of one answer: a unit word, math delimiters, punctuation, and/or
@@ -218,8 +218,11 @@ def _without_line_break(content: str) -> str:
 def _unclosed_box(text: str, unmatched: list[int]) -> tuple[int, int, str] | None:
     """The box a text ends in without its closing brace (``$\\boxed{42$.``, ``\\boxed{42. That is all``,
     ``\\boxed{\\frac{1}{2}``), up to where its math or sentence ends, its braces closed, when it is short and one
-    paragraph; `unmatched` are the positions of the braces never closed. A number that runs into the end of the text
-    (``\\boxed{42``) may be cut off from a longer one (``\\boxed{425}``): no answer."""
+    paragraph; `unmatched` are the positions of the braces never closed. A completion that ends inside its box
+    (``\\boxed{42``) answers what the box holds: one cut off at the length limit (``\\boxed{425}`` as
+    ``\\boxed{42``) is the trainer's to drop (`mask_truncated_completions`, on in the GPU recipes), not a guess the
+    verifier can make. A list or a command that runs into the end (``\\boxed{1,``, ``\\boxed{\\frac``) is
+    unfinished: no answer."""
     if not unmatched or len(text) - unmatched[-1] > 2 * MAX_UNCLOSED_CHARS:
         return None
     unclosed = set(unmatched)
@@ -231,10 +234,11 @@ def _unclosed_box(text: str, unmatched: list[int]) -> tuple[int, int, str] | Non
     rest = text[box.end():]
     end = _UNCLOSED_END.search(rest)
     content = rest[: end.start()] if end else rest
-    if len(content) > MAX_UNCLOSED_CHARS or not content.strip() or not end and _CUT_OFF.search(content.rstrip()):
+    answer = _without_line_break(content)
+    if len(content) > MAX_UNCLOSED_CHARS or not answer or not end and _CUT_OFF.search(answer):
         return None
-    depth = content.count("{") - content.count("}")
-    return box.start(), box.end() + len(content), _without_line_break(content + "}" * max(depth, 0))
+    depth = answer.count("{") - answer.count("}")
+    return box.start(), box.end() + len(content), answer + "}" * max(depth, 0)
 
 
 def _first_turn(completion: str) -> str:
