@@ -37,6 +37,7 @@ from .screening import parse_number, rounds_to, split_top_level
 
 PARSE_CONFIG = NormalizationConfig(basic_latex=True, units=False, malformed_operators=True, nits=False, boxed="none")
 DIGITS = 40  # working precision of numeric comparisons
+MAX_DECIMAL_DIGITS = 1_000  # a longer decimal answer to an irrational gold is refused, not checked for rounding
 RELATIVE_TOLERANCE = sympy.Float("1e-20", DIGITS)
 CONFIRM_DIGITS = 120  # exact values that agree to RELATIVE_TOLERANCE are confirmed at this precision ...
 CONFIRM_TOLERANCE = sympy.Float("1e-100", CONFIRM_DIGITS)  # ... so sqrt(10^{50}+1) is not 10^{25}
@@ -327,6 +328,8 @@ def _expressions_equal(gold, pred, pred_text: str = "") -> bool:
         decimal = parse_number(pred_text)  # a decimal answer to an irrational gold: correctly rounded, not close
         if decimal is None or decimal.decimals is None or gold.doit().is_Rational:  # \sin(\pi/6) is 0.5 exactly
             return _close(gold, pred)
+        if decimal.significant > MAX_DECIMAL_DIGITS:  # evaluating the gold that far costs more than it proves
+            return False
         value = gold.evalf(max(DIGITS, decimal.significant + 10))  # more digits than the decimal shows
         return bool(value.is_real) and rounds_to(decimal, sympy.Rational(value))
     agree = 0

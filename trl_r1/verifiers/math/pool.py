@@ -6,8 +6,9 @@ exceeds the limit is killed (SIGKILL stops any computation) and replaced, and on
 
 Workers are fresh interpreters (``python -c "...; _serve(target, memory)"``) talking over pipes, not
 `multiprocessing` children: nothing of the caller is inherited (threads, CUDA, locks) and the caller's script is
-never re-imported, so no ``if __name__ == "__main__"`` guard is needed. The pool keeps one spare worker booted, so
-a timeout does not make the next task wait for an interpreter to start.
+never re-imported, so no ``if __name__ == "__main__"`` guard is needed. The pool keeps `SPARE_WORKERS` spare
+workers booting or booted and puts a ready one in a killed worker's place, so timeouts in a row (each boots a new
+spare, which takes a second or two on a loaded machine) do not make the next task wait for an interpreter to start.
 
 A process forked from the caller (DataLoader workers, ``multiprocessing``'s fork start method) does not share
 the caller's workers: after a fork the child forgets them (closing only its copies of their pipes) and boots its
@@ -32,6 +33,7 @@ from typing import Any
 from ...registry import resolve_import_path
 
 WALL_BACKSTOP = 10.0  # a task is killed after this many times its limit in wall-clock time, whatever its CPU time
+SPARE_WORKERS = 2  # one spare let two timeouts in a row make the next verdict wait 2.1 s for a booting worker
 BOOT_TIMEOUT_S = 120.0  # a worker that is not ready by then is broken (import error, exhausted machine)
 _READY = "ready"
 PARENT_POLL_S = 0.5  # how often a worker checks that the process that started it is alive
@@ -183,29 +185,32 @@ class WorkerPool:
     >>> pool.close()
     """
 
-    def __init__(self, target: str, workers: int, memory_limit_bytes: int = 2 << 30):
+    def __init__(self, target: str, workers: int, memory_limit_bytes: int = 2 << 30, spares: int = SPARE_WORKERS):
         self.target = target
         self.workers = max(1, int(workers))
+        self.spares = max(1, int(spares))
         self.memory_limit_bytes = memory_limit_bytes
         self._pool: list[_Worker] = []
-        self._spare: _Worker | None = None
+        self._spares: list[_Worker] = []
         self._lock = threading.Lock()
         _POOLS.add(self)
 
     def _forget_after_fork(self) -> None:
         """In a forked child: drop the parent's workers without touching them (only our copies of their pipes
         close), so the child boots its own and the parent's keep serving the parent."""
-        for worker in self._pool + [self._spare]:
-            if worker is not None:
-                worker.close_pipes()
-                worker.process.returncode = 0  # not ours to reap
-        self._pool, self._spare, self._lock = [], None, threading.Lock()
+        for worker in self._pool + self._spares:
+            worker.close_pipes()
+            worker.process.returncode = 0  # not ours to reap
+        self._pool, self._spares, self._lock = [], [], threading.Lock()
 
     def _replace(self, worker: _Worker) -> None:
-        """Kill a worker and put the spare in its place; boot a new spare (ready by the next timeout)."""
+        """Kill a worker and put a spare in its place, a ready one if any (the oldest booting one if none); boot a
+        new spare."""
         worker.kill()
-        self._pool[self._pool.index(worker)] = self._spare
-        self._spare = _Worker(self.target, self.memory_limit_bytes)
+        spare = next((w for w in self._spares if w.ready), self._spares[0])
+        self._spares.remove(spare)
+        self._pool[self._pool.index(worker)] = spare
+        self._spares.append(_Worker(self.target, self.memory_limit_bytes))
 
     def run(self, tasks: list[tuple], timeout_s: float, wall_limit_s: float | None = None) -> list[tuple[str, Any]]:
         """Each task under `timeout_s` of CPU time and `wall_limit_s` of wall-clock time (default `WALL_BACKSTOP`
@@ -214,8 +219,8 @@ class WorkerPool:
         with self._lock:
             while len(self._pool) < self.workers:
                 self._pool.append(_Worker(self.target, self.memory_limit_bytes))
-            if self._spare is None:
-                self._spare = _Worker(self.target, self.memory_limit_bytes)
+            while len(self._spares) < self.spares:
+                self._spares.append(_Worker(self.target, self.memory_limit_bytes))
             results: list[tuple[str, Any] | None] = [None] * len(tasks)
             queue = deque(range(len(tasks)))
             running: dict[_Worker, list] = {}  # worker: [task index, deadline, wall start, CPU start]
@@ -249,7 +254,7 @@ class WorkerPool:
 
     def _collect(self, running: dict, results: list) -> None:
         """Wait for the next message (a result, or a worker becoming ready) or the nearest deadline."""
-        booting = [w for w in self._pool + [self._spare] if w is not None and not w.ready]
+        booting = [w for w in self._pool + self._spares if not w.ready]
         deadlines = [task[1] for task in running.values()] + [w.started + BOOT_TIMEOUT_S for w in booting]
         listening = {w.replies: w for w in booting + list(running)}
         for conn in wait(list(listening), timeout=max(0.0, min(deadlines) - time.monotonic())):
@@ -273,11 +278,10 @@ class WorkerPool:
 
     def close(self) -> None:
         with self._lock:
-            for worker in self._pool + [self._spare]:
-                if worker is not None:
-                    worker.kill()
+            for worker in self._pool + self._spares:
+                worker.kill()
             self._pool.clear()
-            self._spare = None
+            self._spares.clear()
 
 
 _POOLS: weakref.WeakSet[WorkerPool] = weakref.WeakSet()
