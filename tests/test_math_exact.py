@@ -161,13 +161,9 @@ def test_correct_roundings_and_exact_forms_still_pass(gold, answer):
     assert timed_check(gold, answer).equivalent is True
 
 
-@pytest.mark.parametrize(
-    ("gold", "answer"), [("7", r"10^{10^{10}} - 10^{10^{10}} + 7"), ("0", r"e^{i\pi} + 1"), ("-1", r"i \cdot i")]
-)
-def test_marked_policy_still_refuses_a_calculation_that_cancels(gold, answer):
-    """Exact arithmetic settles the value (accepted under "bare", above); the marked policy still scores a
-    calculation against a number 0, on constants (e, i, pi) as on numbers."""
-    verdict = timed_check(gold, answer, policy="marked")
+def test_marked_policy_still_refuses_a_calculation_that_cancels():
+    """Exact arithmetic settles the value; the marked policy still scores a calculation against a number 0."""
+    verdict = timed_check("7", r"10^{10^{10}} - 10^{10^{10}} + 7", policy="marked")
     assert verdict.equivalent is False and "unevaluated arithmetic" in verdict.reason
 
 

@@ -39,7 +39,6 @@ from .screening import (
     canonical,
     false_chain,
     indeterminate,
-    matrix_sum,
     parse_number,
     physical_unit,
     plain_calculation,
@@ -72,8 +71,8 @@ def verify(
 
     `answer_policy` is "bare" (default: grading; an unmarked completion that is only an answer counts) or
     "marked" (R1 rewards: the answer must be in an answer block, a box or an answer statement, and be a result:
-    a calculation on numbers or constants (``4 + 3 + 9`` for 16, ``i^2+1`` for 0) or a sum of matrices, is
-    equivalent but restates the question, which a policy learns to exploit, so it scores 0 with its reason).
+    a calculation on plain numbers, ``4 + 3 + 9`` for 16, is equivalent but restates the question, which a policy
+    learns to exploit, so it scores 0 with its reason).
     """
     return check(gold, completion, timeout_s, answer_policy).equivalent
 
@@ -150,10 +149,7 @@ def _calculation(gold_text: str, answer_text: str) -> bool:
     """Whether the answer is a calculation where the gold is one number: against an integer or a fraction any
     calculation on numbers (`screening.unevaluated_arithmetic`); against a decimal or a percentage, an
     approximation that an exact form such as ``\\sqrt{2}`` or ``\\frac{\\pi}{2}`` legitimately answers, only
-    the four operations and powers (`screening.plain_calculation`); against a matrix, a sum or difference of
-    matrices (`screening.matrix_sum`)."""
-    if matrix_sum(answer_text) and not matrix_sum(gold_text):
-        return True
+    the four operations and powers (`screening.plain_calculation`)."""
     number = parse_number(re.sub(r"^\((.*)\)$", r"\1", gold_text))
     if number is None:
         return False
