@@ -24,7 +24,9 @@ def _cpu_sync_weights(self):
     runner = self.llm.llm_engine.model_executor.driver_worker.worker.model_runner
     runner.reload_weights(weights_iterator=[(name, param.detach().clone()) for name, param in self._iter_named_params()])
     model = runner.get_model()
-    if model.config.tie_word_embeddings:  # not in the weights pushed: tie it again, then repack it for the CPU GEMM
+    # not in the weights pushed: tie it again, then repack it for the CPU GEMM (vLLM 0.32; before, the tied lm_head
+    # is the embedding module itself)
+    if model.config.tie_word_embeddings and model.lm_head is not model.model.embed_tokens:
         model.lm_head.tie_weights(model.model.embed_tokens)
         model.lm_head.quant_method.process_weights_after_loading(model.lm_head)
     self.llm.reset_prefix_cache()
