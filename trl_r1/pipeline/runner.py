@@ -28,8 +28,8 @@ from .preflight import (
     column_key_problems,
     dataset_kwargs_problems,
     context_problems,
+    conversation_problems,
     memory_problems,
-    messages_problems,
     missing_template_problems,
     missing_value_problems,
     model_context,
@@ -37,6 +37,9 @@ from .preflight import (
     model_shape,
     rows_asked,
     precision_problems,
+    run_dir_problems,
+    tracker_problems,
+    value_problems,
     set_column_keys,
     split_key,
     unique,
@@ -52,6 +55,15 @@ BASE_MODEL_DIR, BASE_EVALUATION = "base_model", "base_evaluation.json"
 TINY_SETTINGS = "trl_r1_tiny.json"  # in BASE_MODEL_DIR: the `model.tiny` settings it was built with
 DEFAULT_EVAL_REWARDS = ["format", "math"]
 DETECT_CARD = "detect"  # Pipeline(card=...): the GPU torch.cuda sees here
+
+
+PROMPT_COLUMNS = ("problem", "question", "query", "instruction", "input")  # what other datasets call the prompt
+
+
+def column_hint(needed: str, columns: list[str]) -> str:
+    """The key that maps a dataset's own prompt column (GSM8K's 'question', MATH's 'problem') to 'prompt'."""
+    found = [c for c in PROMPT_COLUMNS if c in columns] if needed == "prompt" else []
+    return f"; set prompt_column: {found[0]} (the column holding the prompt)" if found else ""
 
 
 class Pipeline:
@@ -181,7 +193,9 @@ class Pipeline:
         if self.untemplated:
             chat_stages = [s.name for s in self.pending() if STAGE_REGISTRY[s.name].trains_on_chat]
             problems += missing_template_problems(self.base_model_path, self._datasets, chat_stages)
+        problems += run_dir_problems(self.recipe.run_dir) + value_problems(self.recipe, self.pending())
         machine = backend_problems(self.recipe, self.pending(), self._rewards_by_stage(), cuda=self.card is not None)
+        machine += tracker_problems(self.pending())
         if self._detects_card and self.card is None or self.elsewhere:
             machine += precision_problems(self.pending())
         if self.elsewhere:
@@ -295,7 +309,7 @@ class Pipeline:
                     for p in column_key_problems(where, *set_column_keys(obj), published)]
         if problems:
             return problems
-        problems = [f"{where}: the dataset has no {c!r} column (columns: {columns})"
+        problems = [f"{where}: the dataset has no {c!r} column (columns: {columns}){column_hint(c, columns)}"
                     for c in needed if c not in columns]
         if any_of and not any(set(c) <= set(columns) for c in any_of):
             wanted = " or ".join(" + ".join(repr(c) for c in group) for group in any_of)
@@ -312,7 +326,7 @@ class Pipeline:
             elif not problems:
                 needed_values = [c for c in (*declared(func, "required_columns"), *references) if c in columns]
                 problems += missing_value_problems(where, dataset, needed_values, named)
-        return unique(problems) + messages_problems(where, dataset)
+        return unique(problems) + conversation_problems(where, dataset)
 
     def adapted(self, rewards: list[Any]) -> list[Any]:
         """Reward entries adapted to the chat template (see `templates.adapt_rewards`)."""
