@@ -105,11 +105,10 @@ def test_sft_prompt_completion_and_text_files_are_accepted(workdir, capsys):
     passes(capsys, recipe(cold_start={"dataset_name": "text.jsonl"}))
 
 
-@pytest.mark.xfail(strict=True, reason="prompts longer than the model's context are not counted by the preflight; "
-                   "generation fails (or truncates) at run time")
 def test_prompts_longer_than_the_context(workdir, capsys):
-    jsonl("long.jsonl", [{"prompt": "word " * 3000, "solution": "1"}] * 4)
-    fails_once(capsys, recipe(rl={"dataset_name": "long.jsonl"}), "rl:", "1024")
+    jsonl("long.jsonl", [{"prompt": "word " * 3000 if i % 2 else "What is 1 + 1?", "solution": "2"} for i in range(4)])
+    fails_once(capsys, recipe(rl={"dataset_name": "long.jsonl"}),
+               "rl: column 'prompt': 2 of 4 prompts fill the model's context of 1024 tokens", "(first: row 1,")
 
 
 # ------------------------------------------------------------------------------------------- file formats

@@ -64,6 +64,30 @@ def conversation_problems(where: str, dataset: Any, rows: int = CHECKED_ROWS) ->
     return problems
 
 
+def long_prompt_problems(where: str, dataset: Any, tokenizer: Any, context: tuple[int, str],
+                         rows: int = 1000) -> list[str]:
+    """Prompts (the first `rows`, rendered as the stage renders them) that fill the model's whole context leave
+    no room to generate: the run would fail or score empty completions. One line: how many, the first, the fix."""
+    limit, source = context
+    head = dataset.select(range(min(rows, len(dataset))))["prompt"]
+    too_long = []
+    for i, prompt in enumerate(head):
+        if isinstance(prompt, str):
+            tokens = len(tokenizer(prompt)["input_ids"])
+        elif tokenizer.chat_template is not None:
+            tokens = len(tokenizer.apply_chat_template(prompt, tokenize=True, add_generation_prompt=True))
+        else:
+            continue
+        if tokens >= limit:
+            too_long.append((i, tokens))
+    if not too_long:
+        return []
+    i, tokens = too_long[0]
+    return [f"{where}: column 'prompt': {len(too_long)} of {len(head)} prompts fill the model's context of {limit} "
+            f"tokens (max_position_embeddings in {source}), leaving no room to answer (first: row {i}, {tokens} "
+            "tokens); shorten or drop them"]
+
+
 def _turns_problems(where: str, column: str, values: list[Any], *, needs_assistant: bool) -> list[str]:
     """The first row of `column` that is not a conversation the chat template can render (see
     `conversation_problems`), as one problem; [] when every row is one."""
@@ -568,5 +592,5 @@ def vllm_cache_problems(where: str, config: Any, shape: Any, card: tuple[str, fl
 __all__ = ["backend_problems", "card_memory_gb", "column_key_problems", "context_problems", "dataset_kwargs_problems",
            "memory_problems", "conversation_problems", "missing_template_problems", "missing_value_problems",
            "model_context", "model_path_problems", "model_shape", "precision_problems", "run_dir_problems",
-           "tracker_problems", "value_problems", "rows_asked", "split_key",
+           "tracker_problems", "value_problems", "long_prompt_problems", "rows_asked", "split_key",
            "unique"]

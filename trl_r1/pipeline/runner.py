@@ -29,6 +29,7 @@ from .preflight import (
     dataset_kwargs_problems,
     context_problems,
     conversation_problems,
+    long_prompt_problems,
     memory_problems,
     missing_template_problems,
     missing_value_problems,
@@ -100,6 +101,8 @@ class Pipeline:
         self.schemas: dict[str, DatasetSchema] = {}  # what the preflight saw of each dataset, by stage
         self.notes: list[str] = []  # what the preflight could not check here, and why
         self.untemplated = False  # the preflight found a tokenizer without a chat template
+        self.tokenizer: Any = None  # the base model's tokenizer, once the preflight loaded it
+        self.context: tuple[int, str] | None = None  # the model's context (tokens, where it was read)
 
     # ----------------------------------------------------------------------------------------- plan and checks
 
@@ -174,7 +177,7 @@ class Pipeline:
         Builds the tiny model first when the recipe asks for it (a dry run builds nothing)."""
         problems = (model_path_problems(self.base_model_path, built_by_run=self.model_built_by_run)
                     if self.recipe.model.tiny is None else [])
-        context = None if problems else model_context(self.base_model_path)
+        context = self.context = None if problems else model_context(self.base_model_path)
         if context is not None:
             problems += context_problems(self.recipe, self.pending(), context)
         self.template = None if problems else self._inspect_template()
@@ -245,6 +248,7 @@ class Pipeline:
             self.notes.append(f"chat template: not checked, the tokenizer of {self.base_model_path} cannot be loaded "
                               f"here ({type(exc).__name__})")
             return None
+        self.tokenizer = tokenizer
         self.untemplated = tokenizer.chat_template is None
         if self.untemplated:
             return None
@@ -326,7 +330,10 @@ class Pipeline:
             elif not problems:
                 needed_values = [c for c in (*declared(func, "required_columns"), *references) if c in columns]
                 problems += missing_value_problems(where, dataset, needed_values, named)
-        return unique(problems) + conversation_problems(where, dataset)
+        problems = unique(problems) + conversation_problems(where, dataset)
+        if not problems and "prompt" in needed and self.tokenizer is not None and self.context is not None:
+            problems += long_prompt_problems(where, dataset, self.tokenizer, self.context)
+        return problems
 
     def adapted(self, rewards: list[Any]) -> list[Any]:
         """Reward entries adapted to the chat template (see `templates.adapt_rewards`)."""
