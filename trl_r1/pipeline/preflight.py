@@ -213,6 +213,32 @@ def model_path_problems(model_path: str, *, built_by_run: bool = False) -> list[
             "the Hub); fix the path, or give a Hub id 'org/name'"]
 
 
+def lora_target_problems(model_path: str, targets: Any) -> list[str]:
+    """LoRA target names the model has no linear layer for (`qkv` on a model with q_proj/k_proj/v_proj): peft
+    would refuse them at the first model load, after the base evaluation. Checked on a local model folder, whose
+    config builds the model with empty weights (seconds); a Hub id is left to the run."""
+    from pathlib import Path
+
+    if not isinstance(targets, list) or not (Path(model_path) / "config.json").is_file():
+        return []
+    import torch
+    from accelerate import init_empty_weights
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    try:
+        with init_empty_weights():
+            model = AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(model_path))
+    except (OSError, ValueError, KeyError):
+        return []
+    linear = sorted({name.rpartition(".")[2] for name, module in model.named_modules()
+                     if isinstance(module, torch.nn.Linear)} - {"lm_head"})
+    unknown = [t for t in targets if t != "all-linear" and t not in linear]
+    if not unknown:
+        return []
+    return [f"model: key 'lora_target_modules': {unknown} name no linear layer of {model_path} (its linear layers: "
+            f"{linear}); use those names, or all-linear"]
+
+
 def run_dir_problems(run_dir: Any) -> list[str]:
     """A run_dir that is a file, or lies under one, fails here, not when the first stage writes its outputs."""
     from pathlib import Path
@@ -592,5 +618,6 @@ def vllm_cache_problems(where: str, config: Any, shape: Any, card: tuple[str, fl
 __all__ = ["backend_problems", "card_memory_gb", "column_key_problems", "context_problems", "dataset_kwargs_problems",
            "memory_problems", "conversation_problems", "missing_template_problems", "missing_value_problems",
            "model_context", "model_path_problems", "model_shape", "precision_problems", "run_dir_problems",
-           "tracker_problems", "value_problems", "long_prompt_problems", "rows_asked", "split_key",
+           "tracker_problems", "value_problems", "long_prompt_problems",
+           "lora_target_problems", "rows_asked", "split_key",
            "unique"]

@@ -30,6 +30,7 @@ from .preflight import (
     context_problems,
     conversation_problems,
     long_prompt_problems,
+    lora_target_problems,
     memory_problems,
     missing_template_problems,
     missing_value_problems,
@@ -197,6 +198,8 @@ class Pipeline:
             chat_stages = [s.name for s in self.pending() if STAGE_REGISTRY[s.name].trains_on_chat]
             problems += missing_template_problems(self.base_model_path, self._datasets, chat_stages)
         problems += run_dir_problems(self.recipe.run_dir) + value_problems(self.recipe, self.pending())
+        if self.recipe.model.use_peft and self.recipe.model.tiny is None:
+            problems += lora_target_problems(self.base_model_path, self.recipe.model.lora_target_modules)
         machine = backend_problems(self.recipe, self.pending(), self._rewards_by_stage(), cuda=self.card is not None)
         machine += tracker_problems(self.pending())
         if self._detects_card and self.card is None or self.elsewhere:
