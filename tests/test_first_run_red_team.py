@@ -248,8 +248,7 @@ def test_from_stage_that_is_no_stage(workdir, capsys, stage):
 
 
 @pytest.mark.parametrize("section, keys, fragment", [
-    ("rl", {"learning_rate": -1e-6}, "rl: key 'learning_rate': -1e-06 must be above 0"),
-    ("cold_start", {"learning_rate": 0}, "cold_start: key 'learning_rate': 0.0 must be above 0"),
+    ("rl", {"learning_rate": -1e-6}, "rl: key 'learning_rate': -1e-06 must be 0 or above"),
     ("rl", {"max_steps": 0}, "rl: key 'max_steps': 0 would train num_train_epochs epochs"),
     ("rl", {"max_steps": -5}, "rl: key 'max_steps': -5 would train"),
     ("cold_start", {"num_train_epochs": 0, "max_steps": -1}, "cold_start: key 'num_train_epochs': 0.0 trains nothing"),
@@ -261,6 +260,13 @@ def test_from_stage_that_is_no_stage(workdir, capsys, stage):
 ])
 def test_numbers_that_train_wrong(workdir, capsys, section, keys, fragment):
     fails_once(capsys, recipe(**{section: keys}), fragment)
+
+
+def test_a_learning_rate_of_zero_is_a_note(workdir, capsys):
+    """0 is a deliberate choice (a stage that must change no weight, as test_pipeline's handoff test uses), so a
+    note, not an error: the plan says the stage trains nothing."""
+    plan = passes(capsys, recipe(cold_start={"learning_rate": 0}))
+    assert "note: cold_start: learning_rate 0: this stage trains no weight" in plan
 
 
 def test_a_training_number_is_reported_once_for_every_stage(workdir, capsys):

@@ -198,6 +198,9 @@ class Pipeline:
             chat_stages = [s.name for s in self.pending() if STAGE_REGISTRY[s.name].trains_on_chat]
             problems += missing_template_problems(self.base_model_path, self._datasets, chat_stages)
         problems += run_dir_problems(self.recipe.run_dir) + value_problems(self.recipe, self.pending())
+        self.notes += [f"{plan.name}: learning_rate 0: this stage trains no weight (its outputs equal its inputs)"
+                       for plan in self.pending() if plan.model_args is not None
+                       and getattr(plan.config, "learning_rate", None) == 0]
         if self.recipe.model.use_peft and self.recipe.model.tiny is None:
             problems += lora_target_problems(self.base_model_path, self.recipe.model.lora_target_modules)
         machine = backend_problems(self.recipe, self.pending(), self._rewards_by_stage(), cuda=self.card is not None)
