@@ -41,6 +41,34 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+class _KernelsNoticeFilter(logging.Filter):
+    """Drops bitsandbytes' "Failed to load CPU gemm_4bit_forward from kernels-community" warning, printed on every
+    command on a machine without the optional `kernels` package: bitsandbytes falls back to its own CPU kernel,
+    so it asks nothing of the user. Every other bitsandbytes message passes."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "gemm_4bit_forward from kernels-community" not in str(record.msg)
+
+
+logging.getLogger("bitsandbytes.backends.cpu.ops").addFilter(_KernelsNoticeFilter())
+
+
+def either_spelling(parser: argparse.ArgumentParser, argv: list[str] | None) -> list[str]:
+    """`argv` with each flag spelled as `parser` declares it: every trl-r1 flag takes dashes or underscores
+    (`--run-dir` / `--run_dir`, `--learning-rate` / `--learning_rate`), as TRL's parser does."""
+    known = parser._option_string_actions
+    out = []
+    for token in list(sys.argv[1:] if argv is None else argv):
+        name, eq, value = token.partition("=")
+        if token.startswith("--") and name not in known:
+            for other in ("--" + name[2:].replace("-", "_"), "--" + name[2:].replace("_", "-")):
+                if other in known:
+                    token = other + eq + value
+                    break
+        out.append(token)
+    return out
+
+
 def _usage() -> str:
     width = max(map(len, COMMANDS))
     lines = ["usage: trl-r1 <command> [options]", "", "commands:"]
@@ -82,6 +110,10 @@ def run_main(argv: list[str] | None = None) -> int:
                         "(2 narrow layers), tokenizer, chat template and dataset schemas, 1 step per stage "
                         "(trl_r1.pipeline.smoke); writes under --run-dir, default <run_dir>-smoke")
     _add_launch_arguments(parser)
+    if argv is not None and "--config" in argv:
+        parser.error("`trl-r1 run` takes the recipe as its argument, not --config: trl-r1 run RECIPE.yaml "
+                     "(--config is for the one-stage commands, trl-r1 sft|grpo|ppo)")
+    argv = either_spelling(parser, argv)
     args = parser.parse_args(argv)
     card = _card(parser, args)
     if _should_relaunch(args):
@@ -182,7 +214,7 @@ def publish_main(argv: list[str] | None = None) -> int:
     parser.add_argument("--private", action="store_true", help="create the repo private")
     parser.add_argument("--license", default="apache-2.0", help="the card's license (default apache-2.0)")
     parser.add_argument("--export-only", action="store_true", help="write the upload to <run_dir>/hub and stop")
-    args = parser.parse_args(argv)
+    args = parser.parse_args(either_spelling(parser, argv))
 
     def work() -> None:
         import yaml
@@ -230,6 +262,7 @@ def ppo_main(argv: list[str] | None = None) -> int:
 
 def _single_stage(command: str, stage: str, argv: list[str] | None) -> int:
     parser = stage_parser(command, stage)
+    argv = either_spelling(parser, argv)
     args, rest = parser.parse_known_args(argv)
     card = _card(parser, args)
     if _should_relaunch(args):
@@ -365,8 +398,9 @@ def stage_fields(command: str, stage: str) -> list[tuple[str, list[Any], dict[st
         fields = [f for f in dataclasses.fields(obj) if f.init and f.name not in seen]
         seen.update(f.name for f in fields)
         defaults = {f.name: getattr(obj, f.name) for f in fields}
-        if "output_dir" in defaults:
-            defaults["output_dir"] = dataclasses.MISSING  # required
+        for key in ("output_dir", "model_name_or_path", "dataset_name"):  # required: no placeholder as a default
+            if key in defaults:
+                defaults[key] = dataclasses.MISSING
         groups.append((title, fields, defaults))
     return groups
 
@@ -407,7 +441,8 @@ def _add_launch_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _should_relaunch(args: argparse.Namespace) -> bool:
     if args.num_processes < 1:
-        raise SystemExit("--num_processes must be >= 1")
+        print(f"trl-r1: --num_processes must be >= 1, got {args.num_processes}", file=sys.stderr)
+        raise SystemExit(2)
     return args.num_processes > 1 and "WORLD_SIZE" not in os.environ and not getattr(args, "dry_run", False)
 
 

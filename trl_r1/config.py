@@ -37,15 +37,36 @@ class ConfigError(ValueError):
         return type(self), (self.problems, self.title)
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """YAML's safe loader refusing a key given twice in one mapping (plain YAML keeps the last one silently, so a
+    recipe's second `max_length:` would undo its first without a word)."""
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"key {key!r} is given twice; keep one", key_node.start_mark)
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _UniqueKeyLoader.construct_mapping)
+
+
 def read_yaml(path: str | Path, error: type[ConfigError] = ConfigError) -> dict[str, Any]:
     """A YAML file as a mapping (a clear error for a missing file, bad YAML or a non-mapping)."""
     path = Path(path)
+    if path.is_dir():
+        raise error([f"config file {str(path)!r} is a folder; give the YAML file in it"])
     if not path.is_file():
         raise error([f"config file {str(path)!r} not found"])
     try:
-        data = yaml.safe_load(path.read_text())
+        data = yaml.load(path.read_text(encoding="utf-8-sig"), Loader=_UniqueKeyLoader)
     except yaml.YAMLError as exc:
-        raise error([f"{path}: not valid YAML: {exc}"]) from exc
+        tabs = " (YAML indents with spaces, not tabs)" if "'\\t'" in str(exc) else ""
+        raise error([f"{path}: not valid YAML{tabs}: {' '.join(str(exc).split())}"]) from exc
     if not isinstance(data, dict):
         raise error([f"{path}: must be a mapping of keys, got {type(data).__name__}"])
     return data

@@ -64,10 +64,11 @@ def load_dataset_spec(name: str, *, split: str = "train", config: str | None = N
             _check_text_file(path)
         try:
             dataset = datasets.load_dataset(builder, data_files=str(path), split=split, **kwargs)
-        except ValueError as exc:
-            if "corresponds to no data" not in str(exc):
-                raise
-            raise EmptyDatasetError(f"split {split!r} selects no rows of {name}") from None
+        except Exception as exc:  # pyarrow's errors name a byte position (or nothing): name the line instead
+            if isinstance(exc, ValueError) and "corresponds to no data" in str(exc):
+                raise EmptyDatasetError(f"split {split!r} selects no rows of {name}") from None
+            _refuse_bad_json_line(path)
+            raise
     elif _is_saved_dataset(Path(name)):
         split_name = split.partition("[")[0].strip()
         dict_file = Path(name) / "dataset_dict.json"
@@ -154,6 +155,27 @@ def _check_text_file(path: Path) -> None:
             content = content or bool(line.strip())
     if not content:
         raise EmptyDatasetError(f"{path} has blank lines only, no rows")
+
+
+def _refuse_bad_json_line(path: Path) -> None:
+    """Name the first line of a .jsonl file that is no JSON object (pyarrow's error gives a byte position in some
+    block, neither the file nor the line); nothing when every line parses."""
+    if path.suffix != ".jsonl":
+        return
+    with path.open(encoding="utf-8-sig") as lines:
+        for number, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except ValueError as exc:
+                problem = f"not valid JSON ({getattr(exc, 'msg', exc)})"
+            else:
+                if isinstance(row, dict):
+                    continue
+                problem = f"a JSON {type(row).__name__}, not an object"
+            raise LocalDataError(f"{path}, line {number}: {problem}; each line of a .jsonl file is one JSON object "
+                                 "{...}: fix or remove that line") from None
 
 
 def names_builder(name: str) -> bool:

@@ -7,7 +7,7 @@ stage (section) and key:
   (`pipeline.data.load_stage_dataset`: a builder's or local file's real rows; a Hub id, or its local mirror
   under TRL_R1_DATA_DIR, streamed for its first rows on a dry run). A column a key names (`prompt_column`,
   `solution_column`, `dataset_text_field`) must exist; the columns a stage and its rewards need must exist; a
-  `messages` column must hold {role, content} turns (`messages_problems`); a `split` in `dataset_kwargs` is for
+  `messages` or `prompt` column must hold conversations the template renders (`conversation_problems`); a `split` in `dataset_kwargs` is for
   builders only (`dataset_kwargs_problems`).
 * the model (`model_path_problems`): a local `model_name_or_path` that does not exist.
 * the chat template (`templates.template_problems`; `missing_template_problems` where the tokenizer has none).
@@ -37,16 +37,84 @@ def column_key_problems(where: str, values: dict[str, Any], defaults: dict[str, 
             if key in COLUMN_KEYS and value != defaults.get(key) and value not in columns]
 
 
-def messages_problems(where: str, dataset: Any, rows: int = 8) -> list[str]:
-    """A `messages` column must hold conversations, lists of {role, content} turns (checked on its first `rows`
-    rows): a column of plain strings would otherwise fail the trainer at its first batch."""
-    if "messages" not in dataset.column_names:
+CHAT_ROLES = ("system", "user", "assistant", "tool", "developer")  # the roles chat templates render
+SHAREGPT_ROLES = {"human": "user", "gpt": "assistant", "bot": "assistant", "model": "assistant"}
+CHECKED_ROWS = 10_000  # rows the conversation checks read (a column slice: fast even on a large file)
+
+
+def conversation_problems(where: str, dataset: Any, rows: int = CHECKED_ROWS) -> list[str]:
+    """The conversations a stage renders with the chat template, checked on the first `rows` rows, one problem per
+    column naming the row and the fix: a `messages` column holds lists of {role, content} turns whose roles the
+    template knows (ShareGPT's human/gpt are not), with text content and an assistant turn to learn from; a
+    `prompt` column holds non-empty texts or such turn lists (a list of strings renders as nothing). Each would
+    otherwise pass the dry run and fail the trainer at its first batch, or train on empty text."""
+    problems = []
+    head = dataset.select(range(min(rows, len(dataset))))
+    if "messages" in dataset.column_names:
+        problems += _turns_problems(where, "messages", head["messages"], needs_assistant=True)
+    if "prompt" in dataset.column_names:
+        prompts = head["prompt"]
+        if any(not isinstance(p, str) for p in prompts):
+            problems += _turns_problems(where, "prompt", prompts, needs_assistant=False)
+        else:
+            empty = [i for i, p in enumerate(prompts) if not p.strip()]
+            if empty:
+                problems.append(f"{where}: column 'prompt': {len(empty)} of {len(prompts)} rows have an empty "
+                                f"prompt (first: row {empty[0]}, counted from 0); remove them or fill them in")
+    return problems
+
+
+def long_prompt_problems(where: str, dataset: Any, tokenizer: Any, context: tuple[int, str],
+                         rows: int = 1000) -> list[str]:
+    """Prompts (the first `rows`, rendered as the stage renders them) that fill the model's whole context leave
+    no room to generate: the run would fail or score empty completions. One line: how many, the first, the fix."""
+    limit, source = context
+    head = dataset.select(range(min(rows, len(dataset))))["prompt"]
+    too_long = []
+    for i, prompt in enumerate(head):
+        if isinstance(prompt, str):
+            tokens = len(tokenizer(prompt)["input_ids"])
+        elif tokenizer.chat_template is not None:
+            tokens = len(tokenizer.apply_chat_template(prompt, tokenize=True, add_generation_prompt=True))
+        else:
+            continue
+        if tokens >= limit:
+            too_long.append((i, tokens))
+    if not too_long:
         return []
-    for i, messages in enumerate(dataset.select(range(min(rows, len(dataset))))["messages"]):
-        if not (isinstance(messages, list) and messages and all(
-                isinstance(turn, dict) and {"role", "content"} <= set(turn) for turn in messages)):
-            return [f"{where}: column 'messages': row {i} is {type(messages).__name__} {str(messages)[:60]!r}, not a "
-                    "list of {role, content} turns"]
+    i, tokens = too_long[0]
+    return [f"{where}: column 'prompt': {len(too_long)} of {len(head)} prompts fill the model's context of {limit} "
+            f"tokens (max_position_embeddings in {source}), leaving no room to answer (first: row {i}, {tokens} "
+            "tokens); shorten or drop them"]
+
+
+def _turns_problems(where: str, column: str, values: list[Any], *, needs_assistant: bool) -> list[str]:
+    """The first row of `column` that is not a conversation the chat template can render (see
+    `conversation_problems`), as one problem; [] when every row is one."""
+    shape = ('a list of {role, content} turns, e.g. [{"role": "user", "content": "..."}'
+             + (', {"role": "assistant", "content": "..."}]' if needs_assistant else "]")
+             + (" (or one text)" if column == "prompt" else ""))
+    for i, turns in enumerate(values):
+        at = f"{where}: column {column!r}, row {i} (counted from 0)"
+        if column == "prompt" and isinstance(turns, str):
+            continue
+        if not (isinstance(turns, list) and turns):
+            return [f"{at} is {type(turns).__name__} {str(turns)[:60]!r}, not {shape}"]
+        for j, turn in enumerate(turns):
+            if not (isinstance(turn, dict) and {"role", "content"} <= set(turn)):
+                return [f"{at}, turn {j} is {type(turn).__name__} {str(turn)[:40]!r}; a conversation is {shape}"]
+            role = turn["role"]
+            if role not in CHAT_ROLES:
+                rename = (f"; rename the ShareGPT roles ({', '.join(f'{k} -> {v}' for k, v in SHAREGPT_ROLES.items())})"
+                          if role in SHAREGPT_ROLES else "")
+                return [f"{at}, turn {j}: role {role!r} is none of the chat template's roles {list(CHAT_ROLES)}"
+                        f"{rename}"]
+            if not isinstance(turn["content"], (str, list)):
+                return [f"{at}, turn {j} ({role}): content is {turn['content']!r}, not text; fill it in or drop the "
+                        "row"]
+        if needs_assistant and not any(turn["role"] == "assistant" for turn in turns):
+            return [f"{at} has no assistant turn, so nothing to learn from; each SFT row needs the answer as an "
+                    "assistant turn (a prompt-only file belongs to the rl stage)"]
     return []
 
 
@@ -128,7 +196,9 @@ def model_path_problems(model_path: str, *, built_by_run: bool = False) -> list[
     from ..data.loading import looks_like_path
 
     path = Path(model_path).expanduser()
-    if path.exists() or built_by_run:
+    if path.exists():
+        return checkpoint_problems(model_path, path)
+    if built_by_run:
         return []
     try:
         validate_repo_id(model_path)
@@ -141,6 +211,67 @@ def model_path_problems(model_path: str, *, built_by_run: bool = False) -> list[
     missing = "" if folder.is_dir() else f", nor does its folder {folder}"
     return [f"model: key 'model_name_or_path': {model_path!r} does not exist{missing} (a path, so not looked up on "
             "the Hub); fix the path, or give a Hub id 'org/name'"]
+
+
+def lora_target_problems(model_path: str, targets: Any) -> list[str]:
+    """LoRA target names the model has no linear layer for (`qkv` on a model with q_proj/k_proj/v_proj): peft
+    would refuse them at the first model load, after the base evaluation. Checked on a local model folder, whose
+    config builds the model with empty weights (seconds); a Hub id is left to the run."""
+    from pathlib import Path
+
+    if not isinstance(targets, list) or not (Path(model_path) / "config.json").is_file():
+        return []
+    import torch
+    from accelerate import init_empty_weights
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    try:
+        with init_empty_weights():
+            model = AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(model_path))
+    except (OSError, ValueError, KeyError):
+        return []
+    linear = sorted({name.rpartition(".")[2] for name, module in model.named_modules()
+                     if isinstance(module, torch.nn.Linear)} - {"lm_head"})
+    unknown = [t for t in targets if t != "all-linear" and t not in linear]
+    if not unknown:
+        return []
+    return [f"model: key 'lora_target_modules': {unknown} name no linear layer of {model_path} (its linear layers: "
+            f"{linear}); use those names, or all-linear"]
+
+
+def run_dir_problems(run_dir: Any) -> list[str]:
+    """A run_dir that is a file, or lies under one, fails here, not when the first stage writes its outputs."""
+    from pathlib import Path
+
+    for path in (Path(run_dir), *Path(run_dir).parents):
+        if path.exists():
+            if path.is_dir():
+                return []
+            return [f"run_dir: {run_dir} {'is' if path == Path(run_dir) else f'lies under {path}, which is'} a "
+                    "file, not a folder; give run_dir (or --run-dir) a folder path"]
+    return []
+
+
+def checkpoint_problems(model_path: str, path: Any) -> list[str]:
+    """A local `model_name_or_path` must be a model folder (its config.json), not a file, an empty folder or a
+    LoRA adapter alone, which transformers would refuse at the first load, after the base evaluation."""
+    import json
+
+    key = f"model: key 'model_name_or_path': {model_path!r}"
+    if path.is_file():
+        return [f"{key} is a file; give the folder that holds the model's config.json and weights"]
+    if (path / "config.json").is_file():
+        return []
+    if (path / "adapter_config.json").is_file():
+        try:
+            base = json.loads((path / "adapter_config.json").read_text()).get("base_model_name_or_path")
+        except (OSError, ValueError):
+            base = None
+        return [f"{key} holds a LoRA adapter only (adapter_config.json, no config.json); set model_name_or_path to "
+                f"its base model{f' ({base})' if base else ''}, or merge the adapter into it first "
+                "(peft's merge_and_unload, then save_pretrained) and give that folder"]
+    return [f"{key} is a folder without config.json, so not a model checkpoint; give the folder that "
+            "save_pretrained wrote (config.json, weights, tokenizer), or a Hub id 'org/name'"]
 
 
 def model_context(model_path: str) -> tuple[int, str] | None:
@@ -265,6 +396,73 @@ def backend_problems(recipe: Any, stages: list[Any], rewards: dict[str, list[Any
                             "apt-get install bubblewrap libseccomp2), or pass the reward allow_unsafe: true for "
                             "trusted code only")
     return problems
+
+
+def value_problems(recipe: Any, stages: list[Any]) -> list[str]:
+    """Numbers TRL and transformers accept and then train wrongly with, or crash on at the first batch: a
+    learning rate at or below 0, a batch of 0, `max_steps: 0` (transformers reads any max_steps <= 0 as "train
+    num_train_epochs epochs"), a sampling temperature of 0 for RL (every completion of a group alike, so every
+    advantage 0), a negative KL beta, LoRA rank 0, lengths below 1. One line per key, with the fix. A learning
+    rate of 0 is allowed (a stage that must change no weight, as tests use); the plan notes it."""
+    problems = []
+    for plan in stages:
+        config, where = plan.config, plan.name
+        if config is None:
+            continue
+
+        def at_least(key: str, low: float, fix: str, strict: bool = False) -> None:
+            value = getattr(config, key, None)
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and (
+                    value <= low if strict else value < low):
+                problems.append(f"{where}: key {key!r}: {value} {fix}")
+
+        if plan.model_args is not None:  # a trainer stage
+            at_least("learning_rate", 0, "must be 0 or above (R1 recipes use 1e-6 for RL, 1e-5 to 2e-5 for SFT)")
+            at_least("per_device_train_batch_size", 1, "must be at least 1")
+            at_least("gradient_accumulation_steps", 1, "must be at least 1")
+            max_steps = getattr(config, "max_steps", -1)
+            if max_steps == 0 or max_steps < -1:
+                problems.append(f"{where}: key 'max_steps': {max_steps} would train num_train_epochs epochs, not "
+                                "stop (transformers reads max_steps <= 0 as 'by epochs'); set a positive number of "
+                                "steps, or leave it out to train by num_train_epochs")
+            elif max_steps == -1:
+                at_least("num_train_epochs", 0, "trains nothing; set it above 0 (or set max_steps)", strict=True)
+        at_least("max_completion_length", 1, "must be at least 1 token")
+        at_least("max_length", 1, "must be at least 1 token")
+        at_least("beta", 0, "must be 0 (no KL penalty) or above")
+        if plan.name == "rl":
+            at_least("temperature", 0, "makes every completion of a prompt the same, so every advantage is 0 and "
+                     "nothing is learned; sample with a temperature above 0 (R1: 0.6 to 1.0)", strict=True)
+    problems = _grouped(problems)
+    if recipe.model.use_peft and isinstance(recipe.model.lora_r, int) and recipe.model.lora_r < 1:
+        problems.append(f"model: key 'lora_r': {recipe.model.lora_r} must be at least 1 (QLoRA uses 16 to 64)")
+    return problems
+
+
+TRACKERS = ("wandb", "tensorboard", "mlflow", "comet_ml", "trackio", "clearml", "dvclive", "swanlab")
+
+
+def tracker_problems(stages: list[Any]) -> list[str]:
+    """A `report_to` tracker whose package is not installed: transformers raises at trainer init, after the base
+    evaluation; one line naming the stages and the install command."""
+    missing: dict[str, list[str]] = {}
+    for plan in stages:
+        wanted = getattr(plan.config, "report_to", None) or []
+        for tracker in [wanted] if isinstance(wanted, str) else wanted:
+            if tracker in TRACKERS and importlib.util.find_spec(tracker) is None:
+                missing.setdefault(tracker, []).append(plan.name)
+    return [f"{', '.join(names)}: key 'report_to': {tracker} is not installed; pip install {tracker}, or set "
+            "training.report_to: none" for tracker, names in missing.items()]
+
+
+def _grouped(problems: list[str]) -> list[str]:
+    """'stage: text' problems with the same text as one line naming every stage (a `training:` key that every
+    stage inherits is one mistake, reported once)."""
+    stages: dict[str, list[str]] = {}
+    for problem in problems:
+        stage, _, text = problem.partition(": ")
+        stages.setdefault(text, []).append(stage)
+    return [f"{', '.join(names)}: {text}" for text, names in stages.items()]
 
 
 def precision_problems(stages: list[Any]) -> list[str]:
@@ -454,6 +652,7 @@ def vllm_cache_problems(where: str, config: Any, shape: Any, card: tuple[str, fl
 
 
 __all__ = ["backend_problems", "card_memory_gb", "column_key_problems", "context_problems", "dataset_kwargs_problems",
-           "generation_backend_problems", "memory_problems", "messages_problems", "missing_template_problems",
-           "missing_value_problems", "model_context", "model_path_problems", "model_shape", "precision_problems",
-           "rows_asked", "split_key", "unique"]
+           "conversation_problems", "generation_backend_problems", "long_prompt_problems", "lora_target_problems",
+           "memory_problems", "missing_template_problems", "missing_value_problems", "model_context",
+           "model_path_problems", "model_shape", "precision_problems", "rows_asked", "run_dir_problems", "split_key",
+           "tracker_problems", "unique", "value_problems"]

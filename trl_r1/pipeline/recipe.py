@@ -110,8 +110,9 @@ class R1ModelConfig(ModelConfig):
     use_bnb_nested_quant: bool = field(default=True, metadata={
         "help": "QLoRA double quantisation of the quantisation constants (~0.4 bit/param saved, default True)."})
     use_peft: bool = field(default=True, metadata={"help": "Train LoRA adapters (default True)."})
-    lora_target_modules: list[str] | None = field(default_factory=lambda: list(QLORA_TARGETS), metadata={
-        "help": "LoRA targets; default all linear layers (QLoRA paper: adapters on every layer matter)."})
+    lora_target_modules: list[str] | str | None = field(default_factory=lambda: list(QLORA_TARGETS), metadata={
+        "help": "LoRA targets: 'all-linear' (the default: every linear layer; QLoRA paper: adapters on every layer "
+        "matter) or a list of module names."})
     tiny: dict[str, Any] | None = field(default=None, metadata={
         "help": "Build the tiny offline model (trl_r1.toy.build_tiny_model keyword arguments) into "
         "<run_dir>/base_model and use it as model_name_or_path. For demos and tests."})
@@ -277,6 +278,11 @@ class Recipe:
 # --------------------------------------------------------------------------------------------- loading
 
 
+# section names a TRL or open-r1 user reaches for (their commands), with what trl-r1 calls them
+SECTION_ALIASES = {"sft": "'cold_start' (or 'final_sft')", "grpo": "'rl' (algorithm: grpo)",
+                   "ppo": "'rl' (algorithm: ppo)", "eval": "'evaluation'"}
+
+
 def read_yaml(path: str | Path) -> dict[str, Any]:
     """A recipe file as a mapping (a clear error for a missing file, bad YAML or a non-mapping)."""
     return _read_yaml(path, RecipeError)
@@ -313,7 +319,12 @@ def load_recipe(source: str | Path | dict[str, Any], *, single_stage: bool = Fal
                            "training: and a stage (cold_start:, rl:, ...); see docs/recipes.md"])
     for key in data:
         if key not in known_sections:
-            problems.append(f"unknown section {key!r}{suggest(key, known_sections)}")
+            hint = suggest(key, known_sections) or (f"; trl-r1 calls the {key} stage {SECTION_ALIASES[key]}"
+                                                    if key in SECTION_ALIASES else "")
+            if not hint and not isinstance(data[key], dict):  # `--set learning_rate=1e-6`, or a key unindented
+                hint = (f"; a key goes under a section: `training:` for every stage or a stage's own (with --set: "
+                        f"--set training.{key}=...)")
+            problems.append(f"unknown section {key!r}{hint}")
     if not isinstance(data.get("run_dir"), str):
         problems.append("output_dir: required, a directory path (string)" if single_stage
                         else "run_dir: required, a directory path (string)")

@@ -29,8 +29,10 @@ from .preflight import (
     dataset_kwargs_problems,
     context_problems,
     generation_backend_problems,
+    conversation_problems,
+    long_prompt_problems,
+    lora_target_problems,
     memory_problems,
-    messages_problems,
     missing_template_problems,
     missing_value_problems,
     model_context,
@@ -38,6 +40,9 @@ from .preflight import (
     model_shape,
     rows_asked,
     precision_problems,
+    run_dir_problems,
+    tracker_problems,
+    value_problems,
     set_column_keys,
     split_key,
     unique,
@@ -53,6 +58,15 @@ BASE_MODEL_DIR, BASE_EVALUATION = "base_model", "base_evaluation.json"
 TINY_SETTINGS = "trl_r1_tiny.json"  # in BASE_MODEL_DIR: the `model.tiny` settings it was built with
 DEFAULT_EVAL_REWARDS = ["format", "math"]
 DETECT_CARD = "detect"  # Pipeline(card=...): the GPU torch.cuda sees here
+
+
+PROMPT_COLUMNS = ("problem", "question", "query", "instruction", "input")  # what other datasets call the prompt
+
+
+def column_hint(needed: str, columns: list[str]) -> str:
+    """The key that maps a dataset's own prompt column (GSM8K's 'question', MATH's 'problem') to 'prompt'."""
+    found = [c for c in PROMPT_COLUMNS if c in columns] if needed == "prompt" else []
+    return f"; set prompt_column: {found[0]} (the column holding the prompt)" if found else ""
 
 
 class Pipeline:
@@ -89,6 +103,8 @@ class Pipeline:
         self.schemas: dict[str, DatasetSchema] = {}  # what the preflight saw of each dataset, by stage
         self.notes: list[str] = []  # what the preflight could not check here, and why
         self.untemplated = False  # the preflight found a tokenizer without a chat template
+        self.tokenizer: Any = None  # the base model's tokenizer, once the preflight loaded it
+        self.context: tuple[int, str] | None = None  # the model's context (tokens, where it was read)
 
     # ----------------------------------------------------------------------------------------- plan and checks
 
@@ -163,7 +179,7 @@ class Pipeline:
         Builds the tiny model first when the recipe asks for it (a dry run builds nothing)."""
         problems = (model_path_problems(self.base_model_path, built_by_run=self.model_built_by_run)
                     if self.recipe.model.tiny is None else [])
-        context = None if problems else model_context(self.base_model_path)
+        context = self.context = None if problems else model_context(self.base_model_path)
         if context is not None:
             problems += context_problems(self.recipe, self.pending(), context)
         self.template = None if problems else self._inspect_template()
@@ -182,8 +198,15 @@ class Pipeline:
         if self.untemplated:
             chat_stages = [s.name for s in self.pending() if STAGE_REGISTRY[s.name].trains_on_chat]
             problems += missing_template_problems(self.base_model_path, self._datasets, chat_stages)
+        problems += run_dir_problems(self.recipe.run_dir) + value_problems(self.recipe, self.pending())
+        self.notes += [f"{plan.name}: learning_rate 0: this stage trains no weight (its outputs equal its inputs)"
+                       for plan in self.pending() if plan.model_args is not None
+                       and getattr(plan.config, "learning_rate", None) == 0]
+        if self.recipe.model.use_peft and self.recipe.model.tiny is None:
+            problems += lora_target_problems(self.base_model_path, self.recipe.model.lora_target_modules)
         machine = backend_problems(self.recipe, self.pending(), self._rewards_by_stage(), cuda=self.card is not None)
         machine += generation_backend_problems(self.recipe, self.pending(), self.notes)
+        machine += tracker_problems(self.pending())
         if self._detects_card and self.card is None or self.elsewhere:
             machine += precision_problems(self.pending())
         if self.elsewhere:
@@ -233,6 +256,7 @@ class Pipeline:
             self.notes.append(f"chat template: not checked, the tokenizer of {self.base_model_path} cannot be loaded "
                               f"here ({type(exc).__name__})")
             return None
+        self.tokenizer = tokenizer
         self.untemplated = tokenizer.chat_template is None
         if self.untemplated:
             return None
@@ -297,7 +321,7 @@ class Pipeline:
                     for p in column_key_problems(where, *set_column_keys(obj), published)]
         if problems:
             return problems
-        problems = [f"{where}: the dataset has no {c!r} column (columns: {columns})"
+        problems = [f"{where}: the dataset has no {c!r} column (columns: {columns}){column_hint(c, columns)}"
                     for c in needed if c not in columns]
         if any_of and not any(set(c) <= set(columns) for c in any_of):
             wanted = " or ".join(" + ".join(repr(c) for c in group) for group in any_of)
@@ -314,7 +338,10 @@ class Pipeline:
             elif not problems:
                 needed_values = [c for c in (*declared(func, "required_columns"), *references) if c in columns]
                 problems += missing_value_problems(where, dataset, needed_values, named)
-        return unique(problems) + messages_problems(where, dataset)
+        problems = unique(problems) + conversation_problems(where, dataset)
+        if not problems and "prompt" in needed and self.tokenizer is not None and self.context is not None:
+            problems += long_prompt_problems(where, dataset, self.tokenizer, self.context)
+        return problems
 
     def adapted(self, rewards: list[Any]) -> list[Any]:
         """Reward entries adapted to the chat template (see `templates.adapt_rewards`)."""

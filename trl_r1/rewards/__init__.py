@@ -43,7 +43,7 @@ def get_reward_func(name: str, **options: Any) -> Callable[..., list[float | Non
         meta = REWARD_REGISTRY.meta(name)
         if not options:
             return resolve_import_path(meta["instance"])
-        return REWARD_REGISTRY[name](**{**meta.get("options", {}), **options})
+        return _built(name, REWARD_REGISTRY[name], {**meta.get("options", {}), **options})
     if looks_like_import_path(name):
         try:
             target = resolve_import_path(name)
@@ -52,13 +52,31 @@ def get_reward_func(name: str, **options: Any) -> Callable[..., list[float | Non
         if options:
             if not isinstance(target, type):
                 raise ValueError(f"reward {name!r} is not a class, so it takes no options (got {sorted(options)})")
-            return target(**options)
+            return _built(name, target, options)
         return target() if isinstance(target, type) else target
     try:
         REWARD_REGISTRY.canonical(name)
     except KeyError as exc:
         raise ValueError(f"{exc.args[0]} or a dotted import path") from None
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _built(name: str, cls: type, options: dict[str, Any]) -> Callable[..., list[float | None]]:
+    """`cls(**options)`; an option the class does not take is a ValueError naming it, with a close match and the
+    options it takes (not Python's bare "__init__() got an unexpected keyword argument")."""
+    import difflib
+    import inspect
+
+    accepted = [p.name for p in inspect.signature(cls).parameters.values()
+                if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    has_kwargs = any(p.kind is p.VAR_KEYWORD for p in inspect.signature(cls).parameters.values())
+    unknown = [] if has_kwargs else [key for key in options if key not in accepted]
+    if unknown:
+        close = difflib.get_close_matches(unknown[0], accepted, n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise ValueError(f"reward {name!r} has no option {unknown[0]!r}{hint} (its options: "
+                         f"{', '.join(accepted) or 'none'}, and weight)")
+    return cls(**options)
 
 
 def get_reward_funcs(names: list[str | dict[str, Any]]) -> list[Callable[..., list[float | None]]]:
