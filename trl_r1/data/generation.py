@@ -37,7 +37,7 @@ import threading
 import time
 import weakref
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
 from ..completion import Completion
@@ -49,6 +49,16 @@ BACKENDS = ("auto", "transformers", "vllm", "openai")
 # `vllm_fallback`: what a stage that asks for vLLM does when vLLM cannot serve it here (`vllm_backend_choice`):
 # stop before any model loads (none), or generate with transformers and say why
 VLLM_FALLBACKS = ("none", "transformers")
+
+
+def vllm_fallback_field(asked_by: str) -> Any:
+    """The `vllm_fallback` dataclass field of every section that can ask for vLLM (`asked_by`: how it asks)."""
+    return field(default="none", metadata={
+        "help": f"When vLLM is asked for ({asked_by}) and cannot serve this model here (its vLLM has no "
+        "bitsandbytes, an 8-bit or fp4 base, an adapter feature vLLM serves differently): `none` stops the run "
+        "before any model loads, naming the fix; `transformers` generates with transformers instead (much "
+        "slower) and logs why.",
+        "choices": list(VLLM_FALLBACKS)})
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,7 @@ from .generation import (
     load_generator,
     resolve_backend,
     vllm_engine_kwargs,
+    vllm_fallback_field,
 )
 from .hub import push_to_hub
 from .layout import PROMPT_STATS, RECORDS, RUN, SFT, STATS
@@ -110,12 +111,7 @@ class RejectionSamplingConfig:
     backend: str = field(default="auto", metadata={
         "help": "Generation backend: auto (openai if base_url, else vllm when installed, else transformers), "
                 "transformers, vllm or openai.", "choices": list(BACKENDS)})
-    vllm_fallback: str = field(default="none", metadata={
-        "help": "When vLLM is asked for (backend: vllm) and cannot serve this model here (its vLLM has no "
-        "bitsandbytes, an 8-bit or fp4 base, an adapter feature vLLM serves differently): `none` stops the run "
-        "before any model loads, naming the fix; `transformers` generates with transformers instead (much "
-        "slower) and logs why.",
-        "choices": ["none", "transformers"]})
+    vllm_fallback: str = vllm_fallback_field("backend: vllm")
     base_url: str | None = field(default=None, metadata={
         "help": "OpenAI-compatible endpoint for the openai backend, e.g. http://localhost:8000/v1 (`vllm serve`, "
                 "SGLang, TGI); the key comes from OPENAI_API_KEY."})

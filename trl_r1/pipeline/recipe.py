@@ -36,6 +36,7 @@ from trl import ModelConfig
 
 from ..config import ConfigError, build, check_keys, fields_of, pick, suggest
 from ..config import read_yaml as _read_yaml
+from ..data.generation import vllm_fallback_field
 from ..registry import Registry, resolve_import_path
 
 PIPELINE_SET_KEYS = {"output_dir", "model_name_or_path", "adapter_path"}  # stage sections may not set these
@@ -218,12 +219,7 @@ class EvaluationConfig:
     backend: str = field(default="auto", metadata={
         "help": "Generation backend: auto (vLLM when it can serve the model here, else transformers), vllm or "
         "transformers.", "choices": ["auto", "vllm", "transformers"]})
-    vllm_fallback: str = field(default="none", metadata={
-        "help": "When vLLM is asked for (backend: vllm) and cannot serve this model here (its vLLM has no "
-        "bitsandbytes, an 8-bit or fp4 base, an adapter feature vLLM serves differently): `none` stops the run "
-        "before any model loads, naming the fix; `transformers` generates with transformers instead (much "
-        "slower) and logs why.",
-        "choices": ["none", "transformers"]})
+    vllm_fallback: str = vllm_fallback_field("backend: vllm")
     vllm_gpu_memory_utilization: float | None = field(default=None, metadata={
         "help": "vllm backend: share of the GPU the engine takes (None: vLLM's 0.9)."})
     vllm_max_model_length: int | None = field(default=None, metadata={

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..algorithms import KL_ESTIMATORS
+from ..data.generation import VLLM_FALLBACKS, vllm_fallback_field
 
 
 def kl_estimator_field(default: str, placement: str):
@@ -81,18 +82,13 @@ class VLLMLoRASyncMixin:
         },
     )
 
-    vllm_fallback: str = field(default="none", metadata={
-        "help": "When vLLM is asked for (use_vllm: true) and cannot serve this model here (its vLLM has no "
-        "bitsandbytes, an 8-bit or fp4 base, an adapter feature vLLM serves differently): `none` stops the run "
-        "before any model loads, naming the fix; `transformers` generates with transformers instead (much "
-        "slower) and logs why.",
-        "choices": ["none", "transformers"]})
+    vllm_fallback: str = vllm_fallback_field("use_vllm: true")
 
     def check_vllm_lora_sync(self) -> None:
         if self.vllm_lora_sync not in VLLM_LORA_SYNC:
             raise ValueError(f"vllm_lora_sync={self.vllm_lora_sync!r} is not one of {list(VLLM_LORA_SYNC)}.")
-        if self.vllm_fallback not in ("none", "transformers"):
-            raise ValueError(f"vllm_fallback={self.vllm_fallback!r} is not one of ['none', 'transformers'].")
+        if self.vllm_fallback not in VLLM_FALLBACKS:
+            raise ValueError(f"vllm_fallback={self.vllm_fallback!r} is not one of {list(VLLM_FALLBACKS)}.")
 
 
 @dataclass
