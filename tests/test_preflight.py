@@ -127,7 +127,8 @@ def test_memory_model_must_fit_the_card(tmp_path):
 
 
 def test_vllm_needs_room_for_one_sequence_in_its_share_of_the_card(tmp_path):
-    from trl_r1.pipeline.preflight import memory_problems, model_shape
+    from trl_r1.pipeline.memory import model_shape
+    from trl_r1.pipeline.preflight import memory_problems
 
     data = yaml.safe_load(MATH_RECIPE.read_text())
     data["run_dir"] = str(tmp_path / "run")

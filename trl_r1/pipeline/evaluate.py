@@ -49,11 +49,11 @@ def evaluate_model(model_path: str, prompts: Any, config: EvaluationConfig, rewa
         rows = [prompts[i] for i in range(min(len(prompts), config.num_prompts or len(prompts)))]
         batch_size = config.batch_size
         if generator.describe()["backend"] == "transformers":
-            from .memory import GenerationSettings, card_generation_batch
+            from .memory import GenerationSettings, adapter_rank, card_generation_batch
 
             batch_size, why = card_generation_batch(model_path, GenerationSettings(
                 batch_size=config.batch_size, num_samples=config.num_samples, max_new_tokens=config.max_new_tokens,
-                load_in_4bit=load_in_4bit, lora_r=16 if adapter_path else None,
+                load_in_4bit=load_in_4bit, lora_r=adapter_rank(adapter_path),
                 fast=bool(generator.describe().get("fast_generation"))))
             logger.info("evaluation: %d prompts per generate call (%s)", batch_size, why)
         scores: dict[str, list[float | None]] = {f.__name__: [] for f in funcs}  # prompt-major: k samples per prompt

@@ -48,7 +48,10 @@ Run `python -m trl_r1.pipeline.memory` to print the GRPO tables of docs/memory.m
 
 from __future__ import annotations
 
+import functools
+import json
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 from ..data.fast_generation import PROMPT_PAD_MULTIPLE, copy_bytes
 
@@ -465,6 +468,45 @@ def generation_batch_size(shape: ModelShape, settings: GenerationSettings, card_
     return low
 
 
+@functools.lru_cache(maxsize=8)
+def model_shape(model_path: str):
+    """The memory model's `ModelShape` of a model: a recipe model's known config (no download), else its
+    config.json (a local directory, or the Hub when reachable); None when neither is at hand."""
+    from ..rehearsal.models import MODELS
+
+    known = {name.lower(): name for name in MODELS}
+    if model_path.lower() in known:
+        return ModelShape.from_spec(known[model_path.lower()])
+    try:
+        from transformers import AutoConfig
+
+        c = AutoConfig.from_pretrained(model_path)
+    except (OSError, ValueError):
+        return None
+    c = getattr(c, "text_config", c)
+    heads = c.num_attention_heads
+    return ModelShape(model_path, c.hidden_size, c.num_hidden_layers, c.intermediate_size, heads,
+                      getattr(c, "num_key_value_heads", None) or heads,
+                      getattr(c, "head_dim", None) or c.hidden_size // heads, c.vocab_size,
+                      bool(getattr(c, "tie_word_embeddings", False)),
+                      max_position_embeddings=getattr(c, "max_position_embeddings", 32768))
+
+
+def adapter_rank(adapter_path: str | None) -> int | None:
+    """The LoRA rank of the adapter saved at `adapter_path` (its adapter_config.json), for the memory model; None
+    without an adapter.
+
+    >>> import json, tempfile; from pathlib import Path
+    >>> folder = tempfile.mkdtemp(); _ = (Path(folder) / "adapter_config.json").write_text(json.dumps({"r": 64}))
+    >>> adapter_rank(folder), adapter_rank(None)
+    (64, None)
+    """
+    if not adapter_path:
+        return None
+    config = Path(adapter_path) / "adapter_config.json"
+    return int(json.loads(config.read_text()).get("r", 16)) if config.is_file() else 16
+
+
 def card_generation_batch(model_path: str, settings: GenerationSettings, card_gb: float | None = None
                           ) -> tuple[int, str]:
     """(prompts per `generate` call, why) for a transformers generation pass (rejection sampling, evaluation) of
@@ -486,14 +528,9 @@ def card_generation_batch(model_path: str, settings: GenerationSettings, card_gb
         import torch
 
         card_gb = torch.cuda.get_device_properties(0).total_memory / 1e9
-    from transformers import AutoConfig
-
-    config = AutoConfig.from_pretrained(model_path)
-    config = config.get_text_config() if hasattr(config, "get_text_config") else config
-    shape = ModelShape(str(model_path), config.hidden_size, config.num_hidden_layers, config.intermediate_size,
-                       config.num_attention_heads, config.num_key_value_heads,
-                       getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads,
-                       config.vocab_size, bool(getattr(config, "tie_word_embeddings", False)))
+    shape = model_shape(str(model_path))
+    if shape is None:
+        return settings.batch_size, f"no config for {model_path}: the configured batch_size"
     fitted = generation_batch_size(shape, settings, card_gb)
     if fitted < 1:
         return settings.batch_size, f"the memory model fits no batch on {card_gb:.0f} GB: the configured batch_size"
@@ -664,7 +701,6 @@ def gpu_calibration_table(points: list[dict]) -> str:
 
 
 if __name__ == "__main__":
-    import json
     import sys
 
     if "--gpu-points" in sys.argv:

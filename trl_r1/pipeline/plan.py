@@ -351,7 +351,7 @@ def model_size(pipeline: Any) -> Any:
     built, the shape its `model.tiny` settings build (vocabulary approximate)."""
     from ..toy.tiny import build_tiny_model
     from .memory import ModelShape
-    from .preflight import model_shape
+    from .memory import model_shape
 
     shape = model_shape(pipeline.base_model_path)
     tiny = pipeline.recipe.model.tiny
@@ -413,7 +413,8 @@ def time_lines(cost: StageCost, pipeline: Any) -> list[str]:
 
 def memory_line(plan: Any | None, cost: StageCost, pipeline: Any) -> str | None:
     """The memory model's peak for a stage (`plan` None: the evaluation) on the card planned for."""
-    from .preflight import generation_peak, model_shape, stage_peak
+    from .memory import model_shape
+    from .preflight import generation_peak, stage_peak
 
     if (cost.device or "") == "CPU":
         return None

@@ -20,7 +20,6 @@ stage (section) and key:
 from __future__ import annotations
 
 import dataclasses
-import functools
 import importlib.util
 from typing import Any
 
@@ -527,31 +526,6 @@ def card_memory_gb() -> tuple[str, float] | None:
     return props.name, props.total_memory / 1e9
 
 
-@functools.lru_cache(maxsize=8)
-def model_shape(model_path: str):
-    """The memory model's `ModelShape` of a model: a recipe model's known config (no download), else its
-    config.json (a local directory, or the Hub when reachable); None when neither is at hand."""
-    from ..rehearsal.models import MODELS
-    from .memory import ModelShape
-
-    known = {name.lower(): name for name in MODELS}
-    if model_path.lower() in known:
-        return ModelShape.from_spec(known[model_path.lower()])
-    try:
-        from transformers import AutoConfig
-
-        c = AutoConfig.from_pretrained(model_path)
-    except (OSError, ValueError):
-        return None
-    c = getattr(c, "text_config", c)
-    heads = c.num_attention_heads
-    return ModelShape(model_path, c.hidden_size, c.num_hidden_layers, c.intermediate_size, heads,
-                      getattr(c, "num_key_value_heads", None) or heads,
-                      getattr(c, "head_dim", None) or c.hidden_size // heads, c.vocab_size,
-                      bool(getattr(c, "tie_word_embeddings", False)),
-                      max_position_embeddings=getattr(c, "max_position_embeddings", 32768))
-
-
 def stage_peak(plan: Any, recipe: Any, shape: Any, card_gb: float, *, vllm: bool) -> tuple[float, str] | None:
     """(estimated peak bytes, what was estimated) of one stage on a `card_gb` card, None where the memory model
     has no formula for it (full fine-tuning)."""
@@ -654,5 +628,5 @@ def vllm_cache_problems(where: str, config: Any, shape: Any, card: tuple[str, fl
 __all__ = ["backend_problems", "card_memory_gb", "column_key_problems", "context_problems", "dataset_kwargs_problems",
            "conversation_problems", "generation_backend_problems", "long_prompt_problems", "lora_target_problems",
            "memory_problems", "missing_template_problems", "missing_value_problems", "model_context",
-           "model_path_problems", "model_shape", "precision_problems", "rows_asked", "run_dir_problems", "split_key",
+           "model_path_problems", "precision_problems", "rows_asked", "run_dir_problems", "split_key",
            "tracker_problems", "unique", "value_problems"]

@@ -22,6 +22,7 @@ from typing import Any
 from ..data.loading import EmptyDatasetError, LocalDataError, SplitError
 from ..rehearsal.pretrained import resolve_model_name
 from .data import DatasetSchema, load_stage_dataset
+from .memory import model_shape
 from .preflight import (
     backend_problems,
     card_memory_gb,
@@ -37,7 +38,6 @@ from .preflight import (
     missing_value_problems,
     model_context,
     model_path_problems,
-    model_shape,
     rows_asked,
     precision_problems,
     run_dir_problems,

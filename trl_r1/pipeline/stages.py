@@ -545,7 +545,7 @@ def rejection_sampling_batch(config: Any) -> int:
     """Prompts per `generate` call of a transformers rejection-sampling pass, from the memory model on a GPU
     (`memory.card_generation_batch`); the configured batch_size otherwise (and for vLLM and endpoints)."""
     from ..data.generation import resolve_backend
-    from .memory import GenerationSettings, card_generation_batch
+    from .memory import GenerationSettings, adapter_rank, card_generation_batch
 
     if resolve_backend(config.backend, config.base_url, config.model_name_or_path, config.load_in_4bit) \
             != "transformers":
@@ -554,7 +554,7 @@ def rejection_sampling_batch(config: Any) -> int:
 
     batch, why = card_generation_batch(config.model_name_or_path, GenerationSettings(
         batch_size=config.batch_size, num_samples=config.num_samples, max_new_tokens=config.max_new_tokens,
-        load_in_4bit=config.load_in_4bit, lora_r=16 if config.adapter_path else None,
+        load_in_4bit=config.load_in_4bit, lora_r=adapter_rank(config.adapter_path),
         fast=torch.cuda.is_available()))
     logger.info("rejection sampling: %d prompts per generate call (%s)", batch, why)
     return batch
