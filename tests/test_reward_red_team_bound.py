@@ -261,6 +261,7 @@ MATH_ATTACKS = [
     ("unclosed_display_math", r"\[" * 50_000 + " The answer is 6", False),
     ("final_answer_stars", "final answer" + "*" * 50_000 + "6", False),
     ("condition_words", r"\boxed{6} when " + "if " * 50_000, False),
+    ("remark_unclosed_paren", "The answer is 6 (" + "a" * 3_000, False),  # 1,000 letters: 1 s; 2,000: 7 s
     # width: many boxes, terms, digits
     ("ten_thousand_boxes", r"\boxed{6} " * 10_000, False),
     ("thousand_boxes_then_gold", r"\boxed{6} " * 1_000 + r"The answer is \boxed{6}.", False),
@@ -433,11 +434,34 @@ CODE_ATTACKS = [
 
 CODE_RIGHT_OUTPUT = {"orphan_child_keeps_pipe", "kill_parent"}  # these print the right sum: any score, in time
 
+ASSERTS = {"language": "python", "timeout_s": 1.0, "test_cases": [{"type": "assert", "code": "assert add(2, 3) == 5"}]}
+# Functions whose result games or breaks an assert test: each must score 0.0, in time.
+ASSERT_ATTACKS = [
+    ("eq_always_true", "class A:\n    def __eq__(self, other): return True\n    __hash__ = None\ndef add(a, b): return A()"),
+    ("int_subclass_eq", "class I(int):\n    def __eq__(self, other): return True\ndef add(a, b): return I(0)"),
+    ("eq_returns_truthy_list", "class A(list):\n    def __eq__(self, other): return [True]\ndef add(a, b): return A()"),
+    ("eq_loops", "class A:\n    def __eq__(self, other):\n        while True: pass\ndef add(a, b): return A()"),
+    ("bool_raises_systemexit", "class A:\n    def __bool__(self): raise SystemExit\n    def __eq__(self, other): return self\n"
+                               "def add(a, b): return A()"),
+    ("repr_loops", "class A:\n    def __repr__(self):\n        while True: pass\n    def __eq__(self, other): return False\n"
+                   "def add(a, b): return A()"),
+    ("deep_nested_result", "def add(a, b):\n    x = 5\n    for _ in range(100_000): x = [x]\n    return x"),
+    ("self_referencing_result", "def add(a, b):\n    x = []\n    x.append(x)\n    return x"),
+    ("huge_int_result", "def add(a, b): return 10 ** (10 ** 6)"),
+    ("infinite_generator", "def add(a, b):\n    while True: yield 5"),
+    ("os_exit_in_call", "import os\ndef add(a, b): os._exit(0)"),
+    ("patch_assertion_error", "import builtins\nbuiltins.AssertionError = type('E', (Exception,), {})\n"
+                              "def add(a, b): return 0"),
+    ("recursion_in_call", "def add(a, b): return add(a, b)"),
+    ("memory_in_call", "def add(a, b):\n    x = []\n    while True: x.append(' ' * 10**7)"),
+]
+
 
 def _code_cases() -> list[Case]:
     return [code_case(f"code::{name}", completion, **({"accept": scored, "wanted": "[float]"}
                                                        if name in CODE_RIGHT_OUTPUT else {}))
-            for name, completion in CODE_ATTACKS]
+            for name, completion in CODE_ATTACKS] + [
+        code_case(f"code_assert::{name}", fenced(program), tests=ASSERTS) for name, program in ASSERT_ATTACKS]
 
 
 def _api_cases() -> list[Case]:
@@ -488,6 +512,8 @@ FAILS_TODAY: dict[str, str] = {
     "check::final_answer_stars": "over 8 s (hang guard): a regex of extraction backtracks over the run",
     "math_reward::condition_words": "over 8 s (hang guard): a regex of extraction backtracks over the run",
     "check::condition_words": "over 8 s (hang guard): a regex of extraction backtracks over the run",
+    "math_reward::remark_unclosed_paren": "over 8 s (hang guard): a regex of extraction backtracks over the run",
+    "check::remark_unclosed_paren": "over 8 s (hang guard): a regex of extraction backtracks over the run",
     "language::unclosed_environments": "6.6 s: the language verifier's math regex rescans from every unclosed \\begin",
 }
 
