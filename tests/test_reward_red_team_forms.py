@@ -179,3 +179,13 @@ def test_a_batch_with_its_gold_column_does_not_warn(caplog):
         scores = reward(completions=[r"\boxed{5}", r"\boxed{5}"], solution=["5", ""])
     assert scores == [1.0, None]
     assert not [m for m in _warnings(caplog) if "column" in m], _warnings(caplog)
+
+
+@pytest.mark.xfail(strict=True, reason="main logs a missing gold column at INFO only")
+def test_missing_gold_column_warns_once_not_every_step(caplog):
+    """Issue 35: "says so at WARNING the first time": a run of thousands of steps must not repeat it each step."""
+    reward = MathAccuracyReward()
+    with caplog.at_level(logging.INFO, logger="trl_r1"):
+        for _ in range(3):
+            reward(completions=[r"\boxed{5}"], gold_answer=["5"])
+    assert len([m for m in _warnings(caplog) if "gold_answer" in m]) == 1, _warnings(caplog)
