@@ -383,6 +383,7 @@ LANGUAGE_ATTACKS = [
     ("url_bait", "<think>http://" + "a." * 300_000 + "</think>5"),
     ("many_dollars", "<think>" + "$a" * 300_000 + "</think>5"),
     ("unclosed_environments", "<think>" + r"\begin{equation}" * 10_000 + "</think>5"),  # found by probing
+    ("unclosed_starred_environments", "<think>" + r"\begin{align*}" * 10_000 + "</think>5"),
     ("unclosed_display_math", "<think>" + r"\[" * 100_000 + "</think>5"),
     ("unclosed_c_comments", "<think>" + "/*" * 100_000 + "</think>5"),
     ("escaped_quotes", "<think>" + '"' + '\\"' * 100_000 + "</think>5"),
@@ -515,6 +516,7 @@ FAILS_TODAY: dict[str, str] = {
     "math_reward::remark_unclosed_paren": "over 8 s (hang guard): a regex of extraction backtracks over the run",
     "check::remark_unclosed_paren": "over 8 s (hang guard): a regex of extraction backtracks over the run",
     "language::unclosed_environments": "6.6 s: the language verifier's math regex rescans from every unclosed \\begin",
+    "language::unclosed_starred_environments": "5.2 s: the same, for \\begin{align*}",
 }
 
 ALL_CASES = _math_cases() + _api_cases() + _format_cases() + _language_cases() + _code_cases()
