@@ -782,6 +782,39 @@ class OpenAIGenerator:
                 time.sleep(delay)
         raise RuntimeError(f"{self.base_url}{path} failed after {self.max_retries} retries: {problem}")
 
+    def wait_until_ready(self, timeout_s: float, poll_s: float = 2.0, say_every_s: float = 30.0) -> None:
+        """Poll `GET /models` until the server answers (a `vllm serve` of a 32B model loads for minutes before it
+        does), with one progress line every `say_every_s`; a RuntimeError after `timeout_s`; a warning when it
+        answers without listing `model` (vLLM refuses a misspelt name on every request)."""
+        import requests
+
+        start, said = time.monotonic(), -say_every_s
+        while True:
+            try:
+                response = self._session.get(self.base_url + "/models", timeout=10)
+            except (requests.ConnectionError, requests.Timeout) as exc:
+                problem = type(exc).__name__
+            else:
+                if response.status_code == 200:
+                    served = [m.get("id") for m in (response.json().get("data") or []) if isinstance(m, dict)]
+                    if served and self.model not in served:  # vLLM answers such requests 404: say why now
+                        logger.warning("%s lists %s, not %r: requests naming %r may be refused (set "
+                                       "model_name_or_path to the served name)", self.base_url, served[:5],
+                                       self.model, self.model)
+                    if said >= 0:
+                        logger.info("the server at %s answers (after %.0fs)", self.base_url, time.monotonic() - start)
+                    return
+                problem = f"HTTP {response.status_code}"
+            waited = time.monotonic() - start
+            if waited >= timeout_s:
+                raise RuntimeError(f"the server at {self.base_url} did not answer within {timeout_s:.0f}s (last: "
+                                   f"{problem})")
+            if waited - said >= say_every_s:
+                said = waited
+                logger.info("waiting for the server at %s to answer /models (%s; %.0fs of at most %.0fs)",
+                            self.base_url, problem, waited, timeout_s)
+            time.sleep(poll_s)
+
     def describe(self) -> dict[str, Any]:
         return {"backend": "openai", "model": self.model, "base_url": self.base_url}
 

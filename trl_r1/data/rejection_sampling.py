@@ -32,6 +32,7 @@ from .generation import (
     BACKENDS,
     VLLM_FALLBACKS,
     Generator,
+    OpenAIGenerator,
     SamplingParams,
     is_prompt,
     load_generator,
@@ -39,7 +40,7 @@ from .generation import (
     vllm_engine_kwargs,
     vllm_fallback_field,
 )
-from .hub import push_to_hub
+from .hub import export_for_hub, push_problem, push_to_hub
 from .layout import PROMPT_STATS, RECORDS, RUN, SFT, STATS
 from .loading import load_dataset_spec
 
@@ -47,7 +48,8 @@ logger = logging.getLogger("trl_r1.data")
 
 # settings that may change between an interrupted run and its restart (they do not change what is kept)
 _RESUMABLE_CHANGES = {"output_dir", "batch_size", "max_prompts", "backend", "vllm_fallback", "base_url",
-                      "request_timeout_s", "max_retries", "hub_dataset_id", "hub_private",
+                      "request_timeout_s", "max_retries", "hub_dataset_id", "hub_private", "export_only", "license",
+                      "server_timeout_s",
                       "vllm_gpu_memory_utilization",
                       "vllm_max_model_length"}
 
@@ -71,6 +73,8 @@ class RejectionSamplingConfig:
     prompt_column: str = field(default="prompt", metadata={
         "help": "Column with the prompts: plain strings (used as is) or lists of messages (chat template applied "
                 "like TRL's trainers)."})
+    solution_column: str = field(default="solution", metadata={
+        "help": "Column with the gold answers, passed to the rewards as `solution` (as in grpo and evaluate)."})
     num_samples: int = field(default=8, metadata={"help": "Samples per prompt (k). R1 samples 'multiple responses' "
                                                   "per prompt without saying how many."})
     max_new_tokens: int = field(default=1024, metadata={"help": "Maximum tokens per sample; truncated samples have "
@@ -116,6 +120,9 @@ class RejectionSamplingConfig:
         "help": "OpenAI-compatible endpoint for the openai backend, e.g. http://localhost:8000/v1 (`vllm serve`, "
                 "SGLang, TGI); the key comes from OPENAI_API_KEY."})
     request_timeout_s: float = field(default=600.0, metadata={"help": "openai backend: seconds per request."})
+    server_timeout_s: float = field(default=900.0, metadata={
+        "help": "openai backend: seconds to wait for the server to answer GET /models before the first request "
+                "(a `vllm serve` still loading its model; 0: no wait). One progress line every 30 s."})
     vllm_gpu_memory_utilization: float | None = field(default=None, metadata={
         "help": "vllm backend: share of the GPU the engine takes for its weights and KV cache (None: vLLM's 0.9)."})
     vllm_max_model_length: int | None = field(default=None, metadata={
@@ -129,6 +136,12 @@ class RejectionSamplingConfig:
     hub_dataset_id: str | None = field(default=None, metadata={
         "help": "Push the finished dataset with a dataset card to this Hub dataset repo (needs a token)."})
     hub_private: bool = field(default=False, metadata={"help": "Create the Hub dataset repo as private."})
+    export_only: bool = field(default=False, metadata={
+        "help": "Write the upload (dataset card + parquet) to <output_dir>/hub and push nothing (as `trl-r1 publish "
+                "--export-only`); upload it later with `hf upload --repo-type dataset ID <output_dir>/hub`."})
+    license: str | None = field(default=None, metadata={
+        "help": "The dataset card's license (a Hub license id). None: the source model's, e.g. llama3.2 for "
+                "Llama-3.2, qwen-research for Qwen2.5-3B, else apache-2.0 (trl_r1.data.hub.model_license)."})
 
     kind = "rejection_sampling"
 
@@ -170,6 +183,7 @@ def rejection_sample(config: RejectionSamplingConfig, dataset: Any = None) -> Re
 def build_sft_dataset(config: RejectionSamplingConfig, dataset: Any = None,
                       generator: Generator | None = None) -> RejectionSamplingResult:
     """The engine shared by rejection sampling and distillation (see the module docstring)."""
+    _check_push(config)  # before anything is generated: a push that cannot happen fails now, not after hours
     prompts = _prompt_dataset(config, dataset)
     rewards = _rewards(config)  # before the model loads: a misspelt reward fails at once
     out = Path(config.output_dir)
@@ -186,9 +200,23 @@ def build_sft_dataset(config: RejectionSamplingConfig, dataset: Any = None,
             if own is not None:
                 own.close()
     result = _finalize(config, prompts, store.load())
-    if config.hub_dataset_id:
-        push_to_hub(config.output_dir, config.hub_dataset_id, private=config.hub_private)
+    if config.export_only:
+        export = export_for_hub(config.output_dir, repo_id=config.hub_dataset_id, license=config.license)
+        logger.info("%s: the upload is ready in %s (--export-only: nothing pushed)", config.kind, export)
+    elif config.hub_dataset_id:
+        push_to_hub(config.output_dir, config.hub_dataset_id, private=config.hub_private, license=config.license)
     return result
+
+
+def _check_push(config: RejectionSamplingConfig) -> None:
+    """A ConfigError naming `hub_dataset_id` when the push it asks for cannot happen here (hub.push_problem)."""
+    from ..config import ConfigError
+
+    problem = push_problem() if config.hub_dataset_id and not config.export_only else None
+    if problem:
+        raise ConfigError([f"hub_dataset_id: cannot push to {config.hub_dataset_id!r}: {problem}; nothing was "
+                           "generated. Set export_only (--export-only) to build the upload in <output_dir>/hub "
+                           "without pushing, or leave hub_dataset_id out"])
 
 
 def _generator(config: RejectionSamplingConfig) -> Generator:
@@ -196,15 +224,20 @@ def _generator(config: RejectionSamplingConfig) -> Generator:
     from ..config import ConfigError
 
     try:
-        return load_generator(
+        generator = load_generator(
             config.backend, config.model_name_or_path, adapter_path=config.adapter_path,
             load_in_4bit=config.load_in_4bit, base_url=config.base_url, seed=config.seed,
             max_concurrency=config.batch_size, timeout_s=config.request_timeout_s, max_retries=config.max_retries,
             vllm_kwargs=vllm_engine_kwargs(config.vllm_gpu_memory_utilization, config.vllm_max_model_length),
             vllm_fallback=config.vllm_fallback)
+        if isinstance(generator, OpenAIGenerator) and config.server_timeout_s > 0:
+            generator.wait_until_ready(config.server_timeout_s)
+        return generator
     except (OSError, ValueError, ImportError) as exc:  # no such model / adapter, no base_url, vLLM missing
         raise ConfigError([f"model_name_or_path: cannot load {config.model_name_or_path!r} (backend "
                            f"{config.backend!r}): {type(exc).__name__}: {str(exc)[:500]}"]) from exc
+    except RuntimeError as exc:  # the server never came up
+        raise ConfigError([f"base_url: {exc}; start it first or raise server_timeout_s"]) from exc
 
 
 def _rewards(config: RejectionSamplingConfig) -> list[Callable]:
@@ -392,6 +425,14 @@ def _prompt_dataset(config: RejectionSamplingConfig, dataset: Any) -> Any:
     if config.prompt_column not in dataset.column_names:
         raise ConfigError([f"prompt_column: {config.prompt_column!r} is not a column of the dataset "
                            f"(columns: {dataset.column_names})"])
+    if config.solution_column != "solution":  # the rewards read the gold answer from `solution`
+        if config.solution_column not in dataset.column_names:
+            raise ConfigError([f"solution_column: {config.solution_column!r} is not a column of the dataset "
+                               f"(columns: {dataset.column_names})"])
+        if "solution" in dataset.column_names:
+            raise ConfigError([f"solution_column: {config.solution_column!r} would replace the dataset's own "
+                               "'solution' column; rename one of them"])
+        dataset = dataset.rename_column(config.solution_column, "solution")
     if config.max_prompts is not None:
         dataset = dataset.select(range(min(config.max_prompts, len(dataset))))
     return dataset
