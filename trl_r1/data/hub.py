@@ -47,10 +47,10 @@ def push_problem(token: str | None = None) -> str | None:
     (`upload_folder`), also made before a builder generates, so that hours of generation never end in it."""
     from huggingface_hub import constants, get_token
 
-    if constants.HF_HUB_OFFLINE:
-        return "the Hub is switched off here (HF_HUB_OFFLINE=1)"
     if token is None and get_token() is None:
         return "no Hugging Face token (run `hf auth login` or set HF_TOKEN)"
+    if constants.HF_HUB_OFFLINE:
+        return "the Hub is switched off here (HF_HUB_OFFLINE=1)"
     return None
 
 

@@ -46,6 +46,8 @@ from .loading import load_dataset_spec
 
 logger = logging.getLogger("trl_r1.data")
 
+BATCH_PROMPT_TOKENS = 512  # the prompt length batch_size is sized for (as the memory model assumes)
+
 # settings that may change between an interrupted run and its restart (they do not change what is kept)
 _RESUMABLE_CHANGES = {"output_dir", "batch_size", "max_prompts", "backend", "vllm_fallback", "base_url",
                       "request_timeout_s", "max_retries", "hub_dataset_id", "hub_private", "export_only", "license",
@@ -133,6 +135,12 @@ class RejectionSamplingConfig:
                 "stops (restart it to resume)."})
     seed: int = field(default=0, metadata={"help": "Sampling seed; batch b uses seed + its first prompt index."})
     max_prompts: int | None = field(default=None, metadata={"help": "Use only the first N prompts (None: all)."})
+    max_prompt_tokens: int | None = field(default=4096, metadata={
+        "help": "Prompt budget in tokens (after the chat template): a longer prompt is skipped, not cut (a cut problem "
+                "is another problem), named in one WARNING line and counted in stats.json `prompts_too_long`. A "
+                "generate call holds at most the tokens of batch_size prompts of 512 tokens (each with num_samples "
+                "x max_new_tokens), so a batch with long prompts is split rather than run out of memory. Local "
+                "models (transformers, vllm); a server refuses what it cannot serve. None: no budget."})
     hub_dataset_id: str | None = field(default=None, metadata={
         "help": "Push the finished dataset with a dataset card to this Hub dataset repo (needs a token)."})
     hub_private: bool = field(default=False, metadata={"help": "Create the Hub dataset repo as private."})
@@ -146,7 +154,7 @@ class RejectionSamplingConfig:
     kind = "rejection_sampling"
 
     def __post_init__(self):
-        for key in ("num_samples", "batch_size", "max_prompts"):  # max_prompts 0 would sample nothing
+        for key in ("num_samples", "batch_size", "max_prompts", "max_prompt_tokens"):  # 0 would sample nothing
             if getattr(self, key) is not None and getattr(self, key) < 1:
                 raise ValueError(f"{key} must be >= 1, got {getattr(self, key)}")
         if self.vllm_fallback not in VLLM_FALLBACKS:
@@ -256,7 +264,7 @@ def _sample_and_record(config: RejectionSamplingConfig, prompts: Any, todo: list
     from tqdm.auto import tqdm
 
     params = config.sampling_params
-    generated = accepted = 0
+    generated = accepted = skipped_long = 0
     start = time.perf_counter()
     bar = tqdm(total=done_before + len(todo), initial=done_before, unit="prompt", desc=config.kind, dynamic_ncols=True)
     for b in range(0, len(todo), config.batch_size):
@@ -267,15 +275,29 @@ def _sample_and_record(config: RejectionSamplingConfig, prompts: Any, todo: list
         if len(usable) < len(rows):
             logger.warning("prompts %s are not text or chat messages: skipped",
                            [indices[j] for j in range(len(rows)) if j not in usable])
+        lengths = prompt_lengths(generator, [rows[j][config.prompt_column] for j in usable])
+        length_of = dict(zip(usable, lengths))
+        too_long = [j for j in usable if config.max_prompt_tokens and length_of[j] > config.max_prompt_tokens]
+        if too_long and not skipped_long:
+            logger.warning("prompt %d has %d tokens, over max_prompt_tokens=%d: skipped, not cut (a cut problem is "
+                           "another problem); every such prompt is counted in stats.json prompts_too_long. Raise "
+                           "max_prompt_tokens to keep them", indices[too_long[0]], length_of[too_long[0]],
+                           config.max_prompt_tokens)
+        skipped_long += len(too_long)
+        usable = [j for j in usable if j not in too_long]
         completions: list[list[Completion]] = [[] for _ in rows]
-        if usable:
-            groups = generator.generate([rows[j][config.prompt_column] for j in usable], params,
-                                        seed=config.seed + indices[0])
-            for j, group in zip(usable, groups):
+        for chunk in token_budget_chunks(usable, [length_of.get(j, 0) for j in usable],
+                                         config.batch_size * (BATCH_PROMPT_TOKENS + config.max_new_tokens),
+                                         config.max_new_tokens):
+            groups = generator.generate([rows[j][config.prompt_column] for j in chunk], params,
+                                        seed=config.seed + indices[0 if chunk[0] == usable[0] else chunk[0]])
+            for j, group in zip(chunk, groups):
                 completions[j] = group
         records = judge_batch(config, rows, completions, rewards)
-        for index, record in zip(indices, records):
+        for j, (index, record) in enumerate(zip(indices, records)):
             record["index"] = index
+            if j in too_long:
+                record["prompt_too_long"] = True
         store.append(records)
         generated += sum(r["num_generated"] for r in records)
         accepted += sum(r["num_accepted"] for r in records)
@@ -283,6 +305,37 @@ def _sample_and_record(config: RejectionSamplingConfig, prompts: Any, todo: list
         bar.set_postfix(samples_per_s=f"{generated / (time.perf_counter() - start):.2f}",
                         accept=f"{accepted / max(generated, 1):.1%}")
     bar.close()
+
+
+def prompt_lengths(generator: Generator, prompts: list[Any]) -> list[int]:
+    """Each prompt's length in tokens as the generator renders it (its chat template), or 0 each for a generator
+    without a local tokenizer (a server: it refuses what it cannot serve)."""
+    tokenizer = getattr(generator, "tokenizer", None)
+    if tokenizer is None:
+        return [0] * len(prompts)
+    from .generation import render_prompt
+
+    return [len(tokenizer(render_prompt(p, tokenizer), add_special_tokens=False)["input_ids"]) for p in prompts]
+
+
+def token_budget_chunks(items: list[int], lengths: list[int], budget: int, max_new_tokens: int) -> list[list[int]]:
+    """`items` in order, split so that each chunk's padded size (its size x (its longest prompt + max_new_tokens))
+    stays within `budget` tokens; one item per chunk at least.
+
+    >>> token_budget_chunks([0, 1, 2, 3], [10, 10, 500, 10], budget=4 * (100 + 10), max_new_tokens=10)
+    [[0, 1], [2], [3]]
+    """
+    chunks: list[list[int]] = []
+    longest = 0
+    for item, length in zip(items, lengths):
+        longest_with = max(longest, length)
+        if chunks and chunks[-1] and (len(chunks[-1]) + 1) * (longest_with + max_new_tokens) <= budget:
+            chunks[-1].append(item)
+            longest = longest_with
+        else:
+            chunks.append([item])
+            longest = length
+    return chunks
 
 
 def judge_batch(config: RejectionSamplingConfig, rows: list[dict[str, Any]], completions: list[list[Completion]],
@@ -483,6 +536,9 @@ def _finalize(config: RejectionSamplingConfig, prompts: Any, records: list[dict[
     (out / STATS).write_text(json.dumps(stats, indent=2))
     logger.info("%s: %d/%d samples accepted from %d prompts -> %s", config.kind, stats["accepted"],
                 stats["generated"], stats["num_prompts"], out / SFT)
+    if stats["prompts_too_long"]:
+        logger.warning("%s: %d prompts longer than max_prompt_tokens=%s tokens were skipped (no samples)",
+                       config.kind, stats["prompts_too_long"], config.max_prompt_tokens)
     return RejectionSamplingResult(sft, prompt_stats, stats, str(out))
 
 
@@ -512,6 +568,7 @@ def summarize(config: RejectionSamplingConfig, records: list[dict[str, Any]]) ->
         "generated_tokens": sum(r["num_tokens"] for r in records),
         "prompts_with_accepted": sum(r["num_accepted"] > 0 for r in records),
         "prompts_without_samples": sum(r["num_generated"] == 0 for r in records),
+        "prompts_too_long": sum(bool(r.get("prompt_too_long")) for r in records),
         "prompts_all_passed": sum(p == 1.0 for p in pass_rates),
         "prompts_none_passed": sum(p == 0.0 for p in pass_rates),
         "rejections": {name: counts.get(name, 0) for name in order},
@@ -532,7 +589,10 @@ def run_cli(config_class: type, argv: list[str] | None, prog: str) -> int:
 
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:
-        config = parse_command_line(config_class, sys.argv[1:] if argv is None else argv, prog)
+        argv = sys.argv[1:] if argv is None else argv  # `--export-only` or `--export_only`, as TRL's parser takes
+        argv = ["--" + token[2:].partition("=")[0].replace("-", "_") + token.partition("=")[1]
+                + token.partition("=")[2] if token.startswith("--") else token for token in argv]
+        config = parse_command_line(config_class, argv, prog)
         result = build_sft_dataset(config)
     except ConfigError as exc:
         print(f"{prog}: {exc}", file=sys.stderr)
