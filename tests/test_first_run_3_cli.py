@@ -71,3 +71,20 @@ def test_a_missing_run_folder_is_named_not_looked_up_on_the_hub(tmp_path, monkey
     assert main(["evaluate", "--model_name_or_path", "runs/nope", "--benchmark", "math500"]) == 1
     err = capsys.readouterr().err
     assert "'runs/nope' is no folder here" in err and "Hub" in err and "connect" not in err.lower()
+
+
+@pytest.mark.parametrize("settings, expected", [({"model": {}}, True),  # trl-r1's QLoRA default
+                                                ({"model": {"load_in_4bit": False}}, False),
+                                                ({"model": {"load_in_4bit": False}, "rl": {"load_in_4bit": True}}, True)])
+def test_an_adapter_stage_is_evaluated_on_its_base_loaded_as_the_pipeline_loaded_it(tmp_path, settings, expected):
+    from trl_r1.pipeline.evaluate import recorded_evaluation, run_settings_argv
+
+    stage_dir = tmp_path / "rl"
+    stage_dir.mkdir()
+    (stage_dir / "adapter_config.json").write_text(json.dumps({"base_model_name_or_path": "base"}))
+    write_record(stage_dir, StageRecord(name="rl", fingerprint="f", status="done", settings=settings,
+                                        evaluation_settings={"evaluation": {}, "rewards": {"entries": ["math"]}}))
+    assert recorded_evaluation(str(stage_dir))["load_in_4bit"] is expected
+    argv = run_settings_argv(["--model_name_or_path", str(stage_dir)])
+    assert argv[argv.index("--load_in_4bit") + 1] == json.dumps(expected)
+    assert "--load_in_4bit" not in run_settings_argv(["--model_name_or_path", str(stage_dir), "--load_in_4bit", "x"])[:-4]

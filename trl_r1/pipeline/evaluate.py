@@ -274,13 +274,21 @@ def reward_entries(values: list[Any]) -> list[Any]:
 def recorded_evaluation(model_name_or_path: str) -> dict[str, Any] | None:
     """The evaluation settings the pipeline recorded for the stage whose output `model_name_or_path` is (its
     stage.json, in the folder or the one above it, e.g. `<run_dir>/rl` or `<run_dir>/rl/merged`): the recipe's
-    `evaluation` keys and the reward entries it scored with, so that `trl-r1 evaluate` reproduces its figure."""
+    `evaluation` keys and the reward entries it scored with, so that `trl-r1 evaluate` reproduces its figure;
+    for an adapter folder, also `load_in_4bit` as the pipeline loaded its base (the stage's, else the model's)."""
+    from .recipe import R1ModelConfig
     from .stages import read_record
 
     for folder in (Path(model_name_or_path), Path(model_name_or_path).parent):
         record = read_record(folder) if folder.is_dir() else None
         if record is not None and record.evaluation_settings:
-            return record.evaluation_settings
+            settings = dict(record.evaluation_settings)
+            if (Path(model_name_or_path) / "adapter_config.json").is_file() and record.settings:
+                default = next(f.default for f in dataclasses.fields(R1ModelConfig) if f.name == "load_in_4bit")
+                model = record.settings.get("model") or {}
+                section = record.settings.get(record.name) or {}
+                settings["load_in_4bit"] = bool(section.get("load_in_4bit", model.get("load_in_4bit", default)))
+            return settings
     return None
 
 
@@ -297,6 +305,8 @@ def run_settings_argv(argv: list[str]) -> list[str]:
     entries = (recorded.get("rewards") or {}).get("entries")
     if entries and "rewards" not in given:
         settings["rewards"] = entries
+    if "load_in_4bit" in recorded and "load_in_4bit" not in given:
+        settings["load_in_4bit"] = recorded["load_in_4bit"]
     if "benchmark" in given:  # the user's benchmark names its own dataset and columns
         preset = {*BENCHMARKS.get(str(given["benchmark"]), {}), "dataset_config", "dataset_kwargs"}
         settings = {key: value for key, value in settings.items() if key not in preset}
