@@ -238,14 +238,16 @@ def _generator(config: RejectionSamplingConfig) -> Generator:
             max_concurrency=config.batch_size, timeout_s=config.request_timeout_s, max_retries=config.max_retries,
             vllm_kwargs=vllm_engine_kwargs(config.vllm_gpu_memory_utilization, config.vllm_max_model_length),
             vllm_fallback=config.vllm_fallback)
-        if isinstance(generator, OpenAIGenerator) and config.server_timeout_s > 0:
-            generator.wait_until_ready(config.server_timeout_s)
-        return generator
     except (OSError, ValueError, ImportError) as exc:  # no such model / adapter, no base_url, vLLM missing
         raise ConfigError([f"model_name_or_path: cannot load {config.model_name_or_path!r} (backend "
                            f"{config.backend!r}): {type(exc).__name__}: {str(exc)[:500]}"]) from exc
-    except RuntimeError as exc:  # the server never came up
-        raise ConfigError([f"base_url: {exc}; start it first or raise server_timeout_s"]) from exc
+    if isinstance(generator, OpenAIGenerator) and config.server_timeout_s > 0:
+        try:
+            generator.wait_until_ready(config.server_timeout_s)
+        except RuntimeError as exc:  # the server never came up
+            generator.close()
+            raise ConfigError([f"base_url: {exc}; start it first or raise server_timeout_s"]) from exc
+    return generator
 
 
 def _rewards(config: RejectionSamplingConfig) -> list[Callable]:
@@ -265,6 +267,9 @@ def _sample_and_record(config: RejectionSamplingConfig, prompts: Any, todo: list
 
     params = config.sampling_params
     generated = accepted = skipped_long = 0
+    # tokens one transformers `generate` call may hold (vLLM pages its KV cache and batches internally: no limit)
+    padded = generator.describe().get("backend") == "transformers"
+    call_tokens = config.batch_size * (BATCH_PROMPT_TOKENS + config.max_new_tokens) if padded else sys.maxsize
     start = time.perf_counter()
     bar = tqdm(total=done_before + len(todo), initial=done_before, unit="prompt", desc=config.kind, dynamic_ncols=True)
     for b in range(0, len(todo), config.batch_size):
@@ -286,11 +291,11 @@ def _sample_and_record(config: RejectionSamplingConfig, prompts: Any, todo: list
         skipped_long += len(too_long)
         usable = [j for j in usable if j not in too_long]
         completions: list[list[Completion]] = [[] for _ in rows]
-        for chunk in token_budget_chunks(usable, [length_of.get(j, 0) for j in usable],
-                                         config.batch_size * (BATCH_PROMPT_TOKENS + config.max_new_tokens),
+        for chunk in token_budget_chunks(usable, [length_of.get(j, 0) for j in usable], call_tokens,
                                          config.max_new_tokens):
+            first = 0 if chunk[0] == usable[0] else chunk[0]  # one call per batch: the batch's seed, as ever
             groups = generator.generate([rows[j][config.prompt_column] for j in chunk], params,
-                                        seed=config.seed + indices[0 if chunk[0] == usable[0] else chunk[0]])
+                                        seed=config.seed + indices[first])
             for j, group in zip(chunk, groups):
                 completions[j] = group
         records = judge_batch(config, rows, completions, rewards)
