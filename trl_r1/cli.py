@@ -19,9 +19,12 @@ import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .registry import resolve_import_path
+
+if TYPE_CHECKING:
+    from .pipeline.recipe import StagePlan
 
 # command -> ("module:function", help). Each function takes the remaining argv and returns an exit code.
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -313,7 +316,7 @@ def check_hub_push(command: str, section: dict[str, Any]) -> None:
 LORA_LR_FACTOR = 10
 
 
-def warn_full_fine_tuning_rate(command: str, plan: Any, *, lr_given: bool) -> None:
+def warn_full_fine_tuning_rate(command: str, plan: StagePlan, *, lr_given: bool) -> None:
     """One WARNING when a stage trains LoRA adapters (trl-r1's QLoRA default) at TRL's full fine-tuning
     learning rate because the user set none: the adapters would barely move. The rate is kept, as `trl
     sft|grpo` keeps it; the warning names the LoRA-typical value to set."""

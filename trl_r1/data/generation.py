@@ -783,9 +783,9 @@ class OpenAIGenerator:
         raise RuntimeError(f"{self.base_url}{path} failed after {self.max_retries} retries: {problem}")
 
     def wait_until_ready(self, timeout_s: float, poll_s: float = 2.0, say_every_s: float = 30.0) -> None:
-        """Poll `GET /models` until the server answers (a `vllm serve` of a 32B model loads for minutes before it
-        does), with one progress line every `say_every_s`; a RuntimeError after `timeout_s`; a warning when it
-        answers without listing `model` (vLLM refuses a misspelt name on every request)."""
+        """Poll `GET /models` until the server answers other than 5xx (a `vllm serve` of a 32B model loads for
+        minutes before it listens), with one progress line every `say_every_s`; a RuntimeError after `timeout_s`;
+        a warning when it answers without listing `model` (vLLM refuses a misspelt name on every request)."""
         import requests
 
         start, said = time.monotonic(), -say_every_s
@@ -795,8 +795,8 @@ class OpenAIGenerator:
             except (requests.ConnectionError, requests.Timeout) as exc:
                 problem = type(exc).__name__
             else:
-                if response.status_code == 200:
-                    served = [m.get("id") for m in (response.json().get("data") or []) if isinstance(m, dict)]
+                if response.status_code < 500:  # up (a 4xx: no /models here, or a key it wants: requests will say)
+                    served = _served_models(response) if response.status_code == 200 else []
                     if served and self.model not in served:  # vLLM answers such requests 404: say why now
                         logger.warning("%s lists %s, not %r: requests naming %r may be refused (set "
                                        "model_name_or_path to the served name)", self.base_url, served[:5],
@@ -820,6 +820,15 @@ class OpenAIGenerator:
 
     def close(self) -> None:
         self._session.close()
+
+
+def _served_models(response: Any) -> list[str]:
+    """The model ids a `GET /models` answer lists (none for an answer that is not the OpenAI list)."""
+    try:
+        data = response.json().get("data") or []
+    except (ValueError, AttributeError):
+        return []
+    return [str(m.get("id")) for m in data if isinstance(m, dict)]
 
 
 def _choice_to_completion(choice: dict[str, Any], chat: bool) -> Completion:
