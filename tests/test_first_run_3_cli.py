@@ -88,3 +88,15 @@ def test_an_adapter_stage_is_evaluated_on_its_base_loaded_as_the_pipeline_loaded
     argv = run_settings_argv(["--model_name_or_path", str(stage_dir)])
     assert argv[argv.index("--load_in_4bit") + 1] == json.dumps(expected)
     assert "--load_in_4bit" not in run_settings_argv(["--model_name_or_path", str(stage_dir), "--load_in_4bit", "x"])[:-4]
+
+
+def test_a_key_the_recipe_left_out_takes_the_pipelines_default_not_evaluates(tmp_path):
+    """The pipeline evaluates 200 prompts unless the recipe says otherwise; `trl-r1 evaluate`'s own default is all."""
+    from trl_r1.pipeline.evaluate import run_settings_argv
+
+    write_record(tmp_path, StageRecord(name="rl", fingerprint="f", status="done",
+                                       evaluation_settings={"evaluation": {"dataset_name": "held_out.jsonl"},
+                                                            "rewards": {"entries": ["math"]}}))
+    argv = run_settings_argv(["--model_name_or_path", str(tmp_path)])
+    assert argv[argv.index("--num_prompts") + 1] == str(EvaluationConfig().num_prompts) == "200"
+    assert argv[argv.index("--dataset_name") + 1] == "held_out.jsonl"

@@ -299,9 +299,11 @@ def run_settings_argv(argv: list[str]) -> list[str]:
     recorded = recorded_evaluation(str(given.get("model_name_or_path", "")))
     if recorded is None:
         return argv
-    fields = {f.name for f in dataclasses.fields(EvaluationConfig) if f.init} - {"stages", "rewards"}
-    settings = {key: value for key, value in (recorded.get("evaluation") or {}).items()
-                if key in fields and key not in given}
+    # the pipeline's defaults for the keys its recipe left out (num_prompts 200, where evaluate's is all)
+    pipeline_defaults = {key: value for key, value in asdict(EvaluationConfig()).items()
+                         if key not in ("stages", "rewards")}
+    settings = {key: value for key, value in {**pipeline_defaults, **(recorded.get("evaluation") or {})}.items()
+                if key in pipeline_defaults and key not in given}
     entries = (recorded.get("rewards") or {}).get("entries")
     if entries and "rewards" not in given:
         settings["rewards"] = entries
