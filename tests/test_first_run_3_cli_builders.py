@@ -108,6 +108,20 @@ def test_a_server_that_never_answers_is_one_clear_line(tmp_path, capsys):
     assert "base_url: the server at" in err and "did not answer within 3s" in err and "Traceback" not in err
 
 
+def test_a_base_url_without_v1_is_named_before_any_request(tiny_model_dir, tmp_path, capsys):
+    """A new user's slip: `--base_url http://host:8000` (no /v1) made every request a 404, each prompt skipped."""
+    from trl_r1.toy.openai_server import OpenAICompatibleServer
+
+    with OpenAICompatibleServer(str(tiny_model_dir)) as server:
+        root = server.base_url.removesuffix("/v1")
+        argv = ["distill", "--model_name_or_path", str(tiny_model_dir), "--base_url", root, "--dataset_name",
+                str(_prompts(tmp_path)), "--output_dir", str(tmp_path / "d"), "--max_new_tokens", "8"]
+        assert main(argv) == 2
+        assert server.requests_served == 0
+    err = capsys.readouterr().err
+    assert f"base_url: {root}/models answers HTTP 404" in err and f"(base_url {root}/v1)" in err
+
+
 # --------------------------------------------------------------------------------------------- item 3 (builders)
 
 
