@@ -67,7 +67,7 @@ def _digest(folder):
 def test_push_without_network_fails_clearly_and_keeps_the_data(built, monkeypatch):
     before = _digest(built.output_dir)
     monkeypatch.setenv("HF_TOKEN", "hf_not_a_real_token")  # the tests run with HF_HUB_OFFLINE=1
-    with pytest.raises(HubPublishError, match=r"pushing to me/toy-r1 failed .*Offline.*is intact"):
+    with pytest.raises(HubPublishError, match=r"the Hub is switched off here \(HF_HUB_OFFLINE=1\).*is intact"):
         push_to_hub(built.output_dir, "me/toy-r1")
     assert _digest(built.output_dir) == before
     assert (Path(built.output_dir) / "hub" / "README.md").exists()
@@ -87,6 +87,7 @@ def test_push_uploads_the_exported_folder(built, monkeypatch):
 
     calls = {}
     monkeypatch.setenv("HF_TOKEN", "hf_not_a_real_token")
+    monkeypatch.setattr("huggingface_hub.constants.HF_HUB_OFFLINE", False)  # the Hub itself is HfApi's stand-in
     monkeypatch.setattr(HfApi, "create_repo", lambda self, repo_id, **kw: calls.setdefault("repo", (repo_id, kw)))
     monkeypatch.setattr(HfApi, "upload_folder", lambda self, **kw: calls.setdefault("upload", kw) and "url")
     push_to_hub(built.output_dir, "me/toy-r1", private=True)
@@ -164,7 +165,7 @@ def test_model_push_without_network_fails_clearly(trained_run, monkeypatch, caps
     recipe, run = trained_run
     monkeypatch.setenv("HF_TOKEN", "hf_not_a_real_token")  # the tests run with HF_HUB_OFFLINE=1
     assert _publish(recipe, "--repo-id", "me/tiny-r1") == 1
-    assert "pushing to me/tiny-r1 failed" in capsys.readouterr().err
+    assert "the Hub is switched off here (HF_HUB_OFFLINE=1)" in capsys.readouterr().err
     assert (run / "cold_start" / "merged" / "model.safetensors").exists()
 
 

@@ -19,9 +19,12 @@ import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .registry import resolve_import_path
+
+if TYPE_CHECKING:
+    from .pipeline.recipe import StagePlan
 
 # command -> ("module:function", help). Each function takes the remaining argv and returns an exit code.
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -212,24 +215,27 @@ def publish_main(argv: list[str] | None = None) -> int:
                         "a Hub model: see --base-model)")
     parser.add_argument("--base-model", help="the Hub id of the weights the adapter (or the run) started from")
     parser.add_argument("--private", action="store_true", help="create the repo private")
-    parser.add_argument("--license", default="apache-2.0", help="the card's license (default apache-2.0)")
+    parser.add_argument("--license", help="the card's license, a Hub license id (default: the base model's: "
+                        "llama3.2 for Llama-3.2, qwen-research for Qwen2.5-3B, else apache-2.0)")
     parser.add_argument("--export-only", action="store_true", help="write the upload to <run_dir>/hub and stop")
     args = parser.parse_args(either_spelling(parser, argv))
 
     def work() -> None:
         import yaml
 
-        from .data.hub import HubPublishError, upload_folder
+        from .data.hub import HubPublishError, model_license, upload_folder
         from .pipeline import StageError, load_recipe
         from .pipeline.publish import PublishError, export_model_for_hub
         from .pipeline.recipe import RecipeError
 
         data = recipe_data(args)
         recipe = load_recipe(data, check_hardware=False)
+        recipe.source = Path(args.recipe)  # loaded from its mapping (after --set): the card names the file
         text = Path(args.recipe).read_text() if not args.set else yaml.safe_dump(data, sort_keys=False)
         try:
             export = export_model_for_hub(recipe, repo_id=args.repo_id, stage=args.stage, adapter=args.adapter,
-                                          base_model=args.base_model, license=args.license, recipe_text=text)
+                                          base_model=args.base_model, recipe_text=text,
+                                          license=args.license or model_license(str(recipe.model.model_name_or_path)))
         except PublishError as exc:
             raise RecipeError([str(exc)], "cannot publish") from exc
         print(f"trl-r1 publish: the upload is ready in {export}")
@@ -279,10 +285,49 @@ def _single_stage(command: str, stage: str, argv: list[str] | None) -> int:
             if algorithm != command:
                 message = f"{command}: algorithm {algorithm!r} contradicts the command; use `trl-r1 {algorithm}`"
                 raise RecipeError([message])
+        check_hub_push(command, recipe[stage])
+        settings = recipe[stage]
         recipe = load_recipe(recipe, single_stage=True, check_hardware=_checks_hardware(args))
+        warn_full_fine_tuning_rate(command, recipe.stages[0], lr_given="learning_rate" in settings)
         run_recipe(recipe, dry_run=args.dry_run, overridden=overridden, card=card)
 
     return _exit_code(f"trl-r1 {command}", work)
+
+
+def check_hub_push(command: str, section: dict[str, Any]) -> None:
+    """TRL's `push_to_hub: true` asks for a Hub repo and a token; without either, a ConfigError saying so now,
+    before training, not TRL's error after it (`hub.push_problem`, the check `trl-r1 publish` makes)."""
+    from .config import ConfigError
+    from .data.hub import push_problem
+
+    if not section.get("push_to_hub"):
+        return
+    if not section.get("hub_model_id"):
+        raise ConfigError([f"push_to_hub: true needs hub_model_id, the Hub repo to push to (e.g. --hub_model_id "
+                           "me/my-model); or train without it and publish the model with its card: `trl-r1 publish` "
+                           "(docs/howto_publish.md)"], "cannot push")
+    problem = push_problem()
+    if problem:
+        raise ConfigError([f"push_to_hub: cannot push to {section['hub_model_id']!r}: {problem}; nothing was "
+                           "trained"], "cannot push")
+
+
+# LoRA's learning rate relative to full fine-tuning's: the LoRA paper's and TRL's PEFT examples' ~10x
+LORA_LR_FACTOR = 10
+
+
+def warn_full_fine_tuning_rate(command: str, plan: StagePlan, *, lr_given: bool) -> None:
+    """One WARNING when a stage trains LoRA adapters (trl-r1's QLoRA default) at TRL's full fine-tuning
+    learning rate because the user set none: the adapters would barely move. The rate is kept, as `trl
+    sft|grpo` keeps it; the warning names the LoRA-typical value to set."""
+    model = plan.model_args
+    if lr_given or model is None or not model.use_peft:
+        return
+    rate = plan.config.learning_rate
+    logging.getLogger("trl_r1").warning(
+        "%s: LoRA adapters (use_peft, trl-r1's QLoRA default) at TRL's full fine-tuning learning rate %g, which "
+        "moves adapters ~%dx too slowly; LoRA usually trains at ~%g: set --learning_rate %g (or use_peft: false "
+        "for full fine-tuning)", command, rate, LORA_LR_FACTOR, rate * LORA_LR_FACTOR, rate * LORA_LR_FACTOR)
 
 
 # TRL's script-argument names (trl.ScriptArguments, the grpo script's GRPOScriptArguments) that trl-r1 spells

@@ -782,11 +782,57 @@ class OpenAIGenerator:
                 time.sleep(delay)
         raise RuntimeError(f"{self.base_url}{path} failed after {self.max_retries} retries: {problem}")
 
+    def wait_until_ready(self, timeout_s: float, poll_s: float = 2.0, say_every_s: float = 30.0) -> None:
+        """Poll `GET /models` until the server answers other than 5xx (a `vllm serve` of a 32B model loads for
+        minutes before it listens), with one progress line every `say_every_s`; a RuntimeError after `timeout_s`
+        or for a base_url missing its `/v1`;
+        a warning when it answers without listing `model` (vLLM refuses a misspelt name on every request)."""
+        import requests
+
+        start, said = time.monotonic(), -say_every_s
+        while True:
+            try:
+                response = self._session.get(self.base_url + "/models", timeout=10)
+            except (requests.ConnectionError, requests.Timeout) as exc:
+                problem = type(exc).__name__
+            else:
+                if response.status_code == 404 and not self.base_url.endswith("/v1"):
+                    raise RuntimeError(f"{self.base_url}/models answers HTTP 404: an OpenAI-compatible API lives "
+                                       f"under /v1 (base_url {self.base_url}/v1)")
+                if response.status_code < 500:  # up (a 4xx: no /models here, or a key it wants: requests will say)
+                    served = _served_models(response) if response.status_code == 200 else []
+                    if served and self.model not in served:  # vLLM answers such requests 404: say why now
+                        logger.warning("%s lists %s, not %r: requests naming %r may be refused (set "
+                                       "model_name_or_path to the served name)", self.base_url, served[:5],
+                                       self.model, self.model)
+                    if said >= 0:
+                        logger.info("the server at %s answers (after %.0fs)", self.base_url, time.monotonic() - start)
+                    return
+                problem = f"HTTP {response.status_code}"
+            waited = time.monotonic() - start
+            if waited >= timeout_s:
+                raise RuntimeError(f"the server at {self.base_url} did not answer within {timeout_s:.0f}s (last: "
+                                   f"{problem}); start it first, or raise server_timeout_s")
+            if waited - said >= say_every_s:
+                said = waited
+                logger.info("waiting for the server at %s to answer /models (%s; %.0fs of at most %.0fs)",
+                            self.base_url, problem, waited, timeout_s)
+            time.sleep(poll_s)
+
     def describe(self) -> dict[str, Any]:
         return {"backend": "openai", "model": self.model, "base_url": self.base_url}
 
     def close(self) -> None:
         self._session.close()
+
+
+def _served_models(response: Any) -> list[str]:
+    """The model ids a `GET /models` answer lists (none for an answer that is not the OpenAI list)."""
+    try:
+        data = response.json().get("data") or []
+    except (ValueError, AttributeError):
+        return []
+    return [str(m.get("id")) for m in data if isinstance(m, dict)]
 
 
 def _choice_to_completion(choice: dict[str, Any], chat: bool) -> Completion:

@@ -29,8 +29,63 @@ _FILTER_HELP = {
 }
 
 
+# a model family (matched in the model's name, lower case) -> the license its Hub card declares, which data
+# generated from it and models trained from it carry; any other model is apache-2.0 unless its own README says
+MODEL_LICENSES: list[tuple[str, str]] = [
+    ("llama-3.2", "llama3.2"), ("llama-3.1", "llama3.1"), ("llama-3.3", "llama3.3"), ("llama-3-", "llama3"),
+    ("qwen2.5-3b", "qwen-research"), ("qwen2.5-72b", "qwen"), ("deepseek-r1", "mit"),
+]
+DEFAULT_LICENSE = "apache-2.0"
+
+
 class HubPublishError(RuntimeError):
     """The push failed (no token, no network, refused); the local files and their export are intact."""
+
+
+def push_problem(token: str | None = None) -> str | None:
+    """Why a push cannot start on this machine (offline mode, no token), or None. The one check of every push
+    (`upload_folder`), also made before a builder generates, so that hours of generation never end in it."""
+    from huggingface_hub import constants, get_token
+
+    if token is None and get_token() is None:
+        return "no Hugging Face token (run `hf auth login` or set HF_TOKEN)"
+    if constants.HF_HUB_OFFLINE:
+        return "the Hub is switched off here (HF_HUB_OFFLINE=1)"
+    return None
+
+
+def model_license(model_name_or_path: str, adapter_path: str | None = None) -> str:
+    """The license a model's derivatives carry: the `license:` of a local model's README.md, else the family's
+    (`MODEL_LICENSES`) matched in its name, its adapter's base or its config's `_name_or_path`, else apache-2.0.
+
+    >>> model_license("meta-llama/Llama-3.2-1B-Instruct"), model_license("Qwen/Qwen2.5-3B-Instruct")
+    ('llama3.2', 'qwen-research')
+    >>> model_license("Qwen/Qwen2.5-1.5B-Instruct")
+    'apache-2.0'
+    """
+    import yaml
+
+    names = [model_name_or_path]
+    for folder, key, file in ((adapter_path, "base_model_name_or_path", "adapter_config.json"),
+                              (model_name_or_path, "_name_or_path", "config.json")):
+        path = Path(folder) / file if folder else None
+        if path is not None and path.is_file():
+            names.append(str(json.loads(path.read_text()).get(key) or ""))
+    readme = Path(model_name_or_path) / "README.md"
+    if readme.is_file():
+        text = readme.read_text(encoding="utf-8", errors="replace")
+        if text.startswith("---"):
+            try:
+                metadata = yaml.safe_load(text.split("---")[1]) or {}
+            except yaml.YAMLError:
+                metadata = {}
+            if isinstance(metadata, dict) and isinstance(metadata.get("license"), str):
+                return metadata["license"]
+    for name in names:
+        for family, license in MODEL_LICENSES:
+            if family in name.lower():
+                return license
+    return DEFAULT_LICENSE
 
 
 def size_category(n: int) -> str:
@@ -42,14 +97,16 @@ def size_category(n: int) -> str:
     return next((name for limit, name in _SIZES if n < limit), "n>100M")
 
 
-def build_dataset_card(output_dir: str | Path, repo_id: str | None = None, license: str = "apache-2.0") -> str:
-    """The dataset card (README.md text) of a build in `output_dir`, from its run.json and stats.json."""
+def build_dataset_card(output_dir: str | Path, repo_id: str | None = None, license: str | None = None) -> str:
+    """The dataset card (README.md text) of a build in `output_dir`, from its run.json and stats.json; its license
+    is `license`, else the source model's (`model_license`)."""
     from huggingface_hub import DatasetCardData
 
     out = Path(output_dir)
     run = json.loads((out / RUN).read_text())
     stats = json.loads((out / STATS).read_text())
     kind, config, model = run["kind"], run["config"], run["model"]
+    license = license or model_license(model["model"], model.get("adapter"))
     title = "Rejection-sampled reasoning SFT data" if kind == "rejection_sampling" else "Distilled reasoning SFT data"
     metadata = DatasetCardData(
         license=license, task_categories=["text-generation"], size_categories=[size_category(stats["accepted"])],
@@ -127,7 +184,7 @@ def _reward_rejection_meaning(name: str) -> str:
 
 
 def export_for_hub(output_dir: str | Path, export_dir: str | Path | None = None, repo_id: str | None = None,
-                   license: str = "apache-2.0") -> Path:
+                   license: str | None = None) -> Path:
     """Write the files a push would upload (card + parquet shards) to `export_dir` (default `output_dir/hub`)."""
     out = Path(output_dir)
     if not (out / STATS).exists():
@@ -144,7 +201,7 @@ def export_for_hub(output_dir: str | Path, export_dir: str | Path | None = None,
 
 
 def push_to_hub(output_dir: str | Path, repo_id: str, *, private: bool = False, token: str | None = None,
-                license: str = "apache-2.0") -> str:
+                license: str | None = None) -> str:
     """Export and upload a build to the Hub dataset `repo_id`; returns the commit URL.
 
     Raises HubPublishError (naming the cause) without a token, offline, or when the Hub refuses.
@@ -162,10 +219,11 @@ def upload_folder(folder: str | Path, repo_id: str, *, repo_type: str, private: 
 
     Raises HubPublishError (naming the cause, then `hint`) without a token, offline, or when the Hub refuses.
     """
-    from huggingface_hub import HfApi, get_token
+    from huggingface_hub import HfApi
 
-    if token is None and get_token() is None:
-        raise HubPublishError(f"no Hugging Face token (run `hf auth login` or set HF_TOKEN); {hint}")
+    problem = push_problem(token)
+    if problem:
+        raise HubPublishError(f"{problem}; {hint}")
     try:
         api = HfApi(token=token)
         api.create_repo(repo_id, repo_type=repo_type, private=private, exist_ok=True)

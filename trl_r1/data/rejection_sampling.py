@@ -32,6 +32,7 @@ from .generation import (
     BACKENDS,
     VLLM_FALLBACKS,
     Generator,
+    OpenAIGenerator,
     SamplingParams,
     is_prompt,
     load_generator,
@@ -39,15 +40,18 @@ from .generation import (
     vllm_engine_kwargs,
     vllm_fallback_field,
 )
-from .hub import push_to_hub
+from .hub import export_for_hub, push_problem, push_to_hub
 from .layout import PROMPT_STATS, RECORDS, RUN, SFT, STATS
 from .loading import load_dataset_spec
 
 logger = logging.getLogger("trl_r1.data")
 
+BATCH_PROMPT_TOKENS = 512  # the prompt length batch_size is sized for (as the memory model assumes)
+
 # settings that may change between an interrupted run and its restart (they do not change what is kept)
 _RESUMABLE_CHANGES = {"output_dir", "batch_size", "max_prompts", "backend", "vllm_fallback", "base_url",
-                      "request_timeout_s", "max_retries", "hub_dataset_id", "hub_private",
+                      "request_timeout_s", "max_retries", "hub_dataset_id", "hub_private", "export_only", "license",
+                      "server_timeout_s",
                       "vllm_gpu_memory_utilization",
                       "vllm_max_model_length"}
 
@@ -71,6 +75,8 @@ class RejectionSamplingConfig:
     prompt_column: str = field(default="prompt", metadata={
         "help": "Column with the prompts: plain strings (used as is) or lists of messages (chat template applied "
                 "like TRL's trainers)."})
+    solution_column: str = field(default="solution", metadata={
+        "help": "Column with the gold answers, passed to the rewards as `solution` (as in grpo and evaluate)."})
     num_samples: int = field(default=8, metadata={"help": "Samples per prompt (k). R1 samples 'multiple responses' "
                                                   "per prompt without saying how many."})
     max_new_tokens: int = field(default=1024, metadata={"help": "Maximum tokens per sample; truncated samples have "
@@ -116,6 +122,9 @@ class RejectionSamplingConfig:
         "help": "OpenAI-compatible endpoint for the openai backend, e.g. http://localhost:8000/v1 (`vllm serve`, "
                 "SGLang, TGI); the key comes from OPENAI_API_KEY."})
     request_timeout_s: float = field(default=600.0, metadata={"help": "openai backend: seconds per request."})
+    server_timeout_s: float = field(default=900.0, metadata={
+        "help": "openai backend: seconds to wait for the server to answer GET /models before the first request "
+                "(a `vllm serve` still loading its model; 0: no wait). One progress line every 30 s."})
     vllm_gpu_memory_utilization: float | None = field(default=None, metadata={
         "help": "vllm backend: share of the GPU the engine takes for its weights and KV cache (None: vLLM's 0.9)."})
     vllm_max_model_length: int | None = field(default=None, metadata={
@@ -126,14 +135,26 @@ class RejectionSamplingConfig:
                 "stops (restart it to resume)."})
     seed: int = field(default=0, metadata={"help": "Sampling seed; batch b uses seed + its first prompt index."})
     max_prompts: int | None = field(default=None, metadata={"help": "Use only the first N prompts (None: all)."})
+    max_prompt_tokens: int | None = field(default=4096, metadata={
+        "help": "Prompt budget in tokens (after the chat template): a longer prompt is skipped, not cut (a cut problem "
+                "is another problem), named in one WARNING line and counted in stats.json `prompts_too_long`. A "
+                "generate call holds at most the tokens of batch_size prompts of 512 tokens (each with num_samples "
+                "x max_new_tokens), so a batch with long prompts is split rather than run out of memory. Local "
+                "models (transformers, vllm); a server refuses what it cannot serve. None: no budget."})
     hub_dataset_id: str | None = field(default=None, metadata={
         "help": "Push the finished dataset with a dataset card to this Hub dataset repo (needs a token)."})
     hub_private: bool = field(default=False, metadata={"help": "Create the Hub dataset repo as private."})
+    export_only: bool = field(default=False, metadata={
+        "help": "Write the upload (dataset card + parquet) to <output_dir>/hub and push nothing (as `trl-r1 publish "
+                "--export-only`); upload it later with `hf upload --repo-type dataset ID <output_dir>/hub`."})
+    license: str | None = field(default=None, metadata={
+        "help": "The dataset card's license (a Hub license id). None: the source model's, e.g. llama3.2 for "
+                "Llama-3.2, qwen-research for Qwen2.5-3B, else apache-2.0 (trl_r1.data.hub.model_license)."})
 
     kind = "rejection_sampling"
 
     def __post_init__(self):
-        for key in ("num_samples", "batch_size", "max_prompts"):  # max_prompts 0 would sample nothing
+        for key in ("num_samples", "batch_size", "max_prompts", "max_prompt_tokens"):  # 0 would sample nothing
             if getattr(self, key) is not None and getattr(self, key) < 1:
                 raise ValueError(f"{key} must be >= 1, got {getattr(self, key)}")
         if self.vllm_fallback not in VLLM_FALLBACKS:
@@ -170,6 +191,7 @@ def rejection_sample(config: RejectionSamplingConfig, dataset: Any = None) -> Re
 def build_sft_dataset(config: RejectionSamplingConfig, dataset: Any = None,
                       generator: Generator | None = None) -> RejectionSamplingResult:
     """The engine shared by rejection sampling and distillation (see the module docstring)."""
+    _check_push(config)  # before anything is generated: a push that cannot happen fails now, not after hours
     prompts = _prompt_dataset(config, dataset)
     rewards = _rewards(config)  # before the model loads: a misspelt reward fails at once
     out = Path(config.output_dir)
@@ -186,9 +208,23 @@ def build_sft_dataset(config: RejectionSamplingConfig, dataset: Any = None,
             if own is not None:
                 own.close()
     result = _finalize(config, prompts, store.load())
-    if config.hub_dataset_id:
-        push_to_hub(config.output_dir, config.hub_dataset_id, private=config.hub_private)
+    if config.export_only:
+        export = export_for_hub(config.output_dir, repo_id=config.hub_dataset_id, license=config.license)
+        logger.info("%s: the upload is ready in %s (--export-only: nothing pushed)", config.kind, export)
+    elif config.hub_dataset_id:
+        push_to_hub(config.output_dir, config.hub_dataset_id, private=config.hub_private, license=config.license)
     return result
+
+
+def _check_push(config: RejectionSamplingConfig) -> None:
+    """A ConfigError naming `hub_dataset_id` when the push it asks for cannot happen here (hub.push_problem)."""
+    from ..config import ConfigError
+
+    problem = push_problem() if config.hub_dataset_id and not config.export_only else None
+    if problem:
+        raise ConfigError([f"hub_dataset_id: cannot push to {config.hub_dataset_id!r}: {problem}; nothing was "
+                           "generated. Set export_only (--export-only) to build the upload in <output_dir>/hub "
+                           "without pushing, or leave hub_dataset_id out"])
 
 
 def _generator(config: RejectionSamplingConfig) -> Generator:
@@ -196,7 +232,7 @@ def _generator(config: RejectionSamplingConfig) -> Generator:
     from ..config import ConfigError
 
     try:
-        return load_generator(
+        generator = load_generator(
             config.backend, config.model_name_or_path, adapter_path=config.adapter_path,
             load_in_4bit=config.load_in_4bit, base_url=config.base_url, seed=config.seed,
             max_concurrency=config.batch_size, timeout_s=config.request_timeout_s, max_retries=config.max_retries,
@@ -205,6 +241,13 @@ def _generator(config: RejectionSamplingConfig) -> Generator:
     except (OSError, ValueError, ImportError) as exc:  # no such model / adapter, no base_url, vLLM missing
         raise ConfigError([f"model_name_or_path: cannot load {config.model_name_or_path!r} (backend "
                            f"{config.backend!r}): {type(exc).__name__}: {str(exc)[:500]}"]) from exc
+    if isinstance(generator, OpenAIGenerator) and config.server_timeout_s > 0:
+        try:
+            generator.wait_until_ready(config.server_timeout_s)
+        except RuntimeError as exc:  # the server never came up, or answers elsewhere
+            generator.close()
+            raise ConfigError([f"base_url: {exc}"]) from exc
+    return generator
 
 
 def _rewards(config: RejectionSamplingConfig) -> list[Callable]:
@@ -223,7 +266,10 @@ def _sample_and_record(config: RejectionSamplingConfig, prompts: Any, todo: list
     from tqdm.auto import tqdm
 
     params = config.sampling_params
-    generated = accepted = 0
+    generated = accepted = skipped_long = 0
+    # tokens one transformers `generate` call may hold (vLLM pages its KV cache and batches internally: no limit)
+    padded = generator.describe().get("backend") == "transformers"
+    call_tokens = config.batch_size * (BATCH_PROMPT_TOKENS + config.max_new_tokens) if padded else sys.maxsize
     start = time.perf_counter()
     bar = tqdm(total=done_before + len(todo), initial=done_before, unit="prompt", desc=config.kind, dynamic_ncols=True)
     for b in range(0, len(todo), config.batch_size):
@@ -234,15 +280,29 @@ def _sample_and_record(config: RejectionSamplingConfig, prompts: Any, todo: list
         if len(usable) < len(rows):
             logger.warning("prompts %s are not text or chat messages: skipped",
                            [indices[j] for j in range(len(rows)) if j not in usable])
+        lengths = prompt_lengths(generator, [rows[j][config.prompt_column] for j in usable])
+        length_of = dict(zip(usable, lengths))
+        too_long = [j for j in usable if config.max_prompt_tokens and length_of[j] > config.max_prompt_tokens]
+        if too_long and not skipped_long:
+            logger.warning("prompt %d has %d tokens, over max_prompt_tokens=%d: skipped, not cut (a cut problem is "
+                           "another problem); every such prompt is counted in stats.json prompts_too_long. Raise "
+                           "max_prompt_tokens to keep them", indices[too_long[0]], length_of[too_long[0]],
+                           config.max_prompt_tokens)
+        skipped_long += len(too_long)
+        usable = [j for j in usable if j not in too_long]
         completions: list[list[Completion]] = [[] for _ in rows]
-        if usable:
-            groups = generator.generate([rows[j][config.prompt_column] for j in usable], params,
-                                        seed=config.seed + indices[0])
-            for j, group in zip(usable, groups):
+        for chunk in token_budget_chunks(usable, [length_of.get(j, 0) for j in usable], call_tokens,
+                                         config.max_new_tokens):
+            first = 0 if chunk[0] == usable[0] else chunk[0]  # one call per batch: the batch's seed, as ever
+            groups = generator.generate([rows[j][config.prompt_column] for j in chunk], params,
+                                        seed=config.seed + indices[first])
+            for j, group in zip(chunk, groups):
                 completions[j] = group
         records = judge_batch(config, rows, completions, rewards)
-        for index, record in zip(indices, records):
+        for j, (index, record) in enumerate(zip(indices, records)):
             record["index"] = index
+            if j in too_long:
+                record["prompt_too_long"] = True
         store.append(records)
         generated += sum(r["num_generated"] for r in records)
         accepted += sum(r["num_accepted"] for r in records)
@@ -250,6 +310,37 @@ def _sample_and_record(config: RejectionSamplingConfig, prompts: Any, todo: list
         bar.set_postfix(samples_per_s=f"{generated / (time.perf_counter() - start):.2f}",
                         accept=f"{accepted / max(generated, 1):.1%}")
     bar.close()
+
+
+def prompt_lengths(generator: Generator, prompts: list[Any]) -> list[int]:
+    """Each prompt's length in tokens as the generator renders it (its chat template), or 0 each for a generator
+    without a local tokenizer (a server: it refuses what it cannot serve)."""
+    tokenizer = getattr(generator, "tokenizer", None)
+    if tokenizer is None:
+        return [0] * len(prompts)
+    from .generation import render_prompt
+
+    return [len(tokenizer(render_prompt(p, tokenizer), add_special_tokens=False)["input_ids"]) for p in prompts]
+
+
+def token_budget_chunks(items: list[int], lengths: list[int], budget: int, max_new_tokens: int) -> list[list[int]]:
+    """`items` in order, split so that each chunk's padded size (its size x (its longest prompt + max_new_tokens))
+    stays within `budget` tokens; one item per chunk at least.
+
+    >>> token_budget_chunks([0, 1, 2, 3], [10, 10, 500, 10], budget=4 * (100 + 10), max_new_tokens=10)
+    [[0, 1], [2], [3]]
+    """
+    chunks: list[list[int]] = []
+    longest = 0
+    for item, length in zip(items, lengths):
+        longest_with = max(longest, length)
+        if chunks and chunks[-1] and (len(chunks[-1]) + 1) * (longest_with + max_new_tokens) <= budget:
+            chunks[-1].append(item)
+            longest = longest_with
+        else:
+            chunks.append([item])
+            longest = length
+    return chunks
 
 
 def judge_batch(config: RejectionSamplingConfig, rows: list[dict[str, Any]], completions: list[list[Completion]],
@@ -392,6 +483,14 @@ def _prompt_dataset(config: RejectionSamplingConfig, dataset: Any) -> Any:
     if config.prompt_column not in dataset.column_names:
         raise ConfigError([f"prompt_column: {config.prompt_column!r} is not a column of the dataset "
                            f"(columns: {dataset.column_names})"])
+    if config.solution_column != "solution":  # the rewards read the gold answer from `solution`
+        if config.solution_column not in dataset.column_names:
+            raise ConfigError([f"solution_column: {config.solution_column!r} is not a column of the dataset "
+                               f"(columns: {dataset.column_names})"])
+        if "solution" in dataset.column_names:
+            raise ConfigError([f"solution_column: {config.solution_column!r} would replace the dataset's own "
+                               "'solution' column; rename one of them"])
+        dataset = dataset.rename_column(config.solution_column, "solution")
     if config.max_prompts is not None:
         dataset = dataset.select(range(min(config.max_prompts, len(dataset))))
     return dataset
@@ -442,6 +541,9 @@ def _finalize(config: RejectionSamplingConfig, prompts: Any, records: list[dict[
     (out / STATS).write_text(json.dumps(stats, indent=2))
     logger.info("%s: %d/%d samples accepted from %d prompts -> %s", config.kind, stats["accepted"],
                 stats["generated"], stats["num_prompts"], out / SFT)
+    if stats["prompts_too_long"]:
+        logger.warning("%s: %d prompts longer than max_prompt_tokens=%s tokens were skipped (no samples)",
+                       config.kind, stats["prompts_too_long"], config.max_prompt_tokens)
     return RejectionSamplingResult(sft, prompt_stats, stats, str(out))
 
 
@@ -471,6 +573,7 @@ def summarize(config: RejectionSamplingConfig, records: list[dict[str, Any]]) ->
         "generated_tokens": sum(r["num_tokens"] for r in records),
         "prompts_with_accepted": sum(r["num_accepted"] > 0 for r in records),
         "prompts_without_samples": sum(r["num_generated"] == 0 for r in records),
+        "prompts_too_long": sum(bool(r.get("prompt_too_long")) for r in records),
         "prompts_all_passed": sum(p == 1.0 for p in pass_rates),
         "prompts_none_passed": sum(p == 0.0 for p in pass_rates),
         "rejections": {name: counts.get(name, 0) for name in order},
@@ -491,7 +594,10 @@ def run_cli(config_class: type, argv: list[str] | None, prog: str) -> int:
 
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:
-        config = parse_command_line(config_class, sys.argv[1:] if argv is None else argv, prog)
+        argv = sys.argv[1:] if argv is None else argv  # `--export-only` or `--export_only`, as TRL's parser takes
+        argv = ["--" + token[2:].partition("=")[0].replace("-", "_") + token.partition("=")[1]
+                + token.partition("=")[2] if token.startswith("--") else token for token in argv]
+        config = parse_command_line(config_class, argv, prog)
         result = build_sft_dataset(config)
     except ConfigError as exc:
         print(f"{prog}: {exc}", file=sys.stderr)

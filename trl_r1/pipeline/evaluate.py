@@ -18,6 +18,7 @@ the pipeline's report table (`report.evaluation_table`) written to `<output_dir>
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import sys
@@ -36,10 +37,13 @@ SAMPLES_SHOWN = 3  # held-out prompts whose first completion an evaluation keeps
 def evaluate_model(model_path: str, prompts: Any, config: EvaluationConfig, rewards: list[Any], *,
                    adapter_path: str | None = None, load_in_4bit: bool = False, seed: int = 0) -> dict[str, float]:
     """Mean reward per reward function (and length statistics) of `model_path` on `prompts` (a `prompt` column)."""
+    from tqdm.auto import tqdm
+
     from ..data.generation import SamplingParams, load_generator, vllm_engine_kwargs
     from ..rewards import get_reward_funcs
 
     funcs = get_reward_funcs(rewards)
+    names = [reward_column_name(entry, func) for entry, func in zip(rewards, funcs)]
     generator = load_generator(config.backend, model_path, adapter_path=adapter_path, load_in_4bit=load_in_4bit,
                                seed=seed, vllm_kwargs=vllm_engine_kwargs(config.vllm_gpu_memory_utilization,
                                                                          config.vllm_max_model_length),
@@ -56,10 +60,11 @@ def evaluate_model(model_path: str, prompts: Any, config: EvaluationConfig, rewa
                 load_in_4bit=load_in_4bit, lora_r=adapter_rank(adapter_path),
                 fast=bool(generator.describe().get("fast_generation"))))
             logger.info("evaluation: %d prompts per generate call (%s)", batch_size, why)
-        scores: dict[str, list[float | None]] = {f.__name__: [] for f in funcs}  # prompt-major: k samples per prompt
+        scores: dict[str, list[float | None]] = {name: [] for name in names}  # prompt-major: k samples per prompt
         lengths: list[int] = []
         firsts: list[tuple[Any, str]] = []  # (prompt, its first completion) of the first SAMPLES_SHOWN prompts
         truncated = 0
+        bar = tqdm(total=len(rows), unit="prompt", desc="evaluating", dynamic_ncols=True)
         for start in range(0, len(rows), batch_size):
             batch = rows[start:start + batch_size]
             groups = generator.generate([r["prompt"] for r in batch], params, seed=seed + start)
@@ -74,9 +79,11 @@ def evaluate_model(model_path: str, prompts: Any, config: EvaluationConfig, rewa
                             columns.setdefault(key, []).append(value)
                 if len(firsts) < SAMPLES_SHOWN and group:
                     firsts.append((row["prompt"], completions[-len(group)]))
-            for func in funcs:
+            for name, func in zip(names, funcs):
                 values = func(completions=completions, **columns)
-                scores[func.__name__].extend(None if v is None else float(v) for v in values)
+                scores[name].extend(None if v is None else float(v) for v in values)
+            bar.update(len(batch))
+        bar.close()
     finally:
         generator.close()
     results: dict[str, Any] = {}
@@ -90,6 +97,27 @@ def evaluate_model(model_path: str, prompts: Any, config: EvaluationConfig, rewa
     results["truncated_ratio"] = truncated / max(len(lengths), 1)
     results["num_completions"] = len(lengths)
     return results
+
+
+# options that do not change what a reward measures: left out of its column name
+_UNNAMED_OPTIONS = ("name", "weight", "think_prefilled")
+
+
+def reward_column_name(entry: str | dict[str, Any], func: Any) -> str:
+    """The metric name of a reward entry: the function's name, with the options that change what it measures, so
+    that two settings of one reward (the strict format reward and the recipes' `require_answer: false`) never
+    share a column.
+
+    >>> from ..rewards import get_reward_func
+    >>> reward_column_name({"name": "format", "require_answer": False}, get_reward_func("format"))
+    'format_reward(require_answer=false)'
+    >>> reward_column_name({"name": "format", "think_prefilled": True, "weight": 0.5}, get_reward_func("format"))
+    'format_reward'
+    """
+    name = getattr(func, "__name__", type(func).__name__)
+    options = entry.items() if isinstance(entry, dict) else ()
+    shown = [f"{key}={json.dumps(value)}" for key, value in sorted(options) if key not in _UNNAMED_OPTIONS]
+    return f"{name}({', '.join(shown)})" if shown else name
 
 
 def summarize_scores(name: str, values: list[float | None], k: int, *, seed: int = 0) -> dict[str, Any]:
@@ -194,8 +222,13 @@ class EvaluateArguments(EvaluationConfig):
 
 def resolve_model(model_name_or_path: str, base_model_name_or_path: str | None = None) -> tuple[str, str | None]:
     """(model to load, adapter on it or None): a folder with adapter_config.json is an adapter on the base it
-    names (or `base_model_name_or_path`)."""
-    config = Path(model_name_or_path) / "adapter_config.json"
+    names (or `base_model_name_or_path`). A path-like name that is no folder here is a FileNotFoundError: it
+    never goes to the Hub (whose error would be a connection failure, not "no such folder")."""
+    path = Path(model_name_or_path)
+    if not path.is_dir() and looks_like_local_path(model_name_or_path):
+        raise FileNotFoundError(f"model_name_or_path: {model_name_or_path!r} is no folder here (a path, not a Hub "
+                                "id: check the run directory and stage name, e.g. <run_dir>/rl)")
+    config = path / "adapter_config.json"
     if not config.is_file():
         return model_name_or_path, None
     base = base_model_name_or_path or json.loads(config.read_text()).get("base_model_name_or_path")
@@ -204,13 +237,120 @@ def resolve_model(model_name_or_path: str, base_model_name_or_path: str | None =
     return base, model_name_or_path
 
 
+def looks_like_local_path(name: str) -> bool:
+    """Whether a model name can only mean a local folder: it starts with `.`, `/` or `~`, has more than one `/`,
+    or its first part is a folder here (`runs/nope` beside a `runs/` folder); a Hub id is `owner/name`.
+
+    >>> looks_like_local_path("Qwen/Qwen2.5-1.5B"), looks_like_local_path("./runs/rl"), looks_like_local_path("a/b/c")
+    (False, True, True)
+    """
+    parts = name.split("/")
+    return name.startswith((".", "/", "~")) or len(parts) > 2 or (len(parts) == 2 and Path(parts[0]).is_dir())
+
+
+# names a TRL or open-r1 user types for a reward (`--reward_funcs think_format_reward`) -> the entry here
+REWARD_ALIASES: dict[str, str | dict[str, Any]] = {
+    "format_reward": "format", "soft_format_reward": "soft_format", "math_accuracy_reward": "math",
+    "accuracy": "math", "accuracy_reward": "math", "reasoning_accuracy_reward": "math",
+    "think_format_reward": {"name": "format", "require_answer": False}, "code_reward": "code",
+    "language_consistency_reward": "language",
+}
+
+
+def reward_entries(values: list[Any]) -> list[Any]:
+    """`--rewards` as reward entries: comma-separated names split (`--rewards format,math`), and the names a TRL
+    user types (their function names, TRL's `think_format_reward`) read as this registry's entries.
+
+    >>> reward_entries(["think_format_reward,math", {"name": "code"}])
+    [{'name': 'format', 'require_answer': False}, 'math', {'name': 'code'}]
+    """
+    entries: list[Any] = []
+    for value in values:
+        names = [part.strip() for part in value.split(",") if part.strip()] if isinstance(value, str) else [value]
+        entries += [REWARD_ALIASES.get(name, name) if isinstance(name, str) else name for name in names]
+    return entries
+
+
+def recorded_evaluation(model_name_or_path: str) -> dict[str, Any] | None:
+    """The evaluation settings the pipeline recorded for the stage whose output `model_name_or_path` is (its
+    stage.json, in the folder or the one above it, e.g. `<run_dir>/rl` or `<run_dir>/rl/merged`): the recipe's
+    `evaluation` keys and the reward entries it scored with, so that `trl-r1 evaluate` reproduces its figure;
+    for an adapter folder, also `load_in_4bit` as the pipeline loaded its base (the stage's, else the model's)."""
+    from .recipe import R1ModelConfig
+    from .stages import read_record
+
+    for folder in (Path(model_name_or_path), Path(model_name_or_path).parent):
+        record = read_record(folder) if folder.is_dir() else None
+        if record is not None and record.evaluation_settings:
+            settings = dict(record.evaluation_settings)
+            if (Path(model_name_or_path) / "adapter_config.json").is_file() and record.settings:
+                default = next(f.default for f in dataclasses.fields(R1ModelConfig) if f.name == "load_in_4bit")
+                model = record.settings.get("model") or {}
+                section = record.settings.get(record.name) or {}
+                settings["load_in_4bit"] = bool(section.get("load_in_4bit", model.get("load_in_4bit", default)))
+            return settings
+    return None
+
+
+def run_settings_argv(argv: list[str]) -> list[str]:
+    """`argv` preceded by the run's recorded evaluation settings (`recorded_evaluation`) for the keys it does not
+    set, when its model belongs to a pipeline run; flags and the `--config` YAML still win."""
+    given = given_values(argv)
+    recorded = recorded_evaluation(str(given.get("model_name_or_path", "")))
+    if recorded is None:
+        return argv
+    # the pipeline's defaults for the keys its recipe left out (num_prompts 200, where evaluate's is all)
+    pipeline_defaults = {key: value for key, value in asdict(EvaluationConfig()).items()
+                         if key not in ("stages", "rewards")}
+    settings = {key: value for key, value in {**pipeline_defaults, **(recorded.get("evaluation") or {})}.items()
+                if key in pipeline_defaults and key not in given}
+    entries = (recorded.get("rewards") or {}).get("entries")
+    if entries and "rewards" not in given:
+        settings["rewards"] = entries
+    if "load_in_4bit" in recorded and "load_in_4bit" not in given:
+        settings["load_in_4bit"] = recorded["load_in_4bit"]
+    if "benchmark" in given:  # the user's benchmark names its own dataset and columns
+        preset = {*BENCHMARKS.get(str(given["benchmark"]), {}), "dataset_config", "dataset_kwargs"}
+        settings = {key: value for key, value in settings.items() if key not in preset}
+    logger.info("evaluate: %s belongs to a pipeline run; its recorded evaluation settings apply (%s; flags win)",
+                given["model_name_or_path"], ", ".join(sorted(settings)) or "none")
+    tokens = []
+    for key, value in settings.items():
+        if value is not None:
+            tokens += [f"--{key}", *(json.dumps(v) for v in value)] if isinstance(value, list) else \
+                [f"--{key}", json.dumps(value) if not isinstance(value, str) else value]
+    return [*tokens, *argv]
+
+
+def given_values(argv: list[str]) -> dict[str, Any]:
+    """The keys a command line sets, by flag (`--num_samples 4`, `--num-samples=4`) or in its `--config` YAML, with
+    their first value as text (the YAML's as read).
+
+    >>> given_values(["--model_name_or_path", "m", "--num-samples=4", "--bf16"])
+    {'model_name_or_path': 'm', 'num_samples': '4', 'bf16': None}
+    """
+    values: dict[str, Any] = {}
+    for i, token in enumerate(argv):
+        if token.startswith("--"):
+            key, eq, value = token[2:].partition("=")
+            following = argv[i + 1] if i + 1 < len(argv) and not argv[i + 1].startswith("--") else None
+            values[key.replace("-", "_")] = value if eq else following
+    if values.get("config"):
+        from ..config import read_yaml
+
+        values = {**read_yaml(values["config"]), **values}
+    values.pop("config", None)
+    return values
+
+
+
 def evaluate_command(args: EvaluateArguments) -> dict[str, Any]:
     """Run `trl-r1 evaluate` with parsed arguments; returns {"settings", "evaluation": {model: metrics}} and
     writes evaluation.json and report.md into `output_dir` when set."""
     from .data import load_stage_dataset
 
     model, adapter = resolve_model(args.model_name_or_path, args.base_model_name_or_path)
-    rewards = _adapted(args.rewards or DEFAULT_REWARDS, adapter or model)
+    rewards = _adapted(reward_entries(args.rewards or DEFAULT_REWARDS), adapter or model)
     prompts, _ = load_stage_dataset(args.dataset_name, split=args.dataset_split, config=args.dataset_config,
                                     kwargs=args.dataset_kwargs, max_samples=getattr(args, "max_samples", None),
                                     rename={"prompt_column": args.prompt_column,
@@ -256,7 +396,8 @@ def main(argv: list[str] | None = None) -> int:
     prog = "trl-r1 evaluate"
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:
-        args = parse_command_line(EvaluateArguments, sys.argv[1:] if argv is None else argv, prog)
+        argv = sys.argv[1:] if argv is None else argv
+        args = parse_command_line(EvaluateArguments, run_settings_argv(argv), prog)
     except ConfigError as exc:
         print(f"{prog}: {exc}", file=sys.stderr)
         return 2

@@ -260,7 +260,8 @@ def merge_adapter(base_path: str, adapter_path: str, output_dir: Path, *, dtype:
 
     torch_dtype = getattr(torch, dtype) if dtype not in (None, "auto") else "auto"
     base = AutoModelForCausalLM.from_pretrained(base_path, dtype=torch_dtype)
-    merged = PeftModel.from_pretrained(base, adapter_path).merge_and_unload()
+    logger.info("merging the LoRA adapter %s into %s -> %s", adapter_path, base_path, output_dir)
+    merged = PeftModel.from_pretrained(base, adapter_path).merge_and_unload(progressbar=True)  # minutes at 7B
     merged.save_pretrained(output_dir)
     tokenizer_source = adapter_path if (Path(adapter_path) / "tokenizer_config.json").is_file() else base_path
     AutoTokenizer.from_pretrained(tokenizer_source).save_pretrained(output_dir)
