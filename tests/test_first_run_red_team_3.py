@@ -106,7 +106,7 @@ def test_a_prompt_with_a_system_turn_only(workdir, capsys):
 @pytest.mark.xfail(strict=True, reason="40 copies of one prompt pass with no note: every group trains on one question")
 def test_duplicate_prompts_are_noted(workdir, capsys):
     plan = passes(capsys, recipe(rl={"dataset_name": jsonl("dup.jsonl", [{"prompt": "What is 1+1?", "solution": "2"}] * 40)}))
-    assert "duplicate" in plan and "rl" in plan
+    assert any("duplicate" in line for line in plan.splitlines() if line.startswith("note:")), plan
 
 
 # ------------------------------------------------------------------------------------------- file formats
@@ -289,8 +289,9 @@ def test_a_finished_stage_with_an_unreadable_record(workdir, capsys):
     stage.mkdir(parents=True)
     (stage / "stage.json").write_text('{"name": "cold_start", "fingerpr')
     (stage / "model.safetensors").write_bytes(b"\0" * 64)
-    plan = passes(capsys, recipe())
-    assert "stage.json" in plan and "cold_start" in plan
+    code, problems, plan = dry_run(capsys, recipe())
+    said = problems if code == 2 else [line for line in plan.splitlines() if line.startswith("note:")]
+    assert any("cold_start" in line and "stage.json" in line for line in said), (code, problems)
 
 
 def test_from_stage_on_a_fresh_run_dir_still_runs_the_earlier_stages(workdir, capsys):
@@ -339,3 +340,53 @@ def test_generation_settings_out_of_range(workdir, capsys, command_, flags, key)
     budget = ["--num_prompts", "1"] if command_ == "evaluate" else []
     one_line_error(capsys, main, [command_, "--model_name_or_path", "tiny", *flags, *budget, "--num_samples", "1",
                                   "--max_new_tokens", "2", "--output_dir", "out"], key)
+
+
+# ------------------------------------------------------------------------------------------- round two of probes
+
+
+@pytest.mark.xfail(strict=True, reason="content as a list of parts ([{type: text, text: ...}], the OpenAI and TRL "
+                                       "vision format) escapes the dry run as TypeError: can only concatenate str "
+                                       "(not \"list\") to str")
+def test_prompt_content_as_a_list_of_parts(workdir, capsys):
+    rows = [{"prompt": [{"role": "user", "content": [{"type": "text", "text": f"What is {i} + 1?"}]}],
+             "solution": str(i + 1)} for i in range(8)]
+    code, problems, _ = dry_run(capsys, recipe(rl={"dataset_name": jsonl("parts.jsonl", rows)}))
+    assert code == 0 or (code == 2 and any("row 0" in p for p in problems)), (code, problems)
+
+
+@pytest.mark.xfail(strict=True, reason="gold answers written as JSON NaN (pandas' missing value) pass the "
+                                       "missing-gold check that null fails")
+def test_gold_answers_that_are_nan(workdir, capsys):
+    Path("nan.jsonl").write_text("".join(f'{{"prompt": "What is {i} + 1?", "solution": NaN}}\n' for i in range(8)))
+    fails_naming(capsys, recipe(rl={"dataset_name": "nan.jsonl"}), "8 of 8 rows have no 'solution'")
+
+
+@pytest.mark.xfail(strict=True, reason="run_dir set to the model's own folder passes; the stages would write into it")
+def test_run_dir_that_is_the_model_folder(workdir, capsys):
+    fails_once(capsys, {**recipe(), "run_dir": "tiny"}, "run_dir", "tiny")
+
+
+@pytest.mark.xfail(strict=True, reason="--card 24 plans a GPU run of a recipe with training.use_cpu: true, silently")
+def test_planning_a_gpu_for_a_recipe_that_trains_on_cpu(workdir, capsys):
+    plan = passes(capsys, recipe(), "--card", "24")
+    assert any("use_cpu" in line for line in plan.splitlines() if line.startswith("note:")), plan
+
+
+@pytest.mark.xfail(strict=True, reason="cold-start SFT data with no <think> in any answer passes with no note, "
+                                       "although the rl stage rewards that format")
+def test_cold_start_data_without_think_tags_is_noted(workdir, capsys):
+    turns = [{"role": "user", "content": "1+1"}, {"role": "assistant", "content": "2"}]
+    plan = passes(capsys, recipe(cold_start={"dataset_name": jsonl("nothink.jsonl", [{"messages": turns}] * 8)}))
+    assert any("<think>" in line for line in plan.splitlines() if line.startswith("note:")), plan
+
+
+@pytest.mark.parametrize("card, shown", [("24GB", "24 GB card"), ("H100", "H100")])
+def test_card_spellings(workdir, capsys, card, shown):
+    assert shown in passes(capsys, recipe(), "--card", card)
+
+
+@pytest.mark.parametrize("card", ["0", "-24"])
+def test_card_sizes_that_are_not_positive(workdir, capsys, card):
+    Path("recipe.yaml").write_text(yaml.safe_dump(recipe()))
+    one_line_error(capsys, run_main, ["recipe.yaml", "--dry-run", f"--card={card}"], f"--card '{card}'", "positive")
