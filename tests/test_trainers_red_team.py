@@ -252,3 +252,79 @@ def test_processing_class_given_as_a_path_is_trls_error(tiny_model_dir, tmp_path
 def test_evaluation_without_an_eval_dataset_is_transformers_error(trainer):
     with pytest.raises(ValueError, match="eval_dataset"):
         trainer(eval_strategy="steps", eval_steps=1)
+
+
+# ------------------------------------------------------------------------------------------- custom estimators
+
+
+@pytest.fixture
+def registries(monkeypatch):
+    """The estimator registries, restored after the test (a custom estimator registered here is gone after it)."""
+    for registry in (ADVANTAGE_ESTIMATORS, KL_ESTIMATORS):
+        monkeypatch.setattr(registry, "_entries", dict(registry._entries))
+    return ADVANTAGE_ESTIMATORS, KL_ESTIMATORS
+
+
+def alternating(prompts, completions, **kwargs):
+    return [float(i % 2) for i in range(len(completions))]
+
+
+def groupsize_typo(scores, groupsize):
+    return scores - scores.mean()
+
+
+def a_scalar_advantage(scores, group_size):
+    return scores.mean()
+
+
+def half_the_advantages(scores, group_size):
+    return scores[: len(scores) // 2]
+
+
+def centred(scores, group_size):
+    return scores - scores.mean()
+
+
+def a_scalar_kl(logp, ref_logp):
+    return (logp - ref_logp).sum()
+
+
+@pytest.mark.xfail(strict=True, reason="an estimator whose parameter is misspelt (groupsize) registers and configures; "
+                                       "the first step fails with TypeError: missing 1 required positional argument")
+def test_a_custom_estimator_with_an_unknown_parameter_fails_before_training(registries, tmp_path):
+    advantages, _ = registries
+    with pytest.raises((TypeError, ValueError), match="groupsize"):
+        advantages.register("typo_estimator", level="sequence")(groupsize_typo)
+        R1GRPOConfig(**settings(tmp_path, advantage_estimator="typo_estimator"))
+
+
+@pytest.mark.xfail(strict=True, reason="register() without level= is accepted; the first step fails with KeyError: "
+                                       "'level'")
+def test_a_custom_estimator_without_its_level_fails_at_registration(registries):
+    advantages, _ = registries
+    with pytest.raises((TypeError, ValueError), match="level"):
+        advantages.register("no_level")(centred)
+
+
+@pytest.mark.xfail(strict=True, reason="a scalar ends in \"object of type 'float' has no len()\", half the advantages "
+                                       "in an IndexError; neither names the estimator or the shape it must return")
+@pytest.mark.parametrize("estimator", [a_scalar_advantage, half_the_advantages])
+def test_a_custom_estimator_of_the_wrong_shape_is_named(registries, trainer, estimator):
+    registries[0].register(estimator.__name__, level="sequence")(estimator)
+    with pytest.raises(ValueError, match=estimator.__name__):
+        trainer(alternating, advantage_estimator=estimator.__name__).train()
+
+
+def test_a_custom_estimator_of_the_right_shape_trains(registries, trainer):
+    registries[0].register("centred", level="sequence")(centred)
+    run = trainer(alternating, advantage_estimator="centred")
+    run.train()
+    assert run.state.global_step == 1 and finite(run)
+
+
+@pytest.mark.xfail(strict=True, reason="a KL estimator returning one number for the batch (a sum) trains silently: it "
+                                       "broadcasts over every token")
+def test_a_custom_kl_estimator_of_the_wrong_shape_is_named(registries, trainer):
+    registries[1].register("a_scalar_kl", unbiased="value")(a_scalar_kl)
+    with pytest.raises(ValueError, match="a_scalar_kl"):
+        trainer(alternating, beta=0.1, kl_estimator="a_scalar_kl").train()
