@@ -100,7 +100,11 @@ def check_batch(
     verdicts: list[Verdict | None] = []
     tasks: dict[tuple[str, str], list[int]] = {}
     for index, (gold, completion) in enumerate(pairs):
-        prepared = _prepare(gold, completion, answer_policy)
+        try:
+            prepared = _prepare(gold, completion, answer_policy)
+        except Exception as exc:  # a bug the input found: that pair fails with its reason, never the batch
+            logger.warning("math verifier error on one pair: %s: %s", type(exc).__name__, exc)
+            prepared = Verdict(False, f"verifier error: {type(exc).__name__}")
         if isinstance(prepared, Verdict):
             verdicts.append(prepared)
         else:

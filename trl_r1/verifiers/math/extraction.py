@@ -28,6 +28,7 @@ from .words import NOT_BARE_AFTER, OPERATED_DIGITS, digits_for_words, spelled_nu
 
 MAX_CHAINED_BOXES = 20  # boxes listed one after another that still form one answer
 MAX_AFTERWORD_CHARS = 120  # text after an answer read for hedges in a completion without an <answer> block
+MAX_WRAPPERS = 20  # boxes and math delimiters nested around one answer (\boxed{$\boxed{5}$}); deeper is no answer
 MAX_GOLD_CHARS = 1000  # a longer gold without a box or "####" marker is a solution we cannot read an answer from
 
 _BOX = re.compile(r"\\(?:boxed|fbox)\s*\{")
@@ -584,6 +585,8 @@ def final_answer(completion: str, allow_or: bool = False, policy: str = "marked"
     if answer.text is None:
         return answer
     text = _strip_wrappers(answer.text)
+    if text is None:
+        return Answer(None, f"answer wrapped in over {MAX_WRAPPERS} boxes or math delimiters")
     if not text:
         return Answer(None, "empty answer")
     words = _HEDGE.finditer(re.sub(r"\\text\{\s*(or)\s*\}", r" \1 ", text))
@@ -624,21 +627,28 @@ def gold_answer(gold: object) -> Answer:
             return Answer(None, "gold is a long text without a boxed or #### answer")
         answer = Answer(gold)
     text = _strip_wrappers(answer.text or "")
+    if text is None:
+        return Answer(None, f"gold wrapped in over {MAX_WRAPPERS} boxes or math delimiters")
     return Answer(text) if text else Answer(None, "empty gold")
 
 
-def _strip_wrappers(text: str) -> str:
+def _strip_wrappers(text: str) -> str | None:
     """Remove math delimiters, markdown bold, a final period, an unmatched ``\\left`` and an article around an answer;
-    a number in words is its value (`words.spelled_number`)."""
-    text = text.strip()
-    math = _MATH_SPAN.fullmatch(text)
-    if math:
-        text = next(g for g in math.groups() if g is not None)
-    text = text.replace("**", "").replace("\\$", "").replace("$", "").strip()
-    text = re.sub(r"[.;]+$", "", text).strip()
-    inner = boxed_contents(text)
-    if len(inner) == 1 and inner[0][:2] == (0, len(text)):  # \boxed{\boxed{42}}
-        return _strip_wrappers(inner[0][2])
+    a number in words is its value (`words.spelled_number`). Layers (``\\boxed{$\\boxed{42}$}``) are peeled in a
+    loop, not by recursion, at most `MAX_WRAPPERS` of them: deeper nesting is no answer (None), whatever its depth."""
+    for _ in range(MAX_WRAPPERS):
+        text = text.strip()
+        math = _MATH_SPAN.fullmatch(text)
+        if math:
+            text = next(g for g in math.groups() if g is not None)
+        text = text.replace("**", "").replace("\\$", "").replace("$", "").strip()
+        text = re.sub(r"[.;]+$", "", text).strip()
+        inner = boxed_contents(text)
+        if not (len(inner) == 1 and inner[0][:2] == (0, len(text))):  # \boxed{\boxed{42}}: one more layer
+            break
+        text = inner[0][2]
+    else:
+        return None
     if len(re.findall(r"\\left(?![a-zA-Z])", text)) != len(re.findall(r"\\right(?![a-zA-Z])", text)):
         text = _SIZED.sub("", text)  # an unmatched \left( sizes nothing: the delimiter alone is the math
     return spelled_number(text) or _ARTICLE.sub(r"\1", text)  # "forty-two", "the fifth term"; "\text{a circle}" is "circle"
