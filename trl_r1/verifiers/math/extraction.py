@@ -65,6 +65,7 @@ _NEW_TURN = re.compile(  # where a completion runs on into a new chat turn: a te
 _TEXT_WRAPPER = re.compile(r"\\(?:text|textbf|textit|textrm|mathrm|mbox)\s*\{([^{}]*)\}")
 _BOX_SENTENCE = re.compile(r"(?i)\b(?:is|are|was|were|equals?|answer|total|gives?|get|makes?)\b")
 _ARTICLE = re.compile(r"^(\\text\{\s*)?(?:a|an|the|A|An|The)\s+(?=[a-zA-Z][a-zA-Z ]*\}?$)")  # \text{a circle}
+_BOLD = re.compile(r"(?<![\w)\]}.])\s?\*\*|\*\*(?![-\w(\\{])")  # markdown **bold**, not Python's power x**2
 _SIZED = re.compile(r"\\(?:left|right)(?![a-zA-Z])\s*\.?")  # \left( ... \right. sizes a delimiter or hides one
 _SENTENCE_END = re.compile(r"\.(?=\s|$)|\n")
 _CLOSING_CLAIM = re.compile(r"(?i)(?<!\s)\s+is\s+(?:the|our)\s+(?:final\s+)?(?:answer|solution)\s*[.!]?\s*$")
@@ -164,6 +165,12 @@ _ATTAINED = re.compile(  # where an extremum is reached, not a case of the answe
 _LATEX_SPACING = re.compile(  # markup that only lays out boxes: line breaks, spaces, rules, HTML tags
     r"\\\\(?:\[[^\]]*\])?|\\[a-zA-Z]+\*?(?:\{[^{}]*\}|\[[^\]]*\])*|\\.|<[^<>]{0,20}>"
 )
+_CLOSING_STATEMENT = re.compile(  # "So the probability that Alice wins the game is $\\frac{2}{3}$." as the last sentence
+    r"(?i)(?:^|(?<=[.!:\n]))\s*(?:so|thus|therefore|hence|finally|consequently|in\s+conclusion|in\s+total|overall)\b"
+    r"\s*,?\s+(?P<subject>the\s+[^.!?\n$=:;]{1,150}?)\s+(?:is|are|equals|(?:will|would|must)\s+be)\s+"
+    r"(?P<value>[^\n]{1,200}?)\s*[.!]?\s*$"
+)
+MAX_CLOSING_CHARS = 500  # the tail of a completion read for a closing statement
 _NOT_A_LABEL = re.compile(  # labels (and one-sentence subjects) that propose or bound a value rather than answer
     r"(?i)\b(?:guess|estimate|estimated|attempt|check|step|hint|note|example|wrong|draft|candidate|possib\w*|sub-?total|"
     r"partial|first|intermediate|bound|trial|hypothes[ie]s|conjecture|claim|assumption)\b"
@@ -391,6 +398,16 @@ def _closing_claim(region: str) -> str | None:
     return spelled_number(subject) or (subject if re.fullmatch(r"-?\d[\d,]*(?:\.\d+)?", subject) else None)
 
 
+def _closing_statement(region: str) -> str | None:
+    """The value of a closing sentence that states the question's subject ("So the probability that Alice wins
+    the game is 2/3."): the last sentence, opened by a conclusion word, "the <subject> is <value>" with nothing
+    after it. A subject that proposes or bounds ("the first guess is 5") or a value in prose is no answer."""
+    statement = _CLOSING_STATEMENT.search(region[-MAX_CLOSING_CHARS:].rstrip())
+    if statement is None or _NOT_A_LABEL.search(statement["subject"]) or _HEDGE.search(statement["subject"]):
+        return None
+    return _bare_value(statement["value"])
+
+
 def _leading_math(rest: str) -> tuple[str, int] | None:
     """The math a statement opens with, and where it ends: one span, or spans listed with commas, "and" or "or"
     (``$12$ and $13$`` is the answer "12 and 13", never "12" alone), possibly in quotes (``"$12$ and $13$"``)."""
@@ -498,7 +515,7 @@ def _bare_answer(region: str) -> str | None:
         return None
     line = _ANSWER_LINE.match(lines[-1].strip())
     if line:
-        return _bare_value(line.group("value").replace("**", ""))
+        return _bare_value(_BOLD.sub("", line.group("value")))
     opening = list(re.finditer(r"(?im)^[#*\s]*(?:final\s+)?answer\b[*:.\s]*", region))
     if opening and _MATH_SPAN.fullmatch(region[opening[-1].end():].strip().rstrip(".")):  # Answer \\[ 9 \\]
         return region[opening[-1].end():].strip().rstrip(".")
@@ -575,6 +592,8 @@ def final_answer(completion: str, allow_or: bool = False, policy: str = "marked"
             answer = Answer(statement)
         elif _closing_claim(region) is not None:
             answer = Answer(_closing_claim(region))
+        elif _closing_statement(region) is not None:
+            answer = Answer(_closing_statement(region))
         elif ANSWER_OPEN in completion:  # the block, or the value its one sentence states ("The total is 42.")
             sentence = not _SENTENCE_END.search(region.rstrip(". ")) and re.match(r"[A-Z][a-z]*\s[^\d=]*\bis\b", region)
             answer = Answer(_copula_value(region) if sentence else region)
@@ -641,8 +660,8 @@ def _strip_wrappers(text: str) -> str | None:
         math = _MATH_SPAN.fullmatch(text)
         if math:
             text = next(g for g in math.groups() if g is not None)
-        text = text.replace("**", "").replace("\\$", "").replace("$", "").strip()
-        text = re.sub(r"[.;]+$", "", text).strip()
+        text = _BOLD.sub("", text).replace("\\$", "").replace("$", "").strip()
+        text = re.sub(r"(?<!\\right)(?<!\\left)[.;]+$", "", text).strip()  # not \right. (a null delimiter)
         inner = boxed_contents(text)
         if not (len(inner) == 1 and inner[0][:2] == (0, len(text))):  # \boxed{\boxed{42}}: one more layer
             break
