@@ -65,3 +65,13 @@ def test_asked_places_reads_the_usual_phrasings():
 def test_an_unknown_policy_fails_fast():
     with pytest.raises(ValueError, match="approximations"):
         check("1", r"\boxed{1}", approximations="close")
+
+
+def test_the_reward_passes_the_policy_and_the_prompt_through():
+    from trl_r1.rewards.math import MathAccuracyReward
+
+    completions, golds = [r"\boxed{1.41}", r"\boxed{1.41}", r"\boxed{1.414}"], [r"\sqrt{2}"] * 3
+    prompts = ["What is sqrt 2 to the nearest hundredth?", "What is sqrt 2?", "What is sqrt 2?"]
+    assert MathAccuracyReward()(completions=completions, solution=golds, prompts=prompts) == [1.0, 0.0, 0.0]
+    rounded = MathAccuracyReward(approximations="rounded")
+    assert rounded(completions=completions, solution=golds, prompts=prompts) == [1.0, 0.0, 1.0]
