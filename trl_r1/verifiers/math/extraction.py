@@ -199,13 +199,12 @@ def boxed_contents(text: str) -> list[tuple[int, int, str]]:
             opened.append(i)
         elif char == "}" and opened:
             closing[opened.pop()] = i
-    boxes = [(m.start(), closing[m.end() - 1] + 1, text[m.end(): closing[m.end() - 1]])
-             for m in _BOX.finditer(text) if m.end() - 1 in closing]
-    boxes += [(m.start(), m.end(), m.group(1) or m.group(2)) for m in _TOKEN_BOX.finditer(text)]
+    boxes = [(m.start(), closing[m.end() - 1] + 1, m.end(), None) for m in _BOX.finditer(text) if m.end() - 1 in closing]
+    boxes += [(m.start(), m.end(), 0, m.group(1) or m.group(2)) for m in _TOKEN_BOX.finditer(text)]
     found = []
-    for start, end, content in sorted(boxes):
-        if not (found and start < found[-1][1]):  # a box inside a box is its content
-            found.append((start, end, _without_line_break(content)))
+    for start, end, opened_at, token in sorted(boxes):
+        if not (found and start < found[-1][1]):  # a box inside a box is its content (sliced once: nesting costs O(n))
+            found.append((start, end, _without_line_break(token if token is not None else text[opened_at: end - 1])))
     unclosed = _unclosed_box(text, opened)
     if unclosed and not (found and unclosed[0] < found[-1][1]):
         found.append(unclosed)
