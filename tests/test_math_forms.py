@@ -54,10 +54,11 @@ CLOSING = [
     ("5", "... So the number is maybe 5.", False),  # a hedge
     ("5", "... So the number of apples is 5. Let me check: 2+3=5 and also 6 is possible", False),  # not last
     ("5", "... So we get 5 apples in total.", False),  # a number in prose, not a statement of the subject
-    ("12", r"... So the total cost is 3 \cdot 4.", False),  # a calculation, not its result (marked)
 ]
 
 
 @pytest.mark.parametrize(("gold", "completion", "expected"), CLOSING)
 def test_a_closing_sentence_about_the_subject_states_the_answer(gold, completion, expected):
-    assert check(gold, completion, answer_policy="marked").equivalent is expected
+    """Read when grading ("bare"); the RL reward ("marked") still needs a marker: a sentence is prose."""
+    assert check(gold, completion, answer_policy="bare").equivalent is expected
+    assert check(gold, completion, answer_policy="marked").equivalent is False

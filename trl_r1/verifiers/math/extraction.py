@@ -13,7 +13,8 @@ Two answer policies (`ANSWER_POLICIES`) decide what happens when none of these m
   answer, so a policy cannot be rewarded for ending its reasoning on the right number by chance.
 * ``"bare"`` (`verify`'s default, for grading): also a completion that is nothing but an answer (``-5``,
   ``x = 3``, ``7,425,000``, ``28 percent``, ``$\\frac{1}{2}$``), a one-sentence statement of a value ("The
-  angle is 90."), or one whose last line is an answer line (``Answer $9$``, ``**Answer** 9``). Prose with a
+  angle is 90."), a closing sentence that states the question's subject ("So the probability that Alice wins
+  the game is 2/3."), or one whose last line is an answer line (``Answer $9$``, ``**Answer** 9``). Prose with a
   number in it is still no answer, and hedges and negations ("about 5", "not 5", "at least 5") are rejected.
 """
 
@@ -591,7 +592,7 @@ def final_answer(completion: str, allow_or: bool = False, policy: str = "marked"
             answer = Answer(statement)
         elif _closing_claim(region) is not None:
             answer = Answer(_closing_claim(region))
-        elif _closing_statement(region) is not None:
+        elif policy == "bare" and _closing_statement(region) is not None:  # prose: "marked" needs a marker
             answer = Answer(_closing_statement(region))
         elif ANSWER_OPEN in completion:  # the block, or the value its one sentence states ("The total is 42.")
             sentence = not _SENTENCE_END.search(region.rstrip(". ")) and re.match(r"[A-Z][a-z]*\s[^\d=]*\bis\b", region)
