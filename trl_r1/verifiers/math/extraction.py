@@ -166,10 +166,17 @@ _ATTAINED = re.compile(  # where an extremum is reached, not a case of the answe
 _LATEX_SPACING = re.compile(  # markup that only lays out boxes: line breaks, spaces, rules, HTML tags
     r"\\\\(?:\[[^\]]*\])?|\\[a-zA-Z]+\*?(?:\{[^{}]*\}|\[[^\]]*\])*|\\.|<[^<>]{0,20}>"
 )
-_CLOSING_STATEMENT = re.compile(  # "So the probability that Alice wins the game is $\\frac{2}{3}$." as the last sentence
-    r"(?i)(?:^|(?<=[.!:\n]))\s*(?:so|thus|therefore|hence|finally|consequently|in\s+conclusion|in\s+total|overall)\b"
-    r"\s*,?\s+(?P<subject>the\s+[^.!?\n$=:;]{1,150}?)\s+(?:is|are|equals|(?:will|would|must)\s+be)\s+"
-    r"(?P<value>[^\n]{1,200}?)\s*[.!]?\s*$"
+_CLOSING_STATEMENT = re.compile(  # the last sentence states the subject: "So the probability that Alice wins the game
+    # is 2/3.", "The fraction that is shaded is therefore $\\frac{3}{4}$.", "So there are 120 ways to arrange them."
+    r"(?i)(?:^|(?<=[.!:\n]))\s*(?P<conclusion>(?:so|thus|therefore|hence|finally|consequently|in\s+conclusion|in\s+total|overall)\b\s*,?\s+)?"
+    r"(?:(?P<subject>the\s+[^.!?\n$=:;]{1,150})\s+(?:is|are|equals|(?:will|would|must)\s+be)"
+    r"(?:\s+(?:therefore|thus|hence|then|exactly))?\s+(?P<value>[^\n]{1,200}?)|"
+    r"there\s+(?:are|is|were|was)\s+(?P<count>-?\d[\d,]*(?:\.\d+)?)(?:\s+[a-z]+){1,12}?)\s*[.!]?\s*$"
+)
+_CLOSING_ACTOR = re.compile(  # "So Natalia sold 72 clips altogether in April and May.": a named subject, one number
+    r"(?:^|(?<=[.!:\n]))\s*(?i:so|thus|therefore|hence|finally|in\s+conclusion|in\s+total|overall)\s*,?\s+"
+    r"(?!(?i:we|i|you|let|it|this|that|there|the|then)\b)[A-Z][a-z]+(?:\s+[A-Z][a-z]+)?(?P<verb>(?:\s+[a-z]+){1,3}?)\s+"
+    r"(?P<number>-?\$?\d[\d,]*(?:\.\d+)?)(?P<rest>(?:\s+[A-Za-z']+){1,12})\s*[.!]?\s*$"
 )
 MAX_CLOSING_CHARS = 500  # the tail of a completion read for a closing statement
 _NOT_A_LABEL = re.compile(  # labels (and one-sentence subjects) that propose or bound a value rather than answer
@@ -400,11 +407,22 @@ def _closing_claim(region: str) -> str | None:
 
 def _closing_statement(region: str) -> str | None:
     """The value of a closing sentence that states the question's subject ("So the probability that Alice wins
-    the game is 2/3."): the last sentence, opened by a conclusion word, "the <subject> is <value>" with nothing
-    after it. A subject that proposes or bounds ("the first guess is 5") or a value in prose is no answer."""
-    statement = _CLOSING_STATEMENT.search(region[-MAX_CLOSING_CHARS:].rstrip())
-    if statement is None or _NOT_A_LABEL.search(statement["subject"]) or _HEDGE.search(statement["subject"]):
+    the game is 2/3.", "So there are 120 ways to arrange them."): "the <subject> is <value>" or "there are <n> ...",
+    with nothing after it, opened by a conclusion word or alone in its region. A subject that proposes or bounds
+    ("the first guess is 5"), a hedge, or a value in prose is no answer."""
+    tail = region[-MAX_CLOSING_CHARS:].strip()
+    statement = _CLOSING_STATEMENT.search(tail)
+    if statement is not None and not statement["conclusion"] and (len(region.strip()) > len(tail) or tail[: statement.start()].strip()):
+        return None  # without "so"/"thus", only a region that is this one sentence ("48 + 24 = 72. The total is 72." is prose)
+    actor = _CLOSING_ACTOR.search(tail) if statement is None else None
+    if actor is not None and not _NOT_A_VALUE.search(actor["verb"] + actor["rest"]) and not _HEDGE.search(actor.group()):
+        return actor["number"].replace("$", "")
+    if statement is None or statement["count"] is None and (
+        _NOT_A_LABEL.search(statement["subject"]) or _HEDGE.search(statement["subject"])
+    ):
         return None
+    if statement["count"] is not None:  # "there are 120 ways ...": a count, unless hedged or bounded
+        return None if _NOT_A_VALUE.search(tail[statement.end("count"):]) else statement["count"]
     return _bare_value(statement["value"])
 
 

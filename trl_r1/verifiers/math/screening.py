@@ -43,6 +43,7 @@ _TRAILING_UNIT = re.compile(
     r"(?:(?<=[\d})])|(?<=\\pi))\s*\\text\{[^{}]*\}(?:\^\{?[23]\}?)?$"  # 5\text{ cm}^2, 4\pi\text{ cm}^2
     r"|(?<=\d)\s+[a-zA-Z]{2,}(?:\s+[a-zA-Z]{2,}){0,2}(?:\^\{?[23]\}?)?$"  # 12 square units, 4 cm^2
     r"|(?<=\d)\s*[a-zA-Z]+/[a-zA-Z]+(?:\^\{?[23]\}?)?$"  # a rate: 72 km/h, 9.8 m/s^2
+    r"|(?<=\d)\s+[gmsLlhKNJWV](?:\^\{?[23]\}?)?$"  # a one-letter SI unit after a space: 8 L, 1500 g, 5 m^2
     r"|(?<=\d)\s*\([a-zA-Z ]{2,}\)$"  # 18 (dollars)
 )
 _NOT_A_UNIT = re.compile(  # words a trailing "unit" cannot hold: a judgement, hedge or condition ("5 (wrong)", "5 (I think)")
@@ -52,7 +53,8 @@ _NOT_A_UNIT = re.compile(  # words a trailing "unit" cannot hold: a judgement, h
 )
 _UNICODE = {"π": "\\pi ", "√": "\\sqrt", "∞": "\\infty ", "−": "-", "–": "-", "×": "\\times ", "·": "\\cdot ",
             "⋅": "\\cdot ", "≤": "\\le ", "≥": "\\ge ", "≠": "\\ne ", "÷": "\\div ", "∗": "*", "✕": "\\times ",
-            "⨯": "\\times ", "⁄": "/", "±": "\\pm ", "∓": "\\mp "}
+            "⨯": "\\times ", "⁄": "/", "±": "\\pm ", "∓": "\\mp ",
+            "⩽": "\\le ", "⩾": "\\ge ", "≦": "\\le ", "≧": "\\ge "}
 _VULGAR = {ch: Fraction(unicodedata.numeric(ch)).limit_denominator(10) for ch in "½⅓⅔¼¾⅕⅖⅗⅘⅙⅚⅐⅛⅜⅝⅞⅑⅒"}
 _VULGAR_FRACTION = re.compile(f"(\\d?)\\s?([{''.join(_VULGAR)}])(\\s?\\d)?")  # 3½, ½, ½ 3
 _SUPERSCRIPT = re.compile("[⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻ⁿ]+")  # x², 10³³, x⁻¹: a run of superscript characters is one exponent
@@ -60,9 +62,22 @@ _SUPERSCRIPT_TEXT = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻ⁿ", "01234
 _RADICAL = re.compile(r"([√∛∜])\s?(\d+(?:\.\d+)?|[a-zA-Z]|\\pi|\{[^{}]*\}|\([^()]*\))")  # √13, √(x+1), ∛2, √{2}
 _RADICAL_INDEX = {"√": "", "∛": "[3]", "∜": "[4]"}
 _PYTHON_POWER = re.compile(r"(?<=[\w)\]}.])\s?\*\*\s?(?=[-\w(\\{])")  # x**2 (Python/sympy), not markdown **bold**
+_MODULUS = re.compile(  # "2 \\pmod 7", "2 \\pmod{7}", "2 (\\bmod 7)", "2 (mod 7)": a residue stated with its modulus
+    r"(?<=[\w}])\s?(?:\\pmod\s?\{?\s?\d+\s?\}?|\(\s?\\?(?:b|)mod\s?\{?\s?\d+\s?\}?\s?\)|\\(?:bmod|mod)\s?\{?\s?\d+\s?\}?)$"
+)
 _PYTHON_SQRT = re.compile(r"(?<![\\a-zA-Z])sqrt\s?\(([^()]*)\)")  # sqrt(2)
+_SYMPY_PRINTING = (  # what sympy's str() and Python print: sympy.pi, Rational(1, 3), S(1), E, 2j, sin(x)
+    (re.compile(r"(?<![\w\\])(?:sympy|sp|math|np|numpy)\."), ""),
+    (re.compile(r"(?<![\w\\])Rational\(\s?(-?\d+)\s?,\s?(-?\d+)\s?\)"), r"\\frac{\1}{\2}"),
+    (re.compile(r"(?<![\w\\])(?:S|Integer|Float)\(\s?(-?\d+(?:\.\d+)?)\s?\)"), r"\1"),
+    (re.compile(r"(?<![\w\\{(])E(?=\s?(?:\*\*|\^|\*))|(?<=\*)E(?![\w])"), "e"),  # E**2, 2*E; a lone E is a letter
+    (re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)j(?![\w])"), r"\1i"),
+    (re.compile(r"(?<![\w\\])(sin|cos|tan|cot|sec|csc|arcsin|arccos|arctan|sinh|cosh|tanh|ln|log)(?=\s?\()"), r"\\\1"),
+    (re.compile(r"(?<![\w\\])a(sin|cos|tan)(?=\s?\()"), r"\\arc\1"),
+)
 _NULL_DELIMITER = re.compile(  # \left( 12 \right. : a sized pair whose one side is the null delimiter "." holds one bracket
-    r"\\left\s?(?:[(\[]|\\\{)\s?([^()\[\]{}]*?)\s?\\right\s?\.|\\left\s?\.\s?([^()\[\]{}]*?)\s?\\right\s?(?:[)\]]|\\\})"
+    r"\\left\s?(?:[(\[]|\\\{)\s?((?:[^()\[\]{}]|\{(?:[^{}]|\{[^{}]*\})*\})*?)\s?\\right\s?\.|"
+    r"\\left\s?\.\s?((?:[^()\[\]{}]|\{(?:[^{}]|\{[^{}]*\})*\})*?)\s?\\right\s?(?:[)\]]|\\\})"
 )
 _PLAIN_PI = re.compile(r"(?<![\\a-zA-Z])pi(?![a-zA-Z])")  # pi/2 written without LaTeX (math-verify#69)
 _PLAIN_EXP = re.compile(r"(?<![\\a-zA-Z])exp\(([^()]*)\)")  # exp(16)
@@ -174,6 +189,10 @@ def canonical(text: str) -> str:
     for symbol, command in _UNICODE.items():
         text = text.replace(symbol, command)
     text = _PYTHON_SQRT.sub(r"\\sqrt{\1}", _PYTHON_POWER.sub("^", text))
+    if re.search(r"[A-Za-z]\(|\.|\dj|\bE\b", text):  # only answers that may hold Python/sympy printing
+        for printed, latex in _SYMPY_PRINTING:
+            text = printed.sub(latex, text)
+    text = _MODULUS.sub("", text)
     text = _NULL_DELIMITER.sub(lambda m: m[1] if m[1] is not None else m[2], text)
     text = _VULGAR_FRACTION.sub(_vulgar_fraction, text)
     text = _PLAIN_EXP.sub(r"e^{\1}", _PLAIN_PI.sub(r"\\pi ", text))
