@@ -15,6 +15,7 @@ FAMILIES = {  # family: [(gold, answer written in that form, right?)]
         ("-5", "−5", True), ("5", "−5", False), (r"\infty", "∞", True), (r"x \le 3", "x ≤ 3", True),
         (r"x \ge 3", "x ≥ 3", True), (r"x \neq 3", "x ≠ 3", True), (r"x \le 3", "x ≥ 3", False),
         (r"2\cdot 3^{x}", "2⋅3^x", True), (r"\sqrt[3]{2}", "∛2", True), (r"\sqrt[3]{2}", "√2", False),
+        (r"x \le 3", "x ⩽ 3", True), (r"x \ge 3", "x ⩾ 3", True), (r"x \le 3", "x ⩾ 3", False),
     ],
     "relation commands": [
         ("x<3", r"x \lt 3", True), ("x>3", r"x \gt 3", True), (r"x\le3", r"x \leq 3", True),
@@ -26,11 +27,21 @@ FAMILIES = {  # family: [(gold, answer written in that form, right?)]
         (r"2\sqrt{2}", "2*sqrt(2)", True), (r"2\sqrt{2}", "2*sqrt(3)", False), (r"\frac{\pi}{2}", "pi/2", True),
         (r"\frac{\pi}{3}", "pi/2", False), (r"e^{16}", "exp(16)", True),
     ],
+    "sympy printing": [
+        (r"\frac{1}{3}", "Rational(1, 3)", True), (r"\frac{1}{3}", "Rational(1, 4)", False), (r"\frac{1}{3}", "S(1)/3", True),
+        (r"\frac{\pi}{2}", "sympy.pi/2", True), ("e^{2}", "E**2", True), ("e^{2}", "E**3", False), ("1+2i", "1 + 2j", True),
+        ("1+2i", "1 - 2j", False), (r"\sin^2 x", "sin(x)**2", True), (r"\sin^2 x", "1 - cos(x)**2", True),
+        (r"\sin^2 x", "cos(x)**2", False), ("E", r"\textbf{(E)}", True),
+    ],
     "trailing unit": [
         ("72", "72 km/h", True), ("73", "72 km/h", False), ("9.8", "9.8 m/s^2", True), ("72", "72 mph", True),
+        ("8", "8 L", True), ("1500", "1,500 g", True), ("1500", "1,400 g", False),
     ],
+    "modulus": [("2", r"2 \pmod 7", True), ("2", r"2 \pmod{7}", True), ("2", "2 (mod 7)", True), ("3", r"2 \pmod 7", False)],
     "null delimiter": [
         ("12", r"\left( 12 \right.", True), ("13", r"\left( 12 \right.", False),
+        (r"\frac{1}{2}", r"\left( \frac{1}{2} \right.", True), (r"2\sqrt{3}", r"\left( 2\sqrt{3} \right.", True),
+        (r"2\sqrt{3}", r"\left( 3\sqrt{2} \right.", False),
     ],
 }
 
@@ -54,6 +65,14 @@ CLOSING = [
     ("5", "... So the number is maybe 5.", False),  # a hedge
     ("5", "... So the number of apples is 5. Let me check: 2+3=5 and also 6 is possible", False),  # not last
     ("5", "... So we get 5 apples in total.", False),  # a number in prose, not a statement of the subject
+    (r"\frac{1}{6}", "<think>x</think>\n\nThe probability of rolling a four is therefore 1/6.", True),  # alone
+    ("72", "48 + 24 = 72. The total is 72.", False),  # without "so", only a sentence alone in its region
+    ("120", "<think>x</think>\n\nSo there are 120 ways to arrange the books on the shelf.", True),
+    ("120", "... So there are at least 120 ways to arrange them.", False),
+    ("72", "<think>x</think>\n\nSo Natalia sold 72 clips altogether in April and May.", True),
+    ("72", "<think>x</think>\n\nSo Natalia sold 70 clips altogether in April and May.", False),
+    ("5", "... So John has at least 5 apples.", False),
+    ("5", "... So John has 5 apples left after giving 3 away.", False),  # two numbers
 ]
 
 

@@ -26,6 +26,13 @@ PATHOLOGICAL = {
     "lone surrogate": "\\boxed{5\ud800}",
     "backslashes": "\\boxed{5}" + "\\" * 100_000,
     "a megabyte of text": "x" * 1_000_000,
+    # long runs that made extraction's regexes backtrack quadratically (red team, issue 36)
+    "spaces after 'is'": "The answer is" + " " * 50_000 + "\\boxed{6}",
+    "digits after the box": "\\boxed{6} also " + "1" * 50_000,
+    "condition words": "\\boxed{6} when " + "if " * 50_000,
+    "unclosed inline math": "\\(" * 50_000 + " The answer is 6",
+    "stars after 'final answer'": "final answer" + "*" * 50_000 + "6",
+    "unclosed remark": "The answer is 6 (" + "a" * 50_000,
 }
 
 

@@ -178,7 +178,9 @@ _CLOSING_ACTOR = re.compile(  # "So Natalia sold 72 clips altogether in April an
     r"(?!(?i:we|i|you|let|it|this|that|there|the|then)\b)[A-Z][a-z]+(?:\s+[A-Z][a-z]+)?(?P<verb>(?:\s+[a-z]+){1,3}?)\s+"
     r"(?P<number>-?\$?\d[\d,]*(?:\.\d+)?)(?P<rest>(?:\s+[A-Za-z']+){1,12})\s*[.!]?\s*$"
 )
-MAX_CLOSING_CHARS = 500  # the tail of a completion read for a closing statement
+MAX_CLOSING_CHARS = 500
+MAX_REPEATS = 64  # a unit of 1-4 characters repeated more often is cut to this many and a "⋯" (no number, no math)
+_REPEATED_RUN = re.compile(r"(.{1,4}?)\1{%d,}" % MAX_REPEATS, re.S)  # 50,000 spaces, "if if if ...", "\\(\\(...", "111..."  # the tail of a completion read for a closing statement
 _NOT_A_LABEL = re.compile(  # labels (and one-sentence subjects) that propose or bound a value rather than answer
     r"(?i)\b(?:guess|estimate|estimated|attempt|check|step|hint|note|example|wrong|draft|candidate|possib\w*|sub-?total|"
     r"partial|first|intermediate|bound|trial|hypothes[ie]s|conjecture|claim|assumption)\b"
@@ -254,6 +256,13 @@ def _unclosed_box(text: str, unmatched: list[int]) -> tuple[int, int, str] | Non
         return None
     depth = answer.count("{") - answer.count("}")
     return box.start(), box.end() + len(content), answer + "}" * max(depth, 0)
+
+
+def _cut_runs(completion: str) -> str:
+    """The completion with each long run of a repeated short unit cut to `MAX_REPEATS` copies and a "⋯": no answer
+    holds such a run, and the extraction's patterns, linear on text, can be quadratic on one (a regex retried at each
+    of 50,000 spaces); cut, every completion is read in time whatever it repeats."""
+    return _REPEATED_RUN.sub(lambda run: run.group(1) * MAX_REPEATS + "⋯", completion)
 
 
 def _first_turn(completion: str) -> str:
@@ -575,7 +584,7 @@ def final_answer(completion: str, allow_or: bool = False, policy: str = "marked"
         raise ValueError(f"answer policy must be one of {ANSWER_POLICIES}, got {policy!r}")
     if not isinstance(completion, str):
         return Answer(None, "completion is not text")
-    region = extract_answer(_first_turn(completion))
+    region = extract_answer(_first_turn(_cut_runs(completion)))
     answer = _last_boxed(region, allow_or)
     if answer is not None and answer.text:
         answer = _sentence_value(answer.text) or answer
