@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from ..format import ANSWER_OPEN, extract_answer
 from .screening import or_joins_relations
@@ -33,6 +34,7 @@ MAX_WRAPPERS = 20  # boxes and math delimiters nested around one answer (\boxed{
 MAX_GOLD_CHARS = 1000  # a longer gold without a box or "####" marker is a solution we cannot read an answer from
 
 _BOX = re.compile(r"\\(?:boxed|fbox)\s*\{")
+_BRACE = re.compile(r"[{}]")
 _TOKEN_BOX = re.compile(  # a box of one token without braces: "\\boxed 5", "\\boxed5", "\\boxed -12.5", "\\boxed A",
     # followed by the end of the math or the sentence (a number also by its unit), never by more of an expression
     # ("\\boxed 3 + 4" is no answer) or by prose ("put it in \\boxed A to mark it")
@@ -179,7 +181,9 @@ _CLOSING_ACTOR = re.compile(  # "So Natalia sold 72 clips altogether in April an
     r"(?P<number>-?\$?\d[\d,]*(?:\.\d+)?)(?P<rest>(?:\s+[A-Za-z']+){1,12})\s*[.!]?\s*$"
 )
 MAX_CLOSING_CHARS = 500
-MAX_REPEATS = 64  # a unit of 1-4 characters repeated more often is cut to this many and a "⋯" (no number, no math)
+MAX_REGION_CHARS = 100_000  # the answer region's tail that is read: a final answer closes it, and every pass is linear
+MAX_REPEATS = 64  # a unit of 1-4 characters repeated more often is cut to this many and `_CUT`
+_CUT = "\ue000"  # marks where a run was cut (a private-use character: no text holds it); an answer holding it is none
 _REPEATED_RUN = re.compile(r"(.{1,4}?)\1{%d,}" % MAX_REPEATS, re.S)  # 50,000 spaces, "if if if ...", "\\(\\(...", "111..."  # the tail of a completion read for a closing statement
 _NOT_A_LABEL = re.compile(  # labels (and one-sentence subjects) that propose or bound a value rather than answer
     r"(?i)\b(?:guess|estimate|estimated|attempt|check|step|hint|note|example|wrong|draft|candidate|possib\w*|sub-?total|"
@@ -203,11 +207,18 @@ def boxed_contents(text: str) -> list[tuple[int, int, str]]:
     >>> [c for _, _, c in boxed_contents(r"so \\boxed{\\frac{1}{2}} and \\fbox{3} or \\boxed 4 or $\\boxed{5$")]
     ['\\\\frac{1}{2}', '3', '4', '5']
     """
+    return list(_boxed_contents(text))
+
+
+@lru_cache(maxsize=8)
+def _boxed_contents(text: str) -> tuple[tuple[int, int, str], ...]:
+    """`boxed_contents`, cached: one completion's region is searched for boxes several times."""
     closing, opened = {}, []  # matching braces in one pass: nested unclosed boxes cost O(n), not O(n^2)
-    for i, char in enumerate(text):
-        if char == "{":
+    for brace in _BRACE.finditer(text):
+        i = brace.start()
+        if brace.group() == "{":
             opened.append(i)
-        elif char == "}" and opened:
+        elif opened:
             closing[opened.pop()] = i
     boxes = [(m.start(), closing[m.end() - 1] + 1, m.end(), None) for m in _BOX.finditer(text) if m.end() - 1 in closing]
     boxes += [(m.start(), m.end(), 0, m.group(1) or m.group(2)) for m in _TOKEN_BOX.finditer(text)]
@@ -218,7 +229,7 @@ def boxed_contents(text: str) -> list[tuple[int, int, str]]:
     unclosed = _unclosed_box(text, opened)
     if unclosed and not (found and unclosed[0] < found[-1][1]):
         found.append(unclosed)
-    return found
+    return tuple(found)
 
 
 def _without_line_break(content: str) -> str:
@@ -259,10 +270,10 @@ def _unclosed_box(text: str, unmatched: list[int]) -> tuple[int, int, str] | Non
 
 
 def _cut_runs(completion: str) -> str:
-    """The completion with each long run of a repeated short unit cut to `MAX_REPEATS` copies and a "⋯": no answer
+    """The completion with each long run of a repeated short unit cut to `MAX_REPEATS` copies and `_CUT`: no answer
     holds such a run, and the extraction's patterns, linear on text, can be quadratic on one (a regex retried at each
     of 50,000 spaces); cut, every completion is read in time whatever it repeats."""
-    return _REPEATED_RUN.sub(lambda run: run.group(1) * MAX_REPEATS + "⋯", completion)
+    return _REPEATED_RUN.sub(lambda run: run.group(1) * MAX_REPEATS + _CUT, completion)
 
 
 def _first_turn(completion: str) -> str:
@@ -584,7 +595,7 @@ def final_answer(completion: str, allow_or: bool = False, policy: str = "marked"
         raise ValueError(f"answer policy must be one of {ANSWER_POLICIES}, got {policy!r}")
     if not isinstance(completion, str):
         return Answer(None, "completion is not text")
-    region = extract_answer(_first_turn(_cut_runs(completion)))
+    region = _cut_runs(extract_answer(_first_turn(completion))[-MAX_REGION_CHARS:])
     answer = _last_boxed(region, allow_or)
     if answer is not None and answer.text:
         answer = _sentence_value(answer.text) or answer
@@ -630,6 +641,8 @@ def final_answer(completion: str, allow_or: bool = False, policy: str = "marked"
             return Answer(None, "no final answer")
     if answer.text is None:
         return answer
+    if _CUT in answer.text:
+        return Answer(None, f"answer holds a unit repeated over {MAX_REPEATS} times")
     text = _strip_wrappers(answer.text)
     if text is None:
         return Answer(None, f"answer wrapped in over {MAX_WRAPPERS} boxes or math delimiters")
