@@ -64,8 +64,11 @@ def load_cases(path: Path) -> list[dict]:
         return [json.loads(line) for line in f if line.strip()]
 
 
-def run_ours(cases: list[dict], timeout_s: float | None, policy: str | None = None) -> tuple[list[bool], list[float]]:
-    """Our verdicts one case after another; `policy` None: each case's own `answer_policy` (else "marked")."""
+def run_ours(
+    cases: list[dict], timeout_s: float | None, policy: str | None = None, approximations: str = "reject"
+) -> tuple[list[bool], list[float]]:
+    """Our verdicts one case after another; `policy` None: each case's own `answer_policy` (else "marked"); a
+    case's `question`, when it has one, is passed for a rounding it asks for."""
     from trl_r1.verifiers.math import DEFAULT_TIMEOUT_S, check
 
     timeout_s = DEFAULT_TIMEOUT_S if timeout_s is None else timeout_s
@@ -74,7 +77,8 @@ def run_ours(cases: list[dict], timeout_s: float | None, policy: str | None = No
     for case in cases:
         start = time.perf_counter()
         answer_policy = policy or case.get("answer_policy", "marked")
-        verdicts.append(bool(check(case["gold"], case["completion"], timeout_s, answer_policy).equivalent))
+        verdict = check(case["gold"], case["completion"], timeout_s, answer_policy, approximations, case.get("question"))
+        verdicts.append(bool(verdict.equivalent))
         seconds.append(time.perf_counter() - start)
     return verdicts, seconds
 
@@ -192,13 +196,15 @@ def main() -> None:
     parser.add_argument("--cases", type=Path, default=DEFAULT_CASES)
     parser.add_argument("--timeout", type=float, default=None, help="our per-check hard limit (s; default: the verifier's)")
     parser.add_argument("--hang-limit", type=float, default=30.0, help="seconds before a math-verify case is killed")
+    parser.add_argument("--approximations", choices=("reject", "rounded"), default="reject",
+                        help="our policy for a decimal answer to an exact gold (issue 36; default: reject)")
     parser.add_argument("--show-errors", action="store_true", help="list the cases each side gets wrong")
     args = parser.parse_args()
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     cases = load_cases(args.cases)
     print(f"{len(cases)} cases ({sum(c['label'] for c in cases)} right answers) from {args.cases}")
 
-    ours, ours_s = run_ours(cases, args.timeout)
+    ours, ours_s = run_ours(cases, args.timeout, approximations=args.approximations)
     theirs, theirs_s, hangs = run_math_verify(args.cases.resolve(), len(cases), args.hang_limit)
     a, b = summary(cases, ours, ours_s), summary(cases, theirs, theirs_s)
     print(f"\n{'':22}{'trl_r1':>12}{'math-verify':>14}")

@@ -28,9 +28,9 @@ def boxed(answer: str) -> str:
     return f"<think>...</think> The answer is $\\boxed{{{answer}}}$."
 
 
-def timed_check(gold: str, answer: str, policy: str = "bare"):
+def timed_check(gold: str, answer: str, policy: str = "bare", approximations: str = "reject"):
     start = time.perf_counter()
-    verdict = check(gold, boxed(answer), answer_policy=policy)
+    verdict = check(gold, boxed(answer), answer_policy=policy, approximations=approximations)
     assert time.perf_counter() - start < SECONDS
     return verdict
 
@@ -144,21 +144,26 @@ def test_near_misses_and_bombs_fail_fast(gold, answer):
 )
 def test_a_near_miss_is_not_accepted_by_tolerance(gold, answer):
     assert timed_check(gold, answer).equivalent is False
+    assert timed_check(gold, answer, approximations="rounded").equivalent is False
 
 
 @pytest.mark.parametrize(
     ("gold", "answer"),
     [
-        (r"\pi", "3.141592653589793238463"),  # correctly rounded: the decimal policy accepts it
+        (r"\pi", "3.141592653589793238463"),  # correctly rounded: approximations="rounded" accepts it
         (r"\sqrt{2}", "1.414213562373095048802"),
         (r"\sqrt{2}", "1.4142"),
         (r"\pi", "3.14159265358979323846264338327950288419716939937510582"),  # 53 places: checked at 63 digits
-        (r"2\sqrt{3}", r"\sqrt{12}"),
     ],
     ids=short,
 )
-def test_correct_roundings_and_exact_forms_still_pass(gold, answer):
-    assert timed_check(gold, answer).equivalent is True
+def test_correct_roundings_pass_only_under_the_rounded_policy(gold, answer):
+    assert timed_check(gold, answer).equivalent is False  # issue 36: an approximation is wrong by default
+    assert timed_check(gold, answer, approximations="rounded").equivalent is True
+
+
+def test_exact_forms_still_pass():
+    assert timed_check(r"2\sqrt{3}", r"\sqrt{12}").equivalent is True
 
 
 def test_marked_policy_still_refuses_a_calculation_that_cancels():

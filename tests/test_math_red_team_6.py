@@ -505,19 +505,7 @@ RESULTS = [
     ("\\frac{n(n+1)}{2}", A("\\sum_{k=1}^{n} k")),
     wrong("x^2+1", A("(x+i)(x-i)"), "i is the imaginary unit only against a constant gold, so (x+i)(x-i) is not "
           "x^2+1 (main too)"),
-    # decimals against irrationals
-    ("\\pi", A("3.142")),
-    ("\\pi", A("3.1416")),
-    ("\\pi", A("3.14159")),
-    ("\\sqrt{2}", A("1.414")),
-    ("\\sqrt{2}", A("1.4142")),
-    ("e", A("2.718")),
-    ("\\pi^2", A("9.870")),
-    ("\\pi", A("3.141592653589793238462643383280")),  # 30 places
     ("1", A("1.0")),
-    ("\\pi", A("3.14159265358979323846264338327950288419716939937511")),  # fixed: the gold is evaluated past the
-    ("\\pi", A(PI_200[:121] + "7")),  # fixed                                   decimal's own digits
-    ("\\pi", A(PI_200)),  # fixed
     # matrices
     (M([[1, 2], [3, 4]]), A(M([[1, 2], [3, 4]]))),
     (M([[1, 2], [3, 4]]), A(M([[1, 2], [3, 4]]).replace("pmatrix", "bmatrix"))),
@@ -570,6 +558,27 @@ def test_red_team_6_scores_zero(gold, completion):
 @pytest.mark.parametrize(("gold", "completion"), RESULTS)
 def test_red_team_6_scores_one(gold, completion):
     assert check(gold, completion, answer_policy="marked").equivalent is True
+
+
+ROUNDED_DECIMALS = [  # decimals against irrationals: correctly rounded, so right only where the dataset opts in
+    ("\\pi", A("3.142")),
+    ("\\pi", A("3.1416")),
+    ("\\pi", A("3.14159")),
+    ("\\sqrt{2}", A("1.414")),
+    ("\\sqrt{2}", A("1.4142")),
+    ("e", A("2.718")),
+    ("\\pi^2", A("9.870")),
+    ("\\pi", A("3.141592653589793238462643383280")),  # 30 places
+    ("\\pi", A("3.14159265358979323846264338327950288419716939937511")),  # fixed: the gold is evaluated past the
+    ("\\pi", A(PI_200[:121] + "7")),  # fixed                                   decimal's own digits
+    ("\\pi", A(PI_200)),  # fixed
+]
+
+
+@pytest.mark.parametrize(("gold", "completion"), ROUNDED_DECIMALS)
+def test_red_team_6_rounded_decimals_score_one_only_under_the_rounded_policy(gold, completion):
+    assert check(gold, completion, answer_policy="marked").equivalent is False  # issue 36: approximations rejected
+    assert check(gold, completion, answer_policy="marked", approximations="rounded").equivalent is True
 
 
 BOMBS = [  # inputs built to make the new readers slow; a verdict must come within 2 s

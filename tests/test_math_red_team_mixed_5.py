@@ -167,7 +167,7 @@ RESULTS = [  # a single number in a standard form, or a true chain ending in it,
     ("-3\\frac{1}{2}", "-3.5", "marked", True),
     ("3\\frac{1}{3}", "\\frac{10}{3}", "marked", True),
     ("3\\frac{1}{3}", "3.\\overline{3}", "marked", True),
-    ("3\\frac{1}{3}", "3.3333", "marked", True),  # debatable: the same rounding \frac{10}{3} accepts
+    ("3\\frac{1}{3}", "3.3333", "marked", False),  # issue 36: a rounded decimal for an exact gold is wrong
     ("10\\frac12", "10.5", "marked", True),
     ("10\\frac12", "21/2", "marked", True),
     ("-2\\frac{3}{4}", "-2.75", "marked", True),
@@ -179,7 +179,7 @@ RESULTS = [  # a single number in a standard form, or a true chain ending in it,
     ("0\\frac{0}{1}", "0", "marked", True),
     ("12\\frac{34}{56}", "12\\frac{17}{28}", "marked", True),
     ("12\\frac{34}{56}", "\\frac{353}{28}", "marked", True),
-    ("12\\frac{34}{56}", "12.607", "marked", True),  # 12.6071..., four decimals' rounding as for \frac{10}{3}
+    ("12\\frac{34}{56}", "12.607", "marked", False),  # 12.6071...: an approximation (issue 36)
     ("\\frac{1}{2}", "0.5", "marked", True),
     ("3\\dfrac{1}{2}", "3.5", "marked", True),
     ("3 \\tfrac12", "3.5", "marked", True),

@@ -186,9 +186,9 @@ def test_equations_and_relations(gold, answer, expected):
         ("10^{-30}", "2 \\times 10^{-30}", False),
         ("\\frac{1}{1000000}", "\\frac{1}{1000001}", False),
         ("1", "1.0000001", False),
-        ("\\sqrt{2}", "1.414", True),  # a correctly rounded decimal with 4 significant digits
+        ("\\sqrt{2}", "1.414", False),  # a correctly rounded decimal: an approximation, wrong by default (issue 36)
         ("\\sqrt{2}", "1.41", False),  # too few digits to tell
-        ("\\frac{1}{3}", "0.3333", True),
+        ("\\frac{1}{3}", "0.3333", False),
         ("\\frac{\\sqrt{2}}{2}", "\\frac{1}{\\sqrt{2}}", True),
         ("x^2-7x+10", "(x-5)(x-2)", True),
         ("x^2-7x+10", "(x-2)(x+5)", False),
@@ -542,7 +542,7 @@ def test_answer_policy_is_validated():
     [
         ("x=11", "$x = 5+5+1 = 11$", True),  # an assignment chain states its last value
         ("answer is 0.6666667", "The final answer is \\boxed{2/3}.", True),  # a gold written as a statement
-        ("0.066666793", "\\boxed{0.0666668}", True),  # the shorter decimal is the longer one rounded
+        ("0.066666793", "\\boxed{0.0666668}", False),  # the answer rounds the gold: an approximation (issue 36)
         ("2.232", "\\boxed{2.23}", False),  # only 3 significant digits: not enough to match by rounding
         ("185", "\\boxed{185\\}", True),  # a stray backslash
         ("10455", "so $\\boxed{200}$ then. Final Answer: The final answer is $10,455$. I hope it is correct.", True),

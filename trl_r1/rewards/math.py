@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..completion import Completion
-from ..verifiers.math import ANSWER_POLICIES, DEFAULT_TIMEOUT_S, check_batch
+from ..verifiers.math import ANSWER_POLICIES, APPROXIMATIONS, DEFAULT_TIMEOUT_S, check_batch
 from .base import RewardFunction, Score
 
 
@@ -23,6 +23,9 @@ class MathAccuracyReward(RewardFunction):
             "Answer:", "####"), so a number in prose never scores; "bare": a completion that is nothing but an
             answer, or closes with an answer line (``Answer $9$``), counts too (SFT'd models, non-R1 prompts).
         workers: worker processes for sympy checks (default: half of this rank's CPUs, at most 8; see `trl_r1.workers`).
+        approximations: "reject" (default, issue 36): a decimal for an exact gold it does not equal scores 0.0
+            (``1.414`` for ``\\sqrt{2}``), unless the prompt asks for that rounding; "rounded": a correctly rounded
+            decimal with 4 significant digits scores 1.0 (datasets whose golds are rounded).
 
     Example:
         >>> reward = MathAccuracyReward()
@@ -48,9 +51,13 @@ class MathAccuracyReward(RewardFunction):
         timeout_s: float = DEFAULT_TIMEOUT_S,
         workers: int | None = None,
         answer_policy: str = "marked",
+        approximations: str = "reject",
     ):
         if answer_policy not in ANSWER_POLICIES:
             raise ValueError(f"answer_policy must be one of {ANSWER_POLICIES}, got {answer_policy!r}")
+        if approximations not in APPROXIMATIONS:
+            raise ValueError(f"approximations must be one of {APPROXIMATIONS}, got {approximations!r}")
+        self.approximations = approximations
         self.gold_column = gold_column
         self.fallback_columns = tuple(fallback_columns)
         self.timeout_s = timeout_s
@@ -74,7 +81,8 @@ class MathAccuracyReward(RewardFunction):
         golds = [self.gold(sample) for sample in samples]
         todo = [i for i, gold in enumerate(golds) if gold is not None]
         verdicts = check_batch(
-            [(golds[i], samples[i].text) for i in todo], self.workers, self.timeout_s, self.answer_policy
+            [(golds[i], samples[i].text) for i in todo], self.workers, self.timeout_s, self.answer_policy,
+            self.approximations, [samples[i].prompt_text for i in todo],
         )
         columns = "/".join((self.gold_column, *self.fallback_columns))
         scores = [Score(None, f"missing gold: no value in column {columns}")] * len(samples)

@@ -28,7 +28,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from ...workers import default_workers
@@ -36,6 +36,8 @@ from .exact import arithmetic_only
 from .extraction import ANSWER_POLICIES, final_answer, gold_answer
 from .pool import WorkerPool
 from .screening import (
+    APPROXIMATIONS,
+    asked_places,
     canonical,
     false_chain,
     indeterminate,
@@ -65,7 +67,8 @@ class Verdict:
 
 
 def verify(
-    gold: str, completion: str, timeout_s: float = DEFAULT_TIMEOUT_S, answer_policy: str = "bare"
+    gold: str, completion: str, timeout_s: float = DEFAULT_TIMEOUT_S, answer_policy: str = "bare",
+    approximations: str = "reject", question: str | None = None,
 ) -> bool | None:
     """Whether the completion's final answer is equivalent to `gold`; None when the gold is unusable.
 
@@ -73,34 +76,51 @@ def verify(
     "marked" (R1 rewards: the answer must be in an answer block, a box or an answer statement, and be a result:
     a calculation on plain numbers, ``4 + 3 + 9`` for 16, is equivalent but restates the question, which a policy
     learns to exploit, so it scores 0 with its reason).
+
+    `approximations` decides a decimal answer for an exact gold it does not equal (``1.414`` for ``\\sqrt{2}``,
+    ``0.3563`` for ``0.35625``): "reject" (default: wrong, as in math-verify; a policy rewarded for it learns to
+    approximate instead of solving) or "rounded" (right when correctly rounded with at least 4 significant digits,
+    for datasets whose golds are themselves rounded). A `question` that asks for rounding ("to the nearest
+    hundredth", "to 3 decimal places") is obeyed: the decimal must be the gold rounded to exactly those places.
     """
-    return check(gold, completion, timeout_s, answer_policy).equivalent
+    return check(gold, completion, timeout_s, answer_policy, approximations, question).equivalent
 
 
 def verify_batch(
     pairs: Iterable[tuple[str, str]], workers: int | None = None, timeout_s: float = DEFAULT_TIMEOUT_S,
-    answer_policy: str = "bare",
+    answer_policy: str = "bare", approximations: str = "reject", questions: Sequence[str | None] | None = None,
 ) -> list[bool | None]:
     """`verify` for many (gold, completion) pairs, the sympy checks in parallel on `workers` processes."""
-    return [v.equivalent for v in check_batch(pairs, workers, timeout_s, answer_policy)]
+    return [v.equivalent for v in check_batch(pairs, workers, timeout_s, answer_policy, approximations, questions)]
 
 
-def check(gold: str, completion: str, timeout_s: float = DEFAULT_TIMEOUT_S, answer_policy: str = "bare") -> Verdict:
+def check(
+    gold: str, completion: str, timeout_s: float = DEFAULT_TIMEOUT_S, answer_policy: str = "bare",
+    approximations: str = "reject", question: str | None = None,
+) -> Verdict:
     """`verify` with the reason for rule-based outcomes (no answer, hedge, unusable gold, timeout)."""
-    return check_batch([(gold, completion)], timeout_s=timeout_s, answer_policy=answer_policy)[0]
+    return check_batch([(gold, completion)], None, timeout_s, answer_policy, approximations, [question])[0]
 
 
 def check_batch(
     pairs: Iterable[tuple[str, str]], workers: int | None = None, timeout_s: float = DEFAULT_TIMEOUT_S,
-    answer_policy: str = "bare",
+    answer_policy: str = "bare", approximations: str = "reject", questions: Sequence[str | None] | None = None,
 ) -> list[Verdict]:
-    """Verdicts for many (gold, completion) pairs; identical sympy checks run once."""
+    """Verdicts for many (gold, completion) pairs (`questions`: the prompt of each, read for a rounding it asks
+    for; see `verify`); identical sympy checks run once."""
     if answer_policy not in ANSWER_POLICIES:
         raise ValueError(f"answer_policy must be one of {ANSWER_POLICIES}, got {answer_policy!r}")
+    if approximations not in APPROXIMATIONS:
+        raise ValueError(f"approximations must be one of {APPROXIMATIONS}, got {approximations!r}")
     verdicts: list[Verdict | None] = []
-    tasks: dict[tuple[str, str], list[int]] = {}
+    tasks: dict[tuple[str, str, str | int], list[int]] = {}
     for index, (gold, completion) in enumerate(pairs):
-        prepared = _prepare(gold, completion, answer_policy)
+        asked = asked_places(questions[index]) if questions is not None and index < len(questions) else None
+        try:
+            prepared = _prepare(gold, completion, answer_policy, approximations if asked is None else asked)
+        except Exception as exc:  # a bug the input found: that pair fails with its reason, never the batch
+            logger.warning("math verifier error on one pair: %s: %s", type(exc).__name__, exc)
+            prepared = Verdict(False, f"verifier error: {type(exc).__name__}")
         if isinstance(prepared, Verdict):
             verdicts.append(prepared)
         else:
@@ -118,8 +138,10 @@ def check_batch(
     return verdicts
 
 
-def _prepare(gold: str, completion: str, answer_policy: str) -> Verdict | tuple[str, str]:
-    """A verdict decided without sympy, or the canonical (gold, answer) pair that needs it."""
+def _prepare(
+    gold: str, completion: str, answer_policy: str, approximations: str | int
+) -> Verdict | tuple[str, str, str | int]:
+    """A verdict decided without sympy, or the canonical (gold, answer, approximations) task that needs it."""
     gold_part = gold_answer(gold)
     if gold_part.text is None:
         return Verdict(None, gold_part.reason)
@@ -139,10 +161,10 @@ def _prepare(gold: str, completion: str, answer_policy: str) -> Verdict | tuple[
         return Verdict(False, "indeterminate form")
     if answer_policy == "marked" and not repeating_decimal(answer.text) and _calculation(gold_text, answer_text):
         return Verdict(False, "unevaluated arithmetic: the answer is a calculation, not its result")
-    equivalent, reason = quick_verdict(gold_text, answer_text)
+    equivalent, reason = quick_verdict(gold_text, answer_text, approximations)
     if equivalent is not None:
         return Verdict(equivalent, reason)
-    return gold_text, answer_text
+    return gold_text, answer_text, approximations
 
 
 def _calculation(gold_text: str, answer_text: str) -> bool:
@@ -170,4 +192,4 @@ def _pool(workers: int | None) -> WorkerPool:
         return _pools[size]
 
 
-__all__ = ["ANSWER_POLICIES", "Verdict", "verify", "verify_batch", "check", "check_batch", "final_answer", "gold_answer", "DEFAULT_TIMEOUT_S"]
+__all__ = ["ANSWER_POLICIES", "APPROXIMATIONS", "Verdict", "verify", "verify_batch", "check", "check_batch", "final_answer", "gold_answer", "DEFAULT_TIMEOUT_S"]

@@ -10,8 +10,9 @@ LaTeX is parsed by `latex2sympy2_extended`. The comparison cascade, gold first:
   the other's (``y=2x+3`` and ``2x-y+3=0``);
 * numbers compare exactly when both are rational, else at 40 digits with a *relative* tolerance of 1e-20 (so
   1/2004! and 1/2006! stay different), confirmed at 120 digits (so a near miss such as ``\\sqrt{10^{50}+1}`` for
-  ``10^{25}`` fails); a decimal matches an irrational value only when it is that value correctly rounded to the
-  shown places, with at least 4 significant digits (a truncated decimal is not "close enough");
+  ``10^{25}`` fails); a decimal answer never matches an irrational gold by default (``1.414`` for ``\\sqrt{2}``),
+  only under ``approximations="rounded"`` (correctly rounded, at least 4 significant digits) or to the decimal
+  places the question asked for (`screening.approximates`); a decimal gold matches the exact value it rounds;
 * a matrix written as arithmetic (``2\\begin{pmatrix}1\\\\2\\end{pmatrix}``, a negated matrix, a sum or a difference)
   is the matrix it denotes; a product or power of matrices restates a calculation and does not parse;
 * an answer whose only variable is ``i`` against a constant gold reads ``i`` as the imaginary unit (``e^{i\\pi}+1`` is 0);
@@ -33,7 +34,7 @@ from latex2sympy2_extended import latex2sympy
 from latex2sympy2_extended.latex2sympy2 import _Latex2Sympy
 from latex2sympy2_extended.math_normalization import NormalizationConfig, normalize_latex
 
-from .screening import parse_number, rounds_to, split_top_level
+from .screening import approximates, parse_number, split_top_level
 
 PARSE_CONFIG = NormalizationConfig(basic_latex=True, units=False, malformed_operators=True, nits=False, boxed="none")
 DIGITS = 40  # working precision of numeric comparisons
@@ -56,8 +57,9 @@ class BareList:
     items: tuple
 
 
-def verdict(gold: str, pred: str) -> tuple[bool | None, str | None]:
+def verdict(gold: str, pred: str, approximations: str | int = "reject") -> tuple[bool | None, str | None]:
     """(equivalent, reason): None with a reason when the gold does not parse; False when the answer does not.
+    `approximations` decides a decimal answer for an irrational gold (`screening.approximates`).
 
     >>> verdict(r"\\frac{\\sqrt{2}}{2}", r"\\frac{1}{\\sqrt{2}}")
     (True, None)
@@ -77,8 +79,8 @@ def verdict(gold: str, pred: str) -> tuple[bool | None, str | None]:
         gold_value, pred_value = _as_complex(gold_value), _as_complex(pred_value)
     gold_number = parse_number(gold)
     if gold_number is not None and gold_number.decimals is not None and isinstance(pred_value, sympy.Expr):
-        return bool(equal(pred_value, gold_value, gold)), None  # a decimal gold: is the exact answer rounded to it?
-    return bool(equal(gold_value, pred_value, pred)), None
+        return bool(equal(pred_value, gold_value, gold, "rounded")), None  # a decimal gold: the exact answer rounded?
+    return bool(equal(gold_value, pred_value, pred, approximations)), None
 
 
 @lru_cache(maxsize=512)
@@ -155,7 +157,7 @@ def _latex_to_sympy(text: str):
         return latex2sympy(text, normalization_config=PARSE_CONFIG)
 
 
-def equal(gold, pred, pred_text: str = "") -> bool:
+def equal(gold, pred, pred_text: str = "", approximations: str | int = "reject") -> bool:
     """Whether a parsed prediction equals a parsed gold (see the module docstring for the rules)."""
     if _is_assignment(pred) and not isinstance(gold, sympy.Eq):  # x \in \{1,2\} against 1, 2
         pred = pred.rhs
@@ -173,7 +175,7 @@ def equal(gold, pred, pred_text: str = "") -> bool:
     if gold == pred:
         return True
     if isinstance(gold, sympy.Eq) or isinstance(pred, sympy.Eq):
-        return _equations_equal(gold, pred, pred_text)
+        return _equations_equal(gold, pred, pred_text, approximations)
     if _is_condition(gold) or _is_condition(pred):
         gold_set, pred_set = _as_set(gold), _as_set(pred)
         return gold_set is not None and pred_set is not None and equal(gold_set, pred_set)
@@ -187,7 +189,7 @@ def equal(gold, pred, pred_text: str = "") -> bool:
         same_kind = isinstance(gold, sympy.Union) == isinstance(pred, sympy.Union)  # latex2sympy subclasses FiniteSet
         return same_kind and _unordered_equal(gold.args, pred.args)
     if isinstance(gold, sympy.Expr) and isinstance(pred, sympy.Expr):
-        return _expressions_equal(gold, pred, pred_text)
+        return _expressions_equal(gold, pred, pred_text, approximations)
     return False
 
 
@@ -256,13 +258,13 @@ def _is_assignment(value) -> bool:
     return isinstance(value, sympy.Eq) and (value.lhs.is_Symbol or isinstance(value.lhs, sympy.core.function.AppliedUndef))
 
 
-def _equations_equal(gold, pred, pred_text: str) -> bool:
+def _equations_equal(gold, pred, pred_text: str, approximations: str | int) -> bool:
     if isinstance(gold, sympy.Eq) and isinstance(pred, sympy.Eq):
         if _is_assignment(gold) and gold.lhs == pred.lhs:
-            return equal(gold.rhs, pred.rhs, pred_text)
+            return equal(gold.rhs, pred.rhs, pred_text, approximations)
         return _proportional(gold.lhs - gold.rhs, pred.lhs - pred.rhs)
     if _is_assignment(gold):
-        return equal(gold.rhs, pred, pred_text)
+        return equal(gold.rhs, pred, pred_text, approximations)
     if _is_assignment(pred):
         return equal(gold, pred.rhs)
     return False
@@ -319,19 +321,20 @@ def _as_complex(value):
     return value.subs(_IMAGINARY, sympy.I) if hasattr(value, "subs") else value
 
 
-def _expressions_equal(gold, pred, pred_text: str = "") -> bool:
+def _expressions_equal(gold, pred, pred_text: str = "", approximations: str | int = "reject") -> bool:
     if not isinstance(gold, sympy.Expr) or not isinstance(pred, sympy.Expr):
         return gold == pred
     gold, pred = _summed(gold), _summed(pred)
     symbols = gold.free_symbols | pred.free_symbols
     if not symbols:
-        decimal = parse_number(pred_text)  # a decimal answer to an irrational gold: correctly rounded, not close
-        if decimal is None or decimal.decimals is None or gold.doit().is_Rational:  # \sin(\pi/6) is 0.5 exactly
+        decimal = parse_number(pred_text)  # a decimal answer to an irrational gold: as the policy allows, never "close"
+        integer_asked = approximations == 0 and decimal is not None and decimal.value.denominator == 1  # 6 for 2\pi
+        if decimal is None or decimal.decimals is None and not integer_asked or gold.doit().is_Rational:  # \sin(\pi/6) is 0.5
             return _close(gold, pred)
-        if decimal.significant > MAX_DECIMAL_DIGITS:  # evaluating the gold that far costs more than it proves
+        if approximations == "reject" or decimal.significant > MAX_DECIMAL_DIGITS:  # too long: costs more than it proves
             return False
         value = gold.evalf(max(DIGITS, decimal.significant + 10))  # more digits than the decimal shows
-        return bool(value.is_real) and rounds_to(decimal, sympy.Rational(value))
+        return bool(value.is_real) and approximates(decimal, sympy.Rational(value), approximations)
     agree = 0
     for k in range(len(SAMPLE_POINTS)):
         g, p = _at_point(gold, k, symbols), _at_point(pred, k, symbols)

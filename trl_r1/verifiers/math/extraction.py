@@ -13,7 +13,8 @@ Two answer policies (`ANSWER_POLICIES`) decide what happens when none of these m
   answer, so a policy cannot be rewarded for ending its reasoning on the right number by chance.
 * ``"bare"`` (`verify`'s default, for grading): also a completion that is nothing but an answer (``-5``,
   ``x = 3``, ``7,425,000``, ``28 percent``, ``$\\frac{1}{2}$``), a one-sentence statement of a value ("The
-  angle is 90."), or one whose last line is an answer line (``Answer $9$``, ``**Answer** 9``). Prose with a
+  angle is 90."), a closing sentence that states the question's subject ("So the probability that Alice wins
+  the game is 2/3."), or one whose last line is an answer line (``Answer $9$``, ``**Answer** 9``). Prose with a
   number in it is still no answer, and hedges and negations ("about 5", "not 5", "at least 5") are rejected.
 """
 
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from ..format import ANSWER_OPEN, extract_answer
 from .screening import or_joins_relations
@@ -28,9 +30,11 @@ from .words import NOT_BARE_AFTER, OPERATED_DIGITS, digits_for_words, spelled_nu
 
 MAX_CHAINED_BOXES = 20  # boxes listed one after another that still form one answer
 MAX_AFTERWORD_CHARS = 120  # text after an answer read for hedges in a completion without an <answer> block
+MAX_WRAPPERS = 20  # boxes and math delimiters nested around one answer (\boxed{$\boxed{5}$}); deeper is no answer
 MAX_GOLD_CHARS = 1000  # a longer gold without a box or "####" marker is a solution we cannot read an answer from
 
 _BOX = re.compile(r"\\(?:boxed|fbox)\s*\{")
+_BRACE = re.compile(r"[{}]")
 _TOKEN_BOX = re.compile(  # a box of one token without braces: "\\boxed 5", "\\boxed5", "\\boxed -12.5", "\\boxed A",
     # followed by the end of the math or the sentence (a number also by its unit), never by more of an expression
     # ("\\boxed 3 + 4" is no answer) or by prose ("put it in \\boxed A to mark it")
@@ -64,6 +68,7 @@ _NEW_TURN = re.compile(  # where a completion runs on into a new chat turn: a te
 _TEXT_WRAPPER = re.compile(r"\\(?:text|textbf|textit|textrm|mathrm|mbox)\s*\{([^{}]*)\}")
 _BOX_SENTENCE = re.compile(r"(?i)\b(?:is|are|was|were|equals?|answer|total|gives?|get|makes?)\b")
 _ARTICLE = re.compile(r"^(\\text\{\s*)?(?:a|an|the|A|An|The)\s+(?=[a-zA-Z][a-zA-Z ]*\}?$)")  # \text{a circle}
+_BOLD = re.compile(r"(?<![\w)\]}.])\s?\*\*|\*\*(?![-\w(\\{])")  # markdown **bold**, not Python's power x**2
 _SIZED = re.compile(r"\\(?:left|right)(?![a-zA-Z])\s*\.?")  # \left( ... \right. sizes a delimiter or hides one
 _SENTENCE_END = re.compile(r"\.(?=\s|$)|\n")
 _CLOSING_CLAIM = re.compile(r"(?i)(?<!\s)\s+is\s+(?:the|our)\s+(?:final\s+)?(?:answer|solution)\s*[.!]?\s*$")
@@ -163,6 +168,23 @@ _ATTAINED = re.compile(  # where an extremum is reached, not a case of the answe
 _LATEX_SPACING = re.compile(  # markup that only lays out boxes: line breaks, spaces, rules, HTML tags
     r"\\\\(?:\[[^\]]*\])?|\\[a-zA-Z]+\*?(?:\{[^{}]*\}|\[[^\]]*\])*|\\.|<[^<>]{0,20}>"
 )
+_CLOSING_STATEMENT = re.compile(  # the last sentence states the subject: "So the probability that Alice wins the game
+    # is 2/3.", "The fraction that is shaded is therefore $\\frac{3}{4}$.", "So there are 120 ways to arrange them."
+    r"(?i)(?:^|(?<=[.!:\n]))\s*(?P<conclusion>(?:so|thus|therefore|hence|finally|consequently|in\s+conclusion|in\s+total|overall)\b\s*,?\s+)?"
+    r"(?:(?P<subject>the\s+[^.!?\n$=:;]{1,150})\s+(?:is|are|equals|(?:will|would|must)\s+be)"
+    r"(?:\s+(?:therefore|thus|hence|then|exactly))?\s+(?P<value>[^\n]{1,200}?)|"
+    r"there\s+(?:are|is|were|was)\s+(?P<count>-?\d[\d,]*(?:\.\d+)?)(?:\s+[a-z]+){1,12}?)\s*[.!]?\s*$"
+)
+_CLOSING_ACTOR = re.compile(  # "So Natalia sold 72 clips altogether in April and May.": a named subject, one number
+    r"(?:^|(?<=[.!:\n]))\s*(?i:so|thus|therefore|hence|finally|in\s+conclusion|in\s+total|overall)\s*,?\s+"
+    r"(?!(?i:we|i|you|let|it|this|that|there|the|then)\b)[A-Z][a-z]+(?:\s+[A-Z][a-z]+)?(?P<verb>(?:\s+[a-z]+){1,3}?)\s+"
+    r"(?P<number>-?\$?\d[\d,]*(?:\.\d+)?)(?P<rest>(?:\s+[A-Za-z']+){1,12})\s*[.!]?\s*$"
+)
+MAX_CLOSING_CHARS = 500
+MAX_REGION_CHARS = 100_000  # the answer region's tail that is read: a final answer closes it, and every pass is linear
+MAX_REPEATS = 64  # a unit of 1-4 characters repeated more often is cut to this many and `_CUT`
+_CUT = "\ue000"  # marks where a run was cut (a private-use character: no text holds it); an answer holding it is none
+_REPEATED_RUN = re.compile(r"(.{1,4}?)\1{%d,}" % MAX_REPEATS, re.S)  # 50,000 spaces, "if if if ...", "\\(\\(...", "111..."  # the tail of a completion read for a closing statement
 _NOT_A_LABEL = re.compile(  # labels (and one-sentence subjects) that propose or bound a value rather than answer
     r"(?i)\b(?:guess|estimate|estimated|attempt|check|step|hint|note|example|wrong|draft|candidate|possib\w*|sub-?total|"
     r"partial|first|intermediate|bound|trial|hypothes[ie]s|conjecture|claim|assumption)\b"
@@ -185,23 +207,29 @@ def boxed_contents(text: str) -> list[tuple[int, int, str]]:
     >>> [c for _, _, c in boxed_contents(r"so \\boxed{\\frac{1}{2}} and \\fbox{3} or \\boxed 4 or $\\boxed{5$")]
     ['\\\\frac{1}{2}', '3', '4', '5']
     """
+    return list(_boxed_contents(text))
+
+
+@lru_cache(maxsize=8)
+def _boxed_contents(text: str) -> tuple[tuple[int, int, str], ...]:
+    """`boxed_contents`, cached: one completion's region is searched for boxes several times."""
     closing, opened = {}, []  # matching braces in one pass: nested unclosed boxes cost O(n), not O(n^2)
-    for i, char in enumerate(text):
-        if char == "{":
+    for brace in _BRACE.finditer(text):
+        i = brace.start()
+        if brace.group() == "{":
             opened.append(i)
-        elif char == "}" and opened:
+        elif opened:
             closing[opened.pop()] = i
-    boxes = [(m.start(), closing[m.end() - 1] + 1, text[m.end(): closing[m.end() - 1]])
-             for m in _BOX.finditer(text) if m.end() - 1 in closing]
-    boxes += [(m.start(), m.end(), m.group(1) or m.group(2)) for m in _TOKEN_BOX.finditer(text)]
+    boxes = [(m.start(), closing[m.end() - 1] + 1, m.end(), None) for m in _BOX.finditer(text) if m.end() - 1 in closing]
+    boxes += [(m.start(), m.end(), 0, m.group(1) or m.group(2)) for m in _TOKEN_BOX.finditer(text)]
     found = []
-    for start, end, content in sorted(boxes):
-        if not (found and start < found[-1][1]):  # a box inside a box is its content
-            found.append((start, end, _without_line_break(content)))
+    for start, end, opened_at, token in sorted(boxes):
+        if not (found and start < found[-1][1]):  # a box inside a box is its content (sliced once: nesting costs O(n))
+            found.append((start, end, _without_line_break(token if token is not None else text[opened_at: end - 1])))
     unclosed = _unclosed_box(text, opened)
     if unclosed and not (found and unclosed[0] < found[-1][1]):
         found.append(unclosed)
-    return found
+    return tuple(found)
 
 
 def _without_line_break(content: str) -> str:
@@ -239,6 +267,13 @@ def _unclosed_box(text: str, unmatched: list[int]) -> tuple[int, int, str] | Non
         return None
     depth = answer.count("{") - answer.count("}")
     return box.start(), box.end() + len(content), answer + "}" * max(depth, 0)
+
+
+def _cut_runs(completion: str) -> str:
+    """The completion with each long run of a repeated short unit cut to `MAX_REPEATS` copies and `_CUT`: no answer
+    holds such a run, and the extraction's patterns, linear on text, can be quadratic on one (a regex retried at each
+    of 50,000 spaces); cut, every completion is read in time whatever it repeats."""
+    return _REPEATED_RUN.sub(lambda run: run.group(1) * MAX_REPEATS + _CUT, completion)
 
 
 def _first_turn(completion: str) -> str:
@@ -390,6 +425,27 @@ def _closing_claim(region: str) -> str | None:
     return spelled_number(subject) or (subject if re.fullmatch(r"-?\d[\d,]*(?:\.\d+)?", subject) else None)
 
 
+def _closing_statement(region: str) -> str | None:
+    """The value of a closing sentence that states the question's subject ("So the probability that Alice wins
+    the game is 2/3.", "So there are 120 ways to arrange them."): "the <subject> is <value>" or "there are <n> ...",
+    with nothing after it, opened by a conclusion word or alone in its region. A subject that proposes or bounds
+    ("the first guess is 5"), a hedge, or a value in prose is no answer."""
+    tail = region[-MAX_CLOSING_CHARS:].strip()
+    statement = _CLOSING_STATEMENT.search(tail)
+    if statement is not None and not statement["conclusion"] and (len(region.strip()) > len(tail) or tail[: statement.start()].strip()):
+        return None  # without "so"/"thus", only a region that is this one sentence ("48 + 24 = 72. The total is 72." is prose)
+    actor = _CLOSING_ACTOR.search(tail) if statement is None else None
+    if actor is not None and not _NOT_A_VALUE.search(actor["verb"] + actor["rest"]) and not _HEDGE.search(actor.group()):
+        return actor["number"].replace("$", "")
+    if statement is None or statement["count"] is None and (
+        _NOT_A_LABEL.search(statement["subject"]) or _HEDGE.search(statement["subject"])
+    ):
+        return None
+    if statement["count"] is not None:  # "there are 120 ways ...": a count, unless hedged or bounded
+        return None if _NOT_A_VALUE.search(tail[statement.end("count"):]) else statement["count"]
+    return _bare_value(statement["value"])
+
+
 def _leading_math(rest: str) -> tuple[str, int] | None:
     """The math a statement opens with, and where it ends: one span, or spans listed with commas, "and" or "or"
     (``$12$ and $13$`` is the answer "12 and 13", never "12" alone), possibly in quotes (``"$12$ and $13$"``)."""
@@ -497,7 +553,7 @@ def _bare_answer(region: str) -> str | None:
         return None
     line = _ANSWER_LINE.match(lines[-1].strip())
     if line:
-        return _bare_value(line.group("value").replace("**", ""))
+        return _bare_value(_BOLD.sub("", line.group("value")))
     opening = list(re.finditer(r"(?im)^[#*\s]*(?:final\s+)?answer\b[*:.\s]*", region))
     if opening and _MATH_SPAN.fullmatch(region[opening[-1].end():].strip().rstrip(".")):  # Answer \\[ 9 \\]
         return region[opening[-1].end():].strip().rstrip(".")
@@ -539,7 +595,7 @@ def final_answer(completion: str, allow_or: bool = False, policy: str = "marked"
         raise ValueError(f"answer policy must be one of {ANSWER_POLICIES}, got {policy!r}")
     if not isinstance(completion, str):
         return Answer(None, "completion is not text")
-    region = extract_answer(_first_turn(completion))
+    region = _cut_runs(extract_answer(_first_turn(completion))[-MAX_REGION_CHARS:])
     answer = _last_boxed(region, allow_or)
     if answer is not None and answer.text:
         answer = _sentence_value(answer.text) or answer
@@ -574,6 +630,8 @@ def final_answer(completion: str, allow_or: bool = False, policy: str = "marked"
             answer = Answer(statement)
         elif _closing_claim(region) is not None:
             answer = Answer(_closing_claim(region))
+        elif policy == "bare" and _closing_statement(region) is not None:  # prose: "marked" needs a marker
+            answer = Answer(_closing_statement(region))
         elif ANSWER_OPEN in completion:  # the block, or the value its one sentence states ("The total is 42.")
             sentence = not _SENTENCE_END.search(region.rstrip(". ")) and re.match(r"[A-Z][a-z]*\s[^\d=]*\bis\b", region)
             answer = Answer(_copula_value(region) if sentence else region)
@@ -583,7 +641,11 @@ def final_answer(completion: str, allow_or: bool = False, policy: str = "marked"
             return Answer(None, "no final answer")
     if answer.text is None:
         return answer
+    if _CUT in answer.text:
+        return Answer(None, f"answer holds a unit repeated over {MAX_REPEATS} times")
     text = _strip_wrappers(answer.text)
+    if text is None:
+        return Answer(None, f"answer wrapped in over {MAX_WRAPPERS} boxes or math delimiters")
     if not text:
         return Answer(None, "empty answer")
     words = _HEDGE.finditer(re.sub(r"\\text\{\s*(or)\s*\}", r" \1 ", text))
@@ -624,21 +686,28 @@ def gold_answer(gold: object) -> Answer:
             return Answer(None, "gold is a long text without a boxed or #### answer")
         answer = Answer(gold)
     text = _strip_wrappers(answer.text or "")
+    if text is None:
+        return Answer(None, f"gold wrapped in over {MAX_WRAPPERS} boxes or math delimiters")
     return Answer(text) if text else Answer(None, "empty gold")
 
 
-def _strip_wrappers(text: str) -> str:
+def _strip_wrappers(text: str) -> str | None:
     """Remove math delimiters, markdown bold, a final period, an unmatched ``\\left`` and an article around an answer;
-    a number in words is its value (`words.spelled_number`)."""
-    text = text.strip()
-    math = _MATH_SPAN.fullmatch(text)
-    if math:
-        text = next(g for g in math.groups() if g is not None)
-    text = text.replace("**", "").replace("\\$", "").replace("$", "").strip()
-    text = re.sub(r"[.;]+$", "", text).strip()
-    inner = boxed_contents(text)
-    if len(inner) == 1 and inner[0][:2] == (0, len(text)):  # \boxed{\boxed{42}}
-        return _strip_wrappers(inner[0][2])
+    a number in words is its value (`words.spelled_number`). Layers (``\\boxed{$\\boxed{42}$}``) are peeled in a
+    loop, not by recursion, at most `MAX_WRAPPERS` of them: deeper nesting is no answer (None), whatever its depth."""
+    for _ in range(MAX_WRAPPERS):
+        text = text.strip()
+        math = _MATH_SPAN.fullmatch(text)
+        if math:
+            text = next(g for g in math.groups() if g is not None)
+        text = _BOLD.sub("", text).replace("\\$", "").replace("$", "").strip()
+        text = re.sub(r"(?<!\\right)(?<!\\left)[.;]+$", "", text).strip()  # not \right. (a null delimiter)
+        inner = boxed_contents(text)
+        if not (len(inner) == 1 and inner[0][:2] == (0, len(text))):  # \boxed{\boxed{42}}: one more layer
+            break
+        text = inner[0][2]
+    else:
+        return None
     if len(re.findall(r"\\left(?![a-zA-Z])", text)) != len(re.findall(r"\\right(?![a-zA-Z])", text)):
         text = _SIZED.sub("", text)  # an unmatched \left( sizes nothing: the delimiter alone is the math
     return spelled_number(text) or _ARTICLE.sub(r"\1", text)  # "forty-two", "the fifth term"; "\text{a circle}" is "circle"

@@ -22,7 +22,16 @@ MAX_NESTING = 12  # deeper bracket nesting is compared as text (deep recursion i
 MAX_LITERAL_DIGITS = 400  # longer integer literals are compared digit for digit (exact, no sympy)
 MAX_LOG10 = 20_000  # powers estimated above 10**MAX_LOG10 are compared as text (towers; also a sum bound ^{10^6})
 MAX_FACTORIAL = 2_000  # n! for larger literal n is compared as text
-MIN_ROUNDED_DIGITS = 4  # a decimal matches an exact value by rounding only with this many significant digits
+MIN_ROUNDED_DIGITS = 4  # under approximations="rounded", a decimal matches an exact value with this many significant digits
+APPROXIMATIONS = ("reject", "rounded")  # a decimal answer for an exact gold it does not equal: wrong, or right if correctly rounded
+_PLACE_WORDS = {"tenth": 1, "hundredth": 2, "thousandth": 3, "ten-thousandth": 4, "ten thousandth": 4, "cent": 2,
+                "whole number": 0, "integer": 0, "unit": 0, "dollar": 0, "percent": 0}
+_NUMBER_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
+_ASKED_ROUNDING = re.compile(  # "round to the nearest hundredth", "to 3 decimal places", "to the nearest 0.01"
+    r"(?i)\bnearest\s+(?P<word>ten[- ]thousandth|tenth|hundredth|thousandth|cent|whole\s+number|integer|unit|dollar|percent)s?\b|"
+    r"\b(?P<count>\d|one|two|three|four|five|six)\s+decimal\s+(?:places?|digits?)\b|"
+    r"\bnearest\s+0\.(?P<zeros>0*)1\b"
+)
 
 _SPACING = re.compile(r"(?<!\\)\\[,;: ]|\\quad|\\qquad|~|\\displaystyle|\\limits|\\m?left(?=[^a-zA-Z])|\\m?right(?=[^a-zA-Z])|\\middle")
 _TEXT_COMMANDS = re.compile(r"\\(?:mathrm|textbf|textit|textrm|textnormal|mathbf|mathit|mbox|operatorname)\s*\{")
@@ -33,6 +42,8 @@ _TRIG_DEGREES = re.compile(  # \sin 30^\circ: an angle in degrees inside a trig 
 _TRAILING_UNIT = re.compile(
     r"(?:(?<=[\d})])|(?<=\\pi))\s*\\text\{[^{}]*\}(?:\^\{?[23]\}?)?$"  # 5\text{ cm}^2, 4\pi\text{ cm}^2
     r"|(?<=\d)\s+[a-zA-Z]{2,}(?:\s+[a-zA-Z]{2,}){0,2}(?:\^\{?[23]\}?)?$"  # 12 square units, 4 cm^2
+    r"|(?<=\d)\s*[a-zA-Z]+/[a-zA-Z]+(?:\^\{?[23]\}?)?$"  # a rate: 72 km/h, 9.8 m/s^2
+    r"|(?<=\d)\s+[gmsLlhKNJWV](?:\^\{?[23]\}?)?$"  # a one-letter SI unit after a space: 8 L, 1500 g, 5 m^2
     r"|(?<=\d)\s*\([a-zA-Z ]{2,}\)$"  # 18 (dollars)
 )
 _NOT_A_UNIT = re.compile(  # words a trailing "unit" cannot hold: a judgement, hedge or condition ("5 (wrong)", "5 (I think)")
@@ -42,9 +53,32 @@ _NOT_A_UNIT = re.compile(  # words a trailing "unit" cannot hold: a judgement, h
 )
 _UNICODE = {"π": "\\pi ", "√": "\\sqrt", "∞": "\\infty ", "−": "-", "–": "-", "×": "\\times ", "·": "\\cdot ",
             "⋅": "\\cdot ", "≤": "\\le ", "≥": "\\ge ", "≠": "\\ne ", "÷": "\\div ", "∗": "*", "✕": "\\times ",
-            "⨯": "\\times ", "⁄": "/", "±": "\\pm ", "∓": "\\mp "}
+            "⨯": "\\times ", "⁄": "/", "±": "\\pm ", "∓": "\\mp ",
+            "⩽": "\\le ", "⩾": "\\ge ", "≦": "\\le ", "≧": "\\ge "}
 _VULGAR = {ch: Fraction(unicodedata.numeric(ch)).limit_denominator(10) for ch in "½⅓⅔¼¾⅕⅖⅗⅘⅙⅚⅐⅛⅜⅝⅞⅑⅒"}
 _VULGAR_FRACTION = re.compile(f"(\\d?)\\s?([{''.join(_VULGAR)}])(\\s?\\d)?")  # 3½, ½, ½ 3
+_SUPERSCRIPT = re.compile("[⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻ⁿ]+")  # x², 10³³, x⁻¹: a run of superscript characters is one exponent
+_SUPERSCRIPT_TEXT = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻ⁿ", "0123456789+-n")
+_RADICAL = re.compile(r"([√∛∜])\s?(\d+(?:\.\d+)?|[a-zA-Z]|\\pi|\{[^{}]*\}|\([^()]*\))")  # √13, √(x+1), ∛2, √{2}
+_RADICAL_INDEX = {"√": "", "∛": "[3]", "∜": "[4]"}
+_PYTHON_POWER = re.compile(r"(?<=[\w)\]}.])\s?\*\*\s?(?=[-\w(\\{])")  # x**2 (Python/sympy), not markdown **bold**
+_MODULUS = re.compile(  # "2 \\pmod 7", "2 \\pmod{7}", "2 (\\bmod 7)", "2 (mod 7)": a residue stated with its modulus
+    r"(?<=[\w}])\s?(?:\\pmod\s?\{?\s?\d+\s?\}?|\(\s?\\?(?:b|)mod\s?\{?\s?\d+\s?\}?\s?\)|\\(?:bmod|mod)\s?\{?\s?\d+\s?\}?)$"
+)
+_PYTHON_SQRT = re.compile(r"(?<![\\a-zA-Z])sqrt\s?\(([^()]*)\)")  # sqrt(2)
+_SYMPY_PRINTING = (  # what sympy's str() and Python print: sympy.pi, Rational(1, 3), S(1), E, 2j, sin(x)
+    (re.compile(r"(?<![\w\\])(?:sympy|sp|math|np|numpy)\."), ""),
+    (re.compile(r"(?<![\w\\])Rational\(\s?(-?\d+)\s?,\s?(-?\d+)\s?\)"), r"\\frac{\1}{\2}"),
+    (re.compile(r"(?<![\w\\])(?:S|Integer|Float)\(\s?(-?\d+(?:\.\d+)?)\s?\)"), r"\1"),
+    (re.compile(r"(?<![\w\\{(])E(?=\s?(?:\*\*|\^|\*))|(?<=\*)E(?![\w])"), "e"),  # E**2, 2*E; a lone E is a letter
+    (re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)j(?![\w])"), r"\1i"),
+    (re.compile(r"(?<![\w\\])(sin|cos|tan|cot|sec|csc|arcsin|arccos|arctan|sinh|cosh|tanh|ln|log)(?=\s?\()"), r"\\\1"),
+    (re.compile(r"(?<![\w\\])a(sin|cos|tan)(?=\s?\()"), r"\\arc\1"),
+)
+_NULL_DELIMITER = re.compile(  # \left( 12 \right. : a sized pair whose one side is the null delimiter "." holds one bracket
+    r"\\left\s?(?:[(\[]|\\\{)\s?((?:[^()\[\]{}]|\{(?:[^{}]|\{[^{}]*\})*\})*?)\s?\\right\s?\.|"
+    r"\\left\s?\.\s?((?:[^()\[\]{}]|\{(?:[^{}]|\{[^{}]*\})*\})*?)\s?\\right\s?(?:[)\]]|\\\})"
+)
 _PLAIN_PI = re.compile(r"(?<![\\a-zA-Z])pi(?![a-zA-Z])")  # pi/2 written without LaTeX (math-verify#69)
 _PLAIN_EXP = re.compile(r"(?<![\\a-zA-Z])exp\(([^()]*)\)")  # exp(16)
 _WORDED = (  # answers written in words that have a symbol: \text{all real numbers} is \mathbb{R}
@@ -133,7 +167,7 @@ def _mixed_number(match: re.Match) -> str:
 
 def canonical(text: str) -> str:
     """A whitespace-free normal form that keeps the meaning: no spacing commands, sizing, degree signs or units;
-    unicode math (π, √, ≤) and plain ``pi`` / ``exp(x)`` as LaTeX.
+    unicode math (π, √13, 10³³, x⁻¹, ≤) and plain or Python ``pi`` / ``exp(x)`` / ``sqrt(2)`` / ``x**2`` as LaTeX.
 
     >>> canonical(r"\\left( 1, -2 \\right)")
     '(1,-2)'
@@ -145,11 +179,21 @@ def canonical(text: str) -> str:
     '2\\\\pi r^2'
     >>> canonical("32, 349"), canonical("32,349")
     ('32, 349', '32,349')
+    >>> canonical("3√13"), canonical("4.5 × 10³³"), canonical("x**2 + sqrt(2)"), canonical(r"\\left( 12 \\right.")
+    ('3\\\\sqrt{13}', '4.5\\\\times10^{33}', 'x^2+\\\\sqrt{2}', '12')
     """
     text = re.sub(r"\s+", " ", re.sub(r"(?<!\\)\\$", "", text.strip()).strip())  # "185\\": a stray backslash ends nothing;
     # one space per run of whitespace, which every rule below reads alike, so no pattern rescans a long run
+    text = _RADICAL.sub(lambda m: f"\\sqrt{_RADICAL_INDEX[m[1]]}{{{m[2][1:-1] if m[2][0] in '({' else m[2]}}}", text)
+    text = _SUPERSCRIPT.sub(lambda m: "^{" + m.group().translate(_SUPERSCRIPT_TEXT) + "}", text)
     for symbol, command in _UNICODE.items():
         text = text.replace(symbol, command)
+    text = _PYTHON_SQRT.sub(r"\\sqrt{\1}", _PYTHON_POWER.sub("^", text))
+    if re.search(r"[A-Za-z]\(|\.|\dj|\bE\b", text):  # only answers that may hold Python/sympy printing
+        for printed, latex in _SYMPY_PRINTING:
+            text = printed.sub(latex, text)
+    text = _MODULUS.sub("", text)
+    text = _NULL_DELIMITER.sub(lambda m: m[1] if m[1] is not None else m[2], text)
     text = _VULGAR_FRACTION.sub(_vulgar_fraction, text)
     text = _PLAIN_EXP.sub(r"e^{\1}", _PLAIN_PI.sub(r"\\pi ", text))
     text = _SPACING.sub(" ", re.sub(r"(?<!\\)\\!\s*", "", text))  # "\!" is a negative space: 32,\! 349
@@ -551,32 +595,64 @@ def parse_number(text: str) -> Number | None:
     return Number(value, decimals, len(digits.lstrip("0")), bool(number["pct"]))
 
 
-def rounds_to(decimal: Number, exact: float | Fraction) -> bool:
-    """Whether a decimal is the exact value correctly rounded to its shown places (with enough digits shown).
+def asked_places(question: str | None) -> int | None:
+    """The decimal places a question asks its answer to be rounded to, or None if it asks for no rounding.
+
+    >>> asked_places("Round your answer to the nearest hundredth."), asked_places("to 3 decimal places")
+    (2, 3)
+    >>> asked_places("What is 2/3?") is None
+    True
+    """
+    if not isinstance(question, str):
+        return None
+    asked = _ASKED_ROUNDING.search(question[-5000:])  # the instruction closes a question; a long one is cut
+    if asked is None:
+        return None
+    if asked["word"]:
+        return _PLACE_WORDS[" ".join(asked["word"].lower().split())]
+    if asked["count"]:
+        return int(_NUMBER_WORDS.get(asked["count"].lower(), asked["count"]))
+    return len(asked["zeros"]) + 1
+
+
+def rounds_to(decimal: Number, exact: float | Fraction, places: int | None = None) -> bool:
+    """Whether a decimal is the exact value correctly rounded to its shown places: to `places` when a question
+    asked for them, else with at least `MIN_ROUNDED_DIGITS` significant digits shown.
 
     >>> rounds_to(parse_number("0.3333"), Fraction(1, 3)), rounds_to(parse_number("0.333"), Fraction(1, 3))
     (True, False)
+    >>> rounds_to(parse_number("0.33"), Fraction(1, 3), places=2), rounds_to(parse_number("0.333"), Fraction(1, 3), places=2)
+    (True, False)
     """
-    if decimal.decimals is None or decimal.significant < MIN_ROUNDED_DIGITS:
+    shown = 0 if decimal.decimals is None and places == 0 else decimal.decimals
+    if shown is None or (places is None and decimal.significant < MIN_ROUNDED_DIGITS) or places not in (None, shown):
         return False
-    half_unit = Fraction(1, 2) * Fraction(10) ** -decimal.decimals
+    half_unit = Fraction(1, 2) * Fraction(10) ** -shown
     scales = (1, 100) if decimal.percent else (1,)
     return any(abs(decimal.value / scale - Fraction(exact)) <= half_unit / scale for scale in scales)
 
 
-def numbers_equal(gold: Number, pred: Number) -> bool:
-    """Exact equality of plain numbers; a decimal against an exact value may match by correct rounding."""
+def approximates(decimal: Number, exact: float | Fraction, approximations: str | int) -> bool:
+    """Whether an answer's decimal stands for the gold's exact value it does not equal, under the policy
+    `approximations`: "reject" (never), "rounded" (correctly rounded, `MIN_ROUNDED_DIGITS` shown) or the
+    decimal places a question asked for (correctly rounded to exactly those)."""
+    if approximations == "reject":
+        return False
+    return rounds_to(decimal, exact, None if approximations == "rounded" else approximations)
+
+
+def numbers_equal(gold: Number, pred: Number, approximations: str | int = "reject") -> bool:
+    """Exact equality of plain numbers. A decimal gold is itself rounded: an answer it rounds matches. A decimal
+    answer for an exact gold it does not equal matches only as `approximations` allows (see `approximates`)."""
     if gold.percent == pred.percent:  # both or neither a percentage: the values as written
         if gold.value == pred.value:
             return True
     elif any(g == p for g in gold.candidates() for p in pred.candidates()):
         return True
-    if (gold.decimals is None) != (pred.decimals is None):
-        decimal, exact = (pred, gold) if gold.decimals is None else (gold, pred)
-        return any(rounds_to(decimal, value) for value in exact.candidates())
-    if gold.decimals is not None and gold.decimals != pred.decimals:  # 0.0666668 is 0.066666793 rounded
-        shorter, longer = (gold, pred) if gold.decimals < pred.decimals else (pred, gold)
-        return any(rounds_to(shorter, value) for value in longer.candidates())
+    if gold.decimals is not None and (pred.decimals is None or gold.decimals < pred.decimals):  # 0.0666668 for 0.066666793
+        return any(rounds_to(gold, value) for value in pred.candidates())
+    if pred.decimals is not None or approximations == 0:  # 0.3563 for .35625, 13.29 for 3840/289; 3 for 3.2 "to the nearest integer"
+        return any(approximates(pred, value, approximations) for value in gold.candidates())
     return False
 
 
@@ -692,7 +768,7 @@ def is_text_answer(gold: str) -> bool:
     )
 
 
-def _exact_numbers(gold: str, pred: str) -> bool | None:
+def _exact_numbers(gold: str, pred: str, approximations: str | int = "reject") -> bool | None:
     """Both sides as exact rationals (a plain number, or arithmetic `exact.exact_value` settles), compared as
     plain numbers are (a decimal gold matches a correctly rounded exact value); None unless both are.
 
@@ -708,11 +784,12 @@ def _exact_numbers(gold: str, pred: str) -> bool | None:
         if number is None:
             return None
         numbers.append(number)
-    return numbers_equal(*numbers)
+    return numbers_equal(*numbers, approximations)
 
 
-def quick_verdict(gold: str, pred: str) -> tuple[bool | None, str | None]:
-    """Decide a (canonical gold, canonical prediction) pair without sympy, or return (None, None) to defer.
+def quick_verdict(gold: str, pred: str, approximations: str | int = "reject") -> tuple[bool | None, str | None]:
+    """Decide a (canonical gold, canonical prediction) pair without sympy, or return (None, None) to defer;
+    `approximations` as in `approximates`.
 
     >>> quick_verdict("1234", "1,234.0")
     (True, None)
@@ -733,12 +810,12 @@ def quick_verdict(gold: str, pred: str) -> tuple[bool | None, str | None]:
         return bool(single and answer.group(1) == choice.group(1)), None
     labelled = _LABELLED_CHOICE.match(_unwrap_text(gold))  # "(A) 5": the letter, or the option's value
     if labelled:
-        value = quick_verdict(labelled.group(2), pred)[0]
+        value = quick_verdict(labelled.group(2), pred, approximations)[0]
         return bool(value) or quick_verdict(f"({labelled.group(1)})", pred)[0], None
     gold_number, pred_number = parse_number(gold), parse_number(pred)
     if gold_number is not None and pred_number is not None:
-        return numbers_equal(gold_number, pred_number), None
-    exact = _exact_numbers(gold, pred)
+        return numbers_equal(gold_number, pred_number, approximations), None
+    exact = _exact_numbers(gold, pred, approximations)
     if exact is not None:
         return exact, None
     if is_text_answer(gold):
