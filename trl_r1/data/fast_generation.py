@@ -412,10 +412,10 @@ class MergedPolicy:
 
     def refresh(self) -> None:
         """Rewrite the adapted layers in place from the policy's base and its current adapter: ``W = dequant(W_4bit)
-        + scale * B @ A`` (dequantized into the copy's tensor, the delta added by one ``addmm_``; no temporary of
-        the weight's size), so tensor addresses, and the compiled graphs that hold them, stay valid. Exact every
-        time (a running ``W += new delta - old delta`` would accumulate bf16 rounding over a run). A policy
-        without an adapter is copied whole. Call after each optimizer step."""
+        + scale * B @ A`` (dequantized into the copy's tensor, PEFT's delta added in place), so tensor addresses, and
+        the compiled graphs that hold them, stay valid. Exact every time (a running ``W += new delta - old delta``
+        would accumulate bf16 rounding over a run). A policy without an adapter is copied whole. Call after each
+        optimizer step."""
         import torch
 
         if self._all_trained:
@@ -426,12 +426,8 @@ class MergedPolicy:
                 if layer.disable_adapters or layer.merged:
                     continue
                 for adapter in layer.active_adapters:
-                    if adapter in layer.lora_A:
-                        lora_a, lora_b = layer.lora_A[adapter].weight, layer.lora_B[adapter].weight
-                        delta = (lora_b.to(target.dtype), lora_a.to(target.dtype))
-                        if getattr(layer, "fan_in_fan_out", False):
-                            delta = (delta[1].T, delta[0].T)
-                        target.addmm_(*delta, alpha=layer.scaling[adapter])
+                    if adapter in layer.lora_A:  # PEFT's own delta (its dtype, fan_in_fan_out, scaling)
+                        target.add_(layer.get_delta_weight(adapter).to(target.dtype))
 
     def release_policy(self) -> None:
         """Drop every reference to the policy (its 4-bit weights and adapter can be freed): the copy keeps the
@@ -458,7 +454,11 @@ class MergedPolicy:
     def generate(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
                  generation_config: GenerationConfig) -> torch.Tensor:
         """The prompts (left-padded, as given) and their continuations, like `model.generate`'s output, decoded by
-        the stage's decoder (`StageDecoder`; started from this call's shape when no stage was started)."""
+        the stage's decoder (`StageDecoder`; started from this call's shape when no stage was started). Settings the
+        call leaves at their defaults come from the model's `generation_config` (its EOS, say), as in `generate`."""
+        settings = copy.deepcopy(self.model.generation_config)
+        settings.update(**generation_config.to_diff_dict())
+        generation_config = settings
         if self.decoder is None:
             rows = input_ids.size(0) * (generation_config.num_return_sequences or 1)
             self.start_stage(rows, generation_config.max_new_tokens, self.prompt_budget or input_ids.size(1))
