@@ -155,6 +155,8 @@ def test_a_grpo_step_refreshes_the_copy_it_generates_from(tmp_path, tiny_model_d
     trainer.train()
     generation = trainer.fast_policy_generation
     assert generation.refreshed_at_step == 1  # the second batch was generated after the first optimizer step
+    decoder = generation.policy_copy.decoder  # one decoder at the stage's shape: TRL's generation batch, budget
+    assert (decoder.batch_size, decoder.prompt_budget, decoder.max_new_tokens) == (4, 512, 6)
     first, second = snapshot.copy_weights
     assert not torch.allclose(first, second)  # the copy changed with the adapter...
     torch.testing.assert_close(second, snapshot.expected[0].to(second.dtype))  # ...to the one after step 1

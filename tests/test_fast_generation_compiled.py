@@ -194,3 +194,22 @@ def test_inductor_compiles_one_graph_that_decodes_what_eager_decodes():
             expected = model.generate(input_ids=ids, attention_mask=mask, generation_config=_greedy(5))
         assert torch.equal(fast.generate(ids, mask, _greedy(5)), expected)
     assert fast.graphs_built == 1 and fast.decoder.compiled_steps == 12
+
+
+def test_without_a_prompt_budget_the_decoder_grows_and_cuts_nothing(caplog):
+    """Rejection sampling and evaluation copy the policy without a budget: a longer later batch gets a larger
+    decoder (one more graph, a WARNING), never cut prompts."""
+    model = _gqa_model()
+    fast = MergedPolicy(model, compile="eager")
+    generator = torch.Generator().manual_seed(7)
+    for rows, width in [(2, 8), (2, 5), (3, 14)]:
+        ids, mask = _batch(rows, width, generator)
+        mask[:, -width:] = 1  # every prompt full width
+        ids = ids.clamp(min=1)
+        with caplog.at_level(logging.WARNING, logger="trl_r1.data.fast_generation"):
+            got = fast.generate(ids, mask, _greedy(4))
+        with torch.inference_mode():
+            assert torch.equal(got, model.generate(input_ids=ids, attention_mask=mask, generation_config=_greedy(4)))
+    assert "outgrows the decoder (2 x 8 + 4): a new one is built" in caplog.text
+    assert "cut from the left" not in caplog.text
+    assert (fast.decoder.batch_size, fast.decoder.prompt_budget, fast.graphs_built) == (3, 14, 1)

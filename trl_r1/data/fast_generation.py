@@ -87,6 +87,20 @@ def static_cache_bytes(sequences: int, length: int, num_layers: int, num_kv_head
     return sequences * length * 2 * num_layers * num_kv_heads * head_dim * dtype_bytes
 
 
+def graph_pool_bytes(sequences: int, cache_length: int, num_heads: int, intermediate_size: int, vocab_size: int,
+                     dtype_bytes: int) -> int:
+    """What the decoder holds beside the copy and the cache: one decoding step's live intermediates, kept by the
+    CUDA graph's private pool for the whole stage (an allowance: one layer's float32 attention scores over the
+    cache, the MLP's three activations, the logits in the model's dtype and in float32 for sampling). The grouped
+    attention expands no K/V, so no expanded copy of the cache is counted.
+
+    >>> graph_pool_bytes(64, 1536, 12, 8960, 151936, 2) / 2**20  # Qwen2.5-1.5B, 64 sequences, 512+1024 tokens
+    100.515625
+    """
+    return sequences * (num_heads * cache_length * 4 + 3 * intermediate_size * dtype_bytes
+                        + vocab_size * (dtype_bytes + 4 + 4))
+
+
 def grouped_query_attention(module: torch.nn.Module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
                             attention_mask: torch.Tensor | None, scaling: float | None = None, dropout: float = 0.0,
                             **kwargs: Any) -> tuple[torch.Tensor, None]:
@@ -352,8 +366,9 @@ class MergedPolicy:
         dtype: the copy's dtype; default bf16 on a GPU that has it, else float32.
         compile: how each stage's decoder compiles (`compile_backend`): default inductor under CUDA graphs on
             CUDA, none on CPU.
-        prompt_budget: the stage's prompt budget in tokens (TRL's ``max_prompt_length``); default: the first
-            call's prompt width.
+        prompt_budget: the stage's prompt budget in tokens (TRL's ``max_prompt_length``); longer prompts are cut
+            from the left. None: the first call's longest prompt, and a decoder that grows (a new graph, a WARNING)
+            when a later call's prompts, batch or new tokens do not fit, so nothing is ever cut.
     """
 
     def __init__(self, policy: Any, dtype: torch.dtype | None = None, compile: bool | str | None = None,
@@ -459,9 +474,19 @@ class MergedPolicy:
         settings = copy.deepcopy(self.model.generation_config)
         settings.update(**generation_config.to_diff_dict())
         generation_config = settings
-        if self.decoder is None:
-            rows = input_ids.size(0) * (generation_config.num_return_sequences or 1)
-            self.start_stage(rows, generation_config.max_new_tokens, self.prompt_budget or input_ids.size(1))
+        rows = input_ids.size(0) * (generation_config.num_return_sequences or 1)
+        shape = (rows, int(attention_mask.sum(-1).max()), generation_config.max_new_tokens)
+        decoder = self.decoder
+        if decoder is None or (self.prompt_budget is None and (
+                shape[0] > decoder.batch_size or shape[1] > decoder.prompt_budget or shape[2] > decoder.max_new_tokens)):
+            if decoder is not None:  # no budget was set: grow (a new graph), never cut
+                logger.warning("fast_generation: a call of %d sequences x %d prompt + %d new tokens outgrows the "
+                               "decoder (%d x %d + %d): a new one is built (a new graph); set a prompt budget and "
+                               "start_stage with the stage's largest batch to keep one", *shape, decoder.batch_size,
+                               decoder.prompt_budget, decoder.max_new_tokens)
+                shape = (max(shape[0], decoder.batch_size), max(shape[1], decoder.prompt_budget),
+                         max(shape[2], decoder.max_new_tokens))
+            self.start_stage(shape[0], shape[2], self.prompt_budget or shape[1])
         return self.decoder.generate(input_ids, attention_mask, generation_config)
 
 
