@@ -4,6 +4,7 @@
     python benchmarks/gpu.py RECIPE --stages cold_start rl --points benchmarks/data/gpu_points.jsonl
     python benchmarks/gpu.py RECIPE --dry-run      # CPU, the model's `ci` size, tiny lengths: what CI runs
     python benchmarks/gpu.py --remeasure benchmarks/data/gpu_points.jsonl   # the calibration points, again
+    python benchmarks/gpu.py --acceptance [--dry-run] [--out F]   # issue 33: fast generation (fast_generation_acceptance.py)
 
 It builds the recipe's model shape with random weights (`trl_r1.rehearsal.models`, size `full`; no Hub), then
 runs each stage in its own process (a fresh peak) at the recipe's settings, as trl-r1 plans them (the stage's
@@ -453,6 +454,12 @@ def measure_stage(data: dict, stage: str, args, context: dict) -> dict:
 
 
 def main(argv: list[str] | None = None) -> dict:
+    argv = sys.argv[1:] if argv is None else argv
+    if "--acceptance" in argv:  # issue 33's fast-generation run: its own script, no recipe
+        sys.path.insert(0, str(Path(__file__).parent))
+        from fast_generation_acceptance import main as acceptance
+
+        return acceptance(argv)
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("recipe", nargs="?")
     parser.add_argument("--stages", nargs="+", help="default: every stage of the recipe, and evaluation")

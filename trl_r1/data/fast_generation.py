@@ -24,6 +24,8 @@ correction only with vLLM, and the copy's per-token log-probs agree with the pol
 from __future__ import annotations
 
 import copy
+import logging
+import types
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -31,9 +33,10 @@ if TYPE_CHECKING:
     from transformers import GenerationConfig, PreTrainedModel
 
 FAST_GENERATION = ("auto", "on", "off")
-# prompts are left-padded to a multiple of this, so that a compiled decoder sees few distinct cache lengths
-# (each new static-cache shape is a new CUDA graph)
-PROMPT_PAD_MULTIPLE = 64
+#: the attention the copy runs (`grouped_query_attention`), registered with transformers' AttentionInterface
+GROUPED_ATTENTION = "trl_r1_grouped_sdpa"
+
+logger = logging.getLogger(__name__)
 
 
 def _peft_layer_types() -> tuple[type, ...]:
@@ -84,18 +87,275 @@ def static_cache_bytes(sequences: int, length: int, num_layers: int, num_kv_head
     return sequences * length * 2 * num_layers * num_kv_heads * head_dim * dtype_bytes
 
 
-def decode_settings(device_type: str) -> dict[str, Any]:
-    """`GenerationConfig` fields of the fast path on a device. On CUDA: a static KV cache, which transformers
-    compiles (mode ``reduce-overhead``: CUDA graphs). On CPU nothing: transformers compiles only on accelerators,
-    an eager static cache attends over its whole length every step (slower than the dynamic cache on CPU, measured
-    by ``benchmarks/generation.py``), and the copy's gain there is dropping PEFT's and bitsandbytes' per-layer work.
-    """
-    if device_type != "cuda":
-        return {}
-    from transformers import CompileConfig
+def graph_pool_bytes(sequences: int, cache_length: int, num_heads: int, intermediate_size: int, vocab_size: int,
+                     dtype_bytes: int) -> int:
+    """What the decoder holds beside the copy and the cache: one decoding step's live intermediates, kept by the
+    CUDA graph's private pool for the whole stage (an allowance: one layer's float32 attention scores over the
+    cache, the MLP's three activations, the logits in the model's dtype and in float32 for sampling). The grouped
+    attention expands no K/V, so no expanded copy of the cache is counted.
 
-    return {"cache_implementation": "static", "disable_compile": False,
-            "compile_config": CompileConfig(mode="reduce-overhead", fullgraph=False, dynamic=False)}
+    >>> graph_pool_bytes(64, 1536, 12, 8960, 151936, 2) / 2**20  # Qwen2.5-1.5B, 64 sequences, 512+1024 tokens
+    100.515625
+    """
+    return sequences * (num_heads * cache_length * 4 + 3 * intermediate_size * dtype_bytes
+                        + vocab_size * (dtype_bytes + 4 + 4))
+
+
+def grouped_query_attention(module: torch.nn.Module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
+                            attention_mask: torch.Tensor | None, scaling: float | None = None, dropout: float = 0.0,
+                            **kwargs: Any) -> tuple[torch.Tensor, None]:
+    """SDPA that never copies the KV cache per head group (grouped-query attention): transformers' SDPA path calls
+    `repeat_kv` under compile, which expands K and V over the whole cache length at every decoding step.
+
+    A one-token query (decoding) attends as ``[batch, kv_heads, group, dim] @ [batch, kv_heads, dim, length]``:
+    a batched matmul over the cache as it lies. Longer queries (the prefill, once per call) use SDPA with
+    ``enable_gqa=True`` (torch >= 2.5). Returns ``(output [batch, q_len, heads, dim], None)`` as transformers'
+    attention functions do.
+    """
+    import torch
+
+    batch, heads, q_len, dim = query.shape
+    kv_heads = key.shape[1]
+    scale = scaling if scaling is not None else dim**-0.5
+    if q_len == 1 and heads != kv_heads:
+        grouped = query.reshape(batch, kv_heads, heads // kv_heads, dim)
+        scores = torch.matmul(grouped, key.transpose(-1, -2)) * scale  # [batch, kv_heads, group, length]
+        if attention_mask is not None:
+            mask = attention_mask[:, :, -1:, : key.shape[-2]]  # [batch, 1, 1, length]
+            scores = scores.masked_fill(~mask, float("-inf")) if mask.dtype == torch.bool else scores + mask
+        probs = torch.softmax(scores, dim=-1, dtype=torch.float32).to(value.dtype)
+        out = torch.matmul(probs, value).reshape(batch, heads, 1, dim)
+    else:
+        mask = attention_mask[:, :, :, : key.shape[-2]] if attention_mask is not None else None
+        out = torch.nn.functional.scaled_dot_product_attention(
+            query, key, value, attn_mask=mask, scale=scale, is_causal=mask is None and q_len > 1,
+            enable_gqa=heads != kv_heads)
+    return out.transpose(1, 2).contiguous(), None
+
+
+def _register_grouped_attention() -> None:
+    from transformers import AttentionInterface
+    from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
+
+    AttentionInterface.register(GROUPED_ATTENTION, grouped_query_attention)
+    AttentionMaskInterface.register(GROUPED_ATTENTION, sdpa_mask)
+
+
+class GraphCounter:
+    """A `torch.compile` backend that counts the graphs it is given (each is a compile, a recompile after the
+    first) and keeps the last one for inspection, then hands them to `inner` (inductor, under CUDA graphs on CUDA).
+    """
+
+    def __init__(self, inner: Any = None, cudagraphs: bool = False):
+        self.inner, self.cudagraphs, self.graphs, self.last_graph = inner, cudagraphs, 0, None
+
+    def __call__(self, graph: torch.fx.GraphModule, example_inputs: list) -> Any:
+        self.graphs += 1
+        self.last_graph = graph
+        if self.inner == "eager":
+            return graph.forward
+        from torch._inductor.compile_fx import compile_fx
+
+        return compile_fx(graph, example_inputs, config_patches={"triton.cudagraphs": self.cudagraphs})
+
+
+class FallbackToEager(RuntimeError):
+    """A compiled decoder was about to build another graph (or run eager) within its stage."""
+
+
+def _decode_step(model: PreTrainedModel, cache: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                 position_ids: torch.Tensor, cache_position: torch.Tensor, cache_arg: str) -> torch.Tensor:
+    """One forward of the copy over the stage's cache: the last position's logits."""
+    return model(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,
+                 cache_position=cache_position, use_cache=True, logits_to_keep=1, **{cache_arg: cache}).logits[:, -1]
+
+
+def _fresh_function(function: types.FunctionType) -> types.FunctionType:
+    """A copy of `function` with its own code object: dynamo keeps compiled graphs, guards and its recompile limit
+    per code object, so each generator gets its own (two generators or stages in a process never share them)."""
+    return types.FunctionType(function.__code__.replace(), function.__globals__, function.__name__)
+
+
+def _sampling_processors(config: GenerationConfig) -> list:
+    """The logits warpers `generate` applies for TRL's sampling settings (public transformers classes); settings
+    the decoder does not implement are refused, not ignored."""
+    from transformers.generation import (MinPLogitsWarper, TemperatureLogitsWarper, TopKLogitsWarper,
+                                         TopPLogitsWarper)
+
+    unsupported = {name: getattr(config, name, None) for name, neutral in (
+        ("num_beams", 1), ("repetition_penalty", 1.0), ("no_repeat_ngram_size", 0), ("bad_words_ids", None),
+        ("typical_p", 1.0), ("epsilon_cutoff", 0.0), ("eta_cutoff", 0.0), ("suppress_tokens", None),
+        ("begin_suppress_tokens", None), ("forced_eos_token_id", None), ("forced_bos_token_id", None))
+        if getattr(config, name, neutral) not in (neutral, None)}
+    if unsupported:
+        raise ValueError(f"fast_generation: the compiled decoder does not implement {unsupported}; "
+                         "set fast_generation: off for these generation settings")
+    if not config.do_sample:
+        return []
+    processors = []
+    if config.temperature is not None and config.temperature != 1.0:
+        processors.append(TemperatureLogitsWarper(config.temperature))
+    if config.top_k:
+        processors.append(TopKLogitsWarper(config.top_k))
+    if config.top_p is not None and config.top_p < 1.0:
+        processors.append(TopPLogitsWarper(config.top_p))
+    if config.min_p:
+        processors.append(MinPLogitsWarper(config.min_p))
+    return processors
+
+
+class StageDecoder:
+    """One compiled decoder for one stage: a fixed batch, a fixed cache (`prompt_budget` + `max_new_tokens`), one
+    `StaticCache` reset (never rebuilt) between calls, so one graph (one CUDA graph) serves every call.
+
+    The loop is driven here, as gpt-fast does, rather than by transformers' `generate`: `generate` builds a new
+    `StaticCache` per call, sizes it from each call's prompts (a new graph per new length) and compiles a frame
+    shared by every model in the process (dynamo's recompile limit of 8 for all of them). The prefill runs eager
+    (one forward per call); each one-token decoding step runs the compiled `_decode_step`. After the first
+    compiled step any recompile raises `FallbackToEager` (``torch.compiler.set_stance("fail_on_recompile")``)
+    instead of silently decoding eager.
+
+    Prompts longer than `prompt_budget` are cut from the left (the end of the prompt, next to the answer, is
+    kept), with a WARNING counting them; a shorter batch than `batch_size` is padded with copies of its first row.
+    """
+
+    def __init__(self, model: PreTrainedModel, batch_size: int, prompt_budget: int, max_new_tokens: int,
+                 backend: GraphCounter | None):
+        import torch
+        from transformers import StaticCache
+
+        self.model, self.batch_size, self.prompt_budget = model, batch_size, prompt_budget
+        self.max_new_tokens, self.backend = max_new_tokens, backend
+        self.cache_length = prompt_budget + max_new_tokens
+        self.cache = StaticCache(config=model.config, max_cache_len=self.cache_length)
+        self.cache.early_initialization(batch_size, model.config.num_key_value_heads,
+                                        getattr(model.config, "head_dim", None)
+                                        or model.config.hidden_size // model.config.num_attention_heads,
+                                        model.dtype, model.device) if hasattr(self.cache, "early_initialization") \
+            else None
+        import inspect
+
+        self._cache_arg = "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+        self._step = _decode_step
+        if backend is not None:
+            self._step = torch.compile(_fresh_function(_decode_step), backend=backend, fullgraph=True,
+                                       dynamic=False)
+        self.compiled_steps = 0
+        self.prompts_cut = 0
+
+    def _forward(self, step: Any, ids: torch.Tensor, mask: torch.Tensor, positions: torch.Tensor,
+                 cache_position: torch.Tensor) -> torch.Tensor:
+        return step(self.model, self.cache, ids, mask, positions, cache_position, self._cache_arg)
+
+    def generate(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                 config: GenerationConfig) -> torch.Tensor:
+        """The prompts as given and their continuations, like `model.generate`'s output (pad after EOS)."""
+        import torch
+
+        rows = input_ids.size(0) * (config.num_return_sequences or 1)
+        new_tokens = config.max_new_tokens
+        if rows > self.batch_size or new_tokens is None or new_tokens > self.max_new_tokens:
+            raise ValueError(f"fast_generation: this stage's decoder holds {self.batch_size} sequences x "
+                             f"{self.max_new_tokens} new tokens; a call asked for {rows} x {new_tokens} (build the "
+                             "decoder with the stage's largest generation batch and max_new_tokens)")
+        processors = _sampling_processors(config)
+        device = self.model.device
+        repeat = config.num_return_sequences or 1
+        prompt_ids, prompt_mask = input_ids.repeat_interleave(repeat, 0), attention_mask.repeat_interleave(repeat, 0)
+        ids, mask = prompt_ids.to(device), prompt_mask.to(device)
+        lengths = mask.sum(-1)
+        if int(lengths.max()) > self.prompt_budget:
+            cut = int((lengths > self.prompt_budget).sum())
+            self.prompts_cut += cut
+            logger.warning("fast_generation: %d of %d prompts are longer than the stage's prompt budget "
+                           "(max_prompt_length=%d tokens, longest %d) and were cut from the left; raise "
+                           "max_prompt_length to keep them whole", cut, rows, self.prompt_budget, int(lengths.max()))
+        # right-align every prompt into the fixed prompt budget (left padding), then pad the batch
+        width = min(ids.size(1), self.prompt_budget)
+        ids, mask = ids[:, -width:], mask[:, -width:]
+        pad_id = config.pad_token_id if config.pad_token_id is not None else 0
+        ids = torch.nn.functional.pad(ids, (self.prompt_budget - width, 0), value=pad_id)
+        mask = torch.nn.functional.pad(mask, (self.prompt_budget - width, 0), value=0)
+        if rows < self.batch_size:
+            ids = torch.cat([ids, ids[:1].expand(self.batch_size - rows, -1)])
+            mask = torch.cat([mask, mask[:1].expand(self.batch_size - rows, -1)])
+        full_mask = torch.ones(self.batch_size, self.cache_length, dtype=mask.dtype, device=device)
+        full_mask[:, : self.prompt_budget] = mask
+        positions = (mask.cumsum(-1) - 1).clamp(min=0)
+        eos = config.eos_token_id
+        eos = torch.tensor([eos] if isinstance(eos, int) else (eos or []), device=device)
+        self.cache.reset()
+        generated = torch.full((self.batch_size, new_tokens), pad_id, dtype=ids.dtype, device=device)
+        finished = torch.zeros(self.batch_size, dtype=torch.bool, device=device)
+        with torch.inference_mode():
+            logits = self._forward(_decode_step, ids, full_mask, positions,
+                                   torch.arange(self.prompt_budget, device=device))
+            position = positions[:, -1:]
+            for step in range(new_tokens):
+                token = self._pick(logits.float(), processors, generated[:, :step], config.do_sample)
+                token = torch.where(finished, pad_id, token)
+                generated[:, step] = token
+                if eos.numel():
+                    finished |= torch.isin(token, eos)
+                    if step % 16 == 15 and bool(finished[:rows].all()):
+                        break
+                if step == new_tokens - 1:
+                    break
+                position = position + 1
+                logits = self._compiled_step(token[:, None], full_mask, position,
+                                             torch.tensor([self.prompt_budget + step], device=device)).clone()
+        kept = generated[:rows]
+        if eos.numel():  # like generate: stop at the column where every sequence has finished
+            done = torch.isin(kept, eos).cumsum(-1).clamp(max=1).cumsum(-1) > 1
+            last = int((~done).any(0).nonzero().max()) + 1 if (~done).any() else 0
+            kept = kept[:, :last]
+        return torch.cat([prompt_ids, kept.to(prompt_ids.device)], dim=1)
+
+    def _compiled_step(self, token: torch.Tensor, mask: torch.Tensor, position: torch.Tensor,
+                       cache_position: torch.Tensor) -> torch.Tensor:
+        import torch
+
+        if self.backend is None:
+            return self._forward(self._step, token, mask, position, cache_position)
+        if self.backend.cudagraphs:
+            torch.compiler.cudagraph_mark_step_begin()
+        if self.compiled_steps == 0:
+            logits = self._forward(self._step, token, mask, position, cache_position)
+        else:
+            try:
+                with torch.compiler.set_stance("fail_on_recompile"):
+                    logits = self._forward(self._step, token, mask, position, cache_position)
+            except Exception as error:  # torch raises its own RuntimeError subclasses for this
+                if "recompil" not in str(error).lower():
+                    raise
+                raise FallbackToEager(
+                    f"fast_generation: the stage's compiled decoder would build graph {self.backend.graphs + 1} "
+                    f"(or decode eager) after {self.compiled_steps} compiled steps: {str(error).splitlines()[0]}. "
+                    "Its batch, cache and dtype are fixed per stage, so this is a bug or a changed model: report it, "
+                    "or set fast_generation: off") from error
+        self.compiled_steps += 1
+        return logits
+
+    @staticmethod
+    def _pick(logits: torch.Tensor, processors: list, generated: torch.Tensor, sample: bool) -> torch.Tensor:
+        import torch
+
+        if not sample:
+            return logits.argmax(-1)
+        for processor in processors:
+            logits = processor(generated, logits)
+        return torch.multinomial(torch.softmax(logits, -1), 1).squeeze(-1)
+
+
+def compile_backend(device_type: str, compile: bool | str | None = None) -> GraphCounter | None:
+    """The backend of a stage's decoder: inductor under CUDA graphs on CUDA; on CPU none (plain eager steps of the
+    copy) unless `compile` asks for one (``True``: inductor, ``"eager"``: dynamo's graph without a compiler, the
+    tests' fast check that one graph serves a stage)."""
+    if compile is None:
+        compile = device_type == "cuda"
+    if compile is False:
+        return None
+    return GraphCounter("eager" if compile == "eager" else "inductor", cudagraphs=device_type == "cuda")
 
 
 class MergedPolicy:
@@ -104,9 +364,15 @@ class MergedPolicy:
     Args:
         policy: a causal LM, or a `PeftModel` with a LoRA adapter on one (bitsandbytes 4-bit or not).
         dtype: the copy's dtype; default bf16 on a GPU that has it, else float32.
+        compile: how each stage's decoder compiles (`compile_backend`): default inductor under CUDA graphs on
+            CUDA, none on CPU.
+        prompt_budget: the stage's prompt budget in tokens (TRL's ``max_prompt_length``); longer prompts are cut
+            from the left. None: the first call's longest prompt, and a decoder that grows (a new graph, a WARNING)
+            when a later call's prompts, batch or new tokens do not fit, so nothing is ever cut.
     """
 
-    def __init__(self, policy: Any, dtype: torch.dtype | None = None):
+    def __init__(self, policy: Any, dtype: torch.dtype | None = None, compile: bool | str | None = None,
+                 prompt_budget: int | None = None):
         import torch
         from transformers import AutoModelForCausalLM
 
@@ -121,8 +387,9 @@ class MergedPolicy:
         config = copy.deepcopy(base.config)
         if hasattr(config, "quantization_config"):
             del config.quantization_config
+        _register_grouped_attention()
         with torch.device("meta"):  # no random initialisation: every tensor is written below
-            model = AutoModelForCausalLM.from_config(config, dtype=dtype)
+            model = AutoModelForCausalLM.from_config(config, dtype=dtype, attn_implementation=GROUPED_ATTENTION)
         model.to_empty(device=device)
         self.model: PreTrainedModel = model.eval().requires_grad_(False)
         self._adapted: list[tuple[torch.Tensor, Any]] = []  # (the copy's weight, the policy's LoRA layer)
@@ -143,8 +410,9 @@ class MergedPolicy:
             self._copy_all()  # the frozen weights, once
         self.refresh()
         self.model.generation_config = copy.deepcopy(base.generation_config)
-        #: the `GenerationConfig` fields `generate` sets (`decode_settings` of the device)
-        self.decode = decode_settings(device.type)
+        self.compile, self.prompt_budget = compile, prompt_budget
+        #: the current stage's decoder (`start_stage`), built at the first call if no stage was started
+        self.decoder: StageDecoder | None = None
 
     @property
     def device(self) -> torch.device:
@@ -158,45 +426,68 @@ class MergedPolicy:
                 target.copy_(_dense(getattr(source, attr)))
 
     def refresh(self) -> None:
-        """Rewrite the adapted layers from the policy's base and its current adapter: ``W = dequant(W_4bit) +
-        scale * B @ A`` (a LoRA's other weights are frozen; a policy without an adapter is copied whole). Call
-        after each optimizer step."""
+        """Rewrite the adapted layers in place from the policy's base and its current adapter: ``W = dequant(W_4bit)
+        + scale * B @ A`` (dequantized into the copy's tensor, PEFT's delta added in place), so tensor addresses, and
+        the compiled graphs that hold them, stay valid. Exact every time (a running ``W += new delta - old delta``
+        would accumulate bf16 rounding over a run). A policy without an adapter is copied whole. Call after each
+        optimizer step."""
         import torch
 
         if self._all_trained:
             self._copy_all()
         with torch.no_grad():
             for target, layer in self._adapted:
-                weight = _dense(layer.get_base_layer().weight).float()
-                if not layer.disable_adapters and not layer.merged:
-                    for adapter in layer.active_adapters:
-                        if adapter in layer.lora_A:
-                            weight = weight + layer.get_delta_weight(adapter).float()
-                target.copy_(weight)
+                target.copy_(_dense(layer.get_base_layer().weight))
+                if layer.disable_adapters or layer.merged:
+                    continue
+                for adapter in layer.active_adapters:
+                    if adapter in layer.lora_A:  # PEFT's own delta (its dtype, fan_in_fan_out, scaling)
+                        target.add_(layer.get_delta_weight(adapter).to(target.dtype))
 
     def release_policy(self) -> None:
         """Drop every reference to the policy (its 4-bit weights and adapter can be freed): the copy keeps the
         weights it has and is never refreshed again (a fixed adapter: rejection sampling, evaluation)."""
         self.policy, self._adapted, self._copied, self._all_trained = None, [], [], False
 
-    def generate(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
-                 generation_config: GenerationConfig) -> torch.Tensor:
-        """`generate` on the copy with `decode` (a static cache compiled on CUDA): the prompts (left-padded, as
-        given) and their continuations, like `model.generate`'s output. Under a static cache the prompts are
-        left-padded further to a multiple of `PROMPT_PAD_MULTIPLE`, and the extra columns dropped again."""
+    def start_stage(self, batch_size: int, max_new_tokens: int, prompt_budget: int | None = None) -> StageDecoder:
+        """A new decoder (its own cache and graph) for a stage's fixed shape: its largest generation batch, its
+        `max_new_tokens` and prompt budget. The previous stage's decoder, cache and graphs are dropped."""
         import torch
 
-        config = copy.deepcopy(generation_config)
-        for key, value in self.decode.items():
-            setattr(config, key, value)
-        static = config.cache_implementation == "static"
-        extra = -input_ids.size(1) % PROMPT_PAD_MULTIPLE if static else 0
-        pad_id = config.pad_token_id if config.pad_token_id is not None else 0
-        input_ids = torch.nn.functional.pad(input_ids.to(self.device), (extra, 0), value=pad_id)
-        attention_mask = torch.nn.functional.pad(attention_mask.to(self.device), (extra, 0), value=0)
-        with torch.inference_mode():
-            out = self.model.generate(input_ids=input_ids, attention_mask=attention_mask, generation_config=config)
-        return out[:, extra:]
+        self.decoder = None
+        if self.model.device.type == "cuda":
+            torch.cuda.empty_cache()
+        self.decoder = StageDecoder(self.model, batch_size, prompt_budget or self.prompt_budget, max_new_tokens,
+                                    compile_backend(self.model.device.type, self.compile))
+        return self.decoder
+
+    @property
+    def graphs_built(self) -> int:
+        """Graphs the current stage's decoder compiled (one per stage when it stays fast)."""
+        return self.decoder.backend.graphs if self.decoder and self.decoder.backend else 0
+
+    def generate(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                 generation_config: GenerationConfig) -> torch.Tensor:
+        """The prompts (left-padded, as given) and their continuations, like `model.generate`'s output, decoded by
+        the stage's decoder (`StageDecoder`; started from this call's shape when no stage was started). Settings the
+        call leaves at their defaults come from the model's `generation_config` (its EOS, say), as in `generate`."""
+        settings = copy.deepcopy(self.model.generation_config)
+        settings.update(**generation_config.to_diff_dict())
+        generation_config = settings
+        rows = input_ids.size(0) * (generation_config.num_return_sequences or 1)
+        shape = (rows, int(attention_mask.sum(-1).max()), generation_config.max_new_tokens)
+        decoder = self.decoder
+        if decoder is None or (self.prompt_budget is None and (
+                shape[0] > decoder.batch_size or shape[1] > decoder.prompt_budget or shape[2] > decoder.max_new_tokens)):
+            if decoder is not None:  # no budget was set: grow (a new graph), never cut
+                logger.warning("fast_generation: a call of %d sequences x %d prompt + %d new tokens outgrows the "
+                               "decoder (%d x %d + %d): a new one is built (a new graph); set a prompt budget and "
+                               "start_stage with the stage's largest batch to keep one", *shape, decoder.batch_size,
+                               decoder.prompt_budget, decoder.max_new_tokens)
+                shape = (max(shape[0], decoder.batch_size), max(shape[1], decoder.prompt_budget),
+                         max(shape[2], decoder.max_new_tokens))
+            self.start_stage(shape[0], shape[2], self.prompt_budget or shape[1])
+        return self.decoder.generate(input_ids, attention_mask, generation_config)
 
 
 def _dense(value: torch.Tensor) -> torch.Tensor:

@@ -53,7 +53,7 @@ import json
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from ..data.fast_generation import PROMPT_PAD_MULTIPLE, copy_bytes
+from ..data.fast_generation import copy_bytes, graph_pool_bytes
 
 GIB = 1024**3
 NF4_BITS = 4 + 8 / 64 + 32 / (64 * 256)
@@ -304,9 +304,9 @@ def estimate_grpo_peak(shape: ModelShape, settings: GRPOSettings = GRPOSettings(
     training = _training_body(shape, s, factor) + head_bytes(shape, s.per_device_train_batch_size
                                                               * s.max_completion_length, s.dtype_bytes)
     if not s.use_vllm:
-        if s.fast_generation:  # the static cache holds the padded prompt from the start
-            seq = -(-s.max_prompt_length // PROMPT_PAD_MULTIPLE) * PROMPT_PAD_MULTIPLE + s.max_completion_length
         generation = sequences * seq * kv_bytes_per_token(shape, s.dtype_bytes) + sequences * shape.vocab_size * 4
+        if s.fast_generation:  # the stage's one static cache (prompt budget + completion) and its CUDA-graph pool
+            generation += _fast_path_pool(shape, sequences, seq, s.dtype_bytes)
         policy_copy = copy_bytes(shape.num_params, s.dtype_bytes) if s.fast_generation else 0.0
         return _finish(weights, lora_state, generation, training, cpu, policy_copy=policy_copy)
     if card_gb is None:
@@ -314,6 +314,12 @@ def estimate_grpo_peak(shape: ModelShape, settings: GRPOSettings = GRPOSettings(
     budget = s.vllm_gpu_memory_utilization * card_gb * 1e9  # holds vllm_lora_bytes too (see vllm_kv_tokens)
     asleep = VLLM_ASLEEP_FRACTION * budget if s.vllm_enable_sleep_mode else budget
     return _finish(weights, lora_state, 0.0, training, cpu, (budget, asleep))
+
+
+def _fast_path_pool(shape: ModelShape, sequences: int, cache_length: int, dtype_bytes: int) -> int:
+    """The fast path's CUDA-graph pool (`trl_r1.data.fast_generation.graph_pool_bytes`) at a stage's shape."""
+    return graph_pool_bytes(sequences, cache_length, shape.num_heads, shape.intermediate_size, shape.vocab_size,
+                            dtype_bytes)
 
 
 def head_bytes(shape: ModelShape, tokens: int, dtype_bytes: int = 2) -> float:
@@ -434,13 +440,14 @@ def estimate_generation_peak(shape: ModelShape, settings: GenerationSettings = G
     """
     s = settings
     sequences = s.batch_size * s.num_samples  # transformers expands the prompts before the prefill
-    prompt = -(-s.prompt_length // PROMPT_PAD_MULTIPLE) * PROMPT_PAD_MULTIPLE if s.fast else s.prompt_length
+    prompt = s.prompt_length
     prefill = activation_terms(shape, GRPOSettings(max_prompt_length=prompt, max_completion_length=0,
                                                    per_device_train_batch_size=sequences))[1]
     dequantised = shape.hidden_size * shape.intermediate_size * 2 if s.load_in_4bit and not s.fast else 0
     generation = (sequences * (prompt + s.max_new_tokens) * kv_bytes_per_token(shape) + prefill
                   + sequences * shape.vocab_size * 4 + dequantised)
     if s.fast:
+        generation += _fast_path_pool(shape, sequences, prompt + s.max_new_tokens, 2)
         return _finish(copy_bytes(shape.num_params, 2), 0.0, generation, 0.0, cpu=False)
     adapter = shape.lora_params(s.lora_r) * 4 if s.lora_r else 0
     return _finish(weight_bytes(shape, s.load_in_4bit), adapter, generation, 0.0, cpu=False)

@@ -323,7 +323,8 @@ class AdapterSyncVLLMGeneration(VLLMGeneration):
 
 def fast_generation_choice(trainer: Any) -> tuple[bool, str]:
     """Whether TRL's transformers generation runs on a merged copy of the policy (`fast_generation`), and why."""
-    from ..data.fast_generation import copy_bytes, merged_copy_unsupported_reason, static_cache_bytes
+    from ..data.fast_generation import (copy_bytes, graph_pool_bytes, merged_copy_unsupported_reason,
+                                        static_cache_bytes)
 
     setting = getattr(trainer.args, "fast_generation", "off")
     if setting == "off":
@@ -342,11 +343,13 @@ def fast_generation_choice(trainer: Any) -> tuple[bool, str]:
             config = policy.config.get_text_config() if hasattr(policy.config, "get_text_config") else policy.config
             head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
             sequences = trainer.args.per_device_train_batch_size * trainer.args.steps_per_generation
-            length = (getattr(trainer.args, "max_prompt_length", None) or 512) + trainer.max_completion_length
+            length = trainer.args.max_prompt_length + trainer.max_completion_length
             params = sum(p.numel() * (2 if type(p).__name__ == "Params4bit" else 1)  # two 4-bit values a byte
                          for n, p in policy.named_parameters() if "lora_" not in n)
             needed = copy_bytes(params, 2) + static_cache_bytes(
-                sequences, length, config.num_hidden_layers, config.num_key_value_heads, head_dim, 2)
+                sequences, length, config.num_hidden_layers, config.num_key_value_heads, head_dim, 2
+            ) + graph_pool_bytes(sequences, length, config.num_attention_heads, config.intermediate_size,
+                                 config.vocab_size, 2)
             free = torch.cuda.mem_get_info(device)[0]
             if needed > free / 2:  # the training step still needs its activations beside the copy
                 reason = (f"auto: the copy and its static cache ({needed / 2**30:.1f} GiB) exceed half the free "
@@ -356,7 +359,8 @@ def fast_generation_choice(trainer: Any) -> tuple[bool, str]:
             raise ValueError(f"fast_generation: on, but the policy cannot generate from a merged copy: {reason}; "
                              "set fast_generation: off")
         return False, reason
-    return True, "fast_generation: a merged copy of the policy, static KV cache" + (
+    return True, (f"fast_generation: a merged copy of the policy, one decoder of {trainer.args.max_prompt_length} "
+                  "prompt tokens (max_prompt_length) + the completion, static KV cache") + (
         " compiled under CUDA graphs" if trainer.accelerator.device.type == "cuda" else "")
 
 
@@ -382,8 +386,12 @@ class FastPolicyGeneration:
         if kwargs:
             raise ValueError(f"fast_generation does not pass {sorted(kwargs)} to the copy (multimodal inputs)")
         began, step = time.perf_counter(), self.trainer.state.global_step
-        if self.policy_copy is None:
-            self.policy_copy = MergedPolicy(self.trainer.accelerator.unwrap_model(self.trainer.model))
+        if self.policy_copy is None:  # one decoder for the stage: TRL's generation batch, fixed lengths
+            args = self.trainer.args
+            self.policy_copy = MergedPolicy(self.trainer.accelerator.unwrap_model(self.trainer.model),
+                                            prompt_budget=args.max_prompt_length)
+            self.policy_copy.start_stage(batch_size=args.per_device_train_batch_size * args.steps_per_generation,
+                                         max_new_tokens=self.trainer.max_completion_length)
             self.refreshed_at_step = step
         elif step != self.refreshed_at_step:
             self.policy_copy.refresh()
