@@ -134,6 +134,23 @@ def test_kl_metric_matches_trl(make_trainer, dataset):
     assert ours._metrics["train"]["kl"][0] > 0
 
 
+@pytest.mark.parametrize("kl_in_reward", [False, True], ids=["kl-in-loss", "kl-in-reward"])
+def test_logged_kl_is_k3_whatever_the_estimator(make_trainer, dataset, kl_in_reward):
+    # `kl` means what TRL logs (k3, importance-weighted in the loss), so curves compare across runs; each
+    # estimator's own value has its own name.
+    options = dict(beta=0.5, kl_in_reward=kl_in_reward, advantage_estimator="rloo" if kl_in_reward else "grpo")
+    metrics = {}
+    for est in ("k3", "k1", "abs"):
+        trainer = make_trainer(kl_estimator=est, **options)
+        _one_batch(trainer, dataset)
+        metrics[est] = {k: v[0] for k, v in trainer._metrics["train"].items() if k.startswith("kl")}
+    assert metrics["k3"]["kl"] > 0 and metrics["k1"]["kl"] == pytest.approx(metrics["k3"]["kl"], rel=1e-6)
+    assert metrics["abs"]["kl"] == pytest.approx(metrics["k3"]["kl"], rel=1e-6)
+    assert metrics["k3"]["kl/k3"] == pytest.approx(metrics["k3"]["kl"], rel=1e-6)
+    assert metrics["abs"]["kl/abs"] > metrics["k3"]["kl"] and "kl/k3" not in metrics["abs"]
+    assert metrics["k1"]["kl/k1"] != pytest.approx(metrics["k3"]["kl"], rel=1e-3)
+
+
 def test_straight_through_kl_keeps_the_value_and_takes_the_k2_gradient(make_trainer, dataset):
     run = {
         est: _one_batch(make_trainer(beta=0.5, kl_estimator=est, use_bias_correction_kl=False), dataset)
@@ -211,9 +228,10 @@ def test_adaptive_kl_coefficient_follows_ziegler(make_trainer):
     logs = [entry for entry in trainer.state.log_history if "kl_coef" in entry]
     assert len(logs) == 4
     expected = beta
-    for entry in logs:  # 8 completions per optimizer step
-        expected *= 1 + min(max(entry["kl"] / target - 1, -0.2), 0.2) * 8 / horizon
+    for entry in logs:  # the logged coefficient is the one the step applied; it adapts afterwards
         assert entry["kl_coef"] == pytest.approx(expected, rel=1e-4)
+        expected *= 1 + min(max(entry["kl/k3"] / target - 1, -0.2), 0.2) * 8 / horizon  # 8 completions per step
+    assert logs[0]["kl_coef"] == beta
     assert trainer.kl_controller.value == pytest.approx(expected, rel=1e-4)
     assert trainer.kl_controller.value != beta
 

@@ -25,19 +25,27 @@ class R1TrainerBase(GRPOSeam):
         self.kl_controller = kl_controller(self.args.kl_coef, self.args.kl_target, self.args.kl_horizon)
 
     def record_kl(self, stats: Tensor) -> None:
-        """Log the mean per-token KL of ``stats = [KL sum, tokens, completions]`` summed over every process, and
-        adapt the coefficient from it (train mode only)."""
-        kl_sum, tokens, completions = stats.tolist()
-        mean_kl = kl_sum / max(tokens, 1.0)
-        self.log_metric("kl", mean_kl)
-        if self.mode == "train":
-            self.kl_controller.update(mean_kl, n_steps=int(completions))
-            self.log_metric("kl_coef", self.kl_controller.value)
+        """Log the mean per-token KL of ``stats = kl_stats(...)`` summed over every process, and adapt the
+        coefficient from it (train mode only).
 
-    def kl_stats(self, masked_kl: Tensor, mask: Tensor) -> Tensor:
-        """``[KL sum, valid tokens, completions]`` in float64 on this process, to be summed over micro-batches."""
+        ``kl`` is k3 whatever the estimator, as TRL logs it, so curves compare across runs; the estimator's own
+        mean goes to ``kl/<estimator>`` and drives the adaptive coefficient. ``kl_coef`` is the coefficient this
+        step applied (verl's order), not the adapted one the next step will use.
+        """
+        estimate_sum, k3_sum, tokens, completions = stats.tolist()
+        mean_estimate = estimate_sum / max(tokens, 1.0)
+        self.log_metric("kl", k3_sum / max(tokens, 1.0))
+        self.log_metric(f"kl/{self.args.kl_estimator}", mean_estimate)
+        if self.mode == "train":
+            self.log_metric("kl_coef", self.kl_controller.value)
+            self.kl_controller.update(mean_estimate, n_steps=int(completions))
+
+    def kl_stats(self, masked_kl: Tensor, masked_k3: Tensor, mask: Tensor) -> Tensor:
+        """``[estimator's KL sum, k3 sum, valid tokens, completions]`` in float64 on this process, to be summed over
+        micro-batches (the per-token KL terms come already masked)."""
         completions = torch.tensor(float(mask.size(0)), dtype=torch.float64, device=mask.device)
-        return torch.stack([masked_kl.detach().sum().double(), mask.sum().double(), completions])
+        return torch.stack([masked_kl.detach().sum().double(), masked_k3.detach().sum().double(),
+                            mask.sum().double(), completions])
 
     def reward_kl(self, batch: dict, mask: Tensor) -> tuple[float, Tensor]:
         """KL in the reward: ``(coefficient, per-token KL (B, T))`` of the sampling policy to the reference.
@@ -45,8 +53,10 @@ class R1TrainerBase(GRPOSeam):
         The coefficient returned is the one to apply to this batch; the controller adapts after it was read.
         """
         coef = self.kl_controller.value
-        token_kl = kl_penalty(self.sampling_logps(batch), self.reference_logps(batch), self.args.kl_estimator) * mask
-        self.record_kl(self.accelerator.reduce(self.kl_stats(token_kl, mask), reduction="sum").cpu())
+        sampling_logps, reference_logps = self.sampling_logps(batch), self.reference_logps(batch)
+        token_kl = kl_penalty(sampling_logps, reference_logps, self.args.kl_estimator) * mask
+        token_k3 = kl_penalty(sampling_logps, reference_logps, "k3") * mask
+        self.record_kl(self.accelerator.reduce(self.kl_stats(token_kl, token_k3, mask), reduction="sum").cpu())
         return coef, token_kl
 
     def checkpoint_state(self) -> dict[str, Any]:

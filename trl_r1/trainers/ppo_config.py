@@ -21,8 +21,8 @@ class R1PPOConfig(FastGenerationMixin, VLLMLoRASyncMixin, KLConfigMixin, GRPOCon
     number of PPO epochs per generated batch and `steps_per_generation` the number of minibatches. GRPO's group
     advantages are replaced by token-level GAE advantages on the weighted sum of the rewards, so the group
     normalisation options (`scale_rewards`, `multi_objective_aggregation`) must keep their defaults. The KL penalty
-    goes into the per-token reward (`kl_coef`), not the loss: leave `beta` unset; it mirrors `kl_coef` so that TRL
-    builds the reference model.
+    goes into the per-token reward (`kl_coef`), not the loss: leave `beta` at 0 (the trainer has TRL build the
+    reference model for a non-zero `kl_coef`).
 
     Example:
         >>> cfg = R1PPOConfig(output_dir="out", use_cpu=True, report_to="none", critic="lora", lam_critic=1.0)
@@ -124,7 +124,7 @@ class R1PPOConfig(FastGenerationMixin, VLLMLoRASyncMixin, KLConfigMixin, GRPOCon
     def __post_init__(self):
         self.check_vllm_lora_sync()
         self.check_fast_generation()
-        if self.beta not in (0.0, self.kl_coef):
+        if self.beta != 0.0:
             raise ValueError(
                 "R1PPOConfig puts the KL penalty in the reward: set `kl_coef` (and optionally `kl_target`), not `beta` "
                 f"(got beta={self.beta})."
@@ -150,5 +150,4 @@ class R1PPOConfig(FastGenerationMixin, VLLMLoRASyncMixin, KLConfigMixin, GRPOCon
         for name in ("vf_coef", "kl_coef", "critic_warmup_steps"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}.")
-        self.beta = self.kl_coef  # TRL builds a reference model only for a non-zero beta
         super().__post_init__()
