@@ -7,7 +7,7 @@ from datasets import Dataset
 from transformers import AutoTokenizer
 from trl import GRPOConfig, GRPOTrainer
 
-from trl_r1.algorithms import grpo_advantages, rloo_advantages
+from trl_r1.algorithms import KL_ESTIMATORS, grpo_advantages, rloo_advantages, same_loss_gradient
 from trl_r1.trainers import R1GRPOConfig, R1GRPOTrainer
 
 GROUP = 4
@@ -293,3 +293,68 @@ def test_each_estimator_learns_the_toy_task(make_trainer, options):
     assert len(rewards) == 25
     first, last = sum(rewards[:5]) / 5, sum(rewards[-5:]) / 5
     assert last > first + 0.1, rewards
+
+
+# ----- every option changes the updates, or the config says why not (issue 37) ---------------------------------
+
+_BASELINE: dict = {}
+
+
+def _grads_of(make_trainer, dataset, **options):
+    return _one_batch(make_trainer(**options), dataset)[2]
+
+
+def _differs(grads, other) -> bool:
+    return any(not torch.allclose(grads[n], other[n], rtol=1e-4, atol=1e-6) for n in grads)
+
+
+@pytest.mark.parametrize("estimator", sorted(KL_ESTIMATORS.choices()))
+def test_each_kl_estimator_in_the_loss_changes_the_updates_or_warns(make_trainer, dataset, estimator):
+    # Under TRL's use_bias_correction_kl=True, k2/k3/low_var_kl and the `+` ones share one gradient
+    # (docs/algorithms.md): the config says so; k1 and abs change the updates.
+    if "k3" not in _BASELINE:
+        _BASELINE["k3"] = _grads_of(make_trainer, dataset, beta=0.5)
+    if same_loss_gradient(estimator, "k3") and estimator != "k3":
+        with pytest.warns(UserWarning, match="same gradient as 'k3'"):
+            grads = _grads_of(make_trainer, dataset, beta=0.5, kl_estimator=estimator)
+        _assert_same_grads(grads, _BASELINE["k3"], atol=1e-5)
+    elif estimator != "k3":
+        assert _differs(_grads_of(make_trainer, dataset, beta=0.5, kl_estimator=estimator), _BASELINE["k3"])
+
+
+@pytest.mark.parametrize("estimator", ["k2", "k3+", "low_var_kl"])
+def test_without_bias_correction_the_coinciding_estimators_differ(make_trainer, dataset, estimator):
+    base = _grads_of(make_trainer, dataset, beta=0.5, use_bias_correction_kl=False)
+    assert _differs(_grads_of(make_trainer, dataset, beta=0.5, kl_estimator=estimator, use_bias_correction_kl=False),
+                    base) == (estimator != "low_var_kl")  # low_var_kl is k3 until it clamps
+
+
+@pytest.mark.parametrize("estimator", [e for e in ("dr_grpo", "rloo", "reinforce_pp", "reinforce_pp_baseline")])
+def test_each_advantage_estimator_changes_the_updates(make_trainer, dataset, estimator):
+    if "grpo" not in _BASELINE:
+        _BASELINE["grpo"] = _grads_of(make_trainer, dataset)
+    assert _differs(_grads_of(make_trainer, dataset, advantage_estimator=estimator), _BASELINE["grpo"])
+
+
+def test_gamma_changes_reinforce_pp_updates(make_trainer, dataset):
+    options = dict(advantage_estimator="reinforce_pp", beta=0.5, kl_in_reward=True, kl_estimator="k1")
+    assert _differs(_grads_of(make_trainer, dataset, gamma=0.5, **options), _grads_of(make_trainer, dataset, **options))
+
+
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        (dict(kl_estimator="k1"), "does nothing with beta=0"),
+        (dict(kl_estimator="abs", kl_in_reward=False), "does nothing with beta=0"),
+        (dict(advantage_estimator="rloo", gamma=0.5), r"gamma=0.5 does nothing .* \['reinforce_pp'"),
+        (dict(advantage_estimator="grpo", gamma=0.9), "gamma=0.9 does nothing"),
+    ],
+)
+def test_inert_options_are_rejected_at_config_time(tmp_path, options, message):
+    with pytest.raises(ValueError, match=message):
+        R1GRPOConfig(output_dir=str(tmp_path), use_cpu=True, report_to="none", **options)
+
+
+def test_kl_horizon_without_a_target_warns(tmp_path):
+    with pytest.warns(UserWarning, match="kl_horizon=500 .* without kl_target"):
+        R1GRPOConfig(output_dir=str(tmp_path), use_cpu=True, report_to="none", beta=0.1, kl_horizon=500)

@@ -328,6 +328,7 @@ def test_clipped_value_loss_matches_ppo2_and_stops_gradients_past_the_clip():
         ({"vf_coef": -1.0}, "vf_coef"),
         ({"critic_warmup_steps": -1}, "critic_warmup_steps"),
         ({"kl_coef": 0.0, "kl_target": 0.1}, "kl_coef"),
+        ({"kl_coef": 0.0, "kl_estimator": "k3"}, "does nothing with kl_coef=0"),
         ({"scale_rewards": "batch"}, "scale_rewards"),
         ({"multi_objective_aggregation": "normalize_then_sum"}, "multi_objective_aggregation"),
     ],
@@ -367,3 +368,18 @@ def test_sharded_training_is_refused_before_a_model_is_loaded(monkeypatch, tmp_p
     # A model path that does not exist: loading it would fail with OSError, so the refusal comes first.
     with pytest.raises(NotImplementedError, match="ZeRO-3 and FSDP"):
         R1PPOTrainer(model=str(tmp_path / "no-model"), reward_funcs=[starts_with_digit], args=args)
+
+
+def test_train_dataset_is_the_fourth_positional_argument_as_in_trl(tiny_model_dir, dataset, tmp_path):
+    args = R1PPOConfig(output_dir=str(tmp_path), use_cpu=True, report_to="none", kl_coef=0.1)
+    trainer = R1PPOTrainer(tiny_model_dir, [starts_with_digit], args, dataset)
+    assert trainer.train_dataset is dataset
+    assert trainer.ref_model is not None and args.beta == 0.0  # TRL built the reference for kl_coef; beta untouched
+
+
+def test_dataclasses_replace_changes_kl_coef(tmp_path):
+    import dataclasses
+
+    args = R1PPOConfig(output_dir=str(tmp_path), use_cpu=True, report_to="none")
+    replaced = dataclasses.replace(args, kl_coef=0.1)
+    assert replaced.kl_coef == 0.1 and replaced.beta == 0.0

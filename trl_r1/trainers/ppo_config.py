@@ -6,7 +6,13 @@ from dataclasses import dataclass, field
 
 from trl import GRPOConfig
 
-from .base_config import FastGenerationMixin, KLConfigMixin, VLLMLoRASyncMixin, kl_estimator_field
+from .base_config import (
+    FastGenerationMixin,
+    KLConfigMixin,
+    VLLMLoRASyncMixin,
+    forget_derived_generation_batch,
+    kl_estimator_field,
+)
 
 CRITIC_MODES = ("shared_trunk", "lora")
 
@@ -124,6 +130,7 @@ class R1PPOConfig(FastGenerationMixin, VLLMLoRASyncMixin, KLConfigMixin, GRPOCon
     def __post_init__(self):
         self.check_vllm_lora_sync()
         self.check_fast_generation()
+        forget_derived_generation_batch(self)
         if self.beta != 0.0:
             raise ValueError(
                 "R1PPOConfig puts the KL penalty in the reward: set `kl_coef` (and optionally `kl_target`), not `beta` "
@@ -136,7 +143,7 @@ class R1PPOConfig(FastGenerationMixin, VLLMLoRASyncMixin, KLConfigMixin, GRPOCon
             )
         if self.critic not in CRITIC_MODES:
             raise ValueError(f"critic must be one of {list(CRITIC_MODES)}, got {self.critic!r}.")
-        self.check_kl("kl_coef", self.kl_coef)
+        self.check_kl("kl_coef", self.kl_coef, "k1")
         for name in ("lam", "lam_critic"):
             value = getattr(self, name)
             if value is not None and not 0.0 <= value <= 1.0:

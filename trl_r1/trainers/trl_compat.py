@@ -728,8 +728,13 @@ class GRPOSeam(GRPOTrainer):
 
     def _issue_warnings_after_load(self, load_result):
         # The trainer restores its unsaved submodules (a value head) itself: they are not missing from a checkpoint.
+        # What is left is judged as Trainer judges it: exactly the keys left out on save means tied weights.
         unsaved = unsaved_keys(self.model)
         load_result.missing_keys[:] = [key for key in load_result.missing_keys if key not in unsaved]
+        left_out = set(self.model._keys_to_ignore_on_save or ()) - unsaved
+        if load_result.missing_keys and set(load_result.missing_keys) == left_out:
+            self.model.tie_weights()
+            load_result.missing_keys.clear()
         super()._issue_warnings_after_load(load_result)
 
     def _load_optimizer_and_scheduler(self, checkpoint):
