@@ -358,3 +358,46 @@ def test_inert_options_are_rejected_at_config_time(tmp_path, options, message):
 def test_kl_horizon_without_a_target_warns(tmp_path):
     with pytest.warns(UserWarning, match="kl_horizon=500 .* without kl_target"):
         R1GRPOConfig(output_dir=str(tmp_path), use_cpu=True, report_to="none", beta=0.1, kl_horizon=500)
+
+
+# ----- the CLI's checks, in Python too (issue 37 item 4) --------------------------------------------------------
+
+
+class NeedsUnit:
+    """A reward that reads a 'unit' column."""
+
+    __name__ = "needs_unit"
+    required_columns = ("unit",)
+
+    def __call__(self, completions, unit, **kwargs):
+        return [1.0] * len(completions)
+
+
+@pytest.mark.parametrize("trainer_kind", ["grpo", "ppo"])
+def test_a_reward_s_required_columns_are_checked_before_training(tiny_model_dir, dataset, tmp_path, trainer_kind):
+    from trl_r1.trainers import R1PPOConfig, R1PPOTrainer
+
+    trainer_cls, config_cls = (R1GRPOTrainer, R1GRPOConfig) if trainer_kind == "grpo" else (R1PPOTrainer, R1PPOConfig)
+    args = config_cls(output_dir=str(tmp_path), use_cpu=True, report_to="none")
+    with pytest.raises(ValueError, match=r"needs_unit' needs a 'unit' column; the dataset has \['prompt'\]"):
+        trainer_cls(tiny_model_dir, [NeedsUnit()], args, dataset)
+
+
+def test_our_reward_names_resolve_as_in_the_cli(make_trainer, tiny_model_dir, tmp_path):
+    solved = Dataset.from_list([{"prompt": [{"role": "user", "content": "1 + 1?"}], "solution": "2"}] * 4)
+    trainer = R1GRPOTrainer(tiny_model_dir, ["format", {"name": "math"}], R1GRPOConfig(
+        output_dir=str(tmp_path), use_cpu=True, report_to="none", num_generations=GROUP, per_device_train_batch_size=4),
+        solved)
+    assert [f.__name__ for f in trainer.reward_funcs] == ["format_reward", "math_accuracy_reward"]
+    with pytest.raises(ValueError, match="reads its reference from one of the columns"):
+        R1GRPOTrainer(tiny_model_dir, ["math"], R1GRPOConfig(output_dir=str(tmp_path), use_cpu=True, report_to="none"),
+                      solved.remove_columns("solution"))
+
+
+def test_the_accelerate_cpu_trap_is_warned_by_the_trainer(make_trainer, monkeypatch, caplog):
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    monkeypatch.setenv("ACCELERATE_USE_CPU", "true")
+    monkeypatch.setenv("MASTER_PORT", "29500")
+    with caplog.at_level("WARNING", logger="trl_r1"):
+        make_trainer()
+    assert "runs ONE process whatever --num_processes says" in caplog.text

@@ -9,7 +9,35 @@ import torch
 from torch import Tensor
 
 from ..algorithms import kl_controller, kl_penalty
+from ..registry import looks_like_import_path
+from ..rewards import REWARD_REGISTRY, get_reward_funcs
+from ..rewards.base import column_problems
+from .launch import check_world_size
 from .trl_compat import GRPOSeam
+
+
+def resolve_rewards(reward_funcs: Any) -> Any:
+    """Our reward names (``"format"``, ``"math"``, registry names, ``{"name": ..., **options}``, dotted paths)
+    resolved as the CLI resolves them; anything else (a callable, a model, a Hub id) is left for TRL."""
+    if reward_funcs is None:
+        return None
+    entries = reward_funcs if isinstance(reward_funcs, list) else [reward_funcs]
+    ours = [isinstance(e, dict) or (isinstance(e, str) and (e in REWARD_REGISTRY or looks_like_import_path(e)))
+            for e in entries]
+    resolved = [get_reward_funcs([e])[0] if mine else e for e, mine in zip(entries, ours, strict=True)]
+    return resolved if isinstance(reward_funcs, list) else resolved[0]
+
+
+def check_reward_columns(trainer: str, reward_funcs: Any, train_dataset: Any) -> None:
+    """Fail before training when the train dataset lacks a column a reward declares it reads (otherwise every
+    reward is None and TRL stops mid-run, or the run trains on the others alone)."""
+    columns = getattr(train_dataset, "column_names", None)
+    if reward_funcs is None or not isinstance(columns, list):
+        return
+    funcs = reward_funcs if isinstance(reward_funcs, list) else [reward_funcs]
+    problems = [p for func in funcs if not isinstance(func, str) for p in column_problems(func, columns)]
+    if problems:
+        raise ValueError(f"{trainer}: the train dataset cannot feed its rewards: " + "; ".join(problems) + ".")
 
 
 class R1TrainerBase(GRPOSeam):
@@ -20,8 +48,11 @@ class R1TrainerBase(GRPOSeam):
     so every rank applies and stores the same coefficient (PPO, verl and OpenRLHF order).
     """
 
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
+    def __init__(self, model, reward_funcs=None, args=None, train_dataset=None, *more_args, **kwargs):
+        reward_funcs = resolve_rewards(reward_funcs)
+        check_reward_columns(type(self).__name__, reward_funcs, train_dataset)
+        super().__init__(model, reward_funcs, args, train_dataset, *more_args, **kwargs)
+        check_world_size(self.accelerator.num_processes)
         self.kl_controller = kl_controller(self.args.kl_coef, self.args.kl_target, self.args.kl_horizon)
 
     def record_kl(self, stats: Tensor) -> None:

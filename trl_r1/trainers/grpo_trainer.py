@@ -34,12 +34,13 @@ class R1GRPOTrainer(R1TrainerBase):
 
     model_card_tags = ["trl", "grpo", "trl-r1"]
 
-    def __init__(self, model, reward_funcs=None, args: R1GRPOConfig | None = None, *more_args, **kwargs):
+    def __init__(self, model, reward_funcs=None, args: R1GRPOConfig | None = None, train_dataset=None, *more_args,
+                 **kwargs):
         if args is None:
             args = R1GRPOConfig()
         elif not isinstance(args, R1GRPOConfig):
             raise TypeError(f"R1GRPOTrainer needs an R1GRPOConfig, got {type(args).__name__}.")
-        super().__init__(model, reward_funcs, args, *more_args, **kwargs)
+        super().__init__(model, reward_funcs, args, train_dataset, *more_args, **kwargs)
         if args.kl_in_reward and self.is_vision_model:
             raise ValueError("kl_in_reward=True supports text-only models (its sampling log-probs skip image inputs).")
         if args.beta != 0.0:
