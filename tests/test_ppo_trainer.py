@@ -383,3 +383,11 @@ def test_dataclasses_replace_changes_kl_coef(tmp_path):
     args = R1PPOConfig(output_dir=str(tmp_path), use_cpu=True, report_to="none")
     replaced = dataclasses.replace(args, kl_coef=0.1)
     assert replaced.kl_coef == 0.1 and replaced.beta == 0.0
+
+
+def test_pipeline_docs_say_ppo_refuses_zero3_and_fsdp_where_they_offer_them():
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "pipeline.md").read_text()
+    offer = text.index("DeepSpeed ZeRO-2/3, FSDP")
+    assert "PPO stages" in text[offer: offer + 1500] and "refuse ZeRO-3 and\nFSDP" in text[offer: offer + 1500]
