@@ -165,7 +165,8 @@ def test_a_killed_run_resumes_bit_identically(num_processes, tiny_model_dir, tmp
         assert (tmp_path / "resume" / kind / f"checkpoint-{KILL_AFTER}").is_dir()
         assert not (tmp_path / "resume" / kind / f"checkpoint-{KILL_AFTER + 1}").exists()  # killed mid-run
     output = run("resume")
-    assert "missing keys" not in output  # the value head is restored by the trainer, not missing
+    # The value head is restored by the trainer, not missing (a tied lm_head may be reported by Trainer itself).
+    assert not [line for line in output.splitlines() if "missing keys" in line and "value_head" in line]
     for kind in KINDS:
         full = json.loads((tmp_path / f"full.{kind}.json").read_text())
         resumed = json.loads((tmp_path / f"resume.{kind}.json").read_text())
