@@ -111,7 +111,9 @@ def test_a_report_a_researcher_can_cite(tmp_path):
     rejected = stage_changes(report)[1]
     assert "a (372)" in rejected and "d (38)" in rejected and "e (17)" in rejected  # all five, not the top three
     assert "weighted sum of the stage's reward functions" in markdown
-    assert stage_changes(report)[0].endswith("critic value_loss 0.9 -> 0.1, explained_variance -0.3 -> 0.6.")
+    assert "value_loss 0.9 -> 0.1, explained_variance -0.3 -> 0.6" in stage_changes(report)[0]
+    evaluated = write_report(tmp_path, ["rl"], held_out(0.2, [0.0, 0.4], 0.4, 1.0))  # compared with a base
+    assert stage_changes(evaluated)[0].endswith("critic value_loss 0.9 -> 0.1, explained_variance -0.3 -> 0.6.")
 
 
 def test_rejection_counts_that_fall_short_say_so():
