@@ -401,3 +401,8 @@ def test_the_accelerate_cpu_trap_is_warned_by_the_trainer(make_trainer, monkeypa
     with caplog.at_level("WARNING", logger="trl_r1"):
         make_trainer()
     assert "runs ONE process whatever --num_processes says" in caplog.text
+
+
+def test_a_misspelt_reward_name_fails_here_not_as_a_hub_lookup(tiny_model_dir, dataset, tmp_path):
+    with pytest.raises(ValueError, match="unknown reward 'fromat': did you mean 'format'"):
+        R1GRPOTrainer(tiny_model_dir, ["fromat"], R1GRPOConfig(output_dir=str(tmp_path), use_cpu=True), dataset)

@@ -329,6 +329,7 @@ def test_clipped_value_loss_matches_ppo2_and_stops_gradients_past_the_clip():
         ({"critic_warmup_steps": -1}, "critic_warmup_steps"),
         ({"kl_coef": 0.0, "kl_target": 0.1}, "kl_coef"),
         ({"kl_coef": 0.0, "kl_estimator": "k3"}, "does nothing with kl_coef=0"),
+        ({"critic_warmup_steps": 10, "max_steps": 10}, "the policy would never train"),
         ({"scale_rewards": "batch"}, "scale_rewards"),
         ({"multi_objective_aggregation": "normalize_then_sum"}, "multi_objective_aggregation"),
     ],

@@ -1,8 +1,10 @@
-"""What both trl_r1 trainers do on top of `GRPOSeam`: the KL controller (applied, then adapted, identically on
-every rank, and saved with checkpoints), the KL penalty in the reward, and the completion scores."""
+"""What both trl_r1 trainers do on top of `GRPOSeam`: the CLI's checks before training (our reward names, the
+columns the rewards read, the world size the launcher meant), the KL controller (applied, then adapted,
+identically on every rank, and saved with checkpoints), the KL penalty in the reward, and the completion scores."""
 
 from __future__ import annotations
 
+import difflib
 from typing import Any
 
 import torch
@@ -18,12 +20,18 @@ from .trl_compat import GRPOSeam
 
 def resolve_rewards(reward_funcs: Any) -> Any:
     """Our reward names (``"format"``, ``"math"``, registry names, ``{"name": ..., **options}``, dotted paths)
-    resolved as the CLI resolves them; anything else (a callable, a model, a Hub id) is left for TRL."""
+    resolved as the CLI resolves them; anything else (a callable, a model, a Hub id) is left for TRL, except a
+    near-miss of one of our names (``"fromat"``), which fails here rather than as a Hub lookup."""
     if reward_funcs is None:
         return None
     entries = reward_funcs if isinstance(reward_funcs, list) else [reward_funcs]
     ours = [isinstance(e, dict) or (isinstance(e, str) and (e in REWARD_REGISTRY or looks_like_import_path(e)))
             for e in entries]
+    for entry, mine in zip(entries, ours, strict=True):
+        typo = isinstance(entry, str) and not mine and difflib.get_close_matches(entry, list(REWARD_REGISTRY), n=1)
+        if typo:  # TRL would try to load it from the Hub as a reward model
+            raise ValueError(f"unknown reward {entry!r}: did you mean {typo[0]!r}? (registered: "
+                             f"{sorted(REWARD_REGISTRY)})")
     resolved = [get_reward_funcs([e])[0] if mine else e for e, mine in zip(entries, ours, strict=True)]
     return resolved if isinstance(reward_funcs, list) else resolved[0]
 

@@ -157,4 +157,9 @@ class R1PPOConfig(FastGenerationMixin, VLLMLoRASyncMixin, KLConfigMixin, GRPOCon
         for name in ("vf_coef", "kl_coef", "critic_warmup_steps"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}.")
+        if 0 < self.max_steps <= self.critic_warmup_steps:
+            raise ValueError(
+                f"critic_warmup_steps={self.critic_warmup_steps} >= max_steps={self.max_steps}: the policy would never "
+                "train (only the critic warms up)."
+            )
         super().__post_init__()
