@@ -91,7 +91,7 @@ def test_ppo_raises_reward_and_critic_explains_returns(make_trainer):
     first, last = _quarter_means(explained)
     assert last > first + 0.05 and last > 0.15, explained
 
-    for key in ("value_loss", "value_clipfrac", "approx_kl", "policy_clipfrac", "kl", "kl_coef"):
+    for key in ("value_loss", "value_clipfrac", "approx_kl", "policy_clipfrac", "kl", "kl/k1", "kl_coef"):
         values = [log[key] for log in logs if key in log]
         assert values and all(torch.isfinite(torch.tensor(values))), key
     # The second PPO epoch of each batch sees a moved policy; the reference KL grows as the policy learns.

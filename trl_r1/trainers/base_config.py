@@ -69,7 +69,7 @@ class KLConfigMixin:
             warnings.warn(
                 f"kl_horizon={self.kl_horizon} is read only by the adaptive coefficient: it changes nothing without "
                 "kl_target.",
-                stacklevel=3,
+                stacklevel=4,
             )
         if self.kl_target is not None:
             if self.kl_target <= 0 or self.kl_horizon <= 0:

@@ -116,7 +116,7 @@ class R1GRPOConfig(FastGenerationMixin, VLLMLoRASyncMixin, KLConfigMixin, GRPOCo
                 "gradient as 'k3' (docs/algorithms.md): training is identical, only the logged "
                 f"kl/{self.kl_estimator} differs. 'k1' and 'abs' change the updates, as does "
                 "use_bias_correction_kl=False.",
-                stacklevel=2,
+                stacklevel=3,
             )
         if self.computes_own_advantages:
             if self.multi_objective_aggregation != "sum_then_normalize":
