@@ -406,3 +406,9 @@ def test_the_accelerate_cpu_trap_is_warned_by_the_trainer(make_trainer, monkeypa
 def test_a_misspelt_reward_name_fails_here_not_as_a_hub_lookup(tiny_model_dir, dataset, tmp_path):
     with pytest.raises(ValueError, match="unknown reward 'fromat': did you mean 'format'"):
         R1GRPOTrainer(tiny_model_dir, ["fromat"], R1GRPOConfig(output_dir=str(tmp_path), use_cpu=True), dataset)
+
+
+@pytest.mark.parametrize("options", [dict(), dict(beta=0.1, kl_in_reward=True, advantage_estimator="rloo")])
+def test_bias_correction_without_a_kl_term_in_the_loss_warns(tmp_path, options):
+    with pytest.warns(UserWarning, match="use_bias_correction_kl=False .* changes nothing"):
+        R1GRPOConfig(output_dir=str(tmp_path), use_cpu=True, report_to="none", use_bias_correction_kl=False, **options)

@@ -109,6 +109,12 @@ class R1GRPOConfig(FastGenerationMixin, VLLMLoRASyncMixin, KLConfigMixin, GRPOCo
                 f"gamma={self.gamma} does nothing with advantage_estimator={self.advantage_estimator!r} (a sequence "
                 f"reward has no token returns to discount); it is read by {readers}."
             )
+        if not self.use_bias_correction_kl and (self.beta == 0.0 or self.kl_in_reward):
+            warnings.warn(
+                "use_bias_correction_kl=False weights the KL term of the loss; with "
+                f"{'beta=0' if self.beta == 0.0 else 'kl_in_reward=True'} there is none, so it changes nothing.",
+                stacklevel=3,
+            )
         in_corrected_loss = self.beta != 0.0 and not self.kl_in_reward and self.use_bias_correction_kl
         if in_corrected_loss and self.kl_estimator != "k3" and same_loss_gradient(self.kl_estimator, "k3"):
             warnings.warn(
