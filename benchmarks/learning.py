@@ -144,7 +144,7 @@ def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
             if not all(metric in e for e in evaluations):
                 continue
             values = [e[metric] for e in evaluations]
-            rewards[metric] = {**t_interval(values), "values": values}
+            rewards[metric] = {**t_interval(values), "values": values, "range": [min(values), max(values)]}
             for key in evaluations[0]:
                 if key.startswith(metric + "/pass@"):
                     rewards[metric][key.rsplit("/", 1)[1]] = statistics.fmean(e.get(key, math.nan) for e in evaluations)
@@ -159,17 +159,20 @@ def format_tables(runs: list[dict[str, Any]], summary: dict[str, Any]) -> str:
     rewards with their per-run intervals and gains, then each seed's wall time per stage and its run's wall / CPU."""
     pass_k = next((k for row in summary.values() for r in row.get("rewards", {}).values() for k in r
                    if k.startswith("pass@")), "pass@k")
-    lines = [f"held-out rewards across {len(runs)} seeds: mean over k samples per prompt (pass@1), its std and 95% "
-             "interval across seeds (Student t),",
-             f"{pass_k} (mean over seeds); each stage's wall time, mean (min-max) over seeds",
-             f"{'after':<20}{'reward':<24}{'mean':>7}{'std':>7}{'95% interval':>18}{pass_k:>8}{'wall s':>18}"]
+    lines = [f"held-out rewards across {len(runs)} seeds: mean over k samples per prompt (pass@1), its std, range "
+             "(min-max over seeds) and 95% interval across seeds (Student t),",
+             f"{pass_k} (mean over seeds); each stage's wall time, mean (min-max) over seeds. A run's own report gives "
+             "an interval over prompts within that one seed; the range here is what another seed can give.",
+             f"{'after':<20}{'reward':<24}{'mean':>7}{'std':>7}{'range':>14}{'95% interval':>18}{pass_k:>8}"
+             f"{'wall s':>18}"]
     for stage, row in summary.items():
         seconds = row.get("seconds")
         wall = f"{statistics.fmean(seconds):.0f} ({min(seconds):.0f}-{max(seconds):.0f})" if seconds else "-"
         rewards = row.get("rewards") or {"(not evaluated)": None}
         for i, (metric, r) in enumerate(rewards.items()):
-            cells = f"{'':>7}{'':>7}{'':>18}{'':>8}" if r is None else \
-                f"{r['mean']:>7.3f}{r['std']:>7.3f}{_interval(r['ci95']):>18}{r.get(pass_k, math.nan):>8.3f}"
+            cells = f"{'':>7}{'':>7}{'':>14}{'':>18}{'':>8}" if r is None else \
+                f"{r['mean']:>7.3f}{r['std']:>7.3f}{_range(r['range']):>14}{_interval(r['ci95']):>18}" \
+                f"{r.get(pass_k, math.nan):>8.3f}"
             lines.append(f"{stage if i == 0 else '':<20}{metric:<24}{cells}{wall if i == 0 else '':>18}".rstrip())
     for metric in reward_metrics({s: row["rewards"] for s, row in summary.items() if "rewards" in row}):
         stages = [s for s, row in summary.items() if metric in row.get("rewards", {})]
@@ -238,6 +241,11 @@ def _gain(before: dict[str, Any], after: dict[str, Any], metric: str) -> str:
     gain = f"{after[metric] - before[metric]:+.3f}"
     paired = paired_gain_interval(before.get(metric + "/per_prompt") or [], after.get(metric + "/per_prompt") or [])
     return gain if paired is None else f"{gain} [{paired[0]:+.2f}, {paired[1]:+.2f}]"
+
+
+def _range(bounds: list[float]) -> str:
+    """``0.650-0.770``: the lowest and highest value over seeds."""
+    return f"{bounds[0]:.3f}-{bounds[1]:.3f}"
 
 
 def _interval(bounds: list[float] | None, digits: int = 3) -> str:

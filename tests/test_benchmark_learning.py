@@ -45,6 +45,7 @@ def test_summary_has_every_reward_of_every_stage_and_each_stage_wall_time(learni
     assert list(summary) == ["base", "cold_start", "rl", "rejection_sampling"]
     rl = summary["rl"]["rewards"][ACC]
     assert rl["values"] == [0.70, 0.74, 0.78] and rl["mean"] == pytest.approx(0.74)
+    assert rl["range"] == [0.70, 0.78]
     assert rl["std"] == pytest.approx(0.04)
     half = 4.303 * 0.04 / math.sqrt(3)  # Student t, 2 degrees of freedom
     assert rl["ci95"] == pytest.approx([0.74 - half, 0.74 + half])
@@ -59,8 +60,10 @@ def test_tables_give_interval_pass_at_k_and_wall_time_per_stage(learning):
     text = learning.format_tables(RUNS, learning.summarize(RUNS))
     lines = text.splitlines()
     rl = next(line for line in lines if line.startswith("rl "))
-    assert rl.split() == ["rl", ACC, "0.740", "0.040", "[0.641,", "0.839]", "1.000", "93", "(90-96)"]
-    assert lines[lines.index(rl) + 1].split() == [FMT, "1.000", "0.000", "[1.000,", "1.000]", "1.000"]
+    # the range across seeds sits next to the interval, so a one-seed interval over prompts is not read as it
+    assert rl.split() == ["rl", ACC, "0.740", "0.040", "0.700-0.780", "[0.641,", "0.839]", "1.000", "93", "(90-96)"]
+    assert lines[lines.index(rl) + 1].split() == [FMT, "1.000", "0.000", "1.000-1.000", "[1.000,", "1.000]", "1.000"]
+    assert "the range here is what another seed can give" in text
     assert next(line for line in lines if line.startswith("rejection_sampling")).split() == \
         ["rejection_sampling", "(not", "evaluated)", "22", "(20-24)"]
     assert f"per seed: {FMT} after each stage [that run's 95% bootstrap interval over prompts], gains [paired 95% " \

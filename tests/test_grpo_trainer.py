@@ -7,7 +7,7 @@ from datasets import Dataset
 from transformers import AutoTokenizer
 from trl import GRPOConfig, GRPOTrainer
 
-from trl_r1.algorithms import grpo_advantages, rloo_advantages
+from trl_r1.algorithms import KL_ESTIMATORS, grpo_advantages, rloo_advantages, same_loss_gradient
 from trl_r1.trainers import R1GRPOConfig, R1GRPOTrainer
 
 GROUP = 4
@@ -134,6 +134,23 @@ def test_kl_metric_matches_trl(make_trainer, dataset):
     assert ours._metrics["train"]["kl"][0] > 0
 
 
+@pytest.mark.parametrize("kl_in_reward", [False, True], ids=["kl-in-loss", "kl-in-reward"])
+def test_logged_kl_is_k3_whatever_the_estimator(make_trainer, dataset, kl_in_reward):
+    # `kl` means what TRL logs (k3, importance-weighted in the loss), so curves compare across runs; each
+    # estimator's own value has its own name.
+    options = dict(beta=0.5, kl_in_reward=kl_in_reward, advantage_estimator="rloo" if kl_in_reward else "grpo")
+    metrics = {}
+    for est in ("k3", "k1", "abs"):
+        trainer = make_trainer(kl_estimator=est, **options)
+        _one_batch(trainer, dataset)
+        metrics[est] = {k: v[0] for k, v in trainer._metrics["train"].items() if k.startswith("kl")}
+    assert metrics["k3"]["kl"] > 0 and metrics["k1"]["kl"] == pytest.approx(metrics["k3"]["kl"], rel=1e-6)
+    assert metrics["abs"]["kl"] == pytest.approx(metrics["k3"]["kl"], rel=1e-6)
+    assert metrics["k3"]["kl/k3"] == pytest.approx(metrics["k3"]["kl"], rel=1e-6)
+    assert metrics["abs"]["kl/abs"] > metrics["k3"]["kl"] and "kl/k3" not in metrics["abs"]
+    assert metrics["k1"]["kl/k1"] != pytest.approx(metrics["k3"]["kl"], rel=1e-3)
+
+
 def test_straight_through_kl_keeps_the_value_and_takes_the_k2_gradient(make_trainer, dataset):
     run = {
         est: _one_batch(make_trainer(beta=0.5, kl_estimator=est, use_bias_correction_kl=False), dataset)
@@ -211,9 +228,10 @@ def test_adaptive_kl_coefficient_follows_ziegler(make_trainer):
     logs = [entry for entry in trainer.state.log_history if "kl_coef" in entry]
     assert len(logs) == 4
     expected = beta
-    for entry in logs:  # 8 completions per optimizer step
-        expected *= 1 + min(max(entry["kl"] / target - 1, -0.2), 0.2) * 8 / horizon
+    for entry in logs:  # the logged coefficient is the one the step applied; it adapts afterwards
         assert entry["kl_coef"] == pytest.approx(expected, rel=1e-4)
+        expected *= 1 + min(max(entry["kl/k3"] / target - 1, -0.2), 0.2) * 8 / horizon  # 8 completions per step
+    assert logs[0]["kl_coef"] == beta
     assert trainer.kl_controller.value == pytest.approx(expected, rel=1e-4)
     assert trainer.kl_controller.value != beta
 
@@ -275,3 +293,122 @@ def test_each_estimator_learns_the_toy_task(make_trainer, options):
     assert len(rewards) == 25
     first, last = sum(rewards[:5]) / 5, sum(rewards[-5:]) / 5
     assert last > first + 0.1, rewards
+
+
+# ----- every option changes the updates, or the config says why not (issue 37) ---------------------------------
+
+_BASELINE: dict = {}
+
+
+def _grads_of(make_trainer, dataset, **options):
+    return _one_batch(make_trainer(**options), dataset)[2]
+
+
+def _differs(grads, other) -> bool:
+    return any(not torch.allclose(grads[n], other[n], rtol=1e-4, atol=1e-6) for n in grads)
+
+
+@pytest.mark.parametrize("estimator", sorted(KL_ESTIMATORS.choices()))
+def test_each_kl_estimator_in_the_loss_changes_the_updates_or_warns(make_trainer, dataset, estimator):
+    # Under TRL's use_bias_correction_kl=True, k2/k3/low_var_kl and the `+` ones share one gradient
+    # (docs/algorithms.md): the config says so; k1 and abs change the updates.
+    if "k3" not in _BASELINE:
+        _BASELINE["k3"] = _grads_of(make_trainer, dataset, beta=0.5)
+    if same_loss_gradient(estimator, "k3") and estimator != "k3":
+        with pytest.warns(UserWarning, match="same gradient as 'k3'"):
+            grads = _grads_of(make_trainer, dataset, beta=0.5, kl_estimator=estimator)
+        _assert_same_grads(grads, _BASELINE["k3"], atol=1e-5)
+    elif estimator != "k3":
+        assert _differs(_grads_of(make_trainer, dataset, beta=0.5, kl_estimator=estimator), _BASELINE["k3"])
+
+
+@pytest.mark.parametrize("estimator", ["k2", "k3+", "low_var_kl"])
+def test_without_bias_correction_the_coinciding_estimators_differ(make_trainer, dataset, estimator):
+    base = _grads_of(make_trainer, dataset, beta=0.5, use_bias_correction_kl=False)
+    assert _differs(_grads_of(make_trainer, dataset, beta=0.5, kl_estimator=estimator, use_bias_correction_kl=False),
+                    base) == (estimator != "low_var_kl")  # low_var_kl is k3 until it clamps
+
+
+@pytest.mark.parametrize("estimator", [e for e in ("dr_grpo", "rloo", "reinforce_pp", "reinforce_pp_baseline")])
+def test_each_advantage_estimator_changes_the_updates(make_trainer, dataset, estimator):
+    if "grpo" not in _BASELINE:
+        _BASELINE["grpo"] = _grads_of(make_trainer, dataset)
+    assert _differs(_grads_of(make_trainer, dataset, advantage_estimator=estimator), _BASELINE["grpo"])
+
+
+def test_gamma_changes_reinforce_pp_updates(make_trainer, dataset):
+    options = dict(advantage_estimator="reinforce_pp", beta=0.5, kl_in_reward=True, kl_estimator="k1")
+    assert _differs(_grads_of(make_trainer, dataset, gamma=0.5, **options), _grads_of(make_trainer, dataset, **options))
+
+
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        (dict(kl_estimator="k1"), "does nothing with beta=0"),
+        (dict(kl_estimator="abs", kl_in_reward=False), "does nothing with beta=0"),
+        (dict(advantage_estimator="rloo", gamma=0.5), r"gamma=0.5 does nothing .* \['reinforce_pp'"),
+        (dict(advantage_estimator="grpo", gamma=0.9), "gamma=0.9 does nothing"),
+    ],
+)
+def test_inert_options_are_rejected_at_config_time(tmp_path, options, message):
+    with pytest.raises(ValueError, match=message):
+        R1GRPOConfig(output_dir=str(tmp_path), use_cpu=True, report_to="none", **options)
+
+
+def test_kl_horizon_without_a_target_warns(tmp_path):
+    with pytest.warns(UserWarning, match="kl_horizon=500 .* without kl_target"):
+        R1GRPOConfig(output_dir=str(tmp_path), use_cpu=True, report_to="none", beta=0.1, kl_horizon=500)
+
+
+# ----- the CLI's checks, in Python too (issue 37 item 4) --------------------------------------------------------
+
+
+class NeedsUnit:
+    """A reward that reads a 'unit' column."""
+
+    __name__ = "needs_unit"
+    required_columns = ("unit",)
+
+    def __call__(self, completions, unit, **kwargs):
+        return [1.0] * len(completions)
+
+
+@pytest.mark.parametrize("trainer_kind", ["grpo", "ppo"])
+def test_a_reward_s_required_columns_are_checked_before_training(tiny_model_dir, dataset, tmp_path, trainer_kind):
+    from trl_r1.trainers import R1PPOConfig, R1PPOTrainer
+
+    trainer_cls, config_cls = (R1GRPOTrainer, R1GRPOConfig) if trainer_kind == "grpo" else (R1PPOTrainer, R1PPOConfig)
+    args = config_cls(output_dir=str(tmp_path), use_cpu=True, report_to="none")
+    with pytest.raises(ValueError, match=r"needs_unit' needs a 'unit' column; the dataset has \['prompt'\]"):
+        trainer_cls(tiny_model_dir, [NeedsUnit()], args, dataset)
+
+
+def test_our_reward_names_resolve_as_in_the_cli(make_trainer, tiny_model_dir, tmp_path):
+    solved = Dataset.from_list([{"prompt": [{"role": "user", "content": "1 + 1?"}], "solution": "2"}] * 4)
+    trainer = R1GRPOTrainer(tiny_model_dir, ["format", {"name": "math"}], R1GRPOConfig(
+        output_dir=str(tmp_path), use_cpu=True, report_to="none", num_generations=GROUP, per_device_train_batch_size=4),
+        solved)
+    assert [f.__name__ for f in trainer.reward_funcs] == ["format_reward", "math_accuracy_reward"]
+    with pytest.raises(ValueError, match="reads its reference from one of the columns"):
+        R1GRPOTrainer(tiny_model_dir, ["math"], R1GRPOConfig(output_dir=str(tmp_path), use_cpu=True, report_to="none"),
+                      solved.remove_columns("solution"))
+
+
+def test_the_accelerate_cpu_trap_is_warned_by_the_trainer(make_trainer, monkeypatch, caplog):
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    monkeypatch.setenv("ACCELERATE_USE_CPU", "true")
+    monkeypatch.setenv("MASTER_PORT", "29500")
+    with caplog.at_level("WARNING", logger="trl_r1"):
+        make_trainer()
+    assert "runs ONE process whatever --num_processes says" in caplog.text
+
+
+def test_a_misspelt_reward_name_fails_here_not_as_a_hub_lookup(tiny_model_dir, dataset, tmp_path):
+    with pytest.raises(ValueError, match="unknown reward 'fromat': did you mean 'format'"):
+        R1GRPOTrainer(tiny_model_dir, ["fromat"], R1GRPOConfig(output_dir=str(tmp_path), use_cpu=True), dataset)
+
+
+@pytest.mark.parametrize("options", [dict(), dict(beta=0.1, kl_in_reward=True, advantage_estimator="rloo")])
+def test_bias_correction_without_a_kl_term_in_the_loss_warns(tmp_path, options):
+    with pytest.warns(UserWarning, match="use_bias_correction_kl=False .* changes nothing"):
+        R1GRPOConfig(output_dir=str(tmp_path), use_cpu=True, report_to="none", use_bias_correction_kl=False, **options)

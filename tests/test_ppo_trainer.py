@@ -91,7 +91,7 @@ def test_ppo_raises_reward_and_critic_explains_returns(make_trainer):
     first, last = _quarter_means(explained)
     assert last > first + 0.05 and last > 0.15, explained
 
-    for key in ("value_loss", "value_clipfrac", "approx_kl", "policy_clipfrac", "kl", "kl_coef"):
+    for key in ("value_loss", "value_clipfrac", "approx_kl", "policy_clipfrac", "kl", "kl/k1", "kl_coef"):
         values = [log[key] for log in logs if key in log]
         assert values and all(torch.isfinite(torch.tensor(values))), key
     # The second PPO epoch of each batch sees a moved policy; the reference KL grows as the policy learns.
@@ -328,6 +328,8 @@ def test_clipped_value_loss_matches_ppo2_and_stops_gradients_past_the_clip():
         ({"vf_coef": -1.0}, "vf_coef"),
         ({"critic_warmup_steps": -1}, "critic_warmup_steps"),
         ({"kl_coef": 0.0, "kl_target": 0.1}, "kl_coef"),
+        ({"kl_coef": 0.0, "kl_estimator": "k3"}, "does nothing with kl_coef=0"),
+        ({"critic_warmup_steps": 10, "max_steps": 10}, "the policy would never train"),
         ({"scale_rewards": "batch"}, "scale_rewards"),
         ({"multi_objective_aggregation": "normalize_then_sum"}, "multi_objective_aggregation"),
     ],
@@ -367,3 +369,26 @@ def test_sharded_training_is_refused_before_a_model_is_loaded(monkeypatch, tmp_p
     # A model path that does not exist: loading it would fail with OSError, so the refusal comes first.
     with pytest.raises(NotImplementedError, match="ZeRO-3 and FSDP"):
         R1PPOTrainer(model=str(tmp_path / "no-model"), reward_funcs=[starts_with_digit], args=args)
+
+
+def test_train_dataset_is_the_fourth_positional_argument_as_in_trl(tiny_model_dir, dataset, tmp_path):
+    args = R1PPOConfig(output_dir=str(tmp_path), use_cpu=True, report_to="none", kl_coef=0.1)
+    trainer = R1PPOTrainer(tiny_model_dir, [starts_with_digit], args, dataset)
+    assert trainer.train_dataset is dataset
+    assert trainer.ref_model is not None and args.beta == 0.0  # TRL built the reference for kl_coef; beta untouched
+
+
+def test_dataclasses_replace_changes_kl_coef(tmp_path):
+    import dataclasses
+
+    args = R1PPOConfig(output_dir=str(tmp_path), use_cpu=True, report_to="none")
+    replaced = dataclasses.replace(args, kl_coef=0.1)
+    assert replaced.kl_coef == 0.1 and replaced.beta == 0.0
+
+
+def test_pipeline_docs_say_ppo_refuses_zero3_and_fsdp_where_they_offer_them():
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "pipeline.md").read_text()
+    offer = text.index("DeepSpeed ZeRO-2/3, FSDP")
+    assert "PPO stages" in text[offer: offer + 1500] and "refuse ZeRO-3 and\nFSDP" in text[offer: offer + 1500]

@@ -89,3 +89,35 @@ def test_paired_gains_and_the_same_prompts_before_and_after(tmp_path):
     assert section.index("### 1. What is 0 + 1?") < section.index("base (") < section.index("rl (")
     assert "<think>0 + 1 is 1.</think>\n<answer>1</answer>" in section and "### 2. What is 1 + 1?" in section
     assert f"rl ({ACC} 1):" in section
+
+
+def test_a_report_a_researcher_can_cite(tmp_path):
+    """n held-out prompts and k stated with the interval's scope; every rejection counted (the counts add up to what
+    was generated); the `reward` curve named as the weighted sum; a PPO stage's critic metrics in its sentence."""
+    scores = [1.0, 0.0, 1.0, 1.0, 0.0]
+    write_stage(tmp_path, StageRecord("rl", "f", "done", metrics={"global_step": 80}, seconds=90.0,
+                                      evaluation={**held_out(0.6, [0.2, 1.0], 0.8, 1.0), f"{ACC}/per_prompt": scores}),
+                [{"step": 10, "reward": 0.2, "value_loss": 0.9, "explained_variance": -0.3, "kl": 0.0},
+                 {"step": 80, "reward": 0.7, "value_loss": 0.1, "explained_variance": 0.6, "kl": 0.02}])
+    stats = {"num_prompts": 400, "generated": 1600, "rejections": {"a": 372, "b": 647, "c": 526, "d": 38, "e": 17}}
+    write_stage(tmp_path, StageRecord("rejection_sampling", "f", "done", outputs={"num_accepted": 0},
+                                      metrics={"rejection_sampling": stats}, seconds=20.0))
+    report = write_report(tmp_path, ["rl", "rejection_sampling"])
+    markdown = (tmp_path / "report.md").read_text()
+    summary = terminal_summary(report)
+    for text in (markdown, summary):
+        assert "k = 4 samples" in text and "n = 5 held-out prompts" in text
+        assert "over prompts within this run (one seed)" in text and "benchmarks/learning.py --seeds" in text
+    rejected = stage_changes(report)[1]
+    assert "a (372)" in rejected and "d (38)" in rejected and "e (17)" in rejected  # all five, not the top three
+    assert "weighted sum of the stage's reward functions" in markdown
+    assert "value_loss 0.9 -> 0.1, explained_variance -0.3 -> 0.6" in stage_changes(report)[0]
+    evaluated = write_report(tmp_path, ["rl"], held_out(0.2, [0.0, 0.4], 0.4, 1.0))  # compared with a base
+    assert stage_changes(evaluated)[0].endswith("critic value_loss 0.9 -> 0.1, explained_variance -0.3 -> 0.6.")
+
+
+def test_rejection_counts_that_fall_short_say_so():
+    from trl_r1.pipeline.report import _rejection_sampling_change
+
+    sentence = _rejection_sampling_change({"accepted": 10, "generated": 100, "rejections": {"malformed": 80}})
+    assert sentence.endswith("rejected as malformed (80), no reason recorded (10)")

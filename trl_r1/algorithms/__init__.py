@@ -9,6 +9,7 @@ from .advantages import (
     discounted_reverse_cumsum,
     dr_grpo_advantages,
     estimate_advantages,
+    estimator_reads,
     gae,
     get_advantage_estimator,
     grpo_advantages,
@@ -27,6 +28,7 @@ from .kl import (
     kl_controller,
     kl_loss_term,
     kl_penalty,
+    same_loss_gradient,
 )
 from .value import clipped_value_loss, explained_variance
 
@@ -41,6 +43,7 @@ __all__ = [
     "discounted_reverse_cumsum",
     "dr_grpo_advantages",
     "estimate_advantages",
+    "estimator_reads",
     "explained_variance",
     "gae",
     "get_advantage_estimator",
@@ -48,6 +51,7 @@ __all__ = [
     "kl_controller",
     "kl_loss_term",
     "kl_penalty",
+    "same_loss_gradient",
     "length_adaptive_lambda",
     "masked_mean",
     "masked_whiten",

@@ -334,6 +334,16 @@ def estimate_advantages(name: str, inputs: AdvantageInputs) -> Tensor | tuple[Te
     return estimator(**{f.name: getattr(inputs, f.name) for f in fields(inputs) if f.name in accepted})
 
 
+def estimator_reads(name: str, field_name: str) -> bool:
+    """Whether the registered estimator ``name`` takes the `AdvantageInputs` field ``field_name`` (an option
+    feeding a field it does not take changes nothing).
+
+    >>> estimator_reads("reinforce_pp", "gamma"), estimator_reads("rloo", "gamma")
+    (True, False)
+    """
+    return field_name in inspect.signature(lookup(ADVANTAGE_ESTIMATORS, name)).parameters
+
+
 def get_advantage_estimator(name: str):
     """The estimator registered as ``name``.
 

@@ -13,6 +13,10 @@ and the reference. With ``x = logp - ref_logp`` (Schulman 2020, "Approximating K
 - ``k1+``, ``k3+``, ``low_var_kl+``: straight-through; the forward value is the base estimator, the gradient
   is k2's (verl).
 
+In a loss with the importance ratio (TRL's ``use_bias_correction_kl=True``) k2, k3, low_var_kl and the ``+``
+estimators have the same gradient (`same_loss_gradient`): they train identically and differ only in the value
+logged under ``kl/<estimator>``.
+
 Each estimator declares what it is unbiased for (``unbiased="value"``: ``E[f] = KL``; ``"gradient"``:
 ``E[grad f] = grad KL``), and `kl_loss_term` weights it by the importance ratio accordingly, so that the
 expected gradient of the loss term is the exact KL gradient for both kinds. Formulas: ``docs/algorithms.md``.
@@ -39,18 +43,18 @@ def k1(logp: Tensor, ref_logp: Tensor) -> Tensor:
     return logp - ref_logp
 
 
-@KL_ESTIMATORS.register("k2", unbiased="gradient")
+@KL_ESTIMATORS.register("k2", unbiased="gradient", loss_gradient="k2")
 def k2(logp: Tensor, ref_logp: Tensor) -> Tensor:
     return 0.5 * (logp - ref_logp).square()
 
 
-@KL_ESTIMATORS.register("k3", unbiased="value")
+@KL_ESTIMATORS.register("k3", unbiased="value", loss_gradient="k2")
 def k3(logp: Tensor, ref_logp: Tensor) -> Tensor:
     # The same operations as trl.GRPOTrainer, so the values match bitwise.
     return torch.exp(ref_logp - logp) - (ref_logp - logp) - 1
 
 
-@KL_ESTIMATORS.register("low_var_kl", unbiased="value")
+@KL_ESTIMATORS.register("low_var_kl", unbiased="value", loss_gradient="k2")
 def low_var_kl(logp: Tensor, ref_logp: Tensor) -> Tensor:
     # Unbiased while nothing is clamped (|log ratio| <= 20, value <= 10).
     log_ratio = (ref_logp - logp).clamp(-20.0, 20.0)
@@ -75,7 +79,7 @@ class StraightThrough:
 
 
 for _base in ("k1", "k3", "low_var_kl"):
-    KL_ESTIMATORS.add(f"{_base}+", StraightThrough(_base), unbiased="gradient")
+    KL_ESTIMATORS.add(f"{_base}+", StraightThrough(_base), unbiased="gradient", loss_gradient="k2")
 
 
 def kl_penalty(logp: Tensor, ref_logp: Tensor, estimator: str = "k3") -> Tensor:
@@ -93,6 +97,20 @@ def kl_penalty(logp: Tensor, ref_logp: Tensor, estimator: str = "k3") -> Tensor:
     tensor([[0.6931, 0.0000]])
     """
     return lookup(KL_ESTIMATORS, estimator)(logp, ref_logp)
+
+
+def same_loss_gradient(a: str, b: str) -> bool:
+    """Whether estimators ``a`` and ``b`` give the same gradient as an importance-weighted loss term
+    (`kl_loss_term` with a ``log_ratio``, TRL's ``use_bias_correction_kl=True``), so they train identically and
+    differ only in the logged value. k2, k3, low_var_kl (unclamped) and the ``+`` ones all give ``ratio * x *
+    grad log pi``: ``grad(ratio * k3) = ratio * ((1 - e^-x) + (e^-x + x - 1)) grad log pi``. Derivation:
+    docs/algorithms.md.
+
+    >>> same_loss_gradient("k3", "k2"), same_loss_gradient("k3", "k1")
+    (True, False)
+    """
+    shared = KL_ESTIMATORS.meta(a).get("loss_gradient")
+    return a == b or (shared is not None and shared == KL_ESTIMATORS.meta(b).get("loss_gradient"))
 
 
 def kl_loss_term(logp: Tensor, ref_logp: Tensor, estimator: str, log_ratio: Tensor | None = None) -> Tensor:

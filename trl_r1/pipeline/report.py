@@ -14,6 +14,8 @@ from .intervals import paired_gain_interval
 from .stages import StageRecord, read_record
 
 REPORT_MD, REPORT_JSON = "report.md", "report.json"
+CRITIC_METRICS = ("value_loss", "explained_variance")  # R1PPOTrainer's critic (verl's critic/vf_loss, vf_explained_var)
+CURVE_LABELS = {"reward": "reward (weighted sum of the reward functions)"}
 CURVES = {"rewards": "curves_reward.png", "length": "curves_length.png", "loss": "curves_loss.png",
           "evaluation": "evaluation.png"}
 
@@ -39,7 +41,8 @@ def stage_summary(record: StageRecord, history: list[dict[str, Any]]) -> dict[st
     """One row of the metrics table: first and last values of the curves that matter for the stage kind."""
     row: dict[str, Any] = {"stage": record.name, "status": record.status, "seconds": round(record.seconds, 1),
                            "steps": record.metrics.get("global_step")}
-    for key, label in (("loss", "loss"), ("reward", "reward"), ("completions/mean_length", "length")):
+    for key, label in (("loss", "loss"), ("reward", "reward"), ("completions/mean_length", "length"),
+                       ("value_loss", "value_loss"), ("explained_variance", "explained_variance"), ("kl", "kl")):
         points = series(history, key)
         if points:
             row[f"{label}_first"], row[f"{label}_last"] = points[0][1], points[-1][1]
@@ -93,7 +96,9 @@ def write_report(run_dir: str | Path, stage_names: list[str], base_evaluation: d
 
 def markdown(report: dict[str, Any]) -> str:
     """The report as Markdown: the stage table, the held-out evaluation table, and the curve images."""
-    lines = ["# Run report", "", "| stage | status | time (s) | steps | loss | reward | length | accepted |",
+    lines = ["# Run report", "", "`reward` is the weighted sum of the stage's reward functions (TRL's `reward`); "
+             "PPO stages add their critic's `value_loss` and `explained_variance` in the sentences below.", "",
+             "| stage | status | time (s) | steps | loss | reward | length | accepted |",
              "|---|---|---|---|---|---|---|---|"]
     for row in report["stages"]:
         lines.append(f"| {row['stage']} | {row['status']} | {row['seconds']} | {_cell(row.get('steps'))} | "
@@ -119,7 +124,7 @@ def evaluation_table(evaluations: dict[str, dict], first_column: str = "after") 
     k = _k(evaluations)
     header = [f"{m} (95% CI)" for m in rewards] + [f"{m} pass@{k}" for m in rewards[:1] if k] + \
         ["mean length", "truncated"]
-    lines = ["Mean reward over k samples per held-out prompt (pass@1), its 95% bootstrap interval over prompts, "
+    lines = [f"Mean reward over k = {k or '?'} samples per held-out prompt (pass@1) on {scope_sentence(evaluations)}, "
              "and pass@k (a prompt counts if any of its k samples scores 1).", "",
              f"| {first_column} | " + " | ".join(header) + " |", "|---|" + "---|" * len(header)]
     for stage, values in evaluations.items():
@@ -128,6 +133,24 @@ def evaluation_table(evaluations: dict[str, dict], first_column: str = "after") 
         cells += [_cell(values.get("mean_length")), _cell(values.get("truncated_ratio"))]
         lines.append(f"| {stage} | " + " | ".join(cells) + " |")
     return lines
+
+
+def held_out_prompts(evaluations: dict[str, dict]) -> int | None:
+    """How many held-out prompts the evaluation scored (from its per-prompt scores)."""
+    return next((len(v) for e in evaluations.values() for key, v in e.items()
+                 if key.endswith("/per_prompt") and isinstance(v, list)), None)
+
+
+def scope_sentence(evaluations: dict[str, dict]) -> str:
+    """n held-out prompts, and what the intervals cover (prompts, within this run's one seed).
+
+    >>> scope_sentence({"rl": {"acc_reward/per_prompt": [1.0, 0.0, 1.0]}})
+    'n = 3 held-out prompts; its 95% bootstrap interval is over prompts within this run (one seed): it does not include seed-to-seed variation (across-seed ranges: benchmarks/learning.py --seeds)'
+    """
+    n = held_out_prompts(evaluations)
+    return (f"n = {n if n is not None else '?'} held-out prompts; its 95% bootstrap interval is over prompts within "
+            "this run (one seed): it does not include seed-to-seed variation (across-seed ranges: "
+            "benchmarks/learning.py --seeds)")
 
 
 def sample_lines(evaluations: dict[str, dict]) -> list[str]:
@@ -174,7 +197,8 @@ def sample_lines(evaluations: dict[str, dict]) -> list[str]:
 
 def evaluation_lines(evaluations: dict[str, dict]) -> list[str]:
     """The held-out evaluation in a few terminal lines: each reward's mean [95% CI] and pass@k per model."""
-    lines, k = [], _k(evaluations)
+    k = _k(evaluations)
+    lines = [f"held-out: k = {k or '?'} samples per prompt, {scope_sentence(evaluations)}"]
     for metric in reward_metrics(evaluations):
         values = "  ".join(f"{stage}={_with_interval(e, metric)}" for stage, e in evaluations.items())
         lines.append(f"held-out {metric} [95% CI]: {values}")
@@ -251,18 +275,22 @@ def stage_changes(report: dict[str, Any]) -> list[str]:
             if values:  # evaluated, with no earlier evaluation to compare with
                 sentence += "; held-out " + ", ".join(f"{m} {_with_interval(values, m)}" for m in metrics
                                                       if m in values)
+        if moves and "value_loss_first" in row:  # an evaluated PPO stage: its critic still gets a word
+            sentence += "; critic " + ", ".join(f"{m} {_trend(row, m)}" for m in CRITIC_METRICS if f"{m}_first" in row)
         sentences.append(f"{row['stage']}: {sentence}.")
         previous = values or previous
     return sentences
 
 
 def _rejection_sampling_change(row: dict[str, Any]) -> str:
-    """What a rejection-sampling stage kept, out of what, and its most frequent rejection reasons.
+    """What a rejection-sampling stage kept, out of what, and every rejection reason with its count (kept +
+    rejected = generated).
 
     >>> _rejection_sampling_change({"accepted": 30, "generated": 120, "prompts": 40, "prompts_with_accepted": 25,
-    ...                             "rejections": {"malformed": 10, "incorrect:math_accuracy_reward": 80}})
+    ...                             "rejections": {"malformed": 10, "incorrect:math_accuracy_reward": 75,
+    ...                                            "truncated": 4}})
     'kept 30 of 120 samples (25.0%) from 40 prompts (25 with at least one kept);
-     rejected as incorrect:math_accuracy_reward (80), malformed (10)'
+     rejected as incorrect:math_accuracy_reward (75), malformed (10), truncated (4), no reason recorded (1)'
     """
     accepted, generated = row["accepted"], row.get("generated")
     sentence = f"kept {accepted} of {generated} samples ({accepted / generated:.1%})" if generated else \
@@ -271,7 +299,9 @@ def _rejection_sampling_change(row: dict[str, Any]) -> str:
         sentence += f" from {row['prompts']} prompts"
         if row.get("prompts_with_accepted") is not None:
             sentence += f" ({row['prompts_with_accepted']} with at least one kept)"
-    reasons = sorted((row.get("rejections") or {}).items(), key=lambda item: -item[1])[:3]
+    reasons = sorted((row.get("rejections") or {}).items(), key=lambda item: -item[1])
+    if generated and accepted + sum(n for _, n in reasons) < generated:  # every sample is counted once
+        reasons.append(("no reason recorded", generated - accepted - sum(n for _, n in reasons)))
     if reasons:
         sentence += "; rejected as " + ", ".join(f"{reason} ({n})" for reason, n in reasons)
     return sentence
@@ -343,7 +373,7 @@ def _plot(run_dir: Path, histories: dict[str, list[dict[str, Any]]], evaluations
     reward_keys = sorted({k for h in histories.values() for e in h for k in e
                           if k == "reward" or (k.startswith("rewards/") and k.endswith("/mean"))})
     plots = {
-        "rewards": (reward_keys, "reward (training batches)"),
+        "rewards": (reward_keys, "reward (training batches; `reward` = weighted sum of the rewards)"),
         "length": (["completions/mean_length"], "mean completion length (tokens)"),
         "loss": (["loss"], "training loss"),
     }
@@ -357,7 +387,7 @@ def _plot(run_dir: Path, histories: dict[str, list[dict[str, Any]]], evaluations
                 points = series(history, key)
                 if points:
                     has_data = True
-                    ax.plot(*zip(*points), marker=".", label=f"{stage}: {key}")
+                    ax.plot(*zip(*points), marker=".", label=f"{stage}: {CURVE_LABELS.get(key, key)}")
         if has_data:
             ax.set_xlabel("step"), ax.set_ylabel(ylabel), ax.grid(alpha=0.3), ax.legend(fontsize=7)
             fig.tight_layout()

@@ -290,7 +290,7 @@ class Pipeline:
         stage's own needs (`needed`, and one of the `any_of` sets), and what its rewards declare they read. A key
         naming a missing column is the one mistake: what would follow from it is not reported again."""
         from ..rewards import get_reward_funcs
-        from ..rewards.base import declared
+        from ..rewards.base import column_problems, declared
 
         problems = [p for obj in named if obj is not None for p in dataset_kwargs_problems(where, obj)]
         if problems:
@@ -327,16 +327,11 @@ class Pipeline:
             wanted = " or ".join(" + ".join(repr(c) for c in group) for group in any_of)
             problems.append(f"{where}: the dataset has columns {columns}; it needs {wanted}")
         for func in get_reward_funcs(rewards):
-            for column in declared(func, "required_columns"):
-                if column not in columns:
-                    problems.append(f"{where}: reward {func.__name__!r} needs a {column!r} column; the dataset "
-                                    f"has {columns}")
-            references = declared(func, "reference_columns")
-            if references and not set(references) & set(columns):
-                problems.append(f"{where}: reward {func.__name__!r} reads its reference from one of the columns "
-                                f"{list(references)}; the dataset has {columns} (map one with solution_column)")
-            elif not problems:
-                needed_values = [c for c in (*declared(func, "required_columns"), *references) if c in columns]
+            missing = column_problems(func, columns)
+            problems += [f"{where}: {problem}" for problem in missing]
+            if not problems:
+                read = (*declared(func, "required_columns"), *declared(func, "reference_columns"))
+                needed_values = [c for c in read if c in columns]
                 problems += missing_value_problems(where, dataset, needed_values, named)
         problems = unique(problems) + conversation_problems(where, dataset)
         if not problems and "prompt" in needed and self.tokenizer is not None and self.context is not None:

@@ -176,3 +176,22 @@ def declared(reward: Any, attribute: str) -> Any:
     'correctness'
     """
     return getattr(reward, attribute, getattr(RewardFunction, attribute))
+
+
+def column_problems(reward: Any, columns: list[str]) -> list[str]:
+    """Why ``reward`` cannot score rows with ``columns``: each `required_columns` entry missing, or none of its
+    `reference_columns` present. Checked by the trainers (`R1GRPOTrainer`, `R1PPOTrainer`) and the pipeline alike.
+
+    >>> class NeedsUnit:
+    ...     required_columns = ("unit",)
+    >>> column_problems(NeedsUnit(), ["prompt"])
+    ["reward 'NeedsUnit' needs a 'unit' column; the dataset has ['prompt']"]
+    """
+    name = getattr(reward, "__name__", type(reward).__name__)
+    problems = [f"reward {name!r} needs a {column!r} column; the dataset has {columns}"
+                for column in declared(reward, "required_columns") if column not in columns]
+    references = declared(reward, "reference_columns")
+    if references and not set(references) & set(columns):
+        problems.append(f"reward {name!r} reads its reference from one of the columns {list(references)}; the "
+                        f"dataset has {columns} (map one with solution_column)")
+    return problems

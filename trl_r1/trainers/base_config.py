@@ -3,10 +3,14 @@ check) and how the LoRA policy reaches TRL's colocated vLLM."""
 
 from __future__ import annotations
 
+import os
+import warnings
 from dataclasses import dataclass, field
 
 from ..algorithms import KL_ESTIMATORS
 from ..data.generation import VLLM_FALLBACKS, vllm_fallback_field
+
+KL_HORIZON_DEFAULT = 10000
 
 
 def kl_estimator_field(default: str, placement: str):
@@ -18,8 +22,9 @@ def kl_estimator_field(default: str, placement: str):
             "Divergence). With x = logp - ref_logp: `k1` = x, `k2` = x^2/2, `k3` = exp(-x) + x - 1 (TRL's), "
             "`low_var_kl` = k3 clamped to [-10, 10] (verl), `abs` = |x|; `k1+`, `k3+`, `low_var_kl+`: the value of "
             "the base estimator with the gradient of k2 (straight-through, verl). In the loss, with TRL's "
-            "`use_bias_correction_kl=True`, every estimator but `abs` has the exact expected KL gradient: k1/k3/"
-            f"low_var_kl through the differentiable importance ratio, k2 and the `+` ones with it detached. Default `{default}`.",
+            "`use_bias_correction_kl=True`, k2, k3, low_var_kl and the `+` ones have one and the same gradient "
+            "(they train identically; derivation in docs/algorithms.md) and only k1 and abs change the updates. "
+            f"Logged: `kl` is always k3 (as TRL logs it), the estimator's value is `kl/<estimator>`. Default `{default}`.",
             "choices": list(KL_ESTIMATORS.choices()),
         },
     )
@@ -43,17 +48,29 @@ class KLConfigMixin:
         },
     )
     kl_horizon: int = field(
-        default=10000,
+        default=KL_HORIZON_DEFAULT,
         metadata={
             "help": "Horizon of the adaptive KL controller, in completions: the coefficient moves by at most 20% per "
             "`kl_horizon` completions. Default 10000 (Ziegler et al. 2019, verl). Used only with `kl_target`.",
         },
     )
 
-    def check_kl(self, coef_name: str, coef: float) -> None:
-        """Fail fast on an unknown estimator or an adaptive target without a starting coefficient."""
+    def check_kl(self, coef_name: str, coef: float, default_estimator: str) -> None:
+        """Fail fast on an unknown estimator, on a KL option without a KL coefficient, or on an adaptive target
+        without a starting coefficient; warn about a horizon without a target."""
         if self.kl_estimator not in KL_ESTIMATORS:
             raise ValueError(f"kl_estimator={self.kl_estimator!r} is not one of {list(KL_ESTIMATORS.choices())}.")
+        if coef == 0.0 and self.kl_estimator != default_estimator:
+            raise ValueError(
+                f"kl_estimator={self.kl_estimator!r} does nothing with {coef_name}=0 (no KL term is computed): set "
+                f"{coef_name} > 0 (e.g. 0.001) or leave kl_estimator unset."
+            )
+        if self.kl_target is None and self.kl_horizon != KL_HORIZON_DEFAULT:
+            warnings.warn(
+                f"kl_horizon={self.kl_horizon} is read only by the adaptive coefficient: it changes nothing without "
+                "kl_target.",
+                stacklevel=4,
+            )
         if self.kl_target is not None:
             if self.kl_target <= 0 or self.kl_horizon <= 0:
                 raise ValueError(f"kl_target and kl_horizon must be > 0, got {self.kl_target}, {self.kl_horizon}.")
@@ -62,6 +79,16 @@ class KLConfigMixin:
                     f"kl_target adapts the KL coefficient multiplicatively: {coef_name} must start above 0 "
                     f"(set {coef_name} > 0, e.g. 0.001)."
                 )
+
+
+def forget_derived_generation_batch(config) -> None:
+    """Let ``dataclasses.replace`` rebuild a GRPO-based config: TRL's ``__post_init__`` fills
+    ``generation_batch_size`` from ``steps_per_generation`` and then refuses the two together; a pair that agrees
+    (batch x processes x steps) is what TRL derived, so the derived half is dropped and derived again."""
+    world_size = int(os.environ.get("WORLD_SIZE", "1"))
+    steps, batch = config.steps_per_generation, config.generation_batch_size
+    if steps is not None and batch is not None and batch == config.per_device_train_batch_size * world_size * steps:
+        config.generation_batch_size = None
 
 
 VLLM_LORA_SYNC = ("auto", "merge")

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 
 from trl import GRPOConfig
 
-from ..algorithms import ADVANTAGE_ESTIMATORS
-from .base_config import FastGenerationMixin, KLConfigMixin, VLLMLoRASyncMixin, kl_estimator_field
+from ..algorithms import ADVANTAGE_ESTIMATORS, estimator_reads, same_loss_gradient
+from .base_config import (
+    FastGenerationMixin,
+    KLConfigMixin,
+    VLLMLoRASyncMixin,
+    forget_derived_generation_batch,
+    kl_estimator_field,
+)
 
 
 def grpo_advantage_estimators() -> tuple[str, ...]:
@@ -84,17 +91,39 @@ class R1GRPOConfig(FastGenerationMixin, VLLMLoRASyncMixin, KLConfigMixin, GRPOCo
     def __post_init__(self):
         self.check_vllm_lora_sync()
         self.check_fast_generation()
+        forget_derived_generation_batch(self)
         super().__post_init__()
         if self.advantage_estimator not in grpo_advantage_estimators():
             raise ValueError(
                 f"advantage_estimator={self.advantage_estimator!r} is not one of {list(grpo_advantage_estimators())} "
                 "(GAE needs a critic: use trl_r1.trainers.R1PPOTrainer)."
             )
-        self.check_kl("beta", self.beta)
+        self.check_kl("beta", self.beta, "k3")
         if self.kl_in_reward and self.beta == 0.0:
             raise ValueError("kl_in_reward=True needs a KL coefficient: set beta > 0 (e.g. 0.001).")
         if not 0.0 <= self.gamma <= 1.0:
             raise ValueError(f"gamma must be in [0, 1], got {self.gamma}.")
+        if self.gamma != 1.0 and not estimator_reads(self.advantage_estimator, "gamma"):
+            readers = [n for n in grpo_advantage_estimators() if estimator_reads(n, "gamma")]
+            raise ValueError(
+                f"gamma={self.gamma} does nothing with advantage_estimator={self.advantage_estimator!r} (a sequence "
+                f"reward has no token returns to discount); it is read by {readers}."
+            )
+        if not self.use_bias_correction_kl and (self.beta == 0.0 or self.kl_in_reward):
+            warnings.warn(
+                "use_bias_correction_kl=False weights the KL term of the loss; with "
+                f"{'beta=0' if self.beta == 0.0 else 'kl_in_reward=True'} there is none, so it changes nothing.",
+                stacklevel=3,
+            )
+        in_corrected_loss = self.beta != 0.0 and not self.kl_in_reward and self.use_bias_correction_kl
+        if in_corrected_loss and self.kl_estimator != "k3" and same_loss_gradient(self.kl_estimator, "k3"):
+            warnings.warn(
+                f"kl_estimator={self.kl_estimator!r} in the loss with use_bias_correction_kl=True has the same "
+                "gradient as 'k3' (docs/algorithms.md): training is identical, only the logged "
+                f"kl/{self.kl_estimator} differs. 'k1' and 'abs' change the updates, as does "
+                "use_bias_correction_kl=False.",
+                stacklevel=3,
+            )
         if self.computes_own_advantages:
             if self.multi_objective_aggregation != "sum_then_normalize":
                 raise ValueError(

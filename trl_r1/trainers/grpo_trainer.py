@@ -34,17 +34,18 @@ class R1GRPOTrainer(R1TrainerBase):
 
     model_card_tags = ["trl", "grpo", "trl-r1"]
 
-    def __init__(self, model, reward_funcs=None, args: R1GRPOConfig | None = None, *more_args, **kwargs):
+    def __init__(self, model, reward_funcs=None, args: R1GRPOConfig | None = None, train_dataset=None, *more_args,
+                 **kwargs):
         if args is None:
             args = R1GRPOConfig()
         elif not isinstance(args, R1GRPOConfig):
             raise TypeError(f"R1GRPOTrainer needs an R1GRPOConfig, got {type(args).__name__}.")
-        super().__init__(model, reward_funcs, args, *more_args, **kwargs)
+        super().__init__(model, reward_funcs, args, train_dataset, *more_args, **kwargs)
         if args.kl_in_reward and self.is_vision_model:
             raise ValueError("kl_in_reward=True supports text-only models (its sampling log-probs skip image inputs).")
         if args.beta != 0.0:
             self.take_over_kl()
-        self._kl_window = torch.zeros(3, dtype=torch.float64)  # KL sum, tokens, completions since the last update
+        self._kl_window = torch.zeros(4, dtype=torch.float64)  # `kl_stats` summed since the last update
 
     # ----- rollout: KL in the reward, advantages ----------------------------------------------------------------
 
@@ -91,7 +92,8 @@ class R1GRPOTrainer(R1TrainerBase):
         kl_loss = self.kl_controller.value * self.aggregate_like_loss(per_token_kl, inputs)
 
         mask = completion_mask(inputs)
-        self._kl_window += self.kl_stats(per_token_kl * mask, mask).cpu()
+        per_token_k3 = kl_loss_term(policy_logps.detach(), inputs["ref_per_token_logps"], "k3", log_ratio)  # TRL's
+        self._kl_window += self.kl_stats(per_token_kl * mask, per_token_k3.detach() * mask, mask).cpu()
         if self.accelerator.sync_gradients:  # the end of an optimizer step (always True in eval)
             self.record_kl(self.accelerator.reduce(self._kl_window.to(mask.device), reduction="sum").cpu())
             self._kl_window.zero_()

@@ -6,7 +6,13 @@ from dataclasses import dataclass, field
 
 from trl import GRPOConfig
 
-from .base_config import FastGenerationMixin, KLConfigMixin, VLLMLoRASyncMixin, kl_estimator_field
+from .base_config import (
+    FastGenerationMixin,
+    KLConfigMixin,
+    VLLMLoRASyncMixin,
+    forget_derived_generation_batch,
+    kl_estimator_field,
+)
 
 CRITIC_MODES = ("shared_trunk", "lora")
 
@@ -21,8 +27,8 @@ class R1PPOConfig(FastGenerationMixin, VLLMLoRASyncMixin, KLConfigMixin, GRPOCon
     number of PPO epochs per generated batch and `steps_per_generation` the number of minibatches. GRPO's group
     advantages are replaced by token-level GAE advantages on the weighted sum of the rewards, so the group
     normalisation options (`scale_rewards`, `multi_objective_aggregation`) must keep their defaults. The KL penalty
-    goes into the per-token reward (`kl_coef`), not the loss: leave `beta` unset; it mirrors `kl_coef` so that TRL
-    builds the reference model.
+    goes into the per-token reward (`kl_coef`), not the loss: leave `beta` at 0 (the trainer has TRL build the
+    reference model for a non-zero `kl_coef`).
 
     Example:
         >>> cfg = R1PPOConfig(output_dir="out", use_cpu=True, report_to="none", critic="lora", lam_critic=1.0)
@@ -124,7 +130,8 @@ class R1PPOConfig(FastGenerationMixin, VLLMLoRASyncMixin, KLConfigMixin, GRPOCon
     def __post_init__(self):
         self.check_vllm_lora_sync()
         self.check_fast_generation()
-        if self.beta not in (0.0, self.kl_coef):
+        forget_derived_generation_batch(self)
+        if self.beta != 0.0:
             raise ValueError(
                 "R1PPOConfig puts the KL penalty in the reward: set `kl_coef` (and optionally `kl_target`), not `beta` "
                 f"(got beta={self.beta})."
@@ -136,7 +143,7 @@ class R1PPOConfig(FastGenerationMixin, VLLMLoRASyncMixin, KLConfigMixin, GRPOCon
             )
         if self.critic not in CRITIC_MODES:
             raise ValueError(f"critic must be one of {list(CRITIC_MODES)}, got {self.critic!r}.")
-        self.check_kl("kl_coef", self.kl_coef)
+        self.check_kl("kl_coef", self.kl_coef, "k1")
         for name in ("lam", "lam_critic"):
             value = getattr(self, name)
             if value is not None and not 0.0 <= value <= 1.0:
@@ -150,5 +157,9 @@ class R1PPOConfig(FastGenerationMixin, VLLMLoRASyncMixin, KLConfigMixin, GRPOCon
         for name in ("vf_coef", "kl_coef", "critic_warmup_steps"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}.")
-        self.beta = self.kl_coef  # TRL builds a reference model only for a non-zero beta
+        if 0 < self.max_steps <= self.critic_warmup_steps:
+            raise ValueError(
+                f"critic_warmup_steps={self.critic_warmup_steps} >= max_steps={self.max_steps}: the policy would never "
+                "train (only the critic warms up)."
+            )
         super().__post_init__()

@@ -41,7 +41,7 @@ from ..algorithms import (
 )
 from .base_trainer import R1TrainerBase
 from .ppo_config import R1PPOConfig
-from .trl_compat import add_unsaved_submodule, completion_mask, model_name
+from .trl_compat import add_unsaved_submodule, completion_mask, model_name, reference_model_for
 from .value_head import CriticInForward, ValueHead, keep_trainable
 
 logger = logging.getLogger(__name__)
@@ -90,15 +90,18 @@ class R1PPOTrainer(R1TrainerBase):
             }"""),
     }
 
-    def __init__(self, model, reward_funcs=None, args: R1PPOConfig | None = None, **kwargs):
+    def __init__(self, model, reward_funcs=None, args: R1PPOConfig | None = None, train_dataset=None, *more_args,
+                 **kwargs):
         if args is None:
             args = R1PPOConfig(f"{model_name(model)}-PPO")
         if not isinstance(args, R1PPOConfig):
             raise TypeError(f"R1PPOTrainer needs a R1PPOConfig, got {type(args).__name__}.")
-        if kwargs.get("optimizers", (None, None))[0] is not None:
+        optimizers = more_args[5] if len(more_args) > 5 else kwargs.get("optimizers", (None, None))
+        if optimizers[0] is not None:
             raise ValueError("R1PPOTrainer builds its own optimizer, which holds the value head as a separate group.")
         refuse_sharded_training(args)
-        super().__init__(model, reward_funcs, args, **kwargs)  # args.beta mirrors kl_coef: TRL builds the reference
+        with reference_model_for(args, args.kl_coef):
+            super().__init__(model, reward_funcs, args, train_dataset, *more_args, **kwargs)
         self.take_over_kl()  # PPO's KL goes into the reward
         if self.is_vision_model:
             raise NotImplementedError("R1PPOTrainer's critic reads text only; vision-language models are not supported.")
@@ -252,6 +255,8 @@ class R1PPOTrainer(R1TrainerBase):
         super().load_checkpoint_state(state, checkpoint)
         head_path = os.path.join(checkpoint, VALUE_HEAD_NAME)
         if os.path.isfile(head_path):
-            self.value_head.load_state_dict(load_file(head_path, device=str(self.accelerator.device)))
+            # Read on the CPU and copied into the head where it lives (safetensors refuses a device such as "cpu:0",
+            # which is what a rank's device is under `--multi_gpu` with `use_cpu`).
+            self.value_head.load_state_dict(load_file(head_path))
         else:
             logger.warning("No %s in %s: the value head starts fresh.", VALUE_HEAD_NAME, checkpoint)

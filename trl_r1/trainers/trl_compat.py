@@ -137,7 +137,27 @@ def add_unsaved_submodule(model, name: str, module: torch.nn.Module) -> None:
     """Make ``module`` a submodule of a transformers ``model`` (so wrappers such as DDP see its parameters) that
     ``save_pretrained`` leaves out and checkpoint loading does not miss."""
     model.add_module(name, module)
-    model._keys_to_ignore_on_save.update(f"{name}.{key}" for key in module.state_dict())
+    keys = {f"{name}.{key}" for key in module.state_dict()}
+    model._keys_to_ignore_on_save.update(keys)
+    model._trl_r1_unsaved_keys = getattr(model, "_trl_r1_unsaved_keys", set()) | keys
+
+
+@contextmanager
+def reference_model_for(args: Any, coef: float):
+    """While TRL's trainer is built, ``args.beta = coef``: TRL decides from ``args.beta`` alone (read in
+    ``__init__`` only) whether it loads a reference model. The config keeps its own ``beta`` afterwards."""
+    beta = args.beta
+    args.beta = coef
+    try:
+        yield
+    finally:
+        args.beta = beta
+
+
+def unsaved_keys(model) -> set[str]:
+    """The state-dict keys (as in ``model``'s own state dict) of every `add_unsaved_submodule` of ``model``."""
+    return {f"{name}.{key}".lstrip(".") for name, module in model.named_modules()
+            for key in getattr(module, "_trl_r1_unsaved_keys", ())}
 
 
 # ----- vLLM colocate: the LoRA policy pushed as an adapter, unmerged --------------------------------------------------
@@ -713,6 +733,17 @@ class GRPOSeam(GRPOTrainer):
         super()._load_from_checkpoint(resume_from_checkpoint, model)
         for parameter in trainable:
             parameter.requires_grad_(True)
+
+    def _issue_warnings_after_load(self, load_result):
+        # The trainer restores its unsaved submodules (a value head) itself: they are not missing from a checkpoint.
+        # What is left is judged as Trainer judges it: exactly the keys left out on save means tied weights.
+        unsaved = unsaved_keys(self.model)
+        load_result.missing_keys[:] = [key for key in load_result.missing_keys if key not in unsaved]
+        left_out = set(self.model._keys_to_ignore_on_save or ()) - unsaved
+        if load_result.missing_keys and set(load_result.missing_keys) == left_out:
+            self.model.tie_weights()
+            load_result.missing_keys.clear()
+        super()._issue_warnings_after_load(load_result)
 
     def _load_optimizer_and_scheduler(self, checkpoint):
         super()._load_optimizer_and_scheduler(checkpoint)
