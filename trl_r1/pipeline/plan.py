@@ -12,8 +12,10 @@ spread; a projection widens it by `PROJECTION_SPREAD` each way) and its geometri
 matches the stage (device, model size, weights, adapter, batch); "projected" otherwise, scaled from the closest
 row (`stage_rate`). A batched generate call lasts as long as its longest sample, so counting every sample at its
 maximum length is the usual case for long reasoning, and an upper end for short answers; CPU rates count the
-same bound over the measured wall time. vLLM is not measured: a vLLM stage is timed at the transformers rate,
-an upper end. Memory: the memory model (`trl_r1.pipeline.memory`, through the preflight's `stage_peak`) for the
+same bound over the measured wall time. A rate measured on another card is scaled by the cards' datasheets
+(`trl_r1.pipeline.cards`: decoding by memory bandwidth, training by tensor compute). vLLM is not measured here:
+a vLLM stage on a GPU is timed at a published vLLM rate (`published` in `rates.jsonl`, its source named), always
+"projected"; on the CPU, at the transformers rate (an upper end). Memory: the memory model (`trl_r1.pipeline.memory`, through the preflight's `stage_peak`) for the
 card planned for.
 """
 
@@ -26,46 +28,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .cards import KNOWN_CARDS, card_text, parse_card, speed_ratio
 from .preflight import PROMPT_TOKENS, loads_4bit, uses_vllm
 
 WIDTH = 116  # the plan's line width; settings wrap, they are never cut
 PROJECTION_SPREAD = 1.5  # a projected rate's range: the scaled measured range, widened by this factor each way
 SAME_SIZE = 0.01  # models within 1% of each other's parameter count count as the same size
 MAX_DECODE_BATCH = 64  # transformers decoding is host-bound (a step takes as long for 8 as for 32 sequences) up to here
-
-# `--card NAME`: (the name the plan shows, GB). A number is a card of that many GB whose speed is unknown.
-KNOWN_CARDS: dict[str, tuple[str, float]] = {
-    "h200": ("NVIDIA H200", 141.0), "h100": ("NVIDIA H100", 80.0), "a100": ("NVIDIA A100 80GB", 80.0),
-    "a100-40": ("NVIDIA A100 40GB", 40.0), "l40s": ("NVIDIA L40S", 48.0), "a6000": ("NVIDIA RTX A6000", 48.0),
-    "l4": ("NVIDIA L4", 24.0), "a10g": ("NVIDIA A10G", 24.0), "4090": ("NVIDIA GeForce RTX 4090", 24.0),
-    "3090": ("NVIDIA GeForce RTX 3090", 24.0), "t4": ("NVIDIA T4", 16.0),
-}
-
-
-def parse_card(text: str) -> tuple[str, float]:
-    """`--card`'s value as (name, GB): a known name, or a size in GB.
-
-    >>> parse_card("h100"), parse_card("24"), parse_card("24GB")
-    (('NVIDIA H100', 80.0), ('24 GB card', 24.0), ('24 GB card', 24.0))
-    """
-    key = text.strip().lower()
-    if key.startswith("nvidia"):
-        key = key.removeprefix("nvidia").lstrip(" -")
-    if key in KNOWN_CARDS:
-        return KNOWN_CARDS[key]
-    try:
-        size = float(key.removesuffix("gb").removesuffix("gib").strip())
-    except ValueError:
-        raise ValueError(f"--card {text!r}: give a size in GB (e.g. 24) or one of {', '.join(KNOWN_CARDS)}") from None
-    if size <= 0:
-        raise ValueError(f"--card {text!r}: the size must be positive")
-    return f"{size:g} GB card", size
-
-
-def card_text(card: tuple[str, float]) -> str:
-    """`NVIDIA H100 (80 GB)`, or `24 GB card` for one named by its size."""
-    return card[0] if "GB" in card[0] else f"{card[0]} ({card[1]:.0f} GB)"
-
 
 @dataclass(frozen=True)
 class Rate:
@@ -82,6 +51,7 @@ class Rate:
     batch: int  # sequences per generate call, or per training micro-batch
     tokens_per_s: tuple[float, float]
     source: str
+    published: bool = False  # a figure published elsewhere, not measured by this project: always "projected"
 
 
 def load_rates(path: Path = Path(__file__).with_name("rates.jsonl")) -> list[Rate]:
@@ -132,7 +102,7 @@ def stage_rate(work: str, device: str | None, params: int, layers: int, backend:
     cpu = device == "CPU"
     rows = [r for r in rates if r.work == work and (r.device == "CPU") == cpu]
     same_backend = [r for r in rows if r.backend == backend]
-    rows = same_backend or [r for r in rows if r.backend == "sft"]
+    rows = same_backend or [r for r in rows if r.backend == ("transformers" if work == "generation" else "sft")]
     if not rows:
         return None
     row = min(rows, key=lambda r: (r.weights != weights, abs(math.log(r.params / params)) > SAME_SIZE,
@@ -145,6 +115,10 @@ def stage_rate(work: str, device: str | None, params: int, layers: int, backend:
         if cpu:
             scale *= row.params / params
             scaled.append(f"scaled from {_n(row.params)} to {_n(params)} parameters")
+        elif work == "generation" and backend == "vllm":
+            scale *= row.params / params
+            scaled.append(f"scaled from {_n(row.params)} to {_n(params)} parameters: vLLM decoding reads the "
+                          "weights each step")
         elif work == "generation":
             scale *= row.layers / layers
             scaled.append(f"a {_n(params)}-parameter model of {layers} layers from one of {_n(row.params)} and "
@@ -154,17 +128,24 @@ def stage_rate(work: str, device: str | None, params: int, layers: int, backend:
             scale *= (row.params / params) ** exponent
             scaled.append(f"scaled from {_n(row.params)} to {_n(params)} parameters as params^-{exponent:.2f}")
     if work == "generation" and not cpu and row.batch != batch:
-        scale *= min(batch, MAX_DECODE_BATCH) / row.batch
+        scale *= min(batch, row.batch if backend == "vllm" else MAX_DECODE_BATCH) / row.batch
         scaled.append(f"scaled from {row.batch} to {batch} sequences per call")
     if (row.weights, row.adapter) != (weights, adapter):
         scaled.append(f"measured {row.weights}{' + LoRA' if row.adapter else ''}, not {weights}"
                       f"{' + LoRA' if adapter else ''}")
     if row.device != device:
-        scaled.append(f"not measured on {device}" if device else "no card named (--card)")
+        ratio = speed_ratio(work, row.device, device) if device and not cpu else None
+        if ratio is not None:
+            scale *= ratio[0]
+            scaled.append(f"to the {device} {ratio[1]}")
+        else:
+            scaled.append(f"not measured on {device}" if device else "no card named (--card)")
     low, high = row.tokens_per_s[0] * scale, row.tokens_per_s[1] * scale
     what = f"{row.device}, {row.model}: {row.source}"
-    if not scaled:
+    if not scaled and not row.published:
         return StageRate(low, high, f"measured: {what}", True)
+    if not scaled:
+        scaled.append("published, not measured here")
     return StageRate(low / PROJECTION_SPREAD, high * PROJECTION_SPREAD, f"projected ({'; '.join(scaled)}) from {what}",
                      False)
 
@@ -378,8 +359,8 @@ def stage_time(cost: StageCost, pipeline: Any) -> StageTime | str:
     work = []
     if cost.generation is not None and cost.generated_tokens:
         backend, weights, adapter = cost.generation
-        work.append(("generation", "transformers", weights, adapter, cost.generation_batch, cost.generated_tokens,
-                     backend == "vllm"))
+        work.append(("generation", "vllm" if backend == "vllm" else "transformers", weights, adapter,
+                     cost.generation_batch, cost.generated_tokens, backend == "vllm"))
     if cost.training is not None and cost.trained_tokens:
         kind, weights, adapter = cost.training
         work.append(("training", kind, weights, adapter, 1, cost.trained_tokens, False))
@@ -391,11 +372,12 @@ def stage_time(cost: StageCost, pipeline: Any) -> StageTime | str:
             tokens += cost.samples * cost.prompt_tokens  # SFT's rate counts every token of the sequence
         seconds = rate.seconds(tokens)
         total = [t + s for t, s in zip(total, seconds)]
-        vllm_note = " (vLLM has no measured rate: timed at the transformers rate, an upper end)" if vllm else ""
+        fallback = vllm and "the transformers rate for vllm" in rate.how  # no vLLM row for this device kind
+        vllm_note = " (no vLLM rate here: timed at the transformers rate, an upper end)" if fallback else ""
         speed = _n(rate.low) if _n(rate.low) == _n(rate.high) else f"{_n(rate.low)}-{_n(rate.high)}"
         parts.append(f"{what} {_duration(seconds[1])} at {speed} tokens/s{vllm_note}, {rate.how}")
         measured &= rate.measured
-        upper |= vllm
+        upper |= fallback
     if not parts:
         return "nothing to time"
     return StageTime(tuple(total), parts, measured, upper)

@@ -48,6 +48,7 @@ from .preflight import (
     unique,
 )
 from .ranks import Ranks
+from .cards import card_precision_problems
 from .recipe import Recipe, RecipeError, StagePlan, _digest, changed_keys
 from .stages import STAGE_REGISTRY, ModelHandle, StageRecord, prepare_stage_dir, read_record, stage_status, write_record
 from .templates import TemplateReport, adapt_rewards, inspect_chat_template, template_problems
@@ -209,6 +210,8 @@ class Pipeline:
         machine += tracker_problems(self.pending())
         if self._detects_card and self.card is None or self.elsewhere:
             machine += precision_problems(self.pending())
+        if self.card is not None:
+            problems += card_precision_problems(self.pending(), self.card)
         if self.elsewhere:
             self.notes += [f"this machine, not the GPU planned for: {p}" for p in machine]
         else:
