@@ -171,12 +171,14 @@ def test_unknown_or_undetectable_language_skips_with_a_reason(caplog):
 
 def test_bad_input_never_raises():
     reward = LanguageConsistencyReward(target_lang="en")
-    huge = "<think>" + (EN + " 12345 $x^2$ ") * 6_000 + "</think>"  # longer than MAX_CHARS
+    huge = "<think>" + (EN + " 12345 $x^2$ ") * 6_000 + "</think>"  # longer than MAX_CHARS and max_chars
     scores = reward(
         prompts=[None, 5, [{"role": "user", "content": None}], "hi", "hi", "hi"],
         completions=[None, 42, [{"role": "assistant", "content": None}], f"<think>{EN}", huge, "\x00\ud800<think>"],
     )
-    assert scores[:3] == [None, None, 0.0] and scores[3] == 1.0 and scores[4] == 1.0 and scores[5] == 0.0
+    assert scores[:3] == [None, None, 0.0] and scores[3] == 1.0 and scores[4] == 0.0 and scores[5] == 0.0
+    # without the reward's length cap, the verifier measures the first MAX_CHARS characters
+    assert LanguageConsistencyReward(target_lang="en", max_chars=None)(completions=[huge]) == [1.0]
     assert consistency(None, "en") == 0.0
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..completion import Completion
 from ..verifiers.math import ANSWER_POLICIES, DEFAULT_TIMEOUT_S, check_batch
-from .base import RewardFunction, Score
+from .base import DEFAULT_MAX_CHARS, RewardFunction, Score
 
 
 class MathAccuracyReward(RewardFunction):
@@ -23,6 +23,8 @@ class MathAccuracyReward(RewardFunction):
             "Answer:", "####"), so a number in prose never scores; "bare": a completion that is nothing but an
             answer, or closes with an answer line (``Answer $9$``), counts too (SFT'd models, non-R1 prompts).
         workers: worker processes for sympy checks (default: half of this rank's CPUs, at most 8; see `trl_r1.workers`).
+        max_chars: completions longer than this many characters score 0.0 unread, with the reason (default
+            `DEFAULT_MAX_CHARS`, 262,144: 64k tokens; None: no cap). Part of the 2 s bound of `trl_r1.rewards.base`.
 
     Example:
         >>> reward = MathAccuracyReward()
@@ -40,6 +42,7 @@ class MathAccuracyReward(RewardFunction):
     """
 
     __name__ = "math_accuracy_reward"
+    reference_option = "gold_column"
 
     def __init__(
         self,
@@ -48,7 +51,9 @@ class MathAccuracyReward(RewardFunction):
         timeout_s: float = DEFAULT_TIMEOUT_S,
         workers: int | None = None,
         answer_policy: str = "marked",
+        max_chars: int | None = DEFAULT_MAX_CHARS,
     ):
+        self.max_chars = max_chars
         if answer_policy not in ANSWER_POLICIES:
             raise ValueError(f"answer_policy must be one of {ANSWER_POLICIES}, got {answer_policy!r}")
         self.gold_column = gold_column
