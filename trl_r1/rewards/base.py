@@ -246,9 +246,10 @@ class RewardFunction:
             wanted = list(self.reference_columns)
         if not wanted or not n:
             return
-        fix = (f"name it with {self.reference_option}= (the reward's option, in a recipe "
-               f"`rewards: [{{name: ..., {self.reference_option}: <column>}}]`) or rename the dataset column"
-               if self.reference_option else "rename the dataset column")
+        option = self.reference_option
+        fix = (f"name the column with {option}= ({type(self).__name__}({option}=...), or the reward's entry in a "
+               f"recipe: `rewards: [{{name: ..., {option}: <column>}}]`) or rename the dataset column"
+               if option else "rename the dataset column")
         self._log_once(f"no column: {sorted(columns)}",
                        f"{self.__name__} cannot score this batch: it reads {' or '.join(map(repr, wanted))}, and the batch has "
                        f"the columns {sorted(columns) or 'none'}; {fix}. Every sample scores None.")
