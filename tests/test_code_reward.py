@@ -138,7 +138,7 @@ def test_a_base_exception_costs_its_samples_only_but_ctrl_c_still_stops_training
             score()
     with monkeypatch.context() as patch:
         patch.setattr(code_module, "run_tests_batch", batch_raising(GeneratorExit))
-        assert score(CodeReward(binary=True)) == ([None], ["error: GeneratorExit: raised around the verifier"])
+        assert score(CodeReward(binary=True)) == ([0.0], ["error: GeneratorExit: raised around the verifier"])
         patch.setattr(code_module, "run_tests_batch", batch_raising(KeyboardInterrupt))
         with pytest.raises(KeyboardInterrupt):
             score()

@@ -107,7 +107,8 @@ def test_scoring_bug_costs_one_sample_not_the_batch():
                 return Score(float("nan"))
             return Score(1.0)
 
-    assert Flaky()(completions=["ok", "boom", "nan"]) == [1.0, None, None]
+    # the sample that raised scores 0.0 (issue 36: it caused the failure); a NaN is the reward's bug: skipped
+    assert Flaky()(completions=["ok", "boom", "nan"]) == [1.0, 0.0, None]
 
 
 def test_a_score_that_cannot_become_a_float_costs_its_sample_only():
@@ -136,7 +137,7 @@ def test_a_failed_batch_of_a_batch_only_reward_is_rescored_one_sample_at_a_time(
             return [Score(float(len(s.text))) for s in samples]
 
     reasons = {}
-    assert BatchOnly()(completions=["ok", "boom", "abc"], log_extra=reasons.__setitem__) == [2.0, None, 3.0]
+    assert BatchOnly()(completions=["ok", "boom", "abc"], log_extra=reasons.__setitem__) == [2.0, 0.0, 3.0]
     assert reasons["batch_only_reason"] == ["", "error: ValueError: bad sample", ""]
 
 
@@ -164,7 +165,7 @@ def test_log_levels_separate_failures_skips_and_routine_scores(caplog):
     with caplog.at_level("DEBUG", logger="trl_r1.rewards"):
         Mixed()(completions=["boom", "skip", "zero"])
     levels = {record.levelname: record.getMessage() for record in caplog.records}
-    assert "error x1" in levels["WARNING"] and "no gold x1" in levels["INFO"] and "malformed x1" in levels["DEBUG"]
+    assert "error: ValueError: bad" in levels["WARNING"] and "no gold x1" in levels["INFO"] and "malformed x1" in levels["DEBUG"]
 
 
 def test_a_degenerate_completion_repeating_the_answer_tag_is_scored_at_once():

@@ -171,12 +171,14 @@ def test_unknown_or_undetectable_language_skips_with_a_reason(caplog):
 
 def test_bad_input_never_raises():
     reward = LanguageConsistencyReward(target_lang="en")
-    huge = "<think>" + (EN + " 12345 $x^2$ ") * 6_000 + "</think>"  # longer than MAX_CHARS
+    huge = "<think>" + (EN + " 12345 $x^2$ ") * 6_000 + "</think>"  # longer than MAX_CHARS and max_chars
     scores = reward(
         prompts=[None, 5, [{"role": "user", "content": None}], "hi", "hi", "hi"],
         completions=[None, 42, [{"role": "assistant", "content": None}], f"<think>{EN}", huge, "\x00\ud800<think>"],
     )
-    assert scores[:3] == [None, None, 0.0] and scores[3] == 1.0 and scores[4] == 1.0 and scores[5] == 0.0
+    assert scores[:3] == [None, None, 0.0] and scores[3] == 1.0 and scores[4] == 0.0 and scores[5] == 0.0
+    # without the reward's length cap, the verifier measures the first MAX_CHARS characters
+    assert LanguageConsistencyReward(target_lang="en", max_chars=None)(completions=[huge]) == [1.0]
     assert consistency(None, "en") == 0.0
 
 
@@ -263,3 +265,30 @@ def test_ambiguous_clauses_follow_their_sentence():
     uk = "Знайдемо корені квадратного рівняння за теоремою Вієта."
     ru = "Сумма корней равна пяти, а произведение равно шести, значит корни два и три."
     assert consistency(f"<think>{uk} {ru}</think>", "uk") == pytest.approx(7 / 20, abs=0.01)
+
+
+def test_unclosed_math_openers_are_read_in_linear_time():
+    """Issue 36 (red team): 10,000 unclosed ``\\begin{equation}`` took 6.6 s, as the math regex rescanned to the end
+    from each; formulas are now cut with `str.find`, and what closes still counts as math."""
+    import time
+
+    from trl_r1.verifiers.language.text import prose_text
+
+    for unit in (r"\begin{equation}", r"\begin{align*}", r"\[", r"\(", "$$ a "):
+        start = time.perf_counter()
+        prose_text(unit * (200_000 // len(unit)))
+        assert time.perf_counter() - start < 0.5, unit
+    # the same formulas as the regex it replaces (which backtracked), on ordinary and broken math
+    import re
+
+    from trl_r1.verifiers.language.text import _math_spans
+
+    old = re.compile(
+        r"\$\$[\s\S]*?\$\$|\\\[[\s\S]*?\\\]|\\\([\s\S]*?\\\)"
+        r"|\\begin\{(equation|align|gather|multline|eqnarray|math|displaymath|array|cases)(\*?)\}[\s\S]*?\\end\{\1\2\}"
+        r"|\$(?=[^\s$])(?:[^$\n]|\n(?!\s*\n))*?(?<=[^\s\\$])\$(?!\d)")
+    texts = [r"Bonjour $x$ et \begin{align*}y = \text{tout}\end{align*} puis \[ ouvert $$a$$ \(b\)",
+             r"costs $5 and $10, $$ unclosed $x$ \begin{align}a\end{align*} \begin{cases}b\end{cases}",
+             "$a\n\n$ $ b$ $c\\$ d$ \\[ \\] $$ $$ $$", r"\( \[ \) \] \begin{math}\end{math}$x$9 $y$"]
+    for text in texts:
+        assert [(s, e) for s, e, math in _math_spans(text) if math] == [m.span() for m in old.finditer(text)], text

@@ -118,7 +118,6 @@ def _warnings(caplog) -> list[str]:
     return [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING and r.name.startswith("trl_r1")]
 
 
-@pytest.mark.xfail(strict=True, reason="main logs a missing gold column at INFO only")
 def test_missing_gold_column_warns_with_the_columns_it_saw(caplog):
     reward = MathAccuracyReward()
     with caplog.at_level(logging.INFO, logger="trl_r1"):
@@ -130,7 +129,6 @@ def test_missing_gold_column_warns_with_the_columns_it_saw(caplog):
     assert any("gold_answer" in m and "problem_id" in m for m in messages), messages
 
 
-@pytest.mark.xfail(strict=True, reason="main logs a missing gold column at INFO only")
 def test_missing_gold_column_warning_names_the_key_that_fixes_it(caplog):
     reward = MathAccuracyReward()
     with caplog.at_level(logging.INFO, logger="trl_r1"):
@@ -138,7 +136,6 @@ def test_missing_gold_column_warning_names_the_key_that_fixes_it(caplog):
     assert any("gold_column" in m for m in _warnings(caplog)), _warnings(caplog)
 
 
-@pytest.mark.xfail(strict=True, reason="main logs a missing gold column at INFO only")
 def test_missing_gold_column_warns_with_a_custom_gold_column_too(caplog):
     reward = MathAccuracyReward(gold_column="target", fallback_columns=())
     with caplog.at_level(logging.INFO, logger="trl_r1"):
@@ -158,7 +155,6 @@ def test_a_batch_with_its_gold_column_does_not_warn(caplog):
     assert not [m for m in _warnings(caplog) if "column" in m], _warnings(caplog)
 
 
-@pytest.mark.xfail(strict=True, reason="main logs a missing gold column at INFO only")
 def test_missing_gold_column_warns_once_not_every_step(caplog):
     """Issue 35: "says so at WARNING the first time": a run of thousands of steps must not repeat it each step."""
     reward = MathAccuracyReward()

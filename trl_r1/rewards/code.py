@@ -16,7 +16,7 @@ from ..verifiers.code import (
     run_tests_batch,
 )
 from ..verifiers.format import extract_answer
-from .base import RewardFunction, Score
+from .base import DEFAULT_MAX_CHARS, RewardFunction, Score
 
 TEST_COLUMNS = ("verification_info", "tests")
 _FENCE_TAG = re.compile(r"[ \t]*([\w+#.-]*)")
@@ -85,6 +85,8 @@ class CodeReward(RewardFunction):
             samples are skipped with the reason, and the error is logged.
         max_output_bytes: stdout cap per test (default 8 MiB, at most 10 MiB; a ``max_output_bytes`` in
             `verification_info` takes precedence). It never depends on the expected output.
+        max_chars: completions longer than this many characters score 0.0 unread, with the reason (default
+            `DEFAULT_MAX_CHARS`, 262,144: 64k tokens; None: no cap). Part of the 2 s bound of `trl_r1.rewards.base`.
 
     Example:
         >>> completion = "<think>add them</think><answer>```python\\nprint(sum(map(int, input().split())))\\n```</answer>"
@@ -100,7 +102,8 @@ class CodeReward(RewardFunction):
 
     def __init__(self, binary: bool = False, timeout_s: float = 5.0, workers: int | None = None,
                  language: str = "python", limits: SandboxLimits | None = None, allow_unsafe: bool = False,
-                 max_output_bytes: int = DEFAULT_MAX_OUTPUT):
+                 max_output_bytes: int = DEFAULT_MAX_OUTPUT, max_chars: int | None = DEFAULT_MAX_CHARS):
+        self.max_chars = max_chars
         self.binary = binary
         self.max_output_bytes = max_output_bytes
         self.timeout_s = timeout_s
@@ -116,7 +119,7 @@ class CodeReward(RewardFunction):
         scores: list[Score | None] = [None] * len(samples)
         jobs, owners = [], []
         for i, sample in enumerate(samples):
-            job = self._job(sample)
+            job = self.bounded(self._job, sample)  # the completion's parse, within the reward's time limit
             if isinstance(job, Score):
                 scores[i] = job
             else:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..completion import Completion
 from ..verifiers.format import check_strict, prompt_prefills_think, soft_score
-from .base import RewardFunction, Score
+from .base import DEFAULT_MAX_CHARS, RewardFunction, Score
 
 
 class FormatReward(RewardFunction):
@@ -18,6 +18,8 @@ class FormatReward(RewardFunction):
             that ends with ``<think>``; set True for conversational datasets whose template prefills it
             (e.g. DeepSeek-R1-Distill, Qwen3 thinking mode), or the reward stays at 0.
         soft: give 0.25 per well-placed tag instead of all-or-nothing (shaping for early training).
+        max_chars: completions longer than this many characters score 0.0 unread, with the reason (default
+            `DEFAULT_MAX_CHARS`, 262,144: 64k tokens; None: no cap). Part of the 2 s bound of `trl_r1.rewards.base`.
 
     Example:
         >>> reward = FormatReward()
@@ -33,7 +35,9 @@ class FormatReward(RewardFunction):
     role = "format"
     think_prefill_option = True
 
-    def __init__(self, require_answer: bool = True, think_prefilled: bool | None = None, soft: bool = False):
+    def __init__(self, require_answer: bool = True, think_prefilled: bool | None = None, soft: bool = False,
+                 max_chars: int | None = DEFAULT_MAX_CHARS):
+        self.max_chars = max_chars
         self.require_answer = require_answer
         self.think_prefilled = think_prefilled
         self.soft = soft

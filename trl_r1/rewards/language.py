@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from ..completion import Completion
 from ..verifiers.format import extract_reasoning
 from ..verifiers.language import detect_language, measure, normalize_language
-from .base import RewardFunction, Score
+from .base import DEFAULT_MAX_CHARS, RewardFunction, Score
 
 # Dataset columns read for the per-sample target language when the configured `lang_column` is absent.
 LANG_COLUMNS = ("language", "lang")
@@ -30,6 +31,8 @@ class LanguageConsistencyReward(RewardFunction):
     Args:
         target_lang: the language of every sample without a language column (None: detect from the prompt).
         lang_column: the dataset column holding each sample's target language.
+        max_chars: completions longer than this many characters score 0.0 unread, with the reason (default
+            `DEFAULT_MAX_CHARS`, 262,144: 64k tokens; None: no cap). Part of the 2 s bound of `trl_r1.rewards.base`.
 
     Example:
         >>> reward = LanguageConsistencyReward()
@@ -49,7 +52,9 @@ class LanguageConsistencyReward(RewardFunction):
     __name__ = "language_consistency_reward"
     role = "style"
 
-    def __init__(self, target_lang: str | None = None, lang_column: str = "language"):
+    def __init__(self, target_lang: str | None = None, lang_column: str = "language",
+                 max_chars: int | None = DEFAULT_MAX_CHARS):
+        self.max_chars = max_chars
         if target_lang is not None and normalize_language(target_lang) is None:
             raise ValueError(f"unsupported target_lang {target_lang!r}; use an ISO 639-1 code such as 'en' or 'zh'")
         self.target_lang = target_lang
@@ -66,12 +71,22 @@ class LanguageConsistencyReward(RewardFunction):
         code = detect_language(sample.prompt_text)
         return (code, None) if code else (None, "no target language: no language column or option, no words in the prompt")
 
+    def warm_up(self) -> None:
+        _load_language_tables()
+
     def score(self, sample: Completion) -> Score:
         target, reason = self._target(sample)
         if target is None:
             return Score(None, reason)
         result = measure(extract_reasoning(sample.text), target)
         return Score(result.value, result.reason)
+
+
+@functools.lru_cache(maxsize=1)
+def _load_language_tables() -> None:
+    """Build the language identifier's tables (about 2 s, once per process) outside a sample's time limit."""
+    detect_language("Warming up the language identifier.")
+    measure("Warming up the language identifier.", "en")
 
 
 language_consistency_reward = LanguageConsistencyReward()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..completion import Completion
 from ..verifiers.math import ANSWER_POLICIES, APPROXIMATIONS, DEFAULT_TIMEOUT_S, check_batch
-from .base import RewardFunction, Score
+from .base import DEFAULT_MAX_CHARS, RewardFunction, Score
 
 
 class MathAccuracyReward(RewardFunction):
@@ -26,6 +26,8 @@ class MathAccuracyReward(RewardFunction):
         approximations: "reject" (default, issue 36): a decimal for an exact gold it does not equal scores 0.0
             (``1.414`` for ``\\sqrt{2}``), unless the prompt asks for that rounding; "rounded": a correctly rounded
             decimal with 4 significant digits scores 1.0 (datasets whose golds are rounded).
+        max_chars: completions longer than this many characters score 0.0 unread, with the reason (default
+            `DEFAULT_MAX_CHARS`, 262,144: 64k tokens; None: no cap). Part of the 2 s bound of `trl_r1.rewards.base`.
 
     Example:
         >>> reward = MathAccuracyReward()
@@ -43,6 +45,7 @@ class MathAccuracyReward(RewardFunction):
     """
 
     __name__ = "math_accuracy_reward"
+    reference_option = "gold_column"
 
     def __init__(
         self,
@@ -52,7 +55,9 @@ class MathAccuracyReward(RewardFunction):
         workers: int | None = None,
         answer_policy: str = "marked",
         approximations: str = "reject",
+        max_chars: int | None = DEFAULT_MAX_CHARS,
     ):
+        self.max_chars = max_chars
         if answer_policy not in ANSWER_POLICIES:
             raise ValueError(f"answer_policy must be one of {ANSWER_POLICIES}, got {answer_policy!r}")
         if approximations not in APPROXIMATIONS:

@@ -140,11 +140,13 @@ _INLINE_CODE = re.compile(r"`([^`\n]+)`")
 _URL = re.compile(r"\bhttps?://\S+|\bwww\.\S+")
 # Inline $...$ follows pandoc: no space just inside the dollars, no digit right after the closing one
 # (so "costs $5 and $10" is prose). Display math and LaTeX environments may span lines.
-_MATH = re.compile(
-    r"\$\$[\s\S]*?\$\$|\\\[[\s\S]*?\\\]|\\\([\s\S]*?\\\)"
-    r"|\\begin\{(equation|align|gather|multline|eqnarray|math|displaymath|array|cases)(\*?)\}[\s\S]*?\\end\{\1\2\}"
-    r"|\$(?=[^\s$])(?:[^$\n]|\n(?!\s*\n))*?(?<=[^\s\\$])\$(?!\d)"
+# Openers are found by one regex and closers by `str.find` (`_math_spans`): a lazy ``[\s\S]*?`` to the closer
+# rescans to the end from every unclosed opener, seconds for 10,000 unclosed ``\begin{equation}``.
+_MATH_OPENER = re.compile(
+    r"\$\$|\\\[|\\\(|\\begin\{(equation|align|gather|multline|eqnarray|math|displaymath|array|cases)(\*?)\}|\$(?=[^\s$])"
 )
+_INLINE_MATH = re.compile(r"\$(?=[^\s$])(?:[^$\n]|\n(?!\s*\n))*?(?<=[^\s\\$])\$(?!\d)")
+_MATH_CLOSERS = {"$$": "$$", "\\[": "\\]", "\\(": "\\)"}
 # Identifiers written in prose ("定义 dp[i]", "调用 is_prime(n)", "stack.append(c)", "nums.length", "令 left = 0"):
 # a name before a call (short arguments) or an index, a snake_case name, a dotted attribute, a name touching "=",
 # "+" or a comparison. ASCII only, so prose in other scripts never hides here, and a name has at most three
@@ -229,10 +231,49 @@ def prose_text(text: str) -> str:
     if "://" in text or "www." in text:
         text = _URL.sub(" ", text)
     if "$" in text or "\\" in text:
-        text = _MATH.sub(lambda m: _apart(math_prose(m.group())), text)
+        text = "".join(_apart(math_prose(text[start:end])) if math else text[start:end]
+                       for start, end, math in _math_spans(text))
         text = _COMMAND.sub(" ", text)
     # identifiers go (an operator stays); lines without a sign of code are skipped, ~7x faster
     return "\n".join(_IDENTIFIER.sub(r"\1 ", line) if _CODE_SIGN.search(line) else line for line in text.split("\n"))
+
+
+def _math_spans(text: str) -> list[tuple[int, int, bool]]:
+    r"""The text cut into (start, end, is_math) spans: ``$$...$$``, ``\[...\]``, ``\(...\)``, the display
+    environments and pandoc's inline ``$...$``, leftmost first, each to its first closer, in linear time (a closer
+    not found after one opener is not searched for again).
+
+    >>> text = r"a $x$ b \begin{align*}z\end{align*} \[open"
+    >>> [text[start:end] for start, end, math in _math_spans(text) if math]
+    ['$x$', '\\begin{align*}z\\end{align*}']
+    """
+    spans: list[tuple[int, int, bool]] = []
+    unclosed: set[str] = set()
+    done = position = 0
+    while (opener := _MATH_OPENER.search(text, position)) is not None:
+        start = opener.start()
+        if opener.group(1):
+            closer = f"\\end{{{opener.group(1)}{opener.group(2)}}}"
+        else:
+            closer = _MATH_CLOSERS.get(opener.group())
+        if closer is None:  # inline $...$: bounded by the next dollar or blank line
+            inline = _INLINE_MATH.match(text, start)
+            end = inline.end() if inline else -1
+        else:
+            found = -1 if closer in unclosed else text.find(closer, opener.end())
+            end = found + len(closer) if found != -1 else -1
+            if found == -1:
+                unclosed.add(closer)
+        if end == -1:
+            position = start + 1
+            continue
+        if start > done:
+            spans.append((done, start, False))
+        spans.append((start, end, True))
+        done = position = end
+    if done < len(text):
+        spans.append((done, len(text), False))
+    return spans
 
 
 def _apart(prose: str) -> str:
