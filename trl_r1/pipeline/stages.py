@@ -180,26 +180,30 @@ def train(plan: StagePlan, start: ModelHandle, train_dataset: Any, *,
                               "peft_config": peft_config, "quantization_config": quantization_config}
     if reward_funcs is not None:
         kwargs["reward_funcs"] = reward_funcs
-    if long_examples is None:
-        trainer = TRAINER_KINDS[plan.kind].trainer(**kwargs)
-        dropped = {}
-    else:
-        with long_examples.untruncated(config):
+    trainer = None
+    try:  # the vLLM engine TRL starts with the trainer is freed whether training succeeds or raises
+        if long_examples is None:
             trainer = TRAINER_KINDS[plan.kind].trainer(**kwargs)
-        dropped = {"long_examples": long_examples(trainer)}
-    began = time.perf_counter()
-    result = trainer.train(resume_from_checkpoint=resume)
-    trainer.save_model(str(plan.output_dir))
-    trainer.save_state()
-    trained = trainer.model
-    metrics = {"train": dict(result.metrics), "global_step": trainer.state.global_step,
-               "resumed_from": resume, "loaded_in_4bit": bool(getattr(trained, "is_loaded_in_4bit", False)),
-               "trainable_params": sum(p.numel() for p in trained.parameters() if p.requires_grad),
-               "num_processes": trainer.accelerator.num_processes, **dropped}
-    seconds = time.perf_counter() - began
-    shutdown_trainer_vllm(trainer)  # TRL never does: its engine would stay resident for the later stages
-    del trainer, trained, model
-    release_accelerator_memory()
+            dropped = {}
+        else:
+            with long_examples.untruncated(config):
+                trainer = TRAINER_KINDS[plan.kind].trainer(**kwargs)
+            dropped = {"long_examples": long_examples(trainer)}
+        began = time.perf_counter()
+        result = trainer.train(resume_from_checkpoint=resume)
+        trainer.save_model(str(plan.output_dir))
+        trainer.save_state()
+        trained = trainer.model
+        metrics = {"train": dict(result.metrics), "global_step": trainer.state.global_step,
+                   "resumed_from": resume, "loaded_in_4bit": bool(getattr(trained, "is_loaded_in_4bit", False)),
+                   "trainable_params": sum(p.numel() for p in trained.parameters() if p.requires_grad),
+                   "num_processes": trainer.accelerator.num_processes, **dropped}
+        seconds = time.perf_counter() - began
+    finally:
+        if trainer is not None:
+            shutdown_trainer_vllm(trainer)  # TRL never does: its engine would stay resident for the later stages
+        del trainer, model
+        release_accelerator_memory()
     return TrainingResult(start, metrics, seconds)
 
 
