@@ -89,3 +89,13 @@ def test_paired_gains_and_the_same_prompts_before_and_after(tmp_path):
     assert section.index("### 1. What is 0 + 1?") < section.index("base (") < section.index("rl (")
     assert "<think>0 + 1 is 1.</think>\n<answer>1</answer>" in section and "### 2. What is 1 + 1?" in section
     assert f"rl ({ACC} 1):" in section
+
+
+def test_the_report_names_each_stages_seed_and_the_evaluations(tmp_path):
+    """Issue 34: what reproduces each stage's sampling stands in the report."""
+    write_stage(tmp_path, StageRecord("rl", "f", "done", metrics={"global_step": 8, "seed": 42},
+                                      evaluation=held_out(0.4, [0.3, 0.5], 0.9, 1.0), evaluation_settings={"seed": 42}))
+    write_stage(tmp_path, StageRecord("rejection_sampling", "f", "done", outputs={"num_accepted": 3},
+                                      metrics={"rejection_sampling": {"num_generated": 8}, "seed": 7}))
+    write_report(tmp_path, ["rl", "rejection_sampling"])
+    assert "Seeds: rl 42 (evaluated with 42), rejection_sampling 7." in (tmp_path / "report.md").read_text()

@@ -211,6 +211,8 @@ class EvaluationConfig:
     num_prompts: int | None = field(default=200, metadata={"help": "Evaluate the first N prompts (default 200)."})
     num_samples: int = field(default=4, metadata={
         "help": "Samples per prompt; the reward means over them estimate pass@1 (R1 §3.1 uses k samples)."})
+    seed: int | None = field(default=None, metadata={
+        "help": "Sampling seed; prompt batch b uses seed + its first index (default: the run's seed, `run_seed`)."})
     temperature: float = field(default=0.6, metadata={
         "help": "Sampling temperature (R1 §3.1: 0.6; 0 = greedy decoding with num_samples 1)."})
     top_p: float = field(default=0.95, metadata={"help": "Nucleus sampling threshold (R1 §3.1: 0.95)."})
@@ -354,6 +356,8 @@ def load_recipe(source: str | Path | dict[str, Any], *, single_stage: bool = Fal
         check_keys("evaluation", data["evaluation"], [EvaluationConfig], problems)
         evaluation = build("evaluation", EvaluationConfig, pick(data["evaluation"], EvaluationConfig), problems)
         if evaluation is not None:
+            if evaluation.seed is None:
+                evaluation.seed = run_seed(training)
             if evaluation.rewards is not None:
                 reward_weights(evaluation.rewards, "evaluation", problems)
             known = {"base", *stage_names}
@@ -370,6 +374,12 @@ def load_recipe(source: str | Path | dict[str, Any], *, single_stage: bool = Fal
     _fingerprint(stages, model_section, training)
     shared = {name: data[name] for name in ("model", "training", "evaluation") if name in data}
     return Recipe(run_dir=run_root, model=model, stages=stages, evaluation=evaluation, source=path, shared=shared)
+
+
+def run_seed(training: dict[str, Any]) -> int:
+    """The run's seed: the `training` section's, else TrainingArguments' default (42). Evaluation and rejection
+    sampling follow it unless their own section sets one, so one `seed` reproduces the whole run."""
+    return training.get("seed", TrainingArguments.seed)
 
 
 def shared_once(problems: list[str], training: dict[str, Any], data: dict[str, Any],

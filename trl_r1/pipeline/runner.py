@@ -435,6 +435,7 @@ class Pipeline:
     def _evaluation_settings(self) -> dict[str, Any]:
         """What a stage's evaluation depends on besides its model: the recipe's evaluation keys and its rewards."""
         return json.loads(json.dumps({"evaluation": self.recipe.shared.get("evaluation", {}),
+                                      "seed": self.recipe.evaluation.seed,
                                       "rewards": {"entries": self._eval_reward_entries()}}, default=str))
 
     def _eval_reward_entries(self) -> list[Any]:
@@ -458,7 +459,7 @@ class Pipeline:
             return None
         self.echo(f"[{stage}] evaluating on held-out prompts")
         return evaluate_model(handle.model_path, self._evaluation_prompts(), ev, self._eval_rewards(),
-                              adapter_path=handle.adapter_path,
+                              adapter_path=handle.adapter_path, seed=ev.seed,
                               load_in_4bit=bool((model_args or self.recipe.model).load_in_4bit and handle.adapter_path))
 
     def _base_evaluation(self) -> dict[str, float] | None:

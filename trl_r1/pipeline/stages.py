@@ -56,6 +56,7 @@ from .recipe import (
     plan_trainer_stage,
     rejection_sampling_config,
     reward_weights,
+    run_seed,
 )
 from .templates import prepare_assistant_only_loss
 
@@ -197,7 +198,7 @@ def train(plan: StagePlan, start: ModelHandle, train_dataset: Any, *,
         metrics = {"train": dict(result.metrics), "global_step": trainer.state.global_step,
                    "resumed_from": resume, "loaded_in_4bit": bool(getattr(trained, "is_loaded_in_4bit", False)),
                    "trainable_params": sum(p.numel() for p in trained.parameters() if p.requires_grad),
-                   "num_processes": trainer.accelerator.num_processes, **dropped}
+                   "num_processes": trainer.accelerator.num_processes, "seed": config.seed, **dropped}
         seconds = time.perf_counter() - began
     finally:
         if trainer is not None:
@@ -583,6 +584,7 @@ class RejectionSamplingStage(Stage):
         values = {k: v for k, v in section.items() if k not in fields_of(args_cls)}
         values["output_dir"] = str(where.output_dir)
         values["model_name_or_path"] = "<rl checkpoint>"  # the pipeline sets the real path when the stage runs
+        values.setdefault("seed", run_seed(where.training))
         if "rewards" in values:
             reward_weights(values["rewards"], name, problems)
         config = build(name, config_cls, values, problems)
@@ -642,7 +644,8 @@ class RejectionSamplingStage(Stage):
             raise StageError(f"{plan.name}: no sample was accepted (stats: {result.stats}); the final SFT would have "
                              "nothing to train on. Train the RL stage longer, sample more (num_samples), or lower "
                              "min_reward")
-        return StageRecord(plan.name, plan.fingerprint, "done", outputs, {"rejection_sampling": result.stats},
+        return StageRecord(plan.name, plan.fingerprint, "done", outputs,
+                           {"rejection_sampling": result.stats, "seed": plan.config.seed},
                            seconds=seconds)
 
     def smoke(self, section):
