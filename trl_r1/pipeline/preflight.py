@@ -21,7 +21,10 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .recipe import Recipe, StagePlan
 
 COLUMN_KEYS = ("prompt_column", "solution_column", "dataset_text_field")  # keys whose value names a column
 PROMPT_TOKENS = 512  # the prompt length the memory model and the plan assume (memory.GRPOSettings' default)
@@ -373,12 +376,15 @@ def backend_problems(recipe: Any, stages: list[Any], rewards: dict[str, list[Any
     vllm_installed = importlib.util.find_spec("vllm") is not None
     if not vllm_installed:
         wanting = [f"{p.name} ({'use_vllm: true' if getattr(p.config, 'use_vllm', False) else 'backend: vllm'})"
-                   for p in stages if uses_vllm(p, vllm_installed=False, cuda=cuda)]
-        if recipe.evaluation is not None and recipe.evaluation.backend == "vllm":
+                   for p in stages if uses_vllm(p, vllm_installed=False, cuda=cuda)
+                   and p.config.vllm_fallback != "transformers"]
+        if recipe.evaluation is not None and recipe.evaluation.backend == "vllm" \
+                and recipe.evaluation.vllm_fallback != "transformers":
             wanting.append("evaluation (backend: vllm)")
         if wanting:
             problems.append(f"{', '.join(wanting)}: vLLM is not installed; install it with {install_hint('vllm')}, "
-                            "or generate with transformers (use_vllm: false / backend: transformers)")
+                            "or generate with transformers (use_vllm: false / backend: transformers), or set "
+                            "vllm_fallback: transformers to fall back where vLLM cannot serve")
     quantised = [p.name for p in stages if loads_4bit(p, recipe)]
     if quantised and importlib.util.find_spec("bitsandbytes") is None:
         problems.append(f"{', '.join(quantised)}: load_in_4bit: true needs bitsandbytes, which is not installed; "
@@ -477,16 +483,20 @@ def precision_problems(stages: list[Any]) -> list[str]:
             "--smoke, or plan for a GPU with --dry-run --card NAME_OR_GB (e.g. --card 24)"]
 
 
-def generation_backend_problems(recipe: Any, stages: list[Any], notes: list[str]) -> list[str]:
+def generation_backend_problems(recipe: Recipe, stages: list[StagePlan], notes: list[str], *,
+                                elsewhere: bool = False) -> list[str]:
     """For each generating stage (rl, rejection sampling, evaluation), the backend it will use and why (a note
-    in the plan), and a problem where it asks for vLLM, vLLM cannot serve it here (`vllm_backend_choice`) and
-    its `vllm_fallback` is not `transformers`: the run stops before any model loads, naming the fix (vLLM not
-    installed at all is `backend_problems`' to report)."""
-    from trl import get_peft_config
+    in the plan), and a problem where it asks for vLLM, vLLM cannot serve it and its `vllm_fallback` is not
+    `transformers`: the run stops before any model loads, naming the key. An RL stage is judged by the trainer's
+    own `vllm_generation_choice` (server mode and merged pushes on a 4-bit base included), a sampler by
+    `vllm_backend_choice`. With `elsewhere` (`--card` on another machine) the recipe is checked as on that card and
+    what this machine lacks is a note (vLLM not installed here at all is `backend_problems`' to report)."""
+    from trl import get_peft_config, get_quantization_config
 
-    from ..data.generation import is_vllm_available, vllm_backend_choice
+    from ..data.generation import is_vllm_available, vllm_backend_choice, vllm_unsupported_reason
+    from ..trainers.trl_compat import vllm_generation_choice
 
-    model, problems = recipe.model, []
+    model, problems, lacks_here = recipe.model, [], {}
     generating = [(p.name, p.config, p.model_args or model, "use_vllm: true") for p in stages
                   if hasattr(p.config, "use_vllm")]
     generating += [(p.name, p.config, model, "backend: vllm") for p in stages if p.kind == "rejection_sampling"]
@@ -500,16 +510,30 @@ def generation_backend_problems(recipe: Any, stages: list[Any], notes: list[str]
             continue
         rs = where == "rejection_sampling"
         four_bit = bool(config.load_in_4bit if rs else model_args.load_in_4bit and model_args.use_peft)
-        lora = get_peft_config(model_args) if hasattr(config, "use_vllm") and model_args.use_peft else None
-        backend, why = vllm_backend_choice(
-            model.model_name_or_path, load_in_4bit=four_bit, load_in_8bit=bool(model_args.load_in_8bit),
-            bnb_4bit_quant_type=model_args.bnb_4bit_quant_type, use_bnb_nested_quant=model_args.use_bnb_nested_quant,
-            peft_config=lora)
+        if hasattr(config, "use_vllm"):
+            lora = get_peft_config(model_args) if model_args.use_peft else None
+            choice, why = vllm_generation_choice(model.model_name_or_path or "", config, lora,
+                                                 get_quantization_config(model_args), this_machine=not elsewhere)
+            backend = "transformers" if choice == "transformers" else "vllm"
+            why = why or ("vLLM serves the base with the LoRA adapter unmerged" if choice == "adapter"
+                          else f"vLLM, TRL's {config.vllm_mode} mode")
+        else:
+            backend, why = vllm_backend_choice(
+                model.model_name_or_path, load_in_4bit=four_bit, load_in_8bit=bool(model_args.load_in_8bit),
+                bnb_4bit_quant_type=model_args.bnb_4bit_quant_type,
+                use_bnb_nested_quant=model_args.use_bnb_nested_quant, this_machine=not elsewhere)
+        here = elsewhere and backend == "vllm" and vllm_unsupported_reason(model.model_name_or_path, four_bit)
+        if here and is_vllm_available():  # vLLM missing here altogether: `backend_problems`' note says so once
+            lacks_here.setdefault(here, []).append(where)
         notes.append(f"generation: {where}: {backend} ({why})")
         explicit = getattr(config, "backend", "vllm") == "vllm"  # `auto` falls back by design
-        if backend != "vllm" and explicit and config.vllm_fallback != "transformers" and is_vllm_available():
-            problems.append(f"{where} ({asking}): vLLM cannot generate here: {why}. Fix that, or set "
-                            f"vllm_fallback: transformers in {where} to generate with transformers (much slower)")
+        machine_lacks_vllm = not elsewhere and not is_vllm_available()  # `backend_problems`' one problem
+        if backend != "vllm" and explicit and config.vllm_fallback != "transformers" and not machine_lacks_vllm:
+            problems.append(f"{where} ({asking}): vLLM cannot generate {'on that card' if elsewhere else 'here'}: "
+                            f"{why}. Fix that, or set vllm_fallback: transformers in {where} to generate with "
+                            "transformers (much slower)")
+    notes += [f"this machine, not the GPU planned for: {', '.join(wheres)}: {reason}"
+              for reason, wheres in lacks_here.items()]
     return problems
 
 

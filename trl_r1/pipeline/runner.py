@@ -205,9 +205,12 @@ class Pipeline:
         if self.recipe.model.use_peft and self.recipe.model.tiny is None:
             problems += lora_target_problems(self.base_model_path, self.recipe.model.lora_target_modules)
         machine = backend_problems(self.recipe, self.pending(), self._rewards_by_stage(), cuda=self.card is not None)
-        machine += generation_backend_problems(self.recipe, self.pending(), self.notes)
+        # what follows from the recipe fails on any machine, the card planned for included
+        problems += generation_backend_problems(self.recipe, self.pending(), self.notes, elsewhere=self.elsewhere)
         machine += tracker_problems(self.pending())
         if self._detects_card and self.card is None or self.elsewhere:
+            # bf16 on a card without it belongs with the recipe's problems: the cards table (pipeline/cards.py,
+            # branch first-run-plan) names the card's bf16; until then bf16 is judged on this machine only
             machine += precision_problems(self.pending())
         if self.elsewhere:
             self.notes += [f"this machine, not the GPU planned for: {p}" for p in machine]
