@@ -1,7 +1,7 @@
 """The generation layer on the tiny model: batched transformers sampling (with a PEFT adapter on a 4-bit base)
 and the OpenAI-compatible client against a real local HTTP server (n, reasoning field, retries, timeouts)."""
-import os
 
+import os
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
