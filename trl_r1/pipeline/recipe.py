@@ -53,21 +53,18 @@ class RecipeError(ConfigError):
         super().__init__(problems, title)
 
 
-def stage_registry():
-    """The registered stage kinds, in pipeline order (`trl_r1.pipeline.stages.STAGE_REGISTRY`)."""
-    from .stages import STAGE_REGISTRY
-
-    return STAGE_REGISTRY
+#: The stage kinds, in pipeline order: the recipe's stage sections. `stages` fills it (the package imports it), so
+#: that parsing a recipe never imports the stages built on that parsing; its entries are `stages.Stage`s.
+STAGE_REGISTRY: Registry = Registry("stage", signature="Stage: plan, check_data, run, record")
 
 
 def sections() -> tuple[str, ...]:
-    return ("run_dir", "model", "training", *stage_registry().choices(), "evaluation")
+    return ("run_dir", "model", "training", *STAGE_REGISTRY.choices(), "evaluation")
 
 
 def model_stages() -> list[str]:
     """The registered stages that train a model (evaluated after, and a later stage may start from it)."""
-    registry = stage_registry()
-    return [name for name in registry if registry[name].makes_model]
+    return [name for name in STAGE_REGISTRY if STAGE_REGISTRY[name].makes_model]
 
 
 @dataclass(frozen=True)
@@ -306,7 +303,7 @@ def load_recipe(source: str | Path | dict[str, Any], *, single_stage: bool = Fal
     """
     data = dict(read_yaml(source)) if not isinstance(source, dict) else dict(source)
     path = Path(source) if not isinstance(source, dict) else None
-    registry = stage_registry()
+    registry = STAGE_REGISTRY
     stage_names, known_sections = registry.choices(), sections()
     problems: list[str] = []
     flat_keys = [key for key in data if key not in known_sections and not isinstance(data[key], dict)]

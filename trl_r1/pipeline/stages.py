@@ -37,9 +37,9 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ..registry import Registry
 from .plan import StageCost, dataset_rows, final_sft_cost, rejection_sampling_cost, rl_cost, training_cost
 from .recipe import (
+    STAGE_REGISTRY,
     TRAINER_KINDS,
     FinalSFTArguments,
     PlanContext,
@@ -675,7 +675,6 @@ def final_sft_dataset(plan: StagePlan, accepted_path: str | None, own: Any = Non
 
 # --------------------------------------------------------------------------------------------- the registry
 
-STAGE_REGISTRY: Registry[Stage] = Registry("stage", signature="Stage: plan, check_data, run, record")
 STAGE_REGISTRY.add("cold_start", SFTStage())
 STAGE_REGISTRY.add("rl", RLStage(starts_from=("cold_start",)))
 STAGE_REGISTRY.add("rejection_sampling", RejectionSamplingStage(starts_from=("rl", "cold_start"), rewards_from="rl"))
