@@ -24,7 +24,8 @@ import importlib.util
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .recipe import Recipe, StagePlan
+    from .memory import ModelShape
+    from .recipe import R1ModelConfig, Recipe, StagePlan
 
 COLUMN_KEYS = ("prompt_column", "solution_column", "dataset_text_field")  # keys whose value names a column
 PROMPT_TOKENS = 512  # the prompt length the memory model and the plan assume (memory.GRPOSettings' default)
@@ -300,7 +301,7 @@ def model_context(model_path: str) -> tuple[int, str] | None:
     return (limit, source) if isinstance(limit, int) else None
 
 
-def context_problems(recipe: Any, stages: list[Any], context: tuple[int, str]) -> list[str]:
+def context_problems(recipe: Recipe, stages: list[StagePlan], context: tuple[int, str]) -> list[str]:
     """A length setting above the model's context (`model_context`) fails or silently degrades the run (131072
     on a 32k model): one error per stage and key."""
     limit, source = context
@@ -347,7 +348,7 @@ def install_hint(extra: str) -> str:
     return f"pip install '{spec}' (or `pip install -e '.[{extra}]'` in the trl-r1 clone)"
 
 
-def uses_vllm(plan: Any, *, vllm_installed: bool, cuda: bool) -> bool:
+def uses_vllm(plan: StagePlan, *, vllm_installed: bool, cuda: bool) -> bool:
     """Whether a stage generates with vLLM: `use_vllm` (RL), or `backend: vllm`, or `auto` where vLLM runs."""
     config = plan.config
     if getattr(config, "use_vllm", False):
@@ -356,7 +357,7 @@ def uses_vllm(plan: Any, *, vllm_installed: bool, cuda: bool) -> bool:
     return backend == "vllm" or (backend == "auto" and vllm_installed and cuda)
 
 
-def loads_4bit(plan: Any, recipe: Any) -> bool:
+def loads_4bit(plan: StagePlan, recipe: Recipe) -> bool:
     if plan.model_args is not None:
         return bool(plan.model_args.load_in_4bit)
     if plan.kind == "rejection_sampling":
@@ -364,7 +365,7 @@ def loads_4bit(plan: Any, recipe: Any) -> bool:
     return False
 
 
-def backend_problems(recipe: Any, stages: list[Any], rewards: dict[str, list[Any]], *,
+def backend_problems(recipe: Recipe, stages: list[StagePlan], rewards: dict[str, list[Any]], *,
                      cuda: bool) -> list[str]:
     """One problem per missing backend, naming every stage (and key) that needs it, with the install command.
 
@@ -403,7 +404,7 @@ def backend_problems(recipe: Any, stages: list[Any], rewards: dict[str, list[Any
     return problems
 
 
-def value_problems(recipe: Any, stages: list[Any]) -> list[str]:
+def value_problems(recipe: Recipe, stages: list[StagePlan]) -> list[str]:
     """Numbers TRL and transformers accept and then train wrongly with, or crash on at the first batch: a
     learning rate at or below 0, a batch of 0, `max_steps: 0` (transformers reads any max_steps <= 0 as "train
     num_train_epochs epochs"), a sampling temperature of 0 for RL (every completion of a group alike, so every
@@ -447,7 +448,7 @@ def value_problems(recipe: Any, stages: list[Any]) -> list[str]:
 TRACKERS = ("wandb", "tensorboard", "mlflow", "comet_ml", "trackio", "clearml", "dvclive", "swanlab")
 
 
-def tracker_problems(stages: list[Any]) -> list[str]:
+def tracker_problems(stages: list[StagePlan]) -> list[str]:
     """A `report_to` tracker whose package is not installed: transformers raises at trainer init, after the base
     evaluation; one line naming the stages and the install command."""
     missing: dict[str, list[str]] = {}
@@ -470,7 +471,7 @@ def _grouped(problems: list[str]) -> list[str]:
     return [f"{', '.join(names)}: {text}" for text, names in stages.items()]
 
 
-def precision_problems(stages: list[Any]) -> list[str]:
+def precision_problems(stages: list[StagePlan]) -> list[str]:
     """On a machine without a GPU: one problem naming every trainer stage set to train in bf16 or fp16 (TRL
     defaults `bf16` to true), with the fix, instead of transformers' error once per stage when the run starts."""
     wanting = [p for p in stages if p.model_args is not None and not getattr(p.config, "use_cpu", False)
@@ -550,7 +551,7 @@ def card_memory_gb() -> tuple[str, float] | None:
     return props.name, props.total_memory / 1e9
 
 
-def stage_peak(plan: Any, recipe: Any, shape: Any, card_gb: float, *, vllm: bool) -> tuple[float, str] | None:
+def stage_peak(plan: StagePlan, recipe: Recipe, shape: ModelShape, card_gb: float, *, vllm: bool) -> tuple[float, str] | None:
     """(estimated peak bytes, what was estimated) of one stage on a `card_gb` card, None where the memory model
     has no formula for it (full fine-tuning)."""
     from . import memory
@@ -580,7 +581,7 @@ def stage_peak(plan: Any, recipe: Any, shape: Any, card_gb: float, *, vllm: bool
                            adapter=recipe.model.use_peft and recipe.model.adapter_handoff == "continue", vllm=vllm)
 
 
-def generation_peak(config: Any, shape: Any, card_gb: float, *, load_in_4bit: bool, adapter: bool,
+def generation_peak(config: Any, shape: ModelShape, card_gb: float, *, load_in_4bit: bool, adapter: bool,
                     vllm: bool) -> tuple[float, str]:
     """A generation pass (rejection sampling, evaluation): vLLM's budget, or transformers' generate call."""
     from . import memory
@@ -594,7 +595,7 @@ def generation_peak(config: Any, shape: Any, card_gb: float, *, load_in_4bit: bo
     return memory.estimate_generation_peak(shape, settings).peak, "transformers generation"
 
 
-def memory_problems(recipe: Any, stages: list[Any], shape: Any, card: tuple[str, float], *,
+def memory_problems(recipe: Recipe, stages: list[StagePlan], shape: ModelShape, card: tuple[str, float], *,
                     vllm_installed: bool) -> list[str]:
     """Each stage whose estimated peak exceeds the usable share of the card (memory.USABLE_FRACTION)."""
     from . import memory
@@ -633,7 +634,7 @@ def memory_problems(recipe: Any, stages: list[Any], shape: Any, card: tuple[str,
     return problems
 
 
-def vllm_cache_problems(where: str, config: Any, shape: Any, card: tuple[str, float], load_in_4bit: bool) -> list[str]:
+def vllm_cache_problems(where: str, config: Any, shape: ModelShape, card: tuple[str, float], load_in_4bit: bool) -> list[str]:
     """vLLM refuses to start unless its share of the card holds the KV cache of one `vllm_max_model_length`
     sequence (default: the model's whole context) after its weights."""
     from . import memory
