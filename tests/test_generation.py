@@ -1,6 +1,7 @@
 """The generation layer on the tiny model: batched transformers sampling (with a PEFT adapter on a 4-bit base)
 and the OpenAI-compatible client against a real local HTTP server (n, reasoning field, retries, timeouts)."""
 
+import os
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -182,3 +183,52 @@ def test_only_adapter_folders_whose_lock_nobody_holds_are_removed(tmp_path):
         holder.wait()
     remove_orphan_adapter_folders(str(tmp_path))  # its holder died: now an orphan
     assert not live.exists() and (other / "v1").is_dir()
+
+
+@pytest.mark.parametrize("short", ["no room", "filled meanwhile"])
+def test_an_adapter_push_short_of_tmpfs_goes_to_the_temporary_folder_without_a_mount(tmp_path, monkeypatch, caplog,
+                                                                                      short):
+    """Issue 34: the push fallback, tested where `mount` is refused (tests/vllm_engine mounts a real small tmpfs):
+    tmpfs too small for a version, or full by the time it is written (ENOSPC), sends the version to the temporary
+    folder with a warning, and nothing is left in either folder on close."""
+    import errno
+    import logging
+    import shutil
+    import tempfile
+    from collections import namedtuple
+    from types import SimpleNamespace
+
+    import torch
+    from peft import LoraConfig
+
+    import trl_r1.data.generation as generation
+
+    shm, scratch = tmp_path / "shm", tmp_path / "tmp"
+    shm.mkdir(), scratch.mkdir()
+    monkeypatch.setattr(generation, "adapter_scratch_root", lambda: str(shm))
+    monkeypatch.setattr(tempfile, "gettempdir", lambda: str(scratch))
+    usage = namedtuple("usage", "total used free")
+    room = 0 if short == "no room" else 1 << 30
+    monkeypatch.setattr(shutil, "disk_usage",
+                        lambda path: usage(1 << 30, 0, room if str(path).startswith(str(shm)) else 1 << 30))
+    write = generation._write_adapter
+
+    def write_or_fill(folder, tensors, peft_config):
+        if folder.startswith(str(shm)):  # another process took the room between the check and the write
+            os.makedirs(folder)
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return write(folder, tensors, peft_config)
+
+    monkeypatch.setattr(generation, "_write_adapter", write_or_fill)
+    engine = SimpleNamespace(llm_engine=SimpleNamespace(vllm_config=SimpleNamespace(
+        lora_config=SimpleNamespace(lora_dtype=torch.bfloat16), model_config=SimpleNamespace(dtype=torch.bfloat16))))
+    slot = generation.VLLMAdapterSlot(engine)
+    tensors = {"base_model.model.q_proj.lora_A.weight": torch.ones(4, 8, dtype=torch.bfloat16)}
+    slot.version, slot.bytes_written = 1, 64
+    with caplog.at_level(logging.WARNING, logger="trl_r1"):
+        folder = slot._write(tensors, LoraConfig(r=4, target_modules=["q_proj"]))
+    assert folder.startswith(str(scratch)) and os.path.exists(os.path.join(folder, "adapter_model.safetensors"))
+    assert "docker run --shm-size" in caplog.text
+    assert not any(shm.rglob("*.safetensors"))  # the half-written version in tmpfs is gone
+    slot.close()
+    assert not any(scratch.rglob("*.safetensors"))

@@ -299,3 +299,27 @@ def test_a_merged_lora_stage_generates_from_its_adapter_on_its_base(tmp_path, ti
     with pytest.raises(GeneratorLoaded):  # rl is done: rejection sampling from it
         run_recipe(data, echo=lambda _: None)
     assert loaded == [(tiny_model_dir, str(rl_plan.output_dir))] * 2
+
+
+def test_the_rl_stage_frees_its_vllm_engine_when_training_raises(tmp_path, monkeypatch):
+    """Issue 34: the engine TRL started with the trainer is shut down in a `finally`, not only after a good save."""
+    from types import SimpleNamespace
+
+    import trl_r1.data.generation as generation
+    from trl_r1.trainers import R1GRPOTrainer
+
+    engine, shut = object(), []
+
+    def train_with_engine_then_raise(self, **kwargs):
+        self.vllm_generation = SimpleNamespace(llm=engine)  # what TRL's colocate mode holds once its engine started
+        raise RuntimeError("out of memory in the first step")
+
+    monkeypatch.setattr(R1GRPOTrainer, "train", train_with_engine_then_raise)
+    monkeypatch.setattr(generation, "shutdown_vllm_engine", shut.append)
+    recipe = cold_start_only(tmp_path / "run")
+    recipe["rl"] = recipe.pop("cold_start") | {
+        "dataset_name": ARITHMETIC, "num_generations": 4, "max_completion_length": 8, "rewards": ["format", "math"]}
+    recipe["rl"].pop("max_length")
+    with pytest.raises(Exception, match="out of memory in the first step"):
+        run_recipe(recipe)
+    assert shut == [engine]

@@ -220,3 +220,51 @@ def test_the_dry_run_names_each_generating_stages_backend_and_why(tmp_path, caps
     assert lines[2] == "note: generation: evaluation: transformers (as the recipe says)"
     if importlib.util.find_spec("vllm") is None:
         assert "rejection_sampling: transformers (vLLM is not installed" in lines[1]
+
+
+@pytest.mark.skipif(importlib.util.find_spec("vllm") is not None, reason="vLLM is installed here")
+def test_vllm_fallback_transformers_lets_a_stage_without_vllm_plan_with_transformers(tmp_path, capsys):
+    """Issue 34: the key the error names is honoured: no vLLM installed, the rl stage plans transformers."""
+    config = tmp_path / "recipe.yaml"
+    config.write_text(yaml.safe_dump(tiny_recipe(
+        tmp_path, rl={"dataset_name": ARITHMETIC, "use_vllm": True, "vllm_fallback": "transformers"},
+        evaluation={"dataset_name": ARITHMETIC, "backend": "vllm", "vllm_fallback": "transformers"})))
+    assert run_main([str(config), "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "note: generation: rl: transformers (vLLM is not installed" in out
+    assert "note: generation: evaluation: transformers (vLLM is not installed" in out
+
+
+QLORA = {"tiny": {}, "load_in_4bit": True, "use_peft": True, "bnb_4bit_quant_type": "nf4",
+         "use_bnb_nested_quant": True, "lora_target_modules": "all-linear"}
+
+
+@pytest.mark.parametrize(("model", "rl", "refusal"), [
+    ({"bnb_4bit_quant_type": "fp4"}, {}, "the trainer to fp4"),
+    ({"use_bnb_nested_quant": False}, {}, "double quantization"),
+    ({"load_in_4bit": False, "load_in_8bit": True}, {}, "in-flight 8-bit"),
+    ({"use_dora": True}, {}, "DoRA"),
+    ({}, {"vllm_mode": "server"}, "server mode"),
+    ({}, {"vllm_lora_sync": "merge"}, "vllm_lora_sync: merge"),
+], ids=["fp4", "no-double-quant", "8bit", "dora", "server-on-4bit", "merge-on-4bit"])
+def test_planning_for_a_card_fails_on_every_refusal_the_recipe_brings(tmp_path, model, rl, refusal):
+    """Issue 34: under --card only this machine's lacks (no vLLM here, no CUDA) are notes; what vLLM refuses for the
+    recipe fails the dry run as it would on the card, naming vllm_fallback; with the key, the plan says why."""
+    data = tiny_recipe(tmp_path, rl={"dataset_name": ARITHMETIC, "use_vllm": True, **rl})
+    data["model"] = {**QLORA, **model}
+    [problem] = [p for p in dry_run_problems(data, card=("24 GB", 24.0), elsewhere=True) if "vLLM" in p]
+    assert problem.startswith("rl (use_vllm: true): vLLM cannot generate on that card") and refusal in problem
+    assert "vllm_fallback: transformers" in problem
+    data["rl"]["vllm_fallback"] = "transformers"
+    pipeline = Pipeline(load_recipe(data, check_hardware=False), dry_run=True, card=("24 GB", 24.0), elsewhere=True)
+    pipeline.preflight()
+    [note] = [n for n in pipeline.notes if n.startswith("generation: rl:")]
+    assert note.startswith("generation: rl: transformers (") and refusal in note
+
+
+def test_planning_for_a_card_plans_vllm_where_only_this_machine_lacks_it(tmp_path):
+    data = tiny_recipe(tmp_path, rl={"dataset_name": ARITHMETIC, "use_vllm": True})
+    data["model"] = QLORA
+    pipeline = Pipeline(load_recipe(data, check_hardware=False), dry_run=True, card=("24 GB", 24.0), elsewhere=True)
+    pipeline.preflight()
+    assert "generation: rl: vllm (vLLM serves the base with the LoRA adapter unmerged)" in pipeline.notes

@@ -294,3 +294,19 @@ def test_mix_dataset_entries_are_checked_against_trls_dataset_config():
         check_mix_entry(entry, index, problems)
     assert problems == ["final_sft: mix_datasets[1]: unknown key 'fracton'; did you mean 'fraction'?",
                         "final_sft: mix_datasets[2]: must be a mapping with at least 'path'"]
+
+
+@pytest.mark.parametrize("training_seed", [None, 7])
+def test_evaluation_and_rejection_sampling_follow_the_runs_seed_unless_their_section_sets_one(tmp_path, training_seed):
+    """Issue 34: one `seed` reproduces the whole run (it was 0 for both, while the rl stage ran at 42)."""
+    data = recipe(tmp_path, rl={"dataset_name": ARITHMETIC}, rejection_sampling={"dataset_name": ARITHMETIC},
+                  evaluation={"dataset_name": ARITHMETIC})
+    if training_seed is not None:
+        data["training"]["seed"] = training_seed
+    loaded = load_recipe(data)
+    seed = 42 if training_seed is None else training_seed  # TrainingArguments' default
+    assert loaded.stage("rl").config.seed == seed
+    assert loaded.stage("rejection_sampling").config.seed == seed and loaded.evaluation.seed == seed
+    data["rejection_sampling"]["seed"], data["evaluation"]["seed"] = 3, 5
+    loaded = load_recipe(data)
+    assert (loaded.stage("rejection_sampling").config.seed, loaded.evaluation.seed) == (3, 5)

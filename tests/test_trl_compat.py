@@ -83,7 +83,10 @@ def test_a_4bit_policy_in_vllm_server_mode_generates_with_transformers_saying_wh
         R1GRPOConfig(output_dir=str(tmp_path), use_cpu=True, report_to="none", vllm_lora_sync="adapter")
 
 
-def test_without_vllm_a_qlora_grpo_run_asking_for_it_trains_with_transformers_and_says_why(tmp_path, caplog):
+def test_without_vllm_a_qlora_grpo_run_asking_for_it_stops_or_falls_back_as_vllm_fallback_says(tmp_path, caplog,
+                                                                                                  monkeypatch):
+    """Issue 34: without `vllm_fallback: transformers` the trainer stops before loading the model, naming the key;
+    with it, it trains with transformers and says why."""
     import logging
 
     import torch
@@ -102,11 +105,22 @@ def test_without_vllm_a_qlora_grpo_run_asking_for_it_trains_with_transformers_an
                         per_device_train_batch_size=4, num_generations=4, max_completion_length=8,
                         save_strategy="no", use_vllm=True, vllm_mode="colocate")
     prompts = Dataset.from_list([{"prompt": [{"role": "user", "content": f"{a}+1?"}]} for a in range(4)])
+    qlora = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_compute_dtype=torch.float32, bnb_4bit_quant_type="nf4",
+                               bnb_4bit_use_double_quant=True)  # what vLLM serves: only the missing vLLM refuses
+    build = dict(model=model_dir, reward_funcs=lambda completions, **kw: [float(len(c[0]["content"])) for c in completions],
+                 train_dataset=prompts, peft_config=LoraConfig(r=4, target_modules="all-linear"),
+                 quantization_config=qlora)
+    import trl.trainer.grpo_trainer as grpo_trainer
+
+    loaded = []
+    monkeypatch.setattr(grpo_trainer, "create_model_from_path", lambda *a, **k: loaded.append(a))  # TRL's loader
+    with pytest.raises(ValueError, match="vLLM is not installed.*vllm_fallback='transformers'"):
+        R1GRPOTrainer(args=args, **build)
+    assert loaded == [] and args.use_vllm  # stopped before any model loaded
+    monkeypatch.undo()
+    args.vllm_fallback = "transformers"
     with caplog.at_level(logging.WARNING, logger="trl_r1.trainers"):
-        trainer = R1GRPOTrainer(
-            model=model_dir, reward_funcs=lambda completions, **kw: [float(len(c[0]["content"])) for c in completions],
-            args=args, train_dataset=prompts, peft_config=LoraConfig(r=4, target_modules="all-linear"),
-            quantization_config=BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_compute_dtype=torch.float32))
+        trainer = R1GRPOTrainer(args=args, **build)
     assert "R1GRPOTrainer: generating with transformers, not vLLM: vLLM is not installed" in caplog.text
     assert (trainer.generation_backend, trainer.use_vllm) == ("transformers", False)
     trainer.train()

@@ -305,10 +305,13 @@ def test_a_dora_policy_on_a_4bit_base_falls_back_saying_why(vllm_model_dir):
     from trl_r1.trainers.trl_compat import vllm_generation_choice
 
     args = R1GRPOConfig(output_dir="unused", use_cpu=True, use_vllm=True, vllm_mode="colocate", report_to="none")
-    four_bit = BitsAndBytesConfig(load_in_4bit=True)
-    assert vllm_generation_choice(vllm_model_dir, args, lora(use_dora=True), four_bit)[0] == "transformers"
+    four_bit = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True)
+    # the refusal named is the branch's own, not this machine's ("bitsandbytes 4-bit on CUDA only" on a CPU vLLM)
+    choice, reason = vllm_generation_choice(vllm_model_dir, args, lora(use_dora=True), four_bit, this_machine=False)
+    assert choice == "transformers" and "DoRA" in reason
     args.vllm_mode = "server"
-    assert vllm_generation_choice(vllm_model_dir, args, lora(), four_bit)[0] == "transformers"
+    choice, reason = vllm_generation_choice(vllm_model_dir, args, lora(), four_bit, this_machine=False)
+    assert choice == "transformers" and "server mode" in reason
 
 
 # ----- evaluation and rejection sampling from an adapter folder on disk ----------------------------------------------

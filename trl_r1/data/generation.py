@@ -676,24 +676,32 @@ def vllm_base_reason(*, load_in_4bit: bool = False, load_in_8bit: bool = False, 
 
 def vllm_backend_choice(model_name_or_path: str, *, load_in_4bit: bool = False, load_in_8bit: bool = False,
                         bnb_4bit_quant_type: str = "nf4", use_bnb_nested_quant: bool = True,
-                        peft_config: Any = None) -> tuple[str, str]:
-    """Whether vLLM can generate for this model here as the trainer computes it: ``("vllm", what it serves)`` or
+                        peft_config: Any = None, this_machine: bool = True) -> tuple[str, str]:
+    """Whether vLLM can generate for this model as the trainer computes it: ``("vllm", what it serves)`` or
     ``("transformers", why not)``. The one check behind preflight, the dry run, `auto` and the trainers' fallback.
+
+    What follows from the recipe (an 8-bit or fp4 base, no double quantization, an adapter feature vLLM serves
+    differently) is checked first, then this machine (`vllm_unsupported_reason`); ``this_machine=False`` (planning
+    for another card) leaves the machine out.
 
     >>> vllm_backend_choice("m", load_in_8bit=True)[0]
     'transformers'
+    >>> vllm_backend_choice("m", load_in_4bit=True, bnb_4bit_quant_type="fp4", this_machine=False)[0]
+    'transformers'
     """
-    reason = vllm_unsupported_reason(model_name_or_path, load_in_4bit) or vllm_base_reason(
-        load_in_4bit=load_in_4bit, load_in_8bit=load_in_8bit, bnb_4bit_quant_type=bnb_4bit_quant_type,
-        use_bnb_nested_quant=use_bnb_nested_quant)
+    reason = vllm_base_reason(load_in_4bit=load_in_4bit, load_in_8bit=load_in_8bit,
+                              bnb_4bit_quant_type=bnb_4bit_quant_type, use_bnb_nested_quant=use_bnb_nested_quant)
     if reason is None and peft_config is not None:
         unservable = lora_unservable_reason(peft_config)
         reason = unservable and f"the LoRA adapter: {unservable}"
+    if reason is None and this_machine:
+        reason = vllm_unsupported_reason(model_name_or_path, load_in_4bit)
     if reason:
         return "transformers", reason
-    version = ".".join(map(str, installed_vllm_version() or ()))
+    version = ".".join(map(str, installed_vllm_version() or ())) if this_machine else ""
     what = "the 4-bit base (bitsandbytes NF4)" if load_in_4bit else "the base"
-    return "vllm", f"vLLM {version} serves {what}" + (" with the LoRA adapter unmerged" if peft_config else "")
+    return "vllm", (f"vLLM {version}".rstrip() + f" serves {what}"
+                    + (" with the LoRA adapter unmerged" if peft_config else ""))
 
 
 class GenerationRequestError(RuntimeError):

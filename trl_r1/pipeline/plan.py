@@ -26,10 +26,14 @@ import math
 import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .cards import KNOWN_CARDS, card_text, parse_card, speed_ratio
 from .preflight import PROMPT_TOKENS, loads_4bit, uses_vllm
+
+if TYPE_CHECKING:
+    from .memory import ModelShape
+    from .recipe import R1ModelConfig, StagePlan
 
 WIDTH = 116  # the plan's line width; settings wrap, they are never cut
 PROJECTION_SPREAD = 1.5  # a projected rate's range: the scaled measured range, widened by this factor each way
@@ -180,7 +184,7 @@ def _times(a: int | None, b: int | None) -> int | None:
     return None if a is None or b is None else a * b
 
 
-def _weights(model_args: Any) -> str:
+def _weights(model_args: R1ModelConfig) -> str:
     return "nf4" if model_args.load_in_4bit else "float32" if model_args.dtype == "float32" else "bf16"
 
 
@@ -192,7 +196,7 @@ def _device(config: Any, pipeline: Any) -> str | None:
     return "CPU" if use_cpu else None
 
 
-def dataset_rows(pipeline: Any, name: str, plan: Any | None) -> int | None:
+def dataset_rows(pipeline: Any, name: str, plan: StagePlan | None) -> int | None:
     """A stage's dataset size as the preflight saw it, else its `max_samples`."""
     schema = pipeline.schemas.get(name)
     if schema is not None and schema.num_rows is not None:
@@ -200,7 +204,7 @@ def dataset_rows(pipeline: Any, name: str, plan: Any | None) -> int | None:
     return getattr(plan.args, "max_samples", None) if plan is not None and plan.args is not None else None
 
 
-def training_cost(plan: Any, pipeline: Any, rows: int | None, basis: str) -> StageCost:
+def training_cost(plan: StagePlan, pipeline: Any, rows: int | None, basis: str) -> StageCost:
     """SFT: the rows trained on (`max_steps` x batch, or epochs x rows), each at most `max_length` tokens."""
     c = plan.config
     batch = c.per_device_train_batch_size * c.gradient_accumulation_steps * pipeline.ranks.num_processes
@@ -216,7 +220,7 @@ def training_cost(plan: Any, pipeline: Any, rows: int | None, basis: str) -> Sta
                      device=_device(c, pipeline))
 
 
-def rl_cost(plan: Any, pipeline: Any) -> StageCost:
+def rl_cost(plan: StagePlan, pipeline: Any) -> StageCost:
     """RL: `max_steps` x completions per step (per device x accumulation x processes), generated once every
     `num_iterations` steps, `num_generations` per prompt, each <= `max_completion_length` tokens. Notes a
     dataset that the steps go through more than once."""
@@ -261,7 +265,7 @@ def sampling_cost(pipeline: Any, prompts: int | None, num_samples: int, max_new_
                      device=_device(None, pipeline))
 
 
-def final_sft_cost(plan: Any, pipeline: Any, sampled: StageCost | None, max_per_prompt: int | None) -> StageCost:
+def final_sft_cost(plan: StagePlan, pipeline: Any, sampled: StageCost | None, max_per_prompt: int | None) -> StageCost:
     """An SFT on the accepted samples (at most `max_per_prompt` of each prompt's), plus its own dataset."""
     accepted = None
     if sampled is not None and sampled.prompts:
@@ -272,7 +276,7 @@ def final_sft_cost(plan: Any, pipeline: Any, sampled: StageCost | None, max_per_
     return training_cost(plan, pipeline, rows, f" (<= the accepted samples{mixed})")
 
 
-def rejection_sampling_cost(plan: Any, pipeline: Any, prompt_rows: int | None) -> StageCost:
+def rejection_sampling_cost(plan: StagePlan, pipeline: Any, prompt_rows: int | None) -> StageCost:
     """`max_prompts` (or every prompt) x `num_samples`, each <= `max_new_tokens`."""
     c, recipe = plan.config, pipeline.recipe
     prompts = prompt_rows if c.max_prompts is None else c.max_prompts if prompt_rows is None else \
@@ -327,7 +331,7 @@ class StageTime:
     upper_end: bool = False
 
 
-def model_size(pipeline: Any) -> Any:
+def model_size(pipeline: Any) -> ModelShape | None:
     """The base model's `ModelShape` (None when unknown): its config.json, or, for a tiny model a dry run has not
     built, the shape its `model.tiny` settings build (vocabulary approximate)."""
     from ..toy.tiny import build_tiny_model
@@ -393,7 +397,7 @@ def time_lines(cost: StageCost, pipeline: Any) -> list[str]:
     return lines + [f"          {part}" for part in timed.parts]
 
 
-def memory_line(plan: Any | None, cost: StageCost, pipeline: Any) -> str | None:
+def memory_line(plan: StagePlan | None, cost: StageCost, pipeline: Any) -> str | None:
     """The memory model's peak for a stage (`plan` None: the evaluation) on the card planned for."""
     from .memory import model_shape
     from .preflight import generation_peak, stage_peak
@@ -429,7 +433,7 @@ def memory_line(plan: Any | None, cost: StageCost, pipeline: Any) -> str | None:
 # --------------------------------------------------------------------------------------------- the plan
 
 
-def model_line(plan: Any, pipeline: Any) -> str | None:
+def model_line(plan: StagePlan, pipeline: Any) -> str | None:
     """How this stage loads the model (a stage may override the recipe's model keys)."""
     model, recipe = plan.model_args, pipeline.recipe
     if model is None:
@@ -466,7 +470,7 @@ def _wrap(line: str) -> list[str]:
     return textwrap.wrap(line, WIDTH, initial_indent=" " * 5, subsequent_indent=" " * 15)
 
 
-def cost_lines(cost: StageCost | None, pipeline: Any, plan: Any | None) -> list[str]:
+def cost_lines(cost: StageCost | None, pipeline: Any, plan: StagePlan | None) -> list[str]:
     if cost is None:
         return []
     parts = []

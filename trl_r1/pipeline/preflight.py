@@ -21,7 +21,11 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .memory import ModelShape
+    from .recipe import R1ModelConfig, Recipe, StagePlan
 
 COLUMN_KEYS = ("prompt_column", "solution_column", "dataset_text_field")  # keys whose value names a column
 PROMPT_TOKENS = 512  # the prompt length the memory model and the plan assume (memory.GRPOSettings' default)
@@ -297,7 +301,7 @@ def model_context(model_path: str) -> tuple[int, str] | None:
     return (limit, source) if isinstance(limit, int) else None
 
 
-def context_problems(recipe: Any, stages: list[Any], context: tuple[int, str]) -> list[str]:
+def context_problems(recipe: Recipe, stages: list[StagePlan], context: tuple[int, str]) -> list[str]:
     """A length setting above the model's context (`model_context`) fails or silently degrades the run (131072
     on a 32k model): one error per stage and key."""
     limit, source = context
@@ -344,7 +348,7 @@ def install_hint(extra: str) -> str:
     return f"pip install '{spec}' (or `pip install -e '.[{extra}]'` in the trl-r1 clone)"
 
 
-def uses_vllm(plan: Any, *, vllm_installed: bool, cuda: bool) -> bool:
+def uses_vllm(plan: StagePlan, *, vllm_installed: bool, cuda: bool) -> bool:
     """Whether a stage generates with vLLM: `use_vllm` (RL), or `backend: vllm`, or `auto` where vLLM runs."""
     config = plan.config
     if getattr(config, "use_vllm", False):
@@ -353,7 +357,7 @@ def uses_vllm(plan: Any, *, vllm_installed: bool, cuda: bool) -> bool:
     return backend == "vllm" or (backend == "auto" and vllm_installed and cuda)
 
 
-def loads_4bit(plan: Any, recipe: Any) -> bool:
+def loads_4bit(plan: StagePlan, recipe: Recipe) -> bool:
     if plan.model_args is not None:
         return bool(plan.model_args.load_in_4bit)
     if plan.kind == "rejection_sampling":
@@ -361,7 +365,7 @@ def loads_4bit(plan: Any, recipe: Any) -> bool:
     return False
 
 
-def backend_problems(recipe: Any, stages: list[Any], rewards: dict[str, list[Any]], *,
+def backend_problems(recipe: Recipe, stages: list[StagePlan], rewards: dict[str, list[Any]], *,
                      cuda: bool) -> list[str]:
     """One problem per missing backend, naming every stage (and key) that needs it, with the install command.
 
@@ -373,12 +377,15 @@ def backend_problems(recipe: Any, stages: list[Any], rewards: dict[str, list[Any
     vllm_installed = importlib.util.find_spec("vllm") is not None
     if not vllm_installed:
         wanting = [f"{p.name} ({'use_vllm: true' if getattr(p.config, 'use_vllm', False) else 'backend: vllm'})"
-                   for p in stages if uses_vllm(p, vllm_installed=False, cuda=cuda)]
-        if recipe.evaluation is not None and recipe.evaluation.backend == "vllm":
+                   for p in stages if uses_vllm(p, vllm_installed=False, cuda=cuda)
+                   and p.config.vllm_fallback != "transformers"]
+        if recipe.evaluation is not None and recipe.evaluation.backend == "vllm" \
+                and recipe.evaluation.vllm_fallback != "transformers":
             wanting.append("evaluation (backend: vllm)")
         if wanting:
             problems.append(f"{', '.join(wanting)}: vLLM is not installed; install it with {install_hint('vllm')}, "
-                            "or generate with transformers (use_vllm: false / backend: transformers)")
+                            "or generate with transformers (use_vllm: false / backend: transformers), or set "
+                            "vllm_fallback: transformers to fall back where vLLM cannot serve")
     quantised = [p.name for p in stages if loads_4bit(p, recipe)]
     if quantised and importlib.util.find_spec("bitsandbytes") is None:
         problems.append(f"{', '.join(quantised)}: load_in_4bit: true needs bitsandbytes, which is not installed; "
@@ -397,7 +404,7 @@ def backend_problems(recipe: Any, stages: list[Any], rewards: dict[str, list[Any
     return problems
 
 
-def value_problems(recipe: Any, stages: list[Any]) -> list[str]:
+def value_problems(recipe: Recipe, stages: list[StagePlan]) -> list[str]:
     """Numbers TRL and transformers accept and then train wrongly with, or crash on at the first batch: a
     learning rate at or below 0, a batch of 0, `max_steps: 0` (transformers reads any max_steps <= 0 as "train
     num_train_epochs epochs"), a sampling temperature of 0 for RL (every completion of a group alike, so every
@@ -441,7 +448,7 @@ def value_problems(recipe: Any, stages: list[Any]) -> list[str]:
 TRACKERS = ("wandb", "tensorboard", "mlflow", "comet_ml", "trackio", "clearml", "dvclive", "swanlab")
 
 
-def tracker_problems(stages: list[Any]) -> list[str]:
+def tracker_problems(stages: list[StagePlan]) -> list[str]:
     """A `report_to` tracker whose package is not installed: transformers raises at trainer init, after the base
     evaluation; one line naming the stages and the install command."""
     missing: dict[str, list[str]] = {}
@@ -464,7 +471,7 @@ def _grouped(problems: list[str]) -> list[str]:
     return [f"{', '.join(names)}: {text}" for text, names in stages.items()]
 
 
-def precision_problems(stages: list[Any]) -> list[str]:
+def precision_problems(stages: list[StagePlan]) -> list[str]:
     """On a machine without a GPU: one problem naming every trainer stage set to train in bf16 or fp16 (TRL
     defaults `bf16` to true), with the fix, instead of transformers' error once per stage when the run starts."""
     wanting = [p for p in stages if p.model_args is not None and not getattr(p.config, "use_cpu", False)
@@ -477,16 +484,20 @@ def precision_problems(stages: list[Any]) -> list[str]:
             "--smoke, or plan for a GPU with --dry-run --card NAME_OR_GB (e.g. --card 24)"]
 
 
-def generation_backend_problems(recipe: Any, stages: list[Any], notes: list[str]) -> list[str]:
+def generation_backend_problems(recipe: Recipe, stages: list[StagePlan], notes: list[str], *,
+                                elsewhere: bool = False) -> list[str]:
     """For each generating stage (rl, rejection sampling, evaluation), the backend it will use and why (a note
-    in the plan), and a problem where it asks for vLLM, vLLM cannot serve it here (`vllm_backend_choice`) and
-    its `vllm_fallback` is not `transformers`: the run stops before any model loads, naming the fix (vLLM not
-    installed at all is `backend_problems`' to report)."""
-    from trl import get_peft_config
+    in the plan), and a problem where it asks for vLLM, vLLM cannot serve it and its `vllm_fallback` is not
+    `transformers`: the run stops before any model loads, naming the key. An RL stage is judged by the trainer's
+    own `vllm_generation_choice` (server mode and merged pushes on a 4-bit base included), a sampler by
+    `vllm_backend_choice`. With `elsewhere` (`--card` on another machine) the recipe is checked as on that card and
+    what this machine lacks is a note (vLLM not installed here at all is `backend_problems`' to report)."""
+    from trl import get_peft_config, get_quantization_config
 
-    from ..data.generation import is_vllm_available, vllm_backend_choice
+    from ..data.generation import is_vllm_available, vllm_backend_choice, vllm_unsupported_reason
+    from ..trainers.trl_compat import vllm_generation_choice
 
-    model, problems = recipe.model, []
+    model, problems, lacks_here = recipe.model, [], {}
     generating = [(p.name, p.config, p.model_args or model, "use_vllm: true") for p in stages
                   if hasattr(p.config, "use_vllm")]
     generating += [(p.name, p.config, model, "backend: vllm") for p in stages if p.kind == "rejection_sampling"]
@@ -500,16 +511,30 @@ def generation_backend_problems(recipe: Any, stages: list[Any], notes: list[str]
             continue
         rs = where == "rejection_sampling"
         four_bit = bool(config.load_in_4bit if rs else model_args.load_in_4bit and model_args.use_peft)
-        lora = get_peft_config(model_args) if hasattr(config, "use_vllm") and model_args.use_peft else None
-        backend, why = vllm_backend_choice(
-            model.model_name_or_path, load_in_4bit=four_bit, load_in_8bit=bool(model_args.load_in_8bit),
-            bnb_4bit_quant_type=model_args.bnb_4bit_quant_type, use_bnb_nested_quant=model_args.use_bnb_nested_quant,
-            peft_config=lora)
+        if hasattr(config, "use_vllm"):
+            lora = get_peft_config(model_args) if model_args.use_peft else None
+            choice, why = vllm_generation_choice(model.model_name_or_path or "", config, lora,
+                                                 get_quantization_config(model_args), this_machine=not elsewhere)
+            backend = "transformers" if choice == "transformers" else "vllm"
+            why = why or ("vLLM serves the base with the LoRA adapter unmerged" if choice == "adapter"
+                          else f"vLLM, TRL's {config.vllm_mode} mode")
+        else:
+            backend, why = vllm_backend_choice(
+                model.model_name_or_path, load_in_4bit=four_bit, load_in_8bit=bool(model_args.load_in_8bit),
+                bnb_4bit_quant_type=model_args.bnb_4bit_quant_type,
+                use_bnb_nested_quant=model_args.use_bnb_nested_quant, this_machine=not elsewhere)
+        here = elsewhere and backend == "vllm" and vllm_unsupported_reason(model.model_name_or_path, four_bit)
+        if here and is_vllm_available():  # vLLM missing here altogether: `backend_problems`' note says so once
+            lacks_here.setdefault(here, []).append(where)
         notes.append(f"generation: {where}: {backend} ({why})")
         explicit = getattr(config, "backend", "vllm") == "vllm"  # `auto` falls back by design
-        if backend != "vllm" and explicit and config.vllm_fallback != "transformers" and is_vllm_available():
-            problems.append(f"{where} ({asking}): vLLM cannot generate here: {why}. Fix that, or set "
-                            f"vllm_fallback: transformers in {where} to generate with transformers (much slower)")
+        machine_lacks_vllm = not elsewhere and not is_vllm_available()  # `backend_problems`' one problem
+        if backend != "vllm" and explicit and config.vllm_fallback != "transformers" and not machine_lacks_vllm:
+            problems.append(f"{where} ({asking}): vLLM cannot generate {'on that card' if elsewhere else 'here'}: "
+                            f"{why}. Fix that, or set vllm_fallback: transformers in {where} to generate with "
+                            "transformers (much slower)")
+    notes += [f"this machine, not the GPU planned for: {', '.join(wheres)}: {reason}"
+              for reason, wheres in lacks_here.items()]
     return problems
 
 
@@ -526,7 +551,7 @@ def card_memory_gb() -> tuple[str, float] | None:
     return props.name, props.total_memory / 1e9
 
 
-def stage_peak(plan: Any, recipe: Any, shape: Any, card_gb: float, *, vllm: bool) -> tuple[float, str] | None:
+def stage_peak(plan: StagePlan, recipe: Recipe, shape: ModelShape, card_gb: float, *, vllm: bool) -> tuple[float, str] | None:
     """(estimated peak bytes, what was estimated) of one stage on a `card_gb` card, None where the memory model
     has no formula for it (full fine-tuning)."""
     from . import memory
@@ -556,7 +581,7 @@ def stage_peak(plan: Any, recipe: Any, shape: Any, card_gb: float, *, vllm: bool
                            adapter=recipe.model.use_peft and recipe.model.adapter_handoff == "continue", vllm=vllm)
 
 
-def generation_peak(config: Any, shape: Any, card_gb: float, *, load_in_4bit: bool, adapter: bool,
+def generation_peak(config: Any, shape: ModelShape, card_gb: float, *, load_in_4bit: bool, adapter: bool,
                     vllm: bool) -> tuple[float, str]:
     """A generation pass (rejection sampling, evaluation): vLLM's budget, or transformers' generate call."""
     from . import memory
@@ -570,7 +595,7 @@ def generation_peak(config: Any, shape: Any, card_gb: float, *, load_in_4bit: bo
     return memory.estimate_generation_peak(shape, settings).peak, "transformers generation"
 
 
-def memory_problems(recipe: Any, stages: list[Any], shape: Any, card: tuple[str, float], *,
+def memory_problems(recipe: Recipe, stages: list[StagePlan], shape: ModelShape, card: tuple[str, float], *,
                     vllm_installed: bool) -> list[str]:
     """Each stage whose estimated peak exceeds the usable share of the card (memory.USABLE_FRACTION)."""
     from . import memory
@@ -609,7 +634,7 @@ def memory_problems(recipe: Any, stages: list[Any], shape: Any, card: tuple[str,
     return problems
 
 
-def vllm_cache_problems(where: str, config: Any, shape: Any, card: tuple[str, float], load_in_4bit: bool) -> list[str]:
+def vllm_cache_problems(where: str, config: Any, shape: ModelShape, card: tuple[str, float], load_in_4bit: bool) -> list[str]:
     """vLLM refuses to start unless its share of the card holds the KV cache of one `vllm_max_model_length`
     sequence (default: the model's whole context) after its weights."""
     from . import memory

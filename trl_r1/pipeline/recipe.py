@@ -53,21 +53,18 @@ class RecipeError(ConfigError):
         super().__init__(problems, title)
 
 
-def stage_registry():
-    """The registered stage kinds, in pipeline order (`trl_r1.pipeline.stages.STAGE_REGISTRY`)."""
-    from .stages import STAGE_REGISTRY
-
-    return STAGE_REGISTRY
+#: The stage kinds, in pipeline order: the recipe's stage sections. `stages` fills it (the package imports it), so
+#: that parsing a recipe never imports the stages built on that parsing; its entries are `stages.Stage`s.
+STAGE_REGISTRY: Registry = Registry("stage", signature="Stage: plan, check_data, run, record")
 
 
 def sections() -> tuple[str, ...]:
-    return ("run_dir", "model", "training", *stage_registry().choices(), "evaluation")
+    return ("run_dir", "model", "training", *STAGE_REGISTRY.choices(), "evaluation")
 
 
 def model_stages() -> list[str]:
     """The registered stages that train a model (evaluated after, and a later stage may start from it)."""
-    registry = stage_registry()
-    return [name for name in registry if registry[name].makes_model]
+    return [name for name in STAGE_REGISTRY if STAGE_REGISTRY[name].makes_model]
 
 
 @dataclass(frozen=True)
@@ -211,6 +208,8 @@ class EvaluationConfig:
     num_prompts: int | None = field(default=200, metadata={"help": "Evaluate the first N prompts (default 200)."})
     num_samples: int = field(default=4, metadata={
         "help": "Samples per prompt; the reward means over them estimate pass@1 (R1 §3.1 uses k samples)."})
+    seed: int | None = field(default=None, metadata={
+        "help": "Sampling seed; prompt batch b uses seed + its first index (default: the run's seed, `run_seed`)."})
     temperature: float = field(default=0.6, metadata={
         "help": "Sampling temperature (R1 §3.1: 0.6; 0 = greedy decoding with num_samples 1)."})
     top_p: float = field(default=0.95, metadata={"help": "Nucleus sampling threshold (R1 §3.1: 0.95)."})
@@ -304,7 +303,7 @@ def load_recipe(source: str | Path | dict[str, Any], *, single_stage: bool = Fal
     """
     data = dict(read_yaml(source)) if not isinstance(source, dict) else dict(source)
     path = Path(source) if not isinstance(source, dict) else None
-    registry = stage_registry()
+    registry = STAGE_REGISTRY
     stage_names, known_sections = registry.choices(), sections()
     problems: list[str] = []
     flat_keys = [key for key in data if key not in known_sections and not isinstance(data[key], dict)]
@@ -354,6 +353,8 @@ def load_recipe(source: str | Path | dict[str, Any], *, single_stage: bool = Fal
         check_keys("evaluation", data["evaluation"], [EvaluationConfig], problems)
         evaluation = build("evaluation", EvaluationConfig, pick(data["evaluation"], EvaluationConfig), problems)
         if evaluation is not None:
+            if evaluation.seed is None:
+                evaluation.seed = run_seed(training)
             if evaluation.rewards is not None:
                 reward_weights(evaluation.rewards, "evaluation", problems)
             known = {"base", *stage_names}
@@ -370,6 +371,12 @@ def load_recipe(source: str | Path | dict[str, Any], *, single_stage: bool = Fal
     _fingerprint(stages, model_section, training)
     shared = {name: data[name] for name in ("model", "training", "evaluation") if name in data}
     return Recipe(run_dir=run_root, model=model, stages=stages, evaluation=evaluation, source=path, shared=shared)
+
+
+def run_seed(training: dict[str, Any]) -> int:
+    """The run's seed: the `training` section's, else TrainingArguments' default (42). Evaluation and rejection
+    sampling follow it unless their own section sets one, so one `seed` reproduces the whole run."""
+    return training.get("seed", TrainingArguments.seed)
 
 
 def shared_once(problems: list[str], training: dict[str, Any], data: dict[str, Any],

@@ -40,7 +40,7 @@ def series(history: list[dict[str, Any]], key: str) -> list[tuple[int, float]]:
 def stage_summary(record: StageRecord, history: list[dict[str, Any]]) -> dict[str, Any]:
     """One row of the metrics table: first and last values of the curves that matter for the stage kind."""
     row: dict[str, Any] = {"stage": record.name, "status": record.status, "seconds": round(record.seconds, 1),
-                           "steps": record.metrics.get("global_step")}
+                           "steps": record.metrics.get("global_step"), "seed": record.metrics.get("seed")}
     for key, label in (("loss", "loss"), ("reward", "reward"), ("completions/mean_length", "length"),
                        ("value_loss", "value_loss"), ("explained_variance", "explained_variance"), ("kl", "kl")):
         points = series(history, key)
@@ -60,7 +60,16 @@ def stage_summary(record: StageRecord, history: list[dict[str, Any]]) -> dict[st
         row["long_examples"] = record.metrics["long_examples"]
     if record.evaluation:
         row["evaluation"] = record.evaluation
+        row["evaluation_seed"] = (record.evaluation_settings or {}).get("seed")
     return row
+
+
+def seeds_sentence(rows: list[dict[str, Any]]) -> str:
+    """'Seeds: cold_start 42, rl 42 (evaluated with 42)': what reproduces each stage's sampling and training."""
+    parts = [f"{row['stage']} {_cell(row.get('seed'))}"
+             + (f" (evaluated with {row['evaluation_seed']})" if row.get("evaluation_seed") is not None else "")
+             for row in rows]
+    return "Seeds: " + ", ".join(parts) + "."
 
 
 def dropped_sentence(row: dict[str, Any]) -> str | None:
@@ -110,6 +119,7 @@ def markdown(report: dict[str, Any]) -> str:
     if dropped:
         lines += ["", "Examples dropped for exceeding `max_length` (`long_examples: truncate` cuts them instead):", "",
                   *dropped]
+    lines += ["", seeds_sentence(report["stages"])]
     lines += ["", "What each stage changed:", ""] + [f"- {s}" for s in stage_changes(report)]
     lines += sample_lines(report["evaluation"])
     if report["curves"]:

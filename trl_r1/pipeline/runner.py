@@ -206,9 +206,12 @@ class Pipeline:
         if self.recipe.model.use_peft and self.recipe.model.tiny is None:
             problems += lora_target_problems(self.base_model_path, self.recipe.model.lora_target_modules)
         machine = backend_problems(self.recipe, self.pending(), self._rewards_by_stage(), cuda=self.card is not None)
-        machine += generation_backend_problems(self.recipe, self.pending(), self.notes)
+        # what follows from the recipe fails on any machine, the card planned for included
+        problems += generation_backend_problems(self.recipe, self.pending(), self.notes, elsewhere=self.elsewhere)
         machine += tracker_problems(self.pending())
         if self._detects_card and self.card is None or self.elsewhere:
+            # bf16 on a card without it belongs with the recipe's problems: the cards table (pipeline/cards.py,
+            # branch first-run-plan) names the card's bf16; until then bf16 is judged on this machine only
             machine += precision_problems(self.pending())
         if self.card is not None:
             problems += card_precision_problems(self.pending(), self.card)
@@ -433,6 +436,7 @@ class Pipeline:
     def _evaluation_settings(self) -> dict[str, Any]:
         """What a stage's evaluation depends on besides its model: the recipe's evaluation keys and its rewards."""
         return json.loads(json.dumps({"evaluation": self.recipe.shared.get("evaluation", {}),
+                                      "seed": self.recipe.evaluation.seed,
                                       "rewards": {"entries": self._eval_reward_entries()}}, default=str))
 
     def _eval_reward_entries(self) -> list[Any]:
@@ -456,7 +460,7 @@ class Pipeline:
             return None
         self.echo(f"[{stage}] evaluating on held-out prompts")
         return evaluate_model(handle.model_path, self._evaluation_prompts(), ev, self._eval_rewards(),
-                              adapter_path=handle.adapter_path,
+                              adapter_path=handle.adapter_path, seed=ev.seed,
                               load_in_4bit=bool((model_args or self.recipe.model).load_in_4bit and handle.adapter_path))
 
     def _base_evaluation(self) -> dict[str, float] | None:

@@ -37,9 +37,9 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ..registry import Registry
 from .plan import StageCost, dataset_rows, final_sft_cost, rejection_sampling_cost, rl_cost, training_cost
 from .recipe import (
+    STAGE_REGISTRY,
     TRAINER_KINDS,
     FinalSFTArguments,
     PlanContext,
@@ -56,6 +56,7 @@ from .recipe import (
     plan_trainer_stage,
     rejection_sampling_config,
     reward_weights,
+    run_seed,
 )
 from .templates import prepare_assistant_only_loss
 
@@ -180,26 +181,30 @@ def train(plan: StagePlan, start: ModelHandle, train_dataset: Any, *,
                               "peft_config": peft_config, "quantization_config": quantization_config}
     if reward_funcs is not None:
         kwargs["reward_funcs"] = reward_funcs
-    if long_examples is None:
-        trainer = TRAINER_KINDS[plan.kind].trainer(**kwargs)
-        dropped = {}
-    else:
-        with long_examples.untruncated(config):
+    trainer = None
+    try:  # the vLLM engine TRL starts with the trainer is freed whether training succeeds or raises
+        if long_examples is None:
             trainer = TRAINER_KINDS[plan.kind].trainer(**kwargs)
-        dropped = {"long_examples": long_examples(trainer)}
-    began = time.perf_counter()
-    result = trainer.train(resume_from_checkpoint=resume)
-    trainer.save_model(str(plan.output_dir))
-    trainer.save_state()
-    trained = trainer.model
-    metrics = {"train": dict(result.metrics), "global_step": trainer.state.global_step,
-               "resumed_from": resume, "loaded_in_4bit": bool(getattr(trained, "is_loaded_in_4bit", False)),
-               "trainable_params": sum(p.numel() for p in trained.parameters() if p.requires_grad),
-               "num_processes": trainer.accelerator.num_processes, **dropped}
-    seconds = time.perf_counter() - began
-    shutdown_trainer_vllm(trainer)  # TRL never does: its engine would stay resident for the later stages
-    del trainer, trained, model
-    release_accelerator_memory()
+            dropped = {}
+        else:
+            with long_examples.untruncated(config):
+                trainer = TRAINER_KINDS[plan.kind].trainer(**kwargs)
+            dropped = {"long_examples": long_examples(trainer)}
+        began = time.perf_counter()
+        result = trainer.train(resume_from_checkpoint=resume)
+        trainer.save_model(str(plan.output_dir))
+        trainer.save_state()
+        trained = trainer.model
+        metrics = {"train": dict(result.metrics), "global_step": trainer.state.global_step,
+                   "resumed_from": resume, "loaded_in_4bit": bool(getattr(trained, "is_loaded_in_4bit", False)),
+                   "trainable_params": sum(p.numel() for p in trained.parameters() if p.requires_grad),
+                   "num_processes": trainer.accelerator.num_processes, "seed": config.seed, **dropped}
+        seconds = time.perf_counter() - began
+    finally:
+        if trainer is not None:
+            shutdown_trainer_vllm(trainer)  # TRL never does: its engine would stay resident for the later stages
+        del trainer, model
+        release_accelerator_memory()
     return TrainingResult(start, metrics, seconds)
 
 
@@ -580,6 +585,7 @@ class RejectionSamplingStage(Stage):
         values = {k: v for k, v in section.items() if k not in fields_of(args_cls)}
         values["output_dir"] = str(where.output_dir)
         values["model_name_or_path"] = "<rl checkpoint>"  # the pipeline sets the real path when the stage runs
+        values.setdefault("seed", run_seed(where.training))
         if "rewards" in values:
             reward_weights(values["rewards"], name, problems)
         config = build(name, config_cls, values, problems)
@@ -639,7 +645,8 @@ class RejectionSamplingStage(Stage):
             raise StageError(f"{plan.name}: no sample was accepted (stats: {result.stats}); the final SFT would have "
                              "nothing to train on. Train the RL stage longer, sample more (num_samples), or lower "
                              "min_reward")
-        return StageRecord(plan.name, plan.fingerprint, "done", outputs, {"rejection_sampling": result.stats},
+        return StageRecord(plan.name, plan.fingerprint, "done", outputs,
+                           {"rejection_sampling": result.stats, "seed": plan.config.seed},
                            seconds=seconds)
 
     def smoke(self, section):
@@ -669,7 +676,6 @@ def final_sft_dataset(plan: StagePlan, accepted_path: str | None, own: Any = Non
 
 # --------------------------------------------------------------------------------------------- the registry
 
-STAGE_REGISTRY: Registry[Stage] = Registry("stage", signature="Stage: plan, check_data, run, record")
 STAGE_REGISTRY.add("cold_start", SFTStage())
 STAGE_REGISTRY.add("rl", RLStage(starts_from=("cold_start",)))
 STAGE_REGISTRY.add("rejection_sampling", RejectionSamplingStage(starts_from=("rl", "cold_start"), rewards_from="rl"))

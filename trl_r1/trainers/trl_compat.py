@@ -187,9 +187,10 @@ def _policy_facts(model: Any, args: Any, peft_config: Any, quantization_config: 
                   "use_bnb_nested_quant": bool(quantization.get("bnb_4bit_use_double_quant", False))}, lora
 
 
-def vllm_generation_choice(model: Any, args: Any, peft_config: Any = None,
-                           quantization_config: Any = None) -> tuple[str, str | None]:
-    """How a trainer with ``args.use_vllm`` generates here, and why not with vLLM when it cannot.
+def vllm_generation_choice(model: Any, args: Any, peft_config: Any = None, quantization_config: Any = None, *,
+                           this_machine: bool = True) -> tuple[str, str | None]:
+    """How a trainer with ``args.use_vllm`` generates here, and why not with vLLM when it cannot: the trainer and the
+    pipeline's preflight both ask this (``this_machine=False``: for another card, this machine's lacks left out).
 
     ``"adapter"``: vLLM in colocate mode on the frozen base (4-bit where the policy's is), the LoRA adapter pushed
     unmerged; ``"trl"``: TRL's own vLLM path (full weights, or LoRA merged into a 16-bit base); ``"transformers"``:
@@ -207,7 +208,7 @@ def vllm_generation_choice(model: Any, args: Any, peft_config: Any = None,
             return "transformers", ("TRL's vLLM server mode pushes the adapter merged into full weights, which a "
                                     "4-bit base cannot take; trl-r1 pushes the adapter alone in vllm_mode: colocate")
         return "trl", None
-    backend, reason = vllm_backend_choice(path, **quantization)
+    backend, reason = vllm_backend_choice(path, **quantization, this_machine=this_machine)
     if backend == "transformers":
         return "transformers", reason
     if lora is None:
@@ -483,6 +484,10 @@ class GRPOSeam(GRPOTrainer):
             self.generation_backend, self.generation_fallback_reason = vllm_generation_choice(
                 bound["model"], config, bound.get("peft_config"), bound.get("quantization_config"))
             if self.generation_backend == "transformers":  # never silent: say why, and what generates instead
+                if config.vllm_fallback != "transformers":  # stop before any model loads, naming the key
+                    raise ValueError(f"use_vllm=True, but vLLM cannot generate for this policy here: "
+                                     f"{self.generation_fallback_reason}. Fix that, or set "
+                                     "vllm_fallback='transformers' to generate with transformers (much slower)")
                 logger.warning("%s: generating with transformers, not vLLM: %s", type(self).__name__,
                                self.generation_fallback_reason)
                 config.use_vllm = False
