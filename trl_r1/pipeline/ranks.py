@@ -10,16 +10,14 @@ Outside a distributed launch this is one process and costs nothing.
 
 from __future__ import annotations
 
-import logging
 import os
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any, TypeVar
 
-from ..trainers.launch import WorldSizeError, check_world_size, intended_world_size
+# One world-size check, shared with the trainers (re-exported for the CLI and the pipeline).
+from ..trainers.launch import WorldSizeError, check_world_size, intended_world_size  # noqa: F401
 
-logger = logging.getLogger("trl_r1.pipeline")
-__all__ = ["WorldSizeError", "check_world_size", "intended_world_size"]  # one check, shared with the trainers
 
 T = TypeVar("T")
 # Main-process work (evaluation, rejection sampling) can take hours while the other ranks wait in a barrier.
