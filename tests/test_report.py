@@ -126,7 +126,8 @@ def test_rejection_counts_that_fall_short_say_so():
 def test_the_report_names_each_stages_seed_and_the_evaluations(tmp_path):
     """Issue 34: what reproduces each stage's sampling stands in the report."""
     write_stage(tmp_path, StageRecord("rl", "f", "done", metrics={"global_step": 8, "seed": 42},
-                                      evaluation=held_out(0.4, [0.3, 0.5], 0.9, 1.0), evaluation_settings={"seed": 42}))
+                                      evaluation=held_out(0.4, [0.3, 0.5], 0.9, 1.0),
+                                      evaluation_settings={"sampling": {"seed": 42}}))
     write_stage(tmp_path, StageRecord("rejection_sampling", "f", "done", outputs={"num_accepted": 3},
                                       metrics={"rejection_sampling": {"num_generated": 8}, "seed": 7}))
     write_report(tmp_path, ["rl", "rejection_sampling"])

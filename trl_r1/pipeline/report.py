@@ -60,7 +60,7 @@ def stage_summary(record: StageRecord, history: list[dict[str, Any]]) -> dict[st
         row["long_examples"] = record.metrics["long_examples"]
     if record.evaluation:
         row["evaluation"] = record.evaluation
-        row["evaluation_seed"] = (record.evaluation_settings or {}).get("seed")
+        row["evaluation_seed"] = (record.evaluation_settings or {}).get("sampling", {}).get("seed")
     return row
 
 

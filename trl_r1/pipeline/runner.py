@@ -436,7 +436,7 @@ class Pipeline:
     def _evaluation_settings(self) -> dict[str, Any]:
         """What a stage's evaluation depends on besides its model: the recipe's evaluation keys and its rewards."""
         return json.loads(json.dumps({"evaluation": self.recipe.shared.get("evaluation", {}),
-                                      "seed": self.recipe.evaluation.seed,
+                                      "sampling": {"seed": self.recipe.evaluation.seed},  # the run's, by default
                                       "rewards": {"entries": self._eval_reward_entries()}}, default=str))
 
     def _eval_reward_entries(self) -> list[Any]:
