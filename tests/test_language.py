@@ -278,6 +278,10 @@ def test_unclosed_math_openers_are_read_in_linear_time():
         start = time.perf_counter()
         prose_text(unit * (200_000 // len(unit)))
         assert time.perf_counter() - start < 0.5, unit
+    for word in ("a", "ä"):  # a long word in code, retried from each letter by the prose-run regex: 13 s for 20,000
+        start = time.perf_counter()
+        prose_text("```python\n" + word * 200_000 + "\n```")
+        assert time.perf_counter() - start < 0.5, word
     # the same formulas as the regex it replaces (which backtracked), on ordinary and broken math
     import re
 
