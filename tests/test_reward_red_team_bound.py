@@ -515,8 +515,6 @@ FAILS_TODAY: dict[str, str] = {
     "check::condition_words": "over 8 s (hang guard): a regex of extraction backtracks over the run",
     "math_reward::remark_unclosed_paren": "over 8 s (hang guard): a regex of extraction backtracks over the run",
     "check::remark_unclosed_paren": "over 8 s (hang guard): a regex of extraction backtracks over the run",
-    "language::unclosed_environments": "6.6 s: the language verifier's math regex rescans from every unclosed \\begin",
-    "language::unclosed_starred_environments": "5.2 s: the same, for \\begin{align*}",
 }
 
 ALL_CASES = _math_cases() + _api_cases() + _format_cases() + _language_cases() + _code_cases()
