@@ -278,6 +278,10 @@ def test_unclosed_math_openers_are_read_in_linear_time():
         start = time.perf_counter()
         prose_text(unit * (200_000 // len(unit)))
         assert time.perf_counter() - start < 0.5, unit
+    for word in ("a", "ä"):  # a long word in code, retried from each letter by the prose-run regex: 13 s for 20,000
+        start = time.perf_counter()
+        prose_text("```python\n" + word * 200_000 + "\n```")
+        assert time.perf_counter() - start < 0.5, word
     # the same formulas as the regex it replaces (which backtracked), on ordinary and broken math
     import re
 
@@ -292,3 +296,23 @@ def test_unclosed_math_openers_are_read_in_linear_time():
              "$a\n\n$ $ b$ $c\\$ d$ \\[ \\] $$ $$ $$", r"\( \[ \) \] \begin{math}\end{math}$x$9 $y$"]
     for text in texts:
         assert [(s, e) for s, e, math in _math_spans(text) if math] == [m.span() for m in old.finditer(text)], text
+
+
+def test_a_time_limit_inside_the_word_cache_leaves_it_consistent(monkeypatch):
+    """The reward's time limit (issue 36) can stop the classifier between bytecodes: words must not stay cached
+    with zero vectors (every later sample with them would be scored wrong, silently)."""
+    from trl_r1.rewards.base import ScoreTimeLimit
+    from trl_r1.verifiers.language.identify import ChunkClassifier
+
+    classifier = ChunkClassifier(["en", "fr"])
+    expected = ChunkClassifier(["en", "fr"]).probabilities([["bonjour", "monde"]])
+
+    def interrupted(encoded):
+        raise ScoreTimeLimit("over the 1.5 s time limit")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(classifier, "_visits", interrupted)
+        with pytest.raises(ScoreTimeLimit):
+            classifier.probabilities([["bonjour", "monde"]])
+    assert "bonjour" not in classifier._ids
+    assert classifier.probabilities([["bonjour", "monde"]]).tolist() == expected.tolist()

@@ -487,13 +487,10 @@ def _api_cases() -> list[Case]:
     return cases
 
 
-# Seen failing on main at this branch's base (commit 996c9ce), each with the failure observed there. The 26 math
-# cases that were listed (RecursionError on nested boxes, regexes backtracking over long runs) pass on branch
-# math-verifier (issue 36) and are plain tests now.
-FAILS_TODAY: dict[str, str] = {
-    "language::unclosed_environments": "6.6 s: the language verifier's math regex rescans from every unclosed \\begin",
-    "language::unclosed_starred_environments": "5.2 s: the same, for \\begin{align*}",
-}
+# Cases still failing, each with the failure observed (a strict xfail that flips when fixed). All 28 seen failing at
+# commit 996c9ce (RecursionError on nested boxes, regexes backtracking over long runs in the math extraction and the
+# language verifier) pass since issue 36 and are plain tests now.
+FAILS_TODAY: dict[str, str] = {}
 
 ALL_CASES = _math_cases() + _api_cases() + _format_cases() + _language_cases() + _code_cases()
 

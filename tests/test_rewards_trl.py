@@ -78,3 +78,24 @@ def test_rewards_score_known_completions_like_trl_passes_them():
     assert math_accuracy_reward(**kwargs) == [1.0, 0.0]
     assert language_consistency_reward(**kwargs) == [1.0, 1.0]
     assert metrics["math_accuracy_reward/skipped"] == 0.0
+
+
+def test_a_math_reward_without_its_gold_column_warns_once_inside_a_real_trainer(tiny_model_dir, tmp_path, caplog):
+    """Issue 35 item 7: a user's dataset names its gold `gold`; the math reward cannot score a single sample. TRL
+    would show `rewards/math_accuracy_reward/mean: None` and train on format alone: the reward says so at WARNING,
+    once (not every step), with the columns TRL passed and the key that fixes it."""
+    import logging
+
+    from trl_r1.rewards.math import MathAccuracyReward
+
+    rows = arithmetic_rows(conversational=False).rename_column("solution", "gold")
+    args = GRPOConfig(**common_args(tmp_path))
+    trainer = GRPOTrainer(model=tiny_model_dir, reward_funcs=[MathAccuracyReward(), format_reward], args=args,
+                          train_dataset=rows)
+    with caplog.at_level(logging.INFO, logger="trl_r1"):
+        trainer.train()  # two steps: two reward calls
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING and "cannot score" in r.getMessage()]
+    assert len(warnings) == 1, warnings
+    assert "'gold'" in warnings[0] and "'language'" in warnings[0] and "gold_column=" in warnings[0]
+    fixed = MathAccuracyReward(gold_column="gold")
+    assert fixed(completions=["<answer>3</answer>"], gold=["3"], language=["en"]) == [1.0]

@@ -154,11 +154,12 @@ class RewardFunction:
         """Score many samples; override to batch work (worker pools). The default scores one at a time."""
         return [self._safe_score(s) for s in samples]
 
-    def bounded(self, function: Callable[..., _T], *args: Any) -> _T | Score:
-        """``function(*args)`` for one sample within `time_limit_s`, or that sample's failure Score (time limit or
-        any exception but KeyboardInterrupt). Batch rewards run their per-sample parsing through it."""
+    def bounded(self, function: Callable[..., _T], *args: Any, timed: bool = True) -> _T | Score:
+        """``function(*args)`` for one sample within `time_limit_s` (unless not `timed`), or that sample's failure
+        Score (time limit or any exception but KeyboardInterrupt). Batch rewards run their per-sample parsing
+        through it."""
         try:
-            with time_limit(self.time_limit_s):
+            with time_limit(self.time_limit_s if timed else None):
                 return function(*args)
         except KeyboardInterrupt:
             raise
@@ -173,15 +174,13 @@ class RewardFunction:
         implement only `score_batch` (so a batch that failed still isolates the sample that broke it; their
         out-of-process work has its own limits, and a timer must not interrupt a worker pool's bookkeeping)."""
         if type(self).score is RewardFunction.score and type(self).score_batch is not RewardFunction.score_batch:
-            try:
-                (scored,) = self.score_batch([sample])
-                return scored
-            except KeyboardInterrupt:
-                raise
-            except BaseException as exc:
-                logger.debug("%s failed on a sample", self.__name__, exc_info=True)
-                return failure(f"error: {type(exc).__name__}: {exc}")
+            return self.bounded(self._score_alone, sample, timed=False)
         return self.bounded(self.score, sample)
+
+    def _score_alone(self, sample: Completion) -> Score:
+        """A batch of one."""
+        (scored,) = self.score_batch([sample])
+        return scored
 
     def __call__(self, prompts=None, completions=None, completion_ids=None, **kwargs) -> list[float | None]:
         log_metric = kwargs.pop("log_metric", None)

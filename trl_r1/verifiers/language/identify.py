@@ -70,25 +70,28 @@ class ChunkClassifier:
         self._sizes = np.zeros(1024, np.float32)  # byte length per word, with one separating space
 
     def _learn(self, words: set[str]) -> None:
-        """Compute and cache the vectors of new words."""
-        needed = len(self._ids) + len(words)
-        if needed > len(self._sizes):
-            capacity = max(needed, 2 * len(self._sizes))
-            self._vectors = np.resize(self._vectors, (capacity, len(self.labels)))
-            self._sizes = np.resize(self._sizes, capacity)
+        """Compute and cache the vectors of new words. The words are registered last, so that a reward's time limit
+        interrupting the computation (`trl_r1.rewards.base.time_limit`) leaves the cache as it was, never words with
+        zero vectors."""
         new = list(words)
-        first = len(self._ids)
-        self._ids.update(zip(new, range(first, first + len(new))))
         encoded = [f" {word} ".encode("utf8", errors="surrogatepass") for word in new]
-        self._sizes[first:first + len(new)] = [len(data) - 1 for data in encoded]
-        self._vectors[first:first + len(new)] = 0.0
+        vectors = np.zeros((len(new), len(self.labels)), np.float32)
         rows, features = self._visits(encoded)
         if len(rows):  # log1p-weighted feature counts per word, as py3langid weighs a text's counts
             keys, counts = np.unique(rows * len(self._log_likelihood) + features, return_counts=True)
             rows, features = np.divmod(keys, len(self._log_likelihood))
             starts = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])
             weighted = self._log_likelihood[features] * np.log1p(counts.astype(np.float32))[:, None]
-            self._vectors[first + rows[starts]] = np.add.reduceat(weighted, starts, axis=0)
+            vectors[rows[starts]] = np.add.reduceat(weighted, starts, axis=0)
+        first = len(self._ids)
+        needed = first + len(new)
+        if needed > len(self._sizes):
+            capacity = max(needed, 2 * len(self._sizes))
+            self._vectors = np.resize(self._vectors, (capacity, len(self.labels)))
+            self._sizes = np.resize(self._sizes, capacity)
+        self._sizes[first:needed] = [len(data) - 1 for data in encoded]
+        self._vectors[first:needed] = vectors
+        self._ids.update(zip(new, range(first, needed)))
 
     def _visits(self, encoded: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
         """(word index, feature) for every feature py3langid's byte DFA emits, walking all words at once
