@@ -185,7 +185,8 @@ def _sampling_processors(config: GenerationConfig) -> list:
     unsupported = {name: getattr(config, name, None) for name, neutral in (
         ("num_beams", 1), ("repetition_penalty", 1.0), ("no_repeat_ngram_size", 0), ("bad_words_ids", None),
         ("typical_p", 1.0), ("epsilon_cutoff", 0.0), ("eta_cutoff", 0.0), ("suppress_tokens", None),
-        ("begin_suppress_tokens", None), ("forced_eos_token_id", None), ("forced_bos_token_id", None))
+        ("begin_suppress_tokens", None), ("forced_eos_token_id", None), ("forced_bos_token_id", None),
+        ("min_length", 0))
         if getattr(config, name, neutral) not in (neutral, None)}
     if unsupported:
         raise ValueError(f"fast_generation: the compiled decoder does not implement {unsupported}; "
@@ -292,7 +293,10 @@ class StageDecoder:
                                    torch.arange(self.prompt_budget, device=device))
             position = positions[:, -1:]
             for step in range(new_tokens):
-                token = self._pick(logits.float(), processors, generated[:, :step], config.do_sample)
+                logits = logits.float()
+                if step < (config.min_new_tokens or 0) and eos.numel():  # as generate's MinNewTokens processor
+                    logits[:, eos] = float("-inf")
+                token = self._pick(logits, processors, generated[:, :step], config.do_sample)
                 token = torch.where(finished, pad_id, token)
                 generated[:, step] = token
                 if eos.numel():
