@@ -9,13 +9,14 @@ on bitsandbytes layers under `torch.compile`, TRL's GRPO sets ``disable_compile=
 linear dequantized once (`bitsandbytes.functional.dequantize_4bit`), the LoRA delta ``scale * B @ A`` added.
 `refresh` rewrites only the adapted layers from the 4-bit base and the current adapter (never re-quantizing:
 merging into 4-bit loses precision, huggingface/trl#3466), so after an optimizer step the copy serves the new
-adapter. `generate` decodes the copy with a static KV cache, which transformers compiles under CUDA graphs
-(`torch.compile`, mode ``reduce-overhead``) on a GPU; on a CPU transformers does not compile and the static cache
-would run eager and slower than the dynamic cache, so the copy decodes with the dynamic cache there
-(`decode_settings`, measured by ``benchmarks/generation.py``).
+adapter. `generate` decodes through the stage's one `StageDecoder` (a fixed batch, a static KV cache of the prompt
+budget + max_new_tokens reset between calls, a one-token step compiled once: inductor under CUDA graphs on CUDA,
+eager on CPU unless asked), with `grouped_query_attention` so no step copies the cache per head group; a recompile
+within a stage raises `FallbackToEager`.
 
-The copy costs ``parameters x 2`` bytes in bf16 (fp32 on CPU) plus the static cache of the whole batch at full
-length (`copy_bytes`, `static_cache_bytes`; `trl_r1.pipeline.memory.generation_path` decides where it fits).
+The copy costs ``parameters x 2`` bytes in bf16 (fp32 on CPU) plus the static cache of the whole batch at the
+budget and the CUDA-graph pool (`copy_bytes`, `static_cache_bytes`, `graph_pool_bytes`;
+`trl_r1.pipeline.memory.generation_path` decides where it fits).
 Sampler log-probs: none are returned (as TRL's own transformers path); TRL 1.16 applies its importance-sampling
 correction only with vLLM, and the copy's per-token log-probs agree with the policy's to rounding
 (``tests/test_fast_generation.py`` states the tolerance).
