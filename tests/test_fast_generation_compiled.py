@@ -112,8 +112,8 @@ def test_a_prompt_over_the_budget_is_cut_from_the_left_and_counted(caplog):
     mask[1, :8], ids[1, :8] = 0, 0  # 8 tokens: within the budget
     with caplog.at_level(logging.WARNING, logger="trl_r1.data.fast_generation"):
         got = fast.generate(ids, mask, _greedy(5))
-    assert "1 of 2 prompts are longer than the stage's prompt budget (max_prompt_length=10 tokens, longest 16)" \
-        in caplog.text
+    assert ("1 of 2 prompts are longer than the stage's prompt budget (fast_generation_max_prompt_length=10 "
+            "tokens, longest 16)") in caplog.text
     assert torch.equal(got[:, :16], ids)  # the prompts come back as given, as `generate` returns them
     with torch.inference_mode():  # the first prompt was decoded from its last 10 tokens
         expected = model.generate(input_ids=ids[:1, -10:], attention_mask=mask[:1, -10:],

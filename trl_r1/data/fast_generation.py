@@ -270,8 +270,8 @@ class StageDecoder:
             cut = int((lengths > self.prompt_budget).sum())
             self.prompts_cut += cut
             logger.warning("fast_generation: %d of %d prompts are longer than the stage's prompt budget "
-                           "(max_prompt_length=%d tokens, longest %d) and were cut from the left; raise "
-                           "max_prompt_length to keep them whole", cut, rows, self.prompt_budget, int(lengths.max()))
+                           "(fast_generation_max_prompt_length=%d tokens, longest %d) and were cut from the left; "
+                           "raise fast_generation_max_prompt_length to keep them whole", cut, rows, self.prompt_budget, int(lengths.max()))
         # right-align every prompt into the fixed prompt budget (left padding), then pad the batch
         width = min(ids.size(1), self.prompt_budget)
         ids, mask = ids[:, -width:], mask[:, -width:]
@@ -371,7 +371,7 @@ class MergedPolicy:
         dtype: the copy's dtype; default bf16 on a GPU that has it, else float32.
         compile: how each stage's decoder compiles (`compile_backend`): default inductor under CUDA graphs on
             CUDA, none on CPU.
-        prompt_budget: the stage's prompt budget in tokens (TRL's ``max_prompt_length``); longer prompts are cut
+        prompt_budget: the stage's prompt budget in tokens (``fast_generation_max_prompt_length``); longer prompts are cut
             from the left. None: the first call's longest prompt, and a decoder that grows (a new graph, a WARNING)
             when a later call's prompts, batch or new tokens do not fit, so nothing is ever cut.
     """

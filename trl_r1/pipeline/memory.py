@@ -32,7 +32,7 @@ Built on what TRL 1.16 allocates, term by term::
   `batch_size x num_samples` sequences + the prompts' prefill + the last-token logits.
 * fast generation (`fast_generation`, `trl_r1.data.fast_generation`): a copy of the policy in the compute dtype with
   the adapter merged (every parameter, `copy_bytes`), held beside the 4-bit policy through the training step, and a
-  static KV cache of the whole generation batch at the stage's prompt budget (`max_prompt_length`) + completion,
+  static KV cache of the whole generation batch at the stage's prompt budget (`fast_generation_max_prompt_length`) + completion,
   and the CUDA-graph pool (`graph_pool_bytes`; the grouped attention expands no K/V). `generation_path` says whether a stage generates so on a card, and why.
 
 Calibration. Primary: one-step peaks measured on a GPU (`benchmarks/data/gpu_points.jsonl`: card, versions,
