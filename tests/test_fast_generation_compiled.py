@@ -112,8 +112,8 @@ def test_a_prompt_over_the_budget_is_cut_from_the_left_and_counted(caplog):
     mask[1, :8], ids[1, :8] = 0, 0  # 8 tokens: within the budget
     with caplog.at_level(logging.WARNING, logger="trl_r1.data.fast_generation"):
         got = fast.generate(ids, mask, _greedy(5))
-    assert "1 of 2 prompts are longer than the stage's prompt budget (max_prompt_length=10 tokens, longest 16)" \
-        in caplog.text
+    assert ("1 of 2 prompts are longer than the stage's prompt budget (fast_generation_max_prompt_length=10 "
+            "tokens, longest 16)") in caplog.text
     assert torch.equal(got[:, :16], ids)  # the prompts come back as given, as `generate` returns them
     with torch.inference_mode():  # the first prompt was decoded from its last 10 tokens
         expected = model.generate(input_ids=ids[:1, -10:], attention_mask=mask[:1, -10:],
@@ -213,3 +213,19 @@ def test_without_a_prompt_budget_the_decoder_grows_and_cuts_nothing(caplog):
     assert "outgrows the decoder (2 x 8 + 4): a new one is built" in caplog.text
     assert "cut from the left" not in caplog.text
     assert (fast.decoder.batch_size, fast.decoder.prompt_budget, fast.graphs_built) == (3, 14, 1)
+
+
+def test_min_new_tokens_holds_eos_back_as_generate_does():
+    from transformers import GenerationConfig
+
+    model = _gqa_model()
+    fast = MergedPolicy(model, compile="eager", prompt_budget=10)
+    fast.start_stage(batch_size=2, max_new_tokens=8)
+    ids, mask = _batch(2, 10, torch.Generator().manual_seed(8))
+    first = fast.generate(ids, mask, _greedy(1))[:, -1].tolist()  # each row's first greedy token, made EOS below
+    config = GenerationConfig(max_new_tokens=8, min_new_tokens=5, do_sample=False, eos_token_id=first,
+                              pad_token_id=0)
+    with torch.inference_mode():
+        expected = model.generate(input_ids=ids, attention_mask=mask, generation_config=config)
+    assert torch.equal(fast.generate(ids, mask, config), expected)
+    assert expected.size(1) >= 15  # EOS held back for 5 tokens

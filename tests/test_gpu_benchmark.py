@@ -129,3 +129,19 @@ def test_every_calibration_point_is_remeasured_at_its_own_settings(tmp_path):
             assert plan.kind == "grpo" and plan.config.max_completion_length == row["completion_length"]
             assert plan.config.num_generations == row["per_device_train_batch_size"]
             assert plan.config.steps_per_generation == row.get("gradient_accumulation_steps", 1)
+
+
+def test_the_fast_generation_acceptance_dry_run_builds_one_graph_per_stage(tmp_path):
+    """`python benchmarks/gpu.py --acceptance --dry-run`: issue 33's GPU command on CPU (tiny Qwen2, dynamo's graph),
+    in a subprocess as it runs on the card: every stage builds one graph, each figure lands beside its goal."""
+    out = tmp_path / "acceptance.json"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gpu.py"), "--acceptance", "--dry-run",
+                           "--out", str(out)], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    result = json.loads(out.read_text())
+    assert [p["sequences"] for p in result["passes"]] == [8, 64]
+    assert all(p["graphs_built"] == 1 and p["fast_steady_tokens_per_s"] > 0 for p in result["passes"])
+    assert result["passes"][0]["calls"][-1]["rows"] == 7  # the short last batch
+    assert result["rl_generation_1024"]["graphs_built"] == 1
+    assert "(goal >= 1,000)" in done.stdout and "(goal 1)" in done.stdout

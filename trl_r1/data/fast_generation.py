@@ -9,13 +9,14 @@ on bitsandbytes layers under `torch.compile`, TRL's GRPO sets ``disable_compile=
 linear dequantized once (`bitsandbytes.functional.dequantize_4bit`), the LoRA delta ``scale * B @ A`` added.
 `refresh` rewrites only the adapted layers from the 4-bit base and the current adapter (never re-quantizing:
 merging into 4-bit loses precision, huggingface/trl#3466), so after an optimizer step the copy serves the new
-adapter. `generate` decodes the copy with a static KV cache, which transformers compiles under CUDA graphs
-(`torch.compile`, mode ``reduce-overhead``) on a GPU; on a CPU transformers does not compile and the static cache
-would run eager and slower than the dynamic cache, so the copy decodes with the dynamic cache there
-(`decode_settings`, measured by ``benchmarks/generation.py``).
+adapter. `generate` decodes through the stage's one `StageDecoder` (a fixed batch, a static KV cache of the prompt
+budget + max_new_tokens reset between calls, a one-token step compiled once: inductor under CUDA graphs on CUDA,
+eager on CPU unless asked), with `grouped_query_attention` so no step copies the cache per head group; a recompile
+within a stage raises `FallbackToEager`.
 
-The copy costs ``parameters x 2`` bytes in bf16 (fp32 on CPU) plus the static cache of the whole batch at full
-length (`copy_bytes`, `static_cache_bytes`; `trl_r1.pipeline.memory.generation_path` decides where it fits).
+The copy costs ``parameters x 2`` bytes in bf16 (fp32 on CPU) plus the static cache of the whole batch at the
+budget and the CUDA-graph pool (`copy_bytes`, `static_cache_bytes`, `graph_pool_bytes`;
+`trl_r1.pipeline.memory.generation_path` decides where it fits).
 Sampler log-probs: none are returned (as TRL's own transformers path); TRL 1.16 applies its importance-sampling
 correction only with vLLM, and the copy's per-token log-probs agree with the policy's to rounding
 (``tests/test_fast_generation.py`` states the tolerance).
@@ -185,7 +186,8 @@ def _sampling_processors(config: GenerationConfig) -> list:
     unsupported = {name: getattr(config, name, None) for name, neutral in (
         ("num_beams", 1), ("repetition_penalty", 1.0), ("no_repeat_ngram_size", 0), ("bad_words_ids", None),
         ("typical_p", 1.0), ("epsilon_cutoff", 0.0), ("eta_cutoff", 0.0), ("suppress_tokens", None),
-        ("begin_suppress_tokens", None), ("forced_eos_token_id", None), ("forced_bos_token_id", None))
+        ("begin_suppress_tokens", None), ("forced_eos_token_id", None), ("forced_bos_token_id", None),
+        ("min_length", 0))
         if getattr(config, name, neutral) not in (neutral, None)}
     if unsupported:
         raise ValueError(f"fast_generation: the compiled decoder does not implement {unsupported}; "
@@ -268,8 +270,8 @@ class StageDecoder:
             cut = int((lengths > self.prompt_budget).sum())
             self.prompts_cut += cut
             logger.warning("fast_generation: %d of %d prompts are longer than the stage's prompt budget "
-                           "(max_prompt_length=%d tokens, longest %d) and were cut from the left; raise "
-                           "max_prompt_length to keep them whole", cut, rows, self.prompt_budget, int(lengths.max()))
+                           "(fast_generation_max_prompt_length=%d tokens, longest %d) and were cut from the left; "
+                           "raise fast_generation_max_prompt_length to keep them whole", cut, rows, self.prompt_budget, int(lengths.max()))
         # right-align every prompt into the fixed prompt budget (left padding), then pad the batch
         width = min(ids.size(1), self.prompt_budget)
         ids, mask = ids[:, -width:], mask[:, -width:]
@@ -292,7 +294,10 @@ class StageDecoder:
                                    torch.arange(self.prompt_budget, device=device))
             position = positions[:, -1:]
             for step in range(new_tokens):
-                token = self._pick(logits.float(), processors, generated[:, :step], config.do_sample)
+                logits = logits.float()
+                if step < (config.min_new_tokens or 0) and eos.numel():  # as generate's MinNewTokens processor
+                    logits[:, eos] = float("-inf")
+                token = self._pick(logits, processors, generated[:, :step], config.do_sample)
                 token = torch.where(finished, pad_id, token)
                 generated[:, step] = token
                 if eos.numel():
@@ -366,7 +371,7 @@ class MergedPolicy:
         dtype: the copy's dtype; default bf16 on a GPU that has it, else float32.
         compile: how each stage's decoder compiles (`compile_backend`): default inductor under CUDA graphs on
             CUDA, none on CPU.
-        prompt_budget: the stage's prompt budget in tokens (TRL's ``max_prompt_length``); longer prompts are cut
+        prompt_budget: the stage's prompt budget in tokens (``fast_generation_max_prompt_length``); longer prompts are cut
             from the left. None: the first call's longest prompt, and a decoder that grows (a new graph, a WARNING)
             when a later call's prompts, batch or new tokens do not fit, so nothing is ever cut.
     """

@@ -32,8 +32,8 @@ Built on what TRL 1.16 allocates, term by term::
   `batch_size x num_samples` sequences + the prompts' prefill + the last-token logits.
 * fast generation (`fast_generation`, `trl_r1.data.fast_generation`): a copy of the policy in the compute dtype with
   the adapter merged (every parameter, `copy_bytes`), held beside the 4-bit policy through the training step, and a
-  static KV cache of the whole generation batch at full length, prompts padded to a multiple of 64 (the dynamic
-  cache's term at its largest). `generation_path` says whether a stage generates so on a card, and why.
+  static KV cache of the whole generation batch at the stage's prompt budget (`fast_generation_max_prompt_length`) + completion,
+  and the CUDA-graph pool (`graph_pool_bytes`; the grouped attention expands no K/V). `generation_path` says whether a stage generates so on a card, and why.
 
 Calibration. Primary: one-step peaks measured on a GPU (`benchmarks/data/gpu_points.jsonl`: card, versions,
 settings and `torch.cuda.max_memory_reserved()` of each point; `benchmarks/gpu.py` measures more). The formula's
@@ -427,7 +427,7 @@ class GenerationSettings:
     load_in_4bit: bool = False
     lora_r: int | None = 16  # the stage's adapter; None for the base model
     # generate from a merged copy (`trl_r1.data.fast_generation`): the copy (bf16, adapter merged) replaces the
-    # 4-bit model and the adapter once built, and the static cache holds the prompts padded to a multiple of 64
+    # 4-bit model and the adapter once built; the static cache holds `prompt_length` + `max_new_tokens`
     fast: bool = False
 
 

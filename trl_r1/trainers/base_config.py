@@ -135,11 +135,11 @@ class FastGenerationMixin:
         },
     )
 
-    max_prompt_length: int = field(
+    fast_generation_max_prompt_length: int = field(
         default=512,
         metadata={
-            "help": "The fast path's prompt budget in tokens (TRL's former `max_prompt_length`): each stage's one "
-            "compiled decoder holds `max_prompt_length + max_completion_length` tokens per sequence; a longer "
+            "help": "The fast path's prompt budget in tokens: each stage's one compiled decoder holds this + "
+            "`max_completion_length` tokens per sequence; a longer "
             "prompt is cut from the left (its end kept) and counted in a WARNING. Default 512, the memory model's "
             "figure. Plain `generate` (`fast_generation: off`) never cuts.",
         },
@@ -150,5 +150,6 @@ class FastGenerationMixin:
 
         if self.fast_generation not in FAST_GENERATION:
             raise ValueError(f"fast_generation={self.fast_generation!r} is not one of {list(FAST_GENERATION)}.")
-        if self.max_prompt_length < 1:
-            raise ValueError(f"max_prompt_length must be a positive number of tokens, got {self.max_prompt_length}.")
+        if self.fast_generation_max_prompt_length < 1:
+            raise ValueError("fast_generation_max_prompt_length must be a positive number of tokens, got "
+                             f"{self.fast_generation_max_prompt_length}.")

@@ -364,7 +364,7 @@ def fast_generation_choice(trainer: Any) -> tuple[bool, str]:
             config = policy.config.get_text_config() if hasattr(policy.config, "get_text_config") else policy.config
             head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
             sequences = trainer.args.per_device_train_batch_size * trainer.args.steps_per_generation
-            length = trainer.args.max_prompt_length + trainer.max_completion_length
+            length = trainer.args.fast_generation_max_prompt_length + trainer.max_completion_length
             params = sum(p.numel() * (2 if type(p).__name__ == "Params4bit" else 1)  # two 4-bit values a byte
                          for n, p in policy.named_parameters() if "lora_" not in n)
             needed = copy_bytes(params, 2) + static_cache_bytes(
@@ -380,8 +380,9 @@ def fast_generation_choice(trainer: Any) -> tuple[bool, str]:
             raise ValueError(f"fast_generation: on, but the policy cannot generate from a merged copy: {reason}; "
                              "set fast_generation: off")
         return False, reason
-    return True, (f"fast_generation: a merged copy of the policy, one decoder of {trainer.args.max_prompt_length} "
-                  "prompt tokens (max_prompt_length) + the completion, static KV cache") + (
+    budget = trainer.args.fast_generation_max_prompt_length
+    return True, (f"fast_generation: a merged copy of the policy, one decoder of {budget} prompt tokens "
+                  "(fast_generation_max_prompt_length) + the completion, static KV cache") + (
         " compiled under CUDA graphs" if trainer.accelerator.device.type == "cuda" else "")
 
 
@@ -410,7 +411,7 @@ class FastPolicyGeneration:
         if self.policy_copy is None:  # one decoder for the stage: TRL's generation batch, fixed lengths
             args = self.trainer.args
             self.policy_copy = MergedPolicy(self.trainer.accelerator.unwrap_model(self.trainer.model),
-                                            prompt_budget=args.max_prompt_length)
+                                            prompt_budget=args.fast_generation_max_prompt_length)
             self.policy_copy.start_stage(batch_size=args.per_device_train_batch_size * args.steps_per_generation,
                                          max_new_tokens=self.trainer.max_completion_length)
             self.refreshed_at_step = step
