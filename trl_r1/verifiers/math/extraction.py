@@ -182,7 +182,8 @@ _CLOSING_ACTOR = re.compile(  # "So Natalia sold 72 clips altogether in April an
 )
 MAX_CLOSING_CHARS = 500
 MAX_REGION_CHARS = 100_000  # the answer region's tail that is read: a final answer closes it, and every pass is linear
-MAX_REPEATS = 64  # a unit of 1-4 characters repeated more often is cut to this many and `_CUT`
+MAX_REPEATS = 64  # a unit of 1-4 characters repeated more often is cut to this many and `_CUT` (whitespace: no mark)
+MAX_DIGIT_RUN = 1_000  # digits in a row kept (a 450-digit integer is an answer; 50,000 digits are an attack)
 _CUT = "\ue000"  # marks where a run was cut (a private-use character: no text holds it); an answer holding it is none
 _REPEATED_RUN = re.compile(r"(.{1,4}?)\1{%d,}" % MAX_REPEATS, re.S)  # 50,000 spaces, "if if if ...", "\\(\\(...", "111..."  # the tail of a completion read for a closing statement
 _NOT_A_LABEL = re.compile(  # labels (and one-sentence subjects) that propose or bound a value rather than answer
@@ -273,7 +274,20 @@ def _cut_runs(completion: str) -> str:
     """The completion with each long run of a repeated short unit cut to `MAX_REPEATS` copies and `_CUT`: no answer
     holds such a run, and the extraction's patterns, linear on text, can be quadratic on one (a regex retried at each
     of 50,000 spaces); cut, every completion is read in time whatever it repeats."""
-    return _REPEATED_RUN.sub(lambda run: run.group(1) * MAX_REPEATS + _CUT, completion)
+    return _REPEATED_RUN.sub(_cut_run, completion)
+
+
+def _cut_run(run: re.Match) -> str:
+    """One run cut: brackets and terms of a sum or list kept whole (exact arithmetic reads any depth and any
+    length with explicit stacks), whitespace cut
+    without a mark (it is layout), digits past `MAX_DIGIT_RUN`, anything else past `MAX_REPEATS`, marked."""
+    unit = run.group(1)
+    if not unit.strip("(){}[]") or re.search(r"[\w.]", unit) and re.search(r"[-+*/^=,]", unit):  # ((1)), 1+1+...+1
+        return run.group()
+    if unit.isspace():
+        return unit * MAX_REPEATS
+    limit = MAX_DIGIT_RUN if unit.isdigit() else MAX_REPEATS
+    return run.group() if len(run.group()) <= limit * len(unit) else unit * limit + _CUT
 
 
 def _first_turn(completion: str) -> str:
