@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 from trl_r1.cli import failed_ranks_exit_code
@@ -29,6 +30,7 @@ def test_a_recipe_error_is_printed_once_and_exits_2(tmp_path):
     assert "Traceback" not in output and "ChildFailedError" not in output, output
 
 
+@pytest.mark.slow  # two ranks load a model (~25-80 s on a shared 2-core machine)
 def test_a_rank_failing_during_training_is_named_once(tiny_model_dir, tmp_path):
     """Rank 1's dataset cannot load (rank 0's can): its own traceback, then one line of ours naming it."""
     (tmp_path / "rank_prompts.py").write_text(
