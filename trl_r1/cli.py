@@ -13,10 +13,11 @@ import argparse
 import dataclasses
 import logging
 import os
+import signal
 import socket
-import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,6 +25,8 @@ from typing import TYPE_CHECKING, Any
 from .registry import resolve_import_path
 
 if TYPE_CHECKING:
+    from torch.distributed.elastic.multiprocessing.errors import ProcessFailure
+
     from .pipeline.recipe import StagePlan
 
 # command -> ("module:function", help). Each function takes the remaining argv and returns an exit code.
@@ -461,14 +464,27 @@ def _exit_code(prog: str, work: Callable[[], None]) -> int:
         work()
         succeeded = True
     except ConfigError as exc:
-        print(f"{prog}: {exc}", file=sys.stderr)
-        return 2
+        return _report_once(f"{prog}: {exc}", 2)
     except (StageError, WorldSizeError) as exc:
-        print(f"{prog}: {exc}", file=sys.stderr)
-        return 1
+        return _report_once(f"{prog}: {exc}", 1)
     finally:
         shut_down(succeeded=succeeded)
     return 0
+
+
+# How long a rank other than 0 waits before it exits quietly with the error rank 0 prints (`_report_once`).
+QUIET_RANK_GRACE_S = 3.0
+
+
+def _report_once(message: str, code: int) -> int:
+    """Print a recipe or stage error on rank 0 only: every rank raises the same one (the recipe is read alike, and
+    `Ranks.on_main` broadcasts the main process's error), so the others exit with the same code quietly. They wait a
+    moment first, so that the launcher, which stops every rank once one has exited, does not stop rank 0 unprinted."""
+    if int(os.environ.get("RANK", "0")) == 0:
+        print(message, file=sys.stderr)
+    else:
+        time.sleep(QUIET_RANK_GRACE_S)
+    return code
 
 
 def _setup_logging() -> None:
@@ -526,13 +542,43 @@ def relaunch(command: list[str], num_processes: int) -> int:
     with tempfile.NamedTemporaryFile("w", suffix=".yaml", prefix="trl-r1-accelerate-", delete=False) as f:
         yaml.safe_dump(config, f)
     try:
-        launch = [sys.executable, "-m", "accelerate.commands.launch", "--config_file", f.name,
-                  "-m", "trl_r1.cli", *command]
+        arguments = ["--config_file", f.name, "-m", "trl_r1.cli", *command]
         print(f"trl-r1: launching {num_processes} processes ({'CPU, gloo' if use_cpu else 'GPUs, DDP'}): "
-              f"{' '.join(launch)}", file=sys.stderr)
-        return subprocess.call(launch)
+              f"accelerate launch {' '.join(arguments)}", file=sys.stderr)
+        return launch_ranks(f"trl-r1 {command[0]}", arguments)
     finally:
         os.unlink(f.name)
+
+
+def launch_ranks(prog: str, arguments: list[str]) -> int:
+    """`accelerate launch ARGUMENTS` in this process, so that a failed rank ends in one line, not torchelastic's
+    ChildFailedError traceback; returns the failed rank's exit code (2 for a recipe error, as with one process)."""
+    from accelerate.commands.launch import launch_command, launch_command_parser
+    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
+
+    # its "failed (exitcode: N) local_rank: R" error line says what our one line says
+    logging.getLogger("torch.distributed.elastic.multiprocessing.api").setLevel(logging.CRITICAL)
+    try:
+        launch_command(launch_command_parser().parse_args(arguments))
+    except ChildFailedError as exc:
+        return failed_ranks_exit_code(prog, exc.failures)
+    return 0
+
+
+def failed_ranks_exit_code(prog: str, failures: dict[int, ProcessFailure]) -> int:
+    """The exit code of a launch whose ranks failed, after one line naming the rank (none when rank 0 printed a
+    recipe error that every rank shares: `_report_once`)."""
+    codes = {failure.exitcode for failure in failures.values()}
+    if 0 in failures and codes == {failures[0].exitcode}:
+        rank = 0  # every rank failed alike (a recipe or stage error printed by rank 0, or the same crash)
+        if codes == {2}:
+            return 2
+    else:
+        rank = min(failures, key=lambda r: failures[r].timestamp)  # the first to fail, the others followed it
+    code = failures[rank].exitcode
+    how = f"exit code {code}" if code > 0 else f"killed by {signal.Signals(-code).name}"
+    print(f"{prog}: rank {rank} failed ({how}): see above", file=sys.stderr)
+    return code if code > 0 else 1
 
 
 def free_port() -> int:
