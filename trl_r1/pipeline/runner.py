@@ -49,6 +49,7 @@ from .preflight import (
 )
 from .ranks import Ranks
 from .cards import card_precision_problems
+from .fingerprint import next_previous
 from .recipe import Recipe, RecipeError, StagePlan, _digest, changed_keys
 from .stages import STAGE_REGISTRY, ModelHandle, StageRecord, prepare_stage_dir, read_record, stage_status, write_record
 from .templates import TemplateReport, adapt_rewards, inspect_chat_template, template_problems
@@ -147,7 +148,7 @@ class Pipeline:
         earlier stage that is redone) and where its old outputs go; that a finished stage is evaluated again."""
         status = self.status[plan.name]
         if status == "stale":
-            previous = plan.output_dir.with_name(plan.output_dir.name + ".previous")
+            previous = next_previous(plan.output_dir)
             return [f"redo:     {self._redo_reason(plan)}; its old outputs move to {previous}"]
         if status == "done" and self._evaluation_outdated(plan, read_record(plan.output_dir)):
             record = read_record(plan.output_dir)
