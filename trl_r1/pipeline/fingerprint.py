@@ -16,11 +16,23 @@ import hashlib
 import json
 import logging
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from ..config import R1ModelConfig
-    from .recipe import StagePlan
+
+
+class StagePlan(Protocol):
+    """What a fingerprint reads of `recipe.StagePlan` (a protocol: the recipe imports this module)."""
+
+    name: str
+    kind: str
+    args: Any
+    config: Any
+    model_args: Any
+    section: dict[str, Any]
+    fingerprint: str
+    settings: dict[str, Any]
 
 logger = logging.getLogger("trl_r1.pipeline")
 

@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from ..data.loading import EmptyDatasetError, LocalDataError, SplitError
+from ..data.scan import budget_problems, held_out_problems, prompt_budget
 from ..rehearsal.pretrained import resolve_model_name
 from .data import DatasetSchema, load_stage_dataset
 from .memory import model_shape
@@ -197,6 +198,7 @@ class Pipeline:
         if ev is not None:
             problems += self.check_columns("evaluation", self._evaluation_prompts, ("prompt",), self._eval_rewards(),
                                            named=[ev])
+            problems += self._held_out_problems()
         if self.untemplated:
             chat_stages = [s.name for s in self.pending() if STAGE_REGISTRY[s.name].trains_on_chat]
             problems += missing_template_problems(self.base_model_path, self._datasets, chat_stages)
@@ -221,6 +223,19 @@ class Pipeline:
         if problems:
             raise RecipeError(problems)
         return self.template
+
+    def _held_out_problems(self) -> list[str]:
+        """The evaluation set against each stage's training data (`data.scan.held_out_problems`)."""
+        held_out = self._datasets.get("evaluation")
+        if held_out is None or not hasattr(held_out, "column_names"):
+            return []
+        trained = {key: data for key, data in self._datasets.items()
+                   if self.recipe.stage(key) is not None and hasattr(data, "column_names")}
+        problems, warnings = held_out_problems(held_out, trained)
+        for warning in warnings:
+            logger.warning(warning)
+        self.notes += warnings
+        return problems
 
     def _rewards_by_stage(self) -> dict[str, list[Any]]:
         """The reward entries each pending stage (and the evaluation) scores with."""
@@ -345,6 +360,9 @@ class Pipeline:
         problems = unique(problems) + conversation_problems(where, dataset)
         if not problems and "prompt" in needed and self.tokenizer is not None and self.context is not None:
             problems += long_prompt_problems(where, dataset, self.tokenizer, self.context)
+        plan = self.recipe.stage(where)
+        if not problems and "prompt" in needed and self.tokenizer is not None and plan is not None:
+            problems += budget_problems(where, dataset, self.tokenizer, prompt_budget(plan.config, self.context))
         return problems
 
     def adapted(self, rewards: list[Any]) -> list[Any]:
