@@ -5,6 +5,7 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
 import yaml
 
 from tests.test_first_run_2 import dry_run, recipe, workdir  # noqa: F401  (workdir: the fixture)
@@ -79,3 +80,19 @@ def test_two_edits_in_a_row_keep_both_earlier_runs(workdir, capsys, caplog):
     assert all(k["status"] == "done" for k in kept)
     assert all(any(Path(f"runs/r/{name}").rglob("model.safetensors"))
                for name in ("cold_start.previous", "cold_start.previous.2"))
+
+
+@pytest.mark.slow  # three GRPO runs: ~40 s on a quiet machine, 100 s on a shared one
+def test_two_edits_of_a_single_stage_grpo_keep_both_earlier_runs(workdir, capsys):
+    from trl_r1.cli import grpo_main
+
+    Path("grpo.yaml").write_text(yaml.safe_dump({
+        "model_name_or_path": "tiny", "dataset_name": "prompts.jsonl", "rewards": ["math"], "max_steps": 1,
+        "per_device_train_batch_size": 4, "num_generations": 4, "max_completion_length": 8, "use_cpu": True,
+        "report_to": "none", "save_strategy": "no", "load_in_4bit": False, "use_peft": False, "dtype": "float32",
+        "output_dir": "runs/grpo"}))
+    for learning_rate in ("1e-6", "2e-6", "3e-6"):
+        assert grpo_main(["--config", "grpo.yaml", "--learning_rate", learning_rate]) == 0
+    rates = [json.loads(Path(f"runs/{name}/stage.json").read_text())["settings"]["rl"]["learning_rate"]
+             for name in ("grpo.previous", "grpo.previous.2", "grpo")]
+    assert rates == [1e-6, 2e-6, 3e-6]
