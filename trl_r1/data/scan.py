@@ -176,12 +176,14 @@ __all__ = ["HELD_OUT_OVERLAP", "PromptScan", "budget_problems", "fits_budget", "
            "normalized", "prompt_budget", "prompt_lengths", "prompt_overlap", "scan_prompts"]
 
 
-HELD_OUT_OVERLAP = 0.5  # a held-out set sharing this share of its prompts with a training set is that training set
+HELD_OUT_OVERLAP = 0.5  # from this share of shared prompts on, the warning says the whole score is not held-out
 
 
-def held_out_problems(held_out: Any, training_sets: dict[str, Any]) -> tuple[list[str], list[str]]:
-    """(problems, warnings): an evaluation set whose prompts are mostly in a stage's training data measures
-    memory, not generalisation (a problem); any smaller overlap is a warning with its count."""
+def held_out_problems(held_out: Any, training_sets: dict[str, Any],
+                      same_source: frozenset[str] = frozenset()) -> tuple[list[str], list[str]]:
+    """(problems, warnings): an evaluation set read from a stage's own training file and split (`same_source`)
+    measures memory, not generalisation (a problem); prompts shared with other training data are a warning with
+    their count, the loud one (`HELD_OUT_OVERLAP` or more) saying the scores are not held-out."""
     problems, warnings = [], []
     if "prompt" not in held_out.column_names:
         return problems, warnings
@@ -193,9 +195,10 @@ def held_out_problems(held_out: Any, training_sets: dict[str, Any]) -> tuple[lis
             continue
         line = (f"evaluation: {shared} of its {total} prompts are also in the {stage} stage's training data: the "
                 "scores would not be held-out")
-        if shared >= HELD_OUT_OVERLAP * total:
+        if stage in same_source:
             problems.append(f"{line}; point evaluation.dataset_name / dataset_split at data the stages do not train "
                             "on (e.g. the test split)")
         else:
-            warnings.append(f"{line} for those prompts; drop them from one of the sets")
+            most = shared >= HELD_OUT_OVERLAP * total
+            warnings.append(f"{line}{'' if most else ' for those prompts'}; drop them from one of the sets")
     return problems, warnings

@@ -231,7 +231,11 @@ class Pipeline:
             return []
         trained = {key: data for key, data in self._datasets.items()
                    if self.recipe.stage(key) is not None and hasattr(data, "column_names")}
-        problems, warnings = held_out_problems(held_out, trained)
+        ev = self.recipe.evaluation
+        same_source = frozenset(key for key in trained if (plan := self.recipe.stage(key)).args is not None
+                                and getattr(plan.args, "dataset_name", None) == ev.dataset_name
+                                and getattr(plan.args, "dataset_train_split", None) == ev.dataset_split)
+        problems, warnings = held_out_problems(held_out, trained, same_source)
         for warning in warnings:
             logger.warning(warning)
         self.notes += warnings
