@@ -65,3 +65,15 @@ def test_the_training_file_as_the_held_out_set_fails(workdir, capsys):
     fails_once(capsys, recipe(cold_start=None, evaluation={"dataset_name": "prompts.jsonl", "dataset_split": "train",
                                                            "stages": ["rl"]}),
                "evaluation: 40 of its 40 prompts are also in the rl stage's training data", "would not be held-out")
+
+
+def test_a_copy_of_the_training_data_as_the_held_out_set_warns_loudly(workdir, capsys, caplog):
+    import shutil
+
+    shutil.copy("prompts.jsonl", "copy.jsonl")
+    with caplog.at_level(logging.WARNING, logger="trl_r1.pipeline"):
+        code, problems, plan = dry_run(capsys, recipe(cold_start=None, evaluation={
+            "dataset_name": "copy.jsonl", "dataset_split": "train", "stages": ["rl"]}))
+    assert code == 0 and problems == []
+    line = "evaluation: 40 of its 40 prompts are also in the rl stage's training data: the scores would not be held-out"
+    assert line in caplog.text and line in plan
