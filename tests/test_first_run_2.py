@@ -103,7 +103,7 @@ def test_a_redo_names_the_changed_key_and_where_the_old_outputs_go(workdir, caps
     code, _, plan = dry_run(capsys, data, "--set", "cold_start.learning_rate=1e-4")
     assert code == 0
     assert "cold_start         sft                redo" in plan
-    assert ('redo:     changed: cold_start.learning_rate (unset) -> "1e-4"; its old outputs move to '
+    assert ('redo:     changed: cold_start.learning_rate (unset) -> 0.0001; its old outputs move to '
             "runs/r/cold_start.previous") in plan
 
 
@@ -115,7 +115,7 @@ def test_a_training_default_edit_redoes_and_a_bookkeeping_edit_does_not(workdir,
     assert code == 0 and "cold_start         sft                skip (done)" in plan
     code, _, plan = dry_run(capsys, data, "--set", "training.learning_rate=1e-4")
     assert code == 0 and "cold_start         sft                redo" in plan
-    assert 'changed: training.learning_rate (unset) -> "1e-4"' in plan
+    assert 'changed: training.learning_rate (unset) -> 0.0001' in plan
 
 
 # ------------------------------------------------------------------------------------------- 2. false passes

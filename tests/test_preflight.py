@@ -113,7 +113,7 @@ def test_memory_model_must_fit_the_card(tmp_path):
     for key in ("rejection_sampling", "final_sft", "evaluation"):
         data.pop(key)
     # SFT on micro-batches of 2 x 32,768 tokens (the recipe's 24 GB setting) is ~21 GB; RL's QLoRA step at micro-batch 4 is ~11.7 GB
-    problems = dry_run_problems(data, card=("NVIDIA T4", 16.0))
+    problems = [p for p in dry_run_problems(data, card=("NVIDIA T4", 16.0)) if "has no bf16" not in p]
     assert problems == ["cold_start: the memory model puts its peak (SFT step) at 21.1 GB, over 90% of this NVIDIA "
                         "T4 (16 GB); see docs/troubleshooting.md (out of memory)"]
     problems = dry_run_problems(data, card=("NVIDIA RTX 3060", 12.0))

@@ -23,9 +23,7 @@ in the preflight (`Stage.check_data`), as that loads data.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import inspect
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,6 +36,8 @@ from ..config import ConfigError, build, check_keys, fields_of, pick, suggest
 from ..config import read_yaml as _read_yaml
 from ..data.generation import vllm_fallback_field
 from ..registry import Registry, resolve_import_path
+from .fingerprint import changed_keys, fingerprint_stages
+from .fingerprint import digest as _digest
 
 PIPELINE_SET_KEYS = {"output_dir", "model_name_or_path", "adapter_path"}  # stage sections may not set these
 QLORA_TARGETS = ["all-linear"]
@@ -252,7 +252,7 @@ class StagePlan:
     output_dir: Path
     fingerprint: str = ""
     section: dict[str, Any] = field(default_factory=dict)  # the user's keys, for the plan printout
-    settings: dict[str, Any] = field(default_factory=dict)  # what its fingerprint covers, by section (`_fingerprint`)
+    settings: dict[str, Any] = field(default_factory=dict)  # what its fingerprint covers, by section (`fingerprint_stages`)
 
 
 @dataclass
@@ -368,7 +368,7 @@ def load_recipe(source: str | Path | dict[str, Any], *, single_stage: bool = Fal
         registry[plan.name].check_recipe(plan, present, problems)
     if problems:
         raise RecipeError(shared_once(problems, training, data, stage_names))
-    _fingerprint(stages, model_section, training)
+    fingerprint_stages(stages, model_section, training, model)
     shared = {name: data[name] for name in ("model", "training", "evaluation") if name in data}
     return Recipe(run_dir=run_root, model=model, stages=stages, evaluation=evaluation, source=path, shared=shared)
 
@@ -584,59 +584,6 @@ def check_mix_entry(entry: Any, index: int, problems: list[str]) -> None:
     for key in entry:
         if key not in allowed:
             problems.append(f"{where}: unknown key {key!r}{suggest(key, allowed)}")
-
-
-# `training:` keys that change what a run logs or saves, never what it trains: editing them redoes no stage
-BOOKKEEPING_KEYS = frozenset({
-    "logging_steps", "logging_first_step", "logging_strategy", "logging_dir", "logging_nan_inf_filter", "report_to",
-    "run_name", "disable_tqdm", "log_level", "log_level_replica", "log_completions", "num_completions_to_print",
-    "save_steps", "save_strategy", "save_total_limit", "save_only_model", "push_to_hub", "hub_model_id",
-    "hub_strategy", "hub_token", "hub_private_repo", "dataloader_num_workers", "dataloader_persistent_workers",
-    "dataloader_prefetch_factor", "wandb_log_unique_prompts", "project", "trackio_space_id",
-})
-
-
-def _fingerprint(stages: list[StagePlan], model_section: dict[str, Any], training: dict[str, Any]) -> None:
-    """Chain fingerprints: a stage is stale when its section, the model, the shared `training:` defaults (but
-    its bookkeeping keys: logging, saving, Hub) or any earlier stage changed. The evaluation settings are not in
-    it: a change there re-runs the evaluations, never a training stage.
-
-    >>> from pathlib import Path
-    >>> plans = [StagePlan("cold_start", "sft", None, None, None, Path("r/cold_start"), section={"max_steps": 5})]
-    >>> _fingerprint(plans, {}, {"learning_rate": 1e-4}); first = plans[0].fingerprint
-    >>> _fingerprint(plans, {}, {"learning_rate": 1e-4, "logging_steps": 5}); plans[0].fingerprint == first
-    True
-    >>> _fingerprint(plans, {}, {"learning_rate": 2e-4}); plans[0].fingerprint == first
-    False
-    """
-    trained_by = {key: value for key, value in training.items() if key not in BOOKKEEPING_KEYS}
-    previous = _digest({"model": model_section, "training": trained_by})
-    for plan in stages:
-        plan.fingerprint = previous = _digest({"previous": previous, "name": plan.name, "section": plan.section})
-        plan.settings = json.loads(json.dumps({"model": model_section, "training": trained_by,
-                                               plan.name: plan.section}, default=str))
-
-
-def changed_keys(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
-    """'section.key old -> new' for each key whose value differs between two `{section: {key: value}}` mappings.
-
-    >>> changed_keys({"model": {"lora_r": 16}, "rl": {"beta": 0.0}}, {"model": {"lora_r": 32}, "rl": {}})
-    ['model.lora_r 16 -> 32', 'rl.beta 0.0 -> (unset)']
-    """
-    def shown(section: dict[str, Any], key: str) -> str:
-        return json.dumps(section[key], default=str)[:40] if key in section else "(unset)"
-
-    changes, unset = [], object()
-    for name in dict.fromkeys([*old, *new]):
-        before, after = old.get(name) or {}, new.get(name) or {}
-        for key in dict.fromkeys([*before, *after]):
-            if before.get(key, unset) != after.get(key, unset):
-                changes.append(f"{name}.{key} {shown(before, key)} -> {shown(after, key)}")
-    return changes
-
-
-def _digest(value: Any) -> str:
-    return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
 # --------------------------------------------------------------------------------------------- lazy config class

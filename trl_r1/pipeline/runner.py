@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from ..data.loading import EmptyDatasetError, LocalDataError, SplitError
+from ..data.scan import budget_problems, held_out_problems, prompt_budget
 from ..rehearsal.pretrained import resolve_model_name
 from .data import DatasetSchema, load_stage_dataset
 from .memory import model_shape
@@ -49,6 +50,7 @@ from .preflight import (
 )
 from .ranks import Ranks
 from .cards import card_precision_problems
+from .fingerprint import next_previous
 from .recipe import Recipe, RecipeError, StagePlan, _digest, changed_keys
 from .stages import STAGE_REGISTRY, ModelHandle, StageRecord, prepare_stage_dir, read_record, stage_status, write_record
 from .templates import TemplateReport, adapt_rewards, inspect_chat_template, template_problems
@@ -147,7 +149,7 @@ class Pipeline:
         earlier stage that is redone) and where its old outputs go; that a finished stage is evaluated again."""
         status = self.status[plan.name]
         if status == "stale":
-            previous = plan.output_dir.with_name(plan.output_dir.name + ".previous")
+            previous = next_previous(plan.output_dir)
             return [f"redo:     {self._redo_reason(plan)}; its old outputs move to {previous}"]
         if status == "done" and self._evaluation_outdated(plan, read_record(plan.output_dir)):
             record = read_record(plan.output_dir)
@@ -196,6 +198,7 @@ class Pipeline:
         if ev is not None:
             problems += self.check_columns("evaluation", self._evaluation_prompts, ("prompt",), self._eval_rewards(),
                                            named=[ev])
+            problems += self._held_out_problems()
         if self.untemplated:
             chat_stages = [s.name for s in self.pending() if STAGE_REGISTRY[s.name].trains_on_chat]
             problems += missing_template_problems(self.base_model_path, self._datasets, chat_stages)
@@ -223,6 +226,23 @@ class Pipeline:
         if problems:
             raise RecipeError(problems)
         return self.template
+
+    def _held_out_problems(self) -> list[str]:
+        """The evaluation set against each stage's training data (`data.scan.held_out_problems`)."""
+        held_out = self._datasets.get("evaluation")
+        if held_out is None or not hasattr(held_out, "column_names"):
+            return []
+        trained = {key: data for key, data in self._datasets.items()
+                   if self.recipe.stage(key) is not None and hasattr(data, "column_names")}
+        ev = self.recipe.evaluation
+        same_source = frozenset(key for key in trained if (plan := self.recipe.stage(key)).args is not None
+                                and getattr(plan.args, "dataset_name", None) == ev.dataset_name
+                                and getattr(plan.args, "dataset_train_split", None) == ev.dataset_split)
+        problems, warnings = held_out_problems(held_out, trained, same_source)
+        for warning in warnings:
+            logger.warning(warning)
+        self.notes += warnings
+        return problems
 
     def _rewards_by_stage(self) -> dict[str, list[Any]]:
         """The reward entries each pending stage (and the evaluation) scores with."""
@@ -342,6 +362,9 @@ class Pipeline:
         problems = unique(problems) + conversation_problems(where, dataset)
         if not problems and "prompt" in needed and self.tokenizer is not None and self.context is not None:
             problems += long_prompt_problems(where, dataset, self.tokenizer, self.context)
+        plan = self.recipe.stage(where)
+        if not problems and "prompt" in needed and self.tokenizer is not None and plan is not None:
+            problems += budget_problems(where, dataset, self.tokenizer, prompt_budget(plan.config, self.context))
         return problems
 
     def adapted(self, rewards: list[Any]) -> list[Any]:

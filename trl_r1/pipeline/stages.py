@@ -31,12 +31,12 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import shutil
 import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from .fingerprint import keep_previous
 from .plan import StageCost, dataset_rows, final_sft_cost, rejection_sampling_cost, rl_cost, training_cost
 from .recipe import (
     STAGE_REGISTRY,
@@ -135,14 +135,11 @@ def stage_status(plan: StagePlan, forced: bool = False) -> str:
 
 
 def prepare_stage_dir(plan: StagePlan, status: str) -> None:
-    """Move a stale stage's outputs aside (to `<stage>.previous`) so that nothing of the old run is mixed in,
+    """Move a stale stage's outputs aside (to `<stage>.previous`, numbered when taken: `fingerprint.keep_previous`) so that nothing of the old run is mixed in,
     then mark the stage running. The main process alone calls it (moving directories is not shared work).
     """
     if status == "stale" and plan.output_dir.exists():
-        previous = plan.output_dir.with_name(plan.output_dir.name + ".previous")
-        shutil.rmtree(previous, ignore_errors=True)
-        plan.output_dir.rename(previous)
-        logger.info("%s: configuration changed, previous outputs moved to %s", plan.name, previous)
+        keep_previous(plan.output_dir, plan.name)
     if status != "resume":
         write_record(plan.output_dir, StageRecord(plan.name, plan.fingerprint, settings=plan.settings))
 

@@ -1,0 +1,79 @@
+"""Issue 35, items 3 and 12: every prompt of the file checked against the stage's budget (streaming, batched,
+linear), builders skip a prompt over it and count it, and training data given as the held-out set fails."""
+
+import json
+import logging
+from pathlib import Path
+
+from tests.test_first_run_2 import dry_run, fails_once, recipe, workdir  # noqa: F401  (workdir: the fixture)
+from trl_r1.data.scan import fits_budget, iter_file_batches, prompt_budget, scan_prompts
+from trl_r1.pipeline import load_recipe
+
+
+def long_row_at_the_end(path: Path, rows: int, words: int) -> None:
+    with path.open("a") as handle:
+        for i in range(rows):
+            handle.write(json.dumps({"prompt": f"What is {i} + 1?", "solution": str(i + 1)}) + "\n")
+        handle.write(json.dumps({"prompt": "add " * words + "1 + 1?", "solution": "2"}) + "\n")
+
+
+def test_the_rl_budget_is_the_engine_limit_less_the_completion():
+    recipe_ = load_recipe({"run_dir": "/tmp/r", "model": {"model_name_or_path": "m"}, "rl": {
+        "dataset_name": "d", "use_vllm": True, "vllm_max_model_length": 8704, "max_completion_length": 8192,
+        "use_cpu": True}}, check_hardware=False)
+    tokens, why = prompt_budget(recipe_.stages[0].config, (32768, "config.json"))
+    assert tokens == 8704 - 8192 and "vllm_max_model_length 8704" in why
+
+
+def test_one_long_prompt_past_the_first_rows_fails_the_dry_run(workdir, capsys):
+    long_row_at_the_end(Path("prompts.jsonl"), 1500, 300)  # row 1540: past the 1,000 rows checked until now
+    problem = fails_once(capsys, recipe(cold_start=None, evaluation=None, rl={"max_completion_length": 600}),
+                         "rl: column 'prompt': 1 of 1541 prompts are longer than the 424 tokens",
+                         "model context 1024", "first: row 1540")
+    assert "TRL does not cut them" in problem
+
+
+def test_a_whole_file_scan_reads_jsonl_csv_parquet_and_folders_in_batches(tmp_path, tiny_model_dir):
+    from datasets import Dataset
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
+    (tmp_path / "d").mkdir()
+    long_row_at_the_end(tmp_path / "d" / "a.jsonl", 2500, 50)
+    rows = [json.loads(line) for line in (tmp_path / "d" / "a.jsonl").read_text().splitlines()]
+    Dataset.from_list(rows).to_csv(tmp_path / "d" / "b.csv")
+    Dataset.from_list(rows).to_parquet(tmp_path / "d" / "c.parquet")
+    batches = list(iter_file_batches(tmp_path / "d", batch_size=1000))
+    assert max(len(b) for b in batches) == 1000 and sum(len(b) for b in batches) == 3 * 2501
+    scan = scan_prompts(iter(batches), tokenizer, budget=40)
+    assert (scan.rows, scan.over_budget, scan.first_over[0]) == (3 * 2501, 3, 2500) and scan.longest > 50
+
+
+def test_a_builder_skips_a_prompt_over_its_budget_and_counts_it(tiny_model_dir, caplog):
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
+    skipped: list[int] = []
+    with caplog.at_level(logging.WARNING, logger="trl_r1.data"):
+        kept = [p for p in ["1 + 1?", "add " * 5000 + "1?", "2 + 2?", "add " * 6000]
+                if fits_budget(p, tokenizer, 512, skipped)]
+    assert kept == ["1 + 1?", "2 + 2?"] and len(skipped) == 2 and min(skipped) > 5000
+    assert caplog.text.count("skipped (not cut)") == 1  # one clear line, then counted
+
+
+def test_the_training_file_as_the_held_out_set_fails(workdir, capsys):
+    fails_once(capsys, recipe(cold_start=None, evaluation={"dataset_name": "prompts.jsonl", "dataset_split": "train",
+                                                           "stages": ["rl"]}),
+               "evaluation: 40 of its 40 prompts are also in the rl stage's training data", "would not be held-out")
+
+
+def test_a_copy_of_the_training_data_as_the_held_out_set_warns_loudly(workdir, capsys, caplog):
+    import shutil
+
+    shutil.copy("prompts.jsonl", "copy.jsonl")
+    with caplog.at_level(logging.WARNING, logger="trl_r1.pipeline"):
+        code, problems, plan = dry_run(capsys, recipe(cold_start=None, evaluation={
+            "dataset_name": "copy.jsonl", "dataset_split": "train", "stages": ["rl"]}))
+    assert code == 0 and problems == []
+    line = "evaluation: 40 of its 40 prompts are also in the rl stage's training data: the scores would not be held-out"
+    assert line in caplog.text and line in plan

@@ -1,0 +1,204 @@
+"""Whole-file checks of a prompt dataset, streaming: every prompt's length in tokens against a budget, and how far
+an evaluation set overlaps the training data.
+
+The rows come in batches (a `datasets.Dataset` through `.iter`, memory-mapped; a JSONL / CSV / parquet file or a
+folder of them through `iter_file_batches`, a batch at a time), are tokenized in batches by the fast tokenizer and
+counted, with a tqdm bar; nothing is held but the counts, so time grows linearly with rows and memory does not.
+The builders (rejection sampling, distillation) call `fits_budget` on their prompts: a prompt over the budget is
+skipped and counted, never loaded into a generate call that would run the machine out of memory.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import logging
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
+
+logger = logging.getLogger("trl_r1.data")
+
+SCAN_BATCH = 1000  # rows per tokenizer call
+FILE_SUFFIXES = (".jsonl", ".json", ".csv", ".parquet")
+
+
+def iter_file_batches(path: str | Path, batch_size: int = SCAN_BATCH) -> Iterator[list[dict[str, Any]]]:
+    """The rows of a JSONL, CSV or parquet file (or of every such file in a folder, sorted), `batch_size` at a
+    time, without reading the whole file into memory."""
+    path = Path(path)
+    files = sorted(p for p in path.rglob("*") if p.suffix in FILE_SUFFIXES) if path.is_dir() else [path]
+    for file in files:
+        batch: list[dict[str, Any]] = []
+        if file.suffix == ".parquet":
+            import pyarrow.parquet as pq
+
+            for record_batch in pq.ParquetFile(file).iter_batches(batch_size=batch_size):
+                yield record_batch.to_pylist()
+            continue
+        with file.open(newline="", encoding="utf-8") as handle:
+            rows = csv.DictReader(handle) if file.suffix == ".csv" else (json.loads(line) for line in handle
+                                                                          if line.strip())
+            for row in rows:
+                batch.append(row)
+                if len(batch) == batch_size:
+                    yield batch
+                    batch = []
+        if batch:
+            yield batch
+
+
+def iter_dataset_batches(dataset: Any, batch_size: int = SCAN_BATCH) -> Iterator[list[dict[str, Any]]]:
+    """A `datasets.Dataset`'s rows, `batch_size` at a time (arrow slices, never the whole table in Python)."""
+    for batch in dataset.iter(batch_size=batch_size):
+        yield [dict(zip(batch, values)) for values in zip(*batch.values())]
+
+
+def prompt_lengths(prompts: list[Any], tokenizer: PreTrainedTokenizerBase) -> list[int | None]:
+    """Each prompt's length in tokens as the trainers render it (a string as is; a conversation through the chat
+    template with the generation prompt), tokenized as one batch; None for one that cannot be rendered."""
+    texts: list[str | None] = []
+    for prompt in prompts:
+        if isinstance(prompt, str):
+            texts.append(prompt)
+        elif isinstance(prompt, list) and tokenizer.chat_template is not None:
+            texts.append(tokenizer.apply_chat_template(prompt, tokenize=False, add_generation_prompt=True))
+        else:
+            texts.append(None)
+    present = [text for text in texts if text is not None]
+    counts = iter(len(ids) for ids in tokenizer(present, add_special_tokens=False)["input_ids"]) if present else iter(())
+    return [next(counts) if text is not None else None for text in texts]
+
+
+@dataclass
+class PromptScan:
+    """What a whole-file scan found."""
+
+    rows: int = 0
+    over_budget: int = 0
+    first_over: tuple[int, int] | None = None  # (row, tokens) of the first prompt over the budget
+    longest: int = 0
+
+
+def scan_prompts(batches: Iterable[list[dict[str, Any]]], tokenizer: PreTrainedTokenizerBase, budget: int, *,
+                 total: int | None = None, column: str = "prompt", desc: str = "checking prompts") -> PromptScan:
+    """Every prompt's length against `budget` tokens, with a progress bar (rows)."""
+    from tqdm.auto import tqdm
+
+    scan = PromptScan()
+    with tqdm(total=total, desc=desc, unit=" rows") as bar:
+        for batch in batches:
+            for offset, tokens in enumerate(prompt_lengths([row.get(column) for row in batch], tokenizer)):
+                if tokens is None:
+                    continue
+                scan.longest = max(scan.longest, tokens)
+                if tokens > budget:
+                    scan.over_budget += 1
+                    scan.first_over = scan.first_over or (scan.rows + offset, tokens)
+            scan.rows += len(batch)
+            bar.update(len(batch))
+    return scan
+
+
+def prompt_budget(config: Any, context: tuple[int, str] | None) -> tuple[int, str] | None:
+    """(tokens a prompt may take, why) for a generating stage: the smallest of the model's context and vLLM's
+    `vllm_max_model_length` (when it generates with vLLM), less the completion's `max_completion_length` /
+    `max_new_tokens`. TRL never cuts a prompt: a longer one fails in vLLM or leaves no room to answer."""
+    completion = getattr(config, "max_completion_length", None) or getattr(config, "max_new_tokens", None)
+    if completion is None:
+        return None
+    limits = [(context[0], f"the model context {context[0]} ({context[1]})")] if context else []
+    vllm_length = getattr(config, "vllm_max_model_length", None)
+    if vllm_length and getattr(config, "use_vllm", True):
+        limits.append((vllm_length, f"vllm_max_model_length {vllm_length}"))
+    if not limits:
+        return None
+    limit, why = min(limits)
+    return limit - completion, f"{why} less {completion} completion tokens"
+
+
+def budget_problems(where: str, dataset: Any, tokenizer: PreTrainedTokenizerBase,
+                    budget: tuple[int, str] | None) -> list[str]:
+    """One line for the prompts of a whole dataset over the stage's budget: how many, the first, the rule."""
+    if budget is None or "prompt" not in dataset.column_names:
+        return []
+    scan = scan_prompts(iter_dataset_batches(dataset), tokenizer, budget[0], total=len(dataset),
+                        desc=f"{where}: prompt lengths")
+    if not scan.over_budget:
+        return []
+    row, tokens = scan.first_over
+    return [f"{where}: column 'prompt': {scan.over_budget} of {scan.rows} prompts are longer than the {budget[0]} "
+            f"tokens a prompt may take ({budget[1]}; first: row {row}, {tokens} tokens; TRL does not cut them); "
+            "drop or shorten them, or raise the limit"]
+
+
+def fits_budget(prompt: Any, tokenizer: PreTrainedTokenizerBase, budget: int, skipped: list[int]) -> bool:
+    """For a builder: whether a prompt fits `budget` tokens; one that does not is counted in `skipped` (its
+    length) and logged once at WARNING with the rule (skipped, not cut: a cut question has another answer)."""
+    (tokens,) = prompt_lengths([prompt], tokenizer)
+    if tokens is None or tokens <= budget:
+        return True
+    if not skipped:
+        logger.warning("a prompt of %d tokens is over the %d-token prompt budget: skipped (not cut); every such "
+                       "prompt is skipped and counted", tokens, budget)
+    skipped.append(tokens)
+    return False
+
+
+def normalized(prompt: Any) -> str:
+    """A prompt's text for comparing sets: a conversation's user turns; case and spacing folded."""
+    if isinstance(prompt, list):
+        prompt = " ".join(str(m.get("content", "")) for m in prompt if isinstance(m, dict) and m.get("role") == "user")
+    return " ".join(str(prompt).lower().split())
+
+
+def prompt_overlap(held_out: Any, training: Any, column: str = "prompt") -> tuple[int, int]:
+    """(held-out prompts also in the training data, held-out prompts), both datasets read in batches.
+
+    >>> from datasets import Dataset
+    >>> prompt_overlap(Dataset.from_dict({"prompt": ["1+1?", "2+2?"]}), Dataset.from_dict({"prompt": [" 1+1? "]}))
+    (1, 2)
+    """
+    seen = {normalized(row[column]) for batch in iter_dataset_batches(training) for row in batch}
+    shared = total = 0
+    for batch in iter_dataset_batches(held_out):
+        for row in batch:
+            total += 1
+            shared += normalized(row[column]) in seen
+    return shared, total
+
+
+__all__ = ["HELD_OUT_OVERLAP", "PromptScan", "budget_problems", "fits_budget", "held_out_problems", "iter_dataset_batches", "iter_file_batches",
+           "normalized", "prompt_budget", "prompt_lengths", "prompt_overlap", "scan_prompts"]
+
+
+HELD_OUT_OVERLAP = 0.5  # from this share of shared prompts on, the warning says the whole score is not held-out
+
+
+def held_out_problems(held_out: Any, training_sets: dict[str, Any],
+                      same_source: frozenset[str] = frozenset()) -> tuple[list[str], list[str]]:
+    """(problems, warnings): an evaluation set read from a stage's own training file and split (`same_source`)
+    measures memory, not generalisation (a problem); prompts shared with other training data are a warning with
+    their count, the loud one (`HELD_OUT_OVERLAP` or more) saying the scores are not held-out."""
+    problems, warnings = [], []
+    if "prompt" not in held_out.column_names:
+        return problems, warnings
+    for stage, dataset in training_sets.items():
+        if "prompt" not in dataset.column_names:
+            continue
+        shared, total = prompt_overlap(held_out, dataset)
+        if not shared:
+            continue
+        line = (f"evaluation: {shared} of its {total} prompts are also in the {stage} stage's training data: the "
+                "scores would not be held-out")
+        if stage in same_source:
+            problems.append(f"{line}; point evaluation.dataset_name / dataset_split at data the stages do not train "
+                            "on (e.g. the test split)")
+        else:
+            most = shared >= HELD_OUT_OVERLAP * total
+            warnings.append(f"{line}{'' if most else ' for those prompts'}; drop them from one of the sets")
+    return problems, warnings

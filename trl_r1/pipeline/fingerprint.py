@@ -1,0 +1,165 @@
+"""What decides that a stage is done, resumes or is redone: its fingerprint over the typed settings that change
+what it computes, and where a redone stage's old outputs go.
+
+The settings are read back from the stage's parsed configs (the TRL / transformers dataclasses the recipe built),
+so `5e-5` and `5.0e-5` are one learning rate. Keys that only log, save, report or evaluate are left out in every
+section, and so is the batch's shape: `per_device_train_batch_size` x `gradient_accumulation_steps` count as their
+product (the effective batch per process; transformers' resume skips `global_step` x that many samples, so a
+checkpoint stays meaningful when the shape changes and the product does not), and `rejection_sampling.batch_size`
+(how many prompts generate at once) not at all. A redone stage's old outputs are kept, numbered
+(`<stage>.previous`, `<stage>.previous.2`, ...), never deleted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from ..config import R1ModelConfig
+
+
+class StagePlan(Protocol):
+    """What a fingerprint reads of `recipe.StagePlan` (a protocol: the recipe imports this module)."""
+
+    name: str
+    kind: str
+    args: Any
+    config: Any
+    model_args: Any
+    section: dict[str, Any]
+    fingerprint: str
+    settings: dict[str, Any]
+
+logger = logging.getLogger("trl_r1.pipeline")
+
+# keys that change what a run logs, saves, reports or evaluates, never what it trains: editing them redoes no stage
+BOOKKEEPING_KEYS = frozenset({
+    "logging_steps", "logging_first_step", "logging_strategy", "logging_dir", "logging_nan_inf_filter", "report_to",
+    "run_name", "disable_tqdm", "log_level", "log_level_replica", "log_completions", "num_completions_to_print",
+    "save_steps", "save_strategy", "save_total_limit", "save_only_model", "push_to_hub", "hub_model_id",
+    "hub_strategy", "hub_token", "hub_private_repo", "dataloader_num_workers", "dataloader_persistent_workers",
+    "dataloader_prefetch_factor", "wandb_log_unique_prompts", "project", "trackio_space_id",
+    "eval_strategy", "eval_steps", "eval_delay", "eval_on_start", "do_eval", "per_device_eval_batch_size",
+    "eval_accumulation_steps", "eval_do_concat_batches", "eval_use_gather_object", "batch_eval_metrics",
+    "include_for_metrics", "prediction_loss_only", "log_completions_hub_repo", "log_unique_prompts",
+    "logging_nan_inf_filter", "print_stats",
+})
+BATCH_SHAPE_KEYS = ("per_device_train_batch_size", "gradient_accumulation_steps")
+EFFECTIVE_BATCH = "effective_batch (per_device_train_batch_size x gradient_accumulation_steps)"
+SHAPE_ONLY_KEYS = {"rejection_sampling": frozenset({"batch_size"})}  # by stage kind: how many at once, not what
+
+
+def typed_value(key: str, raw: Any, *parsed: Any) -> Any:
+    """The value of `key` as the first parsed config that has it holds it (TRL's types), else the raw value; as
+    JSON would write it (enums as their value)."""
+    for obj in parsed:
+        if obj is not None and hasattr(obj, key):
+            raw = getattr(obj, key)
+            break
+    return json.loads(json.dumps(raw, default=str))
+
+
+def stage_settings(plan: StagePlan, model_section: dict[str, Any], training: dict[str, Any],
+                   model_args: R1ModelConfig | None = None) -> dict[str, dict[str, Any]]:
+    """`{section: {key: typed value}}` of what changes the stage's result.
+
+    >>> from pathlib import Path
+    >>> from trl_r1.pipeline.recipe import StagePlan
+    >>> from transformers import TrainingArguments
+    >>> config = TrainingArguments("o", learning_rate=5e-5, per_device_train_batch_size=2,
+    ...                            gradient_accumulation_steps=4, use_cpu=True)
+    >>> plan = StagePlan("cold_start", "sft", None, config, None, Path("o"), section={
+    ...     "learning_rate": "5e-5", "per_device_train_batch_size": 2, "gradient_accumulation_steps": 4,
+    ...     "logging_steps": 1})
+    >>> stage_settings(plan, {}, {})["cold_start"]
+    {'learning_rate': 5e-05, 'effective_batch (per_device_train_batch_size x gradient_accumulation_steps)': 8}
+    """
+    parsed = (plan.config, plan.args, plan.model_args)
+    left_out = BOOKKEEPING_KEYS | SHAPE_ONLY_KEYS.get(plan.kind, frozenset())
+
+    def typed(section: dict[str, Any], *objs: Any) -> dict[str, Any]:
+        kept = {key: typed_value(key, value, *objs) for key, value in section.items()
+                if key not in left_out and key not in BATCH_SHAPE_KEYS}
+        if any(key in section for key in BATCH_SHAPE_KEYS) and plan.config is not None:
+            kept[EFFECTIVE_BATCH] = (getattr(plan.config, BATCH_SHAPE_KEYS[0], 1)
+                                     * getattr(plan.config, BATCH_SHAPE_KEYS[1], 1))
+        return kept
+
+    return {"model": typed(model_section, model_args, plan.model_args), "training": typed(training, *parsed),
+            plan.name: typed(plan.section, *parsed)}
+
+
+def fingerprint_stages(stages: list[StagePlan], model_section: dict[str, Any], training: dict[str, Any],
+                       model_args: R1ModelConfig | None = None) -> None:
+    """Chain fingerprints: a stage is stale when what it computes changed (its section, the model, the shared
+    `training:` defaults, typed, less bookkeeping and batch shape) or an earlier stage did. The evaluation
+    settings are not in it: a change there re-runs the evaluations, never a training stage.
+
+    >>> from pathlib import Path
+    >>> from trl_r1.pipeline.recipe import StagePlan
+    >>> plans = [StagePlan("cold_start", "sft", None, None, None, Path("r/cold_start"), section={"max_steps": 5})]
+    >>> fingerprint_stages(plans, {}, {"learning_rate": 1e-4}); first = plans[0].fingerprint
+    >>> fingerprint_stages(plans, {}, {"learning_rate": 1e-4, "logging_steps": 5}); plans[0].fingerprint == first
+    True
+    >>> fingerprint_stages(plans, {}, {"learning_rate": 2e-4}); plans[0].fingerprint == first
+    False
+    """
+    previous = None
+    for plan in stages:
+        settings = stage_settings(plan, model_section, training, model_args)
+        if previous is None:
+            previous = digest({"model": settings["model"], "training": settings["training"]})
+        # the shared sections enter through each stage: typed by that stage's own configs
+        plan.fingerprint = previous = digest({"previous": previous, "name": plan.name, "settings": settings})
+        plan.settings = settings
+
+
+def changed_keys(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """'section.key old -> new' for each key whose value differs between two `{section: {key: value}}` mappings.
+
+    >>> changed_keys({"model": {"lora_r": 16}, "rl": {"beta": 0.0}}, {"model": {"lora_r": 32}, "rl": {}})
+    ['model.lora_r 16 -> 32', 'rl.beta 0.0 -> (unset)']
+    """
+    def shown(section: dict[str, Any], key: str) -> str:
+        return json.dumps(section[key], default=str)[:40] if key in section else "(unset)"
+
+    changes, unset = [], object()
+    for name in dict.fromkeys([*old, *new]):
+        before, after = old.get(name) or {}, new.get(name) or {}
+        for key in dict.fromkeys([*before, *after]):
+            if before.get(key, unset) != after.get(key, unset):
+                changes.append(f"{name}.{key} {shown(before, key)} -> {shown(after, key)}")
+    return changes
+
+
+def digest(value: Any) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def next_previous(output_dir: Path) -> Path:
+    """Where a redone stage's outputs go: `<stage>.previous`, else the first free `<stage>.previous.N` (N >= 2),
+    so that no earlier run is overwritten."""
+    first = output_dir.with_name(output_dir.name + ".previous")
+    number, candidate = 2, first
+    while candidate.exists():
+        candidate = first.with_name(f"{first.name}.{number}")
+        number += 1
+    return candidate
+
+
+def keep_previous(output_dir: Path, stage: str) -> Path:
+    """Move a redone stage's outputs to `next_previous` and say where (the newest earlier run has the highest
+    number); returns that folder."""
+    previous = next_previous(output_dir)
+    output_dir.rename(previous)
+    logger.warning("%s: configuration changed; the previous run's outputs were moved to %s (the newest of the "
+                   "earlier runs; delete the .previous folders yourself when you no longer need them)", stage, previous)
+    return previous
+
+
+__all__ = ["BOOKKEEPING_KEYS", "changed_keys", "digest", "fingerprint_stages", "keep_previous", "next_previous",
+           "stage_settings", "typed_value"]
