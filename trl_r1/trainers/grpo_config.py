@@ -7,7 +7,13 @@ from dataclasses import dataclass, field
 from trl import GRPOConfig
 
 from ..algorithms import ADVANTAGE_ESTIMATORS
-from .base_config import FastGenerationMixin, KLConfigMixin, VLLMLoRASyncMixin, kl_estimator_field
+from .base_config import (
+    FastGenerationMixin,
+    KLConfigMixin,
+    VLLMLoRASyncMixin,
+    check_trainable,
+    kl_estimator_field,
+)
 
 
 def grpo_advantage_estimators() -> tuple[str, ...]:
@@ -84,6 +90,8 @@ class R1GRPOConfig(FastGenerationMixin, VLLMLoRASyncMixin, KLConfigMixin, GRPOCo
     def __post_init__(self):
         self.check_vllm_lora_sync()
         self.check_fast_generation()
+        check_trainable(self, positive=("temperature", "max_completion_length", "num_iterations"),
+                        non_negative=("beta", "epsilon"))
         super().__post_init__()
         if self.advantage_estimator not in grpo_advantage_estimators():
             raise ValueError(

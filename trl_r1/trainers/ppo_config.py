@@ -6,7 +6,13 @@ from dataclasses import dataclass, field
 
 from trl import GRPOConfig
 
-from .base_config import FastGenerationMixin, KLConfigMixin, VLLMLoRASyncMixin, kl_estimator_field
+from .base_config import (
+    FastGenerationMixin,
+    KLConfigMixin,
+    VLLMLoRASyncMixin,
+    check_trainable,
+    kl_estimator_field,
+)
 
 CRITIC_MODES = ("shared_trunk", "lora")
 
@@ -124,6 +130,8 @@ class R1PPOConfig(FastGenerationMixin, VLLMLoRASyncMixin, KLConfigMixin, GRPOCon
     def __post_init__(self):
         self.check_vllm_lora_sync()
         self.check_fast_generation()
+        check_trainable(self, positive=("temperature", "max_completion_length", "num_iterations"),
+                        non_negative=("kl_coef", "vf_coef", "critic_warmup_steps", "epsilon"))
         if self.beta not in (0.0, self.kl_coef):
             raise ValueError(
                 "R1PPOConfig puts the KL penalty in the reward: set `kl_coef` (and optionally `kl_target`), not `beta` "
@@ -147,8 +155,5 @@ class R1PPOConfig(FastGenerationMixin, VLLMLoRASyncMixin, KLConfigMixin, GRPOCon
             value = getattr(self, name)
             if value is not None and value <= 0:
                 raise ValueError(f"{name} must be > 0, got {value}.")
-        for name in ("vf_coef", "kl_coef", "critic_warmup_steps"):
-            if getattr(self, name) < 0:
-                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}.")
         self.beta = self.kl_coef  # TRL builds a reference model only for a non-zero beta
         super().__post_init__()
