@@ -149,16 +149,12 @@ def test_rewards_as_booleans_or_a_tensor_score_as_numbers(trainer, reward):
     assert last_log(run, f"rewards/{reward.__name__}/mean") == 1.0
 
 
-@pytest.mark.xfail(strict=True, reason="a string per completion ends in torch's \"too many dimensions 'str'\" and a "
-                                       "bare float in \"'float' object is not iterable\"; neither names the reward")
 @pytest.mark.parametrize("reward", [one_string, one_scalar])
 def test_a_reward_of_the_wrong_type_is_named(trainer, reward):
     with pytest.raises((TypeError, ValueError), match=reward.__name__):
         trainer(reward).train()
 
 
-@pytest.mark.xfail(strict=True, reason="one +inf reward makes the advantages NaN and every weight NaN after one step "
-                                       "(rloo and PPO; TRL's grpo stays finite), with no error")
 @pytest.mark.parametrize("cls, overrides", [(R1GRPOTrainer, {"advantage_estimator": "rloo"}), (R1PPOTrainer, {})])
 def test_an_infinite_reward_never_poisons_the_weights(trainer, cls, overrides):
     run = trainer(first_is_infinite, cls=cls, **overrides)
@@ -176,8 +172,6 @@ def test_trls_grpo_stays_finite_with_an_infinite_reward(trainer):
     assert finite(run)
 
 
-@pytest.mark.xfail(strict=True, reason="a reward that is NaN for every sample trains a step on nothing and logs "
-                                       "reward None, with no warning")
 def test_a_reward_that_is_always_nan_says_so(trainer, caplog):
     run = trainer(always_nan)
     with caplog.at_level(logging.WARNING):
@@ -198,8 +192,6 @@ def test_no_rewards_is_trls_error(trainer):
 # ------------------------------------------------------------------------------------------- datasets
 
 
-@pytest.mark.xfail(strict=True, reason="a dataset with 'question' (or 'messages') and no 'prompt' builds the trainer; "
-                                       "train() ends in KeyError: 'prompt' from inside TRL")
 @pytest.mark.parametrize("rows", [
     [{"question": p, "solution": "0"} for p in PROMPTS],
     [{"messages": [{"role": "user", "content": p}], "solution": "0"} for p in PROMPTS]])
@@ -208,14 +200,11 @@ def test_a_dataset_without_a_prompt_column_fails_at_construction(trainer, rows):
         trainer(dataset=Dataset.from_list(rows))
 
 
-@pytest.mark.xfail(strict=True, reason="an empty train_dataset ends in a bare StopIteration from the dataloader")
 def test_an_empty_dataset(trainer):
     with pytest.raises(ValueError, match="empty"):
         trainer(dataset=conversational().select([])).train()
 
 
-@pytest.mark.xfail(strict=True, reason="1 prompt for a generation batch of 2 prompts x 4: train() returns after 0 "
-                                       "steps (global_step 0 of max_steps 1), no error, no warning")
 def test_fewer_prompts_than_one_generation_batch(trainer):
     run = trainer(dataset=conversational().select([0]))
     try:

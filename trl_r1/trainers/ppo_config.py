@@ -157,3 +157,8 @@ class R1PPOConfig(FastGenerationMixin, VLLMLoRASyncMixin, KLConfigMixin, GRPOCon
                 raise ValueError(f"{name} must be > 0, got {value}.")
         self.beta = self.kl_coef  # TRL builds a reference model only for a non-zero beta
         super().__post_init__()
+
+    @property
+    def computes_own_advantages(self) -> bool:
+        """Always: GAE advantages from `trl_r1.algorithms`, never TRL's GRPO code (as `R1GRPOConfig`'s)."""
+        return True
