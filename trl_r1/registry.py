@@ -115,12 +115,16 @@ class Registry(Generic[T]):
         kind: what the entries are, used in error messages ("advantage estimator").
         signature: the call signature every entry follows, documented for readers and in ``repr``.
         allow_import_paths: ``get`` also accepts ``"module:attr"`` paths to objects outside the registry.
+        check: ``check(name, obj, meta)`` raises when an object registered directly does not follow ``signature``
+            or lacks the metadata its callers read, so a misfit fails at registration, not at its first use.
     """
 
-    def __init__(self, kind: str, *, signature: str = "", allow_import_paths: bool = False):
+    def __init__(self, kind: str, *, signature: str = "", allow_import_paths: bool = False,
+                 check: Callable[[str, Any, dict[str, Any]], None] | None = None):
         self.kind = kind
         self.signature = signature
         self.allow_import_paths = allow_import_paths
+        self.check = check
         self._entries: dict[str, _Entry] = {}
         self._aliases: dict[str, str] = {}
 
@@ -138,6 +142,8 @@ class Registry(Generic[T]):
         for key in (name, *aliases):
             if key in self._entries or key in self._aliases:
                 raise ValueError(f"{self.kind} {key!r} is already registered")
+        if self.check is not None and not isinstance(target, str):
+            self.check(name, target, meta)
         self._entries[name] = _Entry(target, dict(meta), target if isinstance(target, str) else None)
         for alias in aliases:
             self._aliases[alias] = name

@@ -17,6 +17,7 @@ critic's ``values`` and return ``(advantages, returns)``. See `estimate_advantag
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable
 from dataclasses import dataclass, fields
 
 import torch
@@ -25,9 +26,47 @@ from torch import Tensor
 from ..registry import Registry
 from ._lookup import lookup
 
+
+@dataclass
+class AdvantageInputs:
+    """The one keyword set every advantage estimator draws from (an estimator names the fields it reads).
+
+    Attributes:
+        scores: ``(B,)`` sequence rewards (KL penalty included when it is in the reward); NaN = unscored.
+        mask: ``(B, T)`` valid completion tokens, unscored completions excluded.
+        token_rewards: ``(B, T)`` the score on the last valid token, minus any per-token KL penalty.
+        group_size: completions per prompt, consecutive in the batch.
+        gamma: discount of token returns.
+        values: ``(B, T)`` critic values (critic estimators only).
+    """
+
+    scores: Tensor
+    mask: Tensor
+    token_rewards: Tensor
+    group_size: int = 1
+    gamma: float = 1.0
+    values: Tensor | None = None
+
+
+def check_advantage_estimator(name: str, estimator: Callable[..., Tensor], meta: dict[str, object]) -> None:
+    """Refuse an estimator without a ``level`` or with a required parameter `AdvantageInputs` cannot fill (a
+    misspelt ``groupsize`` would otherwise fail at the first training step)."""
+    if meta.get("level") not in ("sequence", "token"):
+        raise ValueError(f"advantage estimator {name!r}: register it with level='sequence' (returns (B,)) or "
+                         f"level='token' (returns (B, T)), got level={meta.get('level')!r}.")
+    known = {f.name for f in fields(AdvantageInputs)}
+    required = [p.name for p in inspect.signature(estimator).parameters.values()
+                if p.default is inspect.Parameter.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    unknown = [p for p in required if p not in known]
+    if unknown:
+        raise ValueError(f"advantage estimator {name!r} requires {unknown}, which no caller passes; its parameters "
+                         f"must be named after AdvantageInputs fields {sorted(known)} (or have defaults).")
+
+
 ADVANTAGE_ESTIMATORS: Registry = Registry(
     "advantage estimator",
     signature="estimator(**AdvantageInputs fields it names) -> advantages (B,) or (B, T), as its `level` declares",
+    check=check_advantage_estimator,
 )
 
 # Block length of the blocked scan in `discounted_reverse_cumsum`: a (L, L) matmul per block, then a scan over
@@ -300,27 +339,6 @@ def reinforce_pp_baseline_advantages(scores: Tensor, group_size: int, mask: Tens
     return masked_whiten(centered[:, None].expand(mask.shape).to(scores.dtype), valid)
 
 
-@dataclass
-class AdvantageInputs:
-    """The one keyword set every advantage estimator draws from (an estimator names the fields it reads).
-
-    Attributes:
-        scores: ``(B,)`` sequence rewards (KL penalty included when it is in the reward); NaN = unscored.
-        mask: ``(B, T)`` valid completion tokens, unscored completions excluded.
-        token_rewards: ``(B, T)`` the score on the last valid token, minus any per-token KL penalty.
-        group_size: completions per prompt, consecutive in the batch.
-        gamma: discount of token returns.
-        values: ``(B, T)`` critic values (critic estimators only).
-    """
-
-    scores: Tensor
-    mask: Tensor
-    token_rewards: Tensor
-    group_size: int = 1
-    gamma: float = 1.0
-    values: Tensor | None = None
-
-
 def estimate_advantages(name: str, inputs: AdvantageInputs) -> Tensor | tuple[Tensor, Tensor]:
     """Call the registered estimator ``name`` with the fields of ``inputs`` it takes.
 
@@ -331,7 +349,16 @@ def estimate_advantages(name: str, inputs: AdvantageInputs) -> Tensor | tuple[Te
     """
     estimator = lookup(ADVANTAGE_ESTIMATORS, name)
     accepted = inspect.signature(estimator).parameters
-    return estimator(**{f.name: getattr(inputs, f.name) for f in fields(inputs) if f.name in accepted})
+    result = estimator(**{f.name: getattr(inputs, f.name) for f in fields(inputs) if f.name in accepted})
+    meta = ADVANTAGE_ESTIMATORS.meta(name)
+    shape = tuple(inputs.mask.shape) if meta["level"] == "token" else (inputs.mask.size(0),)
+    outputs = result if meta.get("critic") and isinstance(result, tuple) else (result,)
+    for output in outputs:
+        if not isinstance(output, Tensor) or tuple(output.shape) != shape:
+            got = tuple(output.shape) if isinstance(output, Tensor) else type(output).__name__
+            raise ValueError(f"advantage estimator {name!r} returned {got}; level={meta['level']!r} needs a tensor "
+                             f"of shape {shape}{' for advantages and returns' if meta.get('critic') else ''}.")
+    return result
 
 
 def estimator_reads(name: str, field_name: str) -> bool:

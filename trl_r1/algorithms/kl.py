@@ -24,7 +24,9 @@ expected gradient of the loss term is the exact KL gradient for both kinds. Form
 
 from __future__ import annotations
 
+import inspect
 import math
+from collections.abc import Callable
 
 import torch
 from torch import Tensor
@@ -32,9 +34,25 @@ from torch import Tensor
 from ..registry import Registry
 from ._lookup import lookup
 
+KL_UNBIASED = ("value", "gradient", None)
+
+
+def check_kl_estimator(name: str, estimator: Callable[[Tensor, Tensor], Tensor], meta: dict[str, object]) -> None:
+    """Refuse an estimator that cannot be called as ``kl(logp, ref_logp)`` or does not declare ``unbiased``, which
+    `kl_loss_term` reads to weight it."""
+    if "unbiased" not in meta or meta["unbiased"] not in KL_UNBIASED:
+        raise ValueError(f"KL estimator {name!r}: register it with unbiased= one of {list(KL_UNBIASED)}, got "
+                         f"{meta.get('unbiased', 'nothing')!r}.")
+    try:
+        inspect.signature(estimator).bind(None, None)
+    except TypeError as error:
+        raise ValueError(f"KL estimator {name!r} must take (logp, ref_logp): {error}.") from None
+
+
 KL_ESTIMATORS: Registry = Registry(
     "KL estimator",
     signature="kl(logp (B, T), ref_logp (B, T)) -> per-token estimate of KL(pi || ref) (B, T)",
+    check=check_kl_estimator,
 )
 
 
@@ -96,7 +114,12 @@ def kl_penalty(logp: Tensor, ref_logp: Tensor, estimator: str = "k3") -> Tensor:
     >>> kl_penalty(logp, ref, "k3+").sum().backward(); logp.grad
     tensor([[0.6931, 0.0000]])
     """
-    return lookup(KL_ESTIMATORS, estimator)(logp, ref_logp)
+    kl = lookup(KL_ESTIMATORS, estimator)(logp, ref_logp)
+    if not isinstance(kl, Tensor) or kl.shape != logp.shape:
+        got = tuple(kl.shape) if isinstance(kl, Tensor) else type(kl).__name__
+        raise ValueError(f"KL estimator {estimator!r} returned {got}; it must return one value per token, shape "
+                         f"{tuple(logp.shape)}.")
+    return kl
 
 
 def same_loss_gradient(a: str, b: str) -> bool:

@@ -30,6 +30,19 @@ def kl_estimator_field(default: str, placement: str):
     )
 
 
+def check_trainable(config: object, positive: tuple[str, ...] = (), non_negative: tuple[str, ...] = ()) -> None:
+    """Fail fast, naming the field, on a value no run can train with (written so that NaN fails too; TRL checks
+    none of these)."""
+    for name in positive:
+        value = getattr(config, name)
+        if value is not None and not value > 0:
+            raise ValueError(f"{name} must be > 0, got {value}.")
+    for name in non_negative:
+        value = getattr(config, name)
+        if value is not None and not value >= 0:
+            raise ValueError(f"{name} must be >= 0, got {value}.")
+
+
 @dataclass
 class KLConfigMixin:
     """``kl_target`` / ``kl_horizon`` of the adaptive KL coefficient, and the checks shared by both configs.

@@ -12,6 +12,7 @@ from .base_config import (
     FastGenerationMixin,
     KLConfigMixin,
     VLLMLoRASyncMixin,
+    check_trainable,
     forget_derived_generation_batch,
     kl_estimator_field,
 )
@@ -92,6 +93,8 @@ class R1GRPOConfig(FastGenerationMixin, VLLMLoRASyncMixin, KLConfigMixin, GRPOCo
         self.check_vllm_lora_sync()
         self.check_fast_generation()
         forget_derived_generation_batch(self)
+        check_trainable(self, positive=("temperature", "max_completion_length", "num_iterations"),
+                        non_negative=("beta", "epsilon"))
         super().__post_init__()
         if self.advantage_estimator not in grpo_advantage_estimators():
             raise ValueError(

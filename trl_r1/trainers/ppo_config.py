@@ -10,6 +10,7 @@ from .base_config import (
     FastGenerationMixin,
     KLConfigMixin,
     VLLMLoRASyncMixin,
+    check_trainable,
     forget_derived_generation_batch,
     kl_estimator_field,
 )
@@ -131,6 +132,8 @@ class R1PPOConfig(FastGenerationMixin, VLLMLoRASyncMixin, KLConfigMixin, GRPOCon
         self.check_vllm_lora_sync()
         self.check_fast_generation()
         forget_derived_generation_batch(self)
+        check_trainable(self, positive=("temperature", "max_completion_length", "num_iterations"),
+                        non_negative=("kl_coef", "vf_coef", "critic_warmup_steps", "epsilon"))
         if self.beta != 0.0:
             raise ValueError(
                 "R1PPOConfig puts the KL penalty in the reward: set `kl_coef` (and optionally `kl_target`), not `beta` "
@@ -154,12 +157,14 @@ class R1PPOConfig(FastGenerationMixin, VLLMLoRASyncMixin, KLConfigMixin, GRPOCon
             value = getattr(self, name)
             if value is not None and value <= 0:
                 raise ValueError(f"{name} must be > 0, got {value}.")
-        for name in ("vf_coef", "kl_coef", "critic_warmup_steps"):
-            if getattr(self, name) < 0:
-                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}.")
         if 0 < self.max_steps <= self.critic_warmup_steps:
             raise ValueError(
                 f"critic_warmup_steps={self.critic_warmup_steps} >= max_steps={self.max_steps}: the policy would never "
                 "train (only the critic warms up)."
             )
         super().__post_init__()
+
+    @property
+    def computes_own_advantages(self) -> bool:
+        """Always: GAE advantages from `trl_r1.algorithms`, never TRL's GRPO code (as `R1GRPOConfig`'s)."""
+        return True

@@ -63,9 +63,14 @@ from trl.chat_template_utils import (  # noqa: F401 (pipeline)
 )
 from trl.generation.vllm_generation import VLLMGeneration
 from trl.models.utils import disable_gradient_checkpointing
-from trl.trainer.utils import create_model_from_path, use_adapter  # noqa: F401 (the first: for the pipeline)
+from trl.trainer.utils import (  # noqa: F401 (create_model_from_path: for the pipeline)
+    create_model_from_path,
+    is_async_callable,
+    use_adapter,
+)
 
 from ..data.generation import lora_max_rank, lora_unservable_reason
+from .checks import CheckedReward, check_enough_prompts, check_reward_values, check_train_dataset
 
 logger = logging.getLogger("trl_r1.trainers")
 
@@ -479,6 +484,8 @@ class GRPOSeam(GRPOTrainer):
     def __init__(self, *args, **kwargs):
         bound = inspect.signature(GRPOTrainer.__init__).bind(self, *args, **kwargs).arguments
         config = bound.get("args")
+        if bound.get("train_dataset") is not None:
+            check_train_dataset(bound["train_dataset"])
         #: "adapter" (vLLM, the adapter pushed unmerged), "trl" (TRL's vLLM push) or "transformers"
         self.generation_backend, self.generation_fallback_reason = "transformers", None
         if config is not None and config.use_vllm:
@@ -498,6 +505,10 @@ class GRPOSeam(GRPOTrainer):
                 if self.generation_backend == "adapter" else nullcontext())
         with swap, _seeded_engines(config):
             super().__init__(*args, **kwargs)
+        self.reward_funcs = [
+            reward if isinstance(reward, torch.nn.Module) or is_async_callable(reward) else CheckedReward(reward, name)
+            for reward, name in zip(self.reward_funcs, self.reward_func_names, strict=True)
+        ]
         self.train_dataset = render_prefilled_prompts(self.train_dataset, self.processing_class,
                                                       self.chat_template_kwargs)
         #: whether TRL's transformers generation runs on a merged copy of the policy, and why (logged)
@@ -684,11 +695,16 @@ class GRPOSeam(GRPOTrainer):
         start = self.accelerator.process_index * num_local
         return slice(start, start + num_local)
 
+    def train(self, *args, **kwargs):
+        check_enough_prompts(self.train_dataset, self.args.generation_batch_size // self.args.num_generations)
+        return super().train(*args, **kwargs)
+
     # ----- TRL's private methods, routed to the hooks -------------------------------------------------------------
 
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
         # TRL turns the rewards straight into GRPO advantages; keep them for `on_rollout`.
         self._rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
+        check_reward_values(self._rewards_per_func, self.reward_func_names, self.args.computes_own_advantages)
         return self._rewards_per_func
 
     def _generate_and_score_completions(self, inputs):
