@@ -142,8 +142,6 @@ def test_4bit_and_8bit_together(workdir, capsys):
                "model:", "8 bit and 4 bit")
 
 
-@pytest.mark.xfail(strict=True, reason="one mistake in a shared section is printed once per stage (2-3 lines), not "
-                                       "once with the stages named, as test_first_run_red_team's training numbers are")
 @pytest.mark.parametrize("section, keys, fragment", [
     ("training", {"bf16": True, "fp16": True}, "fp16 and bf16"),
     ("model", {"load_in_4bit": True, "use_peft": False}, "needs use_peft: true")])
@@ -168,7 +166,6 @@ def test_wrong_types_and_values(workdir, capsys, section, keys, fragment):
     fails_once(capsys, recipe(**{section: keys}), fragment)
 
 
-@pytest.mark.xfail(strict=True, reason="these pass the dry run; each crashes or trains nothing once the stage starts")
 @pytest.mark.parametrize("section, keys, key", [
     ("rl", {"reward_weights": [1.0, float("nan")]}, "reward_weights"),
     ("rl", {"top_p": 2.0}, "top_p"),
@@ -181,19 +178,14 @@ def test_values_that_cannot_train(workdir, capsys, section, keys, key):
     fails_once(capsys, recipe(**{section: keys}), f"{section}: key {key!r}")
 
 
-@pytest.mark.xfail(strict=True, reason="the same reward listed twice passes: it is silently counted twice")
 def test_a_reward_listed_twice(workdir, capsys):
     fails_once(capsys, recipe(rl={"rewards": ["math", "format", "math"]}), "rl: key 'rewards'", "math")
 
 
-@pytest.mark.xfail(strict=True, reason="max_length 2 passes: the recipes drop examples longer than max_length, so "
-                                       "every SFT example is dropped and the stage trains on nothing")
 def test_an_sft_max_length_shorter_than_every_example(workdir, capsys):
     fails_once(capsys, recipe(cold_start={"max_length": 2}), "cold_start: key 'max_length'")
 
 
-@pytest.mark.xfail(strict=True, reason="transformers 5 renamed warmup_ratio; the error is a bare 'unknown key' with "
-                                       "no hint, unlike max_seq_length and max_prompt_length")
 def test_warmup_ratio_as_in_transformers_4(workdir, capsys):
     fails_once(capsys, recipe(training={"warmup_ratio": 0.1}), "unknown key 'warmup_ratio'", "warmup_steps")
 

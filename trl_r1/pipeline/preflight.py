@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import math
 from typing import Any
 
 COLUMN_KEYS = ("prompt_column", "solution_column", "dataset_text_field")  # keys whose value names a column
@@ -74,7 +75,8 @@ def long_prompt_problems(where: str, dataset: Any, tokenizer: Any, context: tupl
         if isinstance(prompt, str):
             tokens = len(tokenizer(prompt)["input_ids"])
         elif tokenizer.chat_template is not None:
-            tokens = len(tokenizer.apply_chat_template(prompt, tokenize=True, add_generation_prompt=True))
+            tokens = len(tokenizer.apply_chat_template(prompt, tokenize=True, add_generation_prompt=True,
+                                                            return_dict=False))
         else:
             continue
         if tokens >= limit:
@@ -85,6 +87,19 @@ def long_prompt_problems(where: str, dataset: Any, tokenizer: Any, context: tupl
     return [f"{where}: column 'prompt': {len(too_long)} of {len(head)} prompts fill the model's context of {limit} "
             f"tokens (max_position_embeddings in {source}), leaving no room to answer (first: row {i}, {tokens} "
             "tokens); shorten or drop them"]
+
+
+def short_max_length_problems(where: str, dataset: Any, tokenizer: Any, max_length: int, rows: int = 200) -> list[str]:
+    """An SFT `max_length` below every one of the first `rows` examples (rendered with the chat template) drops
+    them all (`stages.DropLongExamples`): the stage would fail after loading the model, or train on nothing."""
+    if "messages" not in dataset.column_names or tokenizer.chat_template is None:
+        return []
+    head = dataset.select(range(min(rows, len(dataset))))["messages"]
+    shortest = min(len(tokenizer.apply_chat_template(turns, tokenize=True, return_dict=False)) for turns in head)
+    if shortest <= max_length:
+        return []
+    return [f"{where}: key 'max_length': {max_length} tokens is shorter than every one of the first {len(head)} "
+            f"examples (the shortest: {shortest} tokens), so all would be dropped; raise it (R1 recipes: 4096 and up)"]
 
 
 def _turns_problems(where: str, column: str, values: list[Any], *, needs_assistant: bool) -> list[str]:
@@ -432,9 +447,50 @@ def value_problems(recipe: Any, stages: list[Any]) -> list[str]:
         if plan.name == "rl":
             at_least("temperature", 0, "makes every completion of a prompt the same, so every advantage is 0 and "
                      "nothing is learned; sample with a temperature above 0 (R1: 0.6 to 1.0)", strict=True)
+        problems += sampling_problems(where, config)
     problems = _grouped(problems)
-    if recipe.model.use_peft and isinstance(recipe.model.lora_r, int) and recipe.model.lora_r < 1:
-        problems.append(f"model: key 'lora_r': {recipe.model.lora_r} must be at least 1 (QLoRA uses 16 to 64)")
+    problems += lora_value_problems(recipe.model)
+    return problems
+
+
+def sampling_problems(where: str, config: Any) -> list[str]:
+    """RL values TRL takes and then fails on mid-run or trains nothing with: top_p outside (0, 1] (vLLM and
+    generate reject it at the first rollout), a negative clip epsilon (the ratio clip inverts), num_iterations
+    below 1 (no optimisation pass per batch), a reward weight that is not a finite number (NaN or inf poisons
+    every advantage)."""
+    problems = []
+    top_p = getattr(config, "top_p", None)
+    if isinstance(top_p, (int, float)) and not 0 < top_p <= 1:
+        problems.append(f"{where}: key 'top_p': {top_p} is outside (0, 1]; 1.0 samples from the whole distribution")
+    for key in ("epsilon", "epsilon_high"):
+        value = getattr(config, key, None)
+        if isinstance(value, (int, float)) and value < 0:
+            problems.append(f"{where}: key {key!r}: {value} must be 0 or above (the PPO clip range; TRL: 0.2)")
+    iterations = getattr(config, "num_iterations", None)
+    if isinstance(iterations, int) and iterations < 1:
+        problems.append(f"{where}: key 'num_iterations': {iterations} must be at least 1 (optimisation passes per "
+                        "generation batch; TRL: 1)")
+    weights = getattr(config, "reward_weights", None)
+    if isinstance(weights, list) and not all(isinstance(w, (int, float)) and math.isfinite(w) for w in weights):
+        problems.append(f"{where}: key 'reward_weights': {weights} must all be finite numbers")
+    return problems
+
+
+def lora_value_problems(model: Any) -> list[str]:
+    """LoRA values peft accepts and then trains wrongly with: rank below 1, a dropout outside [0, 1) (1 or more
+    zeroes every adapter input), alpha at or below 0 (the adapter's scale alpha / r is 0 or flips its sign)."""
+    if not model.use_peft:
+        return []
+    problems = []
+    if isinstance(model.lora_r, int) and model.lora_r < 1:
+        problems.append(f"model: key 'lora_r': {model.lora_r} must be at least 1 (QLoRA uses 16 to 64)")
+    dropout = getattr(model, "lora_dropout", None)
+    if isinstance(dropout, (int, float)) and not 0 <= dropout < 1:
+        problems.append(f"model: key 'lora_dropout': {dropout} must be in [0, 1) (QLoRA: 0.05)")
+    alpha = getattr(model, "lora_alpha", None)
+    if isinstance(alpha, (int, float)) and alpha <= 0:
+        problems.append(f"model: key 'lora_alpha': {alpha} must be above 0 (the adapter scale is alpha / r; "
+                        "common: 2 * lora_r)")
     return problems
 
 
@@ -629,4 +685,5 @@ __all__ = ["backend_problems", "card_memory_gb", "column_key_problems", "context
            "conversation_problems", "generation_backend_problems", "long_prompt_problems", "lora_target_problems",
            "memory_problems", "missing_template_problems", "missing_value_problems", "model_context",
            "model_path_problems", "precision_problems", "rows_asked", "run_dir_problems", "split_key",
-           "tracker_problems", "unique", "value_problems"]
+           "tracker_problems", "unique", "value_problems", "sampling_problems", "lora_value_problems",
+           "short_max_length_problems"]

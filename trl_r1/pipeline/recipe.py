@@ -388,7 +388,17 @@ def shared_once(problems: list[str], training: dict[str, Any], data: dict[str, A
                 problem = f"training: {rest}" if rest.startswith("key ") else f"training: key {inherited[0]!r}: {rest}"
         if problem not in out:
             out.append(problem)
-    return out
+    return same_text_once(out, {"model", "training", *stage_names})
+
+
+def same_text_once(problems: list[str], sections: set[str]) -> list[str]:
+    """'section: text' problems with the same text (a shared section's value that every stage fails on, such as
+    fp16 and bf16 both set) as one line naming every section, in their first order."""
+    names: dict[str, list[str]] = {}
+    for problem in problems:
+        section, _, text = problem.partition(": ")
+        names.setdefault(text if section in sections else problem, []).append(section)
+    return [f"{', '.join(found)}: {text}" if found[0] in sections else text for text, found in names.items()]
 
 
 def flat_to_recipe(flat: dict[str, Any], stage: str) -> dict[str, Any]:
@@ -497,6 +507,11 @@ def reward_weights(rewards: Any, stage: str, problems: list[str]) -> list[float]
         get_reward_funcs(rewards)
     except (ValueError, TypeError) as exc:
         problems.append(f"{stage}: key 'rewards': {exc}")
+        return None
+    repeated = [entry for i, entry in enumerate(rewards) if entry in rewards[:i]]
+    if repeated:  # TRL sums every listed function: one listed twice silently doubles its weight
+        problems.append(f"{stage}: key 'rewards': {repeated[0]!r} is listed twice; list each reward once and give "
+                        "it a weight ({name: math, weight: 2.0}) to count it more")
         return None
     weights = [entry.get("weight") if isinstance(entry, dict) else None for entry in rewards]
     if all(w is None for w in weights):
