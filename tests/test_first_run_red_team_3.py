@@ -201,7 +201,6 @@ def test_set_typos_and_double_equals(workdir, capsys):
                    "rl: key 'learning_rate': expected float, got '=1e-6'")
 
 
-@pytest.mark.xfail(strict=True, reason="argparse says 'unrecognized arguments: 1e-6' without the KEY=VALUE form")
 def test_set_with_a_space_instead_of_equals(workdir, capsys):
     Path("recipe.yaml").write_text(yaml.safe_dump(recipe()))
     one_line_error(capsys, run_main, ["recipe.yaml", "--dry-run", "--set", "rl.learning_rate", "1e-6"],
@@ -214,8 +213,6 @@ def test_two_recipes(workdir, capsys):
     one_line_error(capsys, run_main, ["recipe.yaml", "other.yaml", "--dry-run"], "unrecognized arguments: other.yaml")
 
 
-@pytest.mark.xfail(strict=True, reason="`trl-r1 --dry-run run x.yaml` is \"unknown command '--dry-run'\" and the "
-                                       "command list (17 lines), not that flags go after the command")
 def test_a_run_flag_before_the_command(workdir, capsys):
     Path("recipe.yaml").write_text(yaml.safe_dump(recipe()))
     one_line_error(capsys, main, ["--dry-run", "run", "recipe.yaml"], "--dry-run", "after")
@@ -242,8 +239,6 @@ def test_sft_on_prompt_only_data_and_grpo_on_sft_data(workdir, capsys):
                                        "format"], "rl: the dataset has no 'prompt' column (columns: ['messages'])")
 
 
-@pytest.mark.xfail(strict=True, reason="`trl-r1 grpo --output_dir afile` blames 'run_dir' and '--run-dir', which "
-                                       "`trl-r1 grpo` has not got")
 def test_grpo_output_dir_that_is_a_file(workdir, capsys):
     Path("afile").write_text("notes\n")
     err = one_line_error(capsys, grpo_main, [
@@ -255,16 +250,12 @@ def test_grpo_output_dir_that_is_a_file(workdir, capsys):
 # ------------------------------------------------------------------------------------------- accelerate configs
 
 
-@pytest.mark.xfail(strict=True, reason="an accelerate config given as the recipe is called a single-stage config and "
-                                       "sent to `trl-r1 sft|grpo|ppo --config`, which cannot run it either")
 def test_an_accelerate_config_given_as_the_recipe(workdir, capsys):
     zero3 = str(_helpers.ROOT / "recipes/accelerate_configs/zero3.yaml")
     err = one_line_error(capsys, run_main, [zero3, "--dry-run"], "accelerate")
     assert "--config FILE" not in err
 
 
-@pytest.mark.xfail(strict=True, reason="`trl-r1 run x.yaml --config_file ddp.yaml` is argparse's 'unrecognized "
-                                       "arguments' with no word of `accelerate launch --config_file` or --num_processes")
 def test_an_accelerate_config_file_flag_given_to_run(workdir, capsys):
     Path("recipe.yaml").write_text(yaml.safe_dump(recipe()))
     ddp = str(_helpers.ROOT / "recipes/accelerate_configs/ddp.yaml")
@@ -354,7 +345,6 @@ def test_gold_answers_that_are_nan(workdir, capsys):
     fails_naming(capsys, recipe(rl={"dataset_name": "nan.jsonl"}), "8 of 8 rows have no 'solution'")
 
 
-@pytest.mark.xfail(strict=True, reason="run_dir set to the model's own folder passes; the stages would write into it")
 def test_run_dir_that_is_the_model_folder(workdir, capsys):
     fails_once(capsys, {**recipe(), "run_dir": "tiny"}, "run_dir", "tiny")
 

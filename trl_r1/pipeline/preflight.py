@@ -253,17 +253,29 @@ def lora_target_problems(model_path: str, targets: Any) -> list[str]:
             f"{linear}); use those names, or all-linear"]
 
 
-def run_dir_problems(run_dir: Any) -> list[str]:
-    """A run_dir that is a file, or lies under one, fails here, not when the first stage writes its outputs."""
+def run_dir_problems(run_dir: Any, key: str = "run_dir") -> list[str]:
+    """A run_dir that is a file, or lies under one, fails here, not when the first stage writes its outputs.
+    `key` is what the command calls it (`trl-r1 sft|grpo|ppo`: output_dir)."""
     from pathlib import Path
 
+    named = "run_dir (or --run-dir)" if key == "run_dir" else key
     for path in (Path(run_dir), *Path(run_dir).parents):
         if path.exists():
             if path.is_dir():
                 return []
-            return [f"run_dir: {run_dir} {'is' if path == Path(run_dir) else f'lies under {path}, which is'} a "
-                    "file, not a folder; give run_dir (or --run-dir) a folder path"]
+            return [f"{key}: {run_dir} {'is' if path == Path(run_dir) else f'lies under {path}, which is'} a "
+                    f"file, not a folder; give {named} a folder path"]
     return []
+
+
+def run_dir_model_problems(run_dir: Any, model_path: str) -> list[str]:
+    """A run_dir that is the base model's own folder: every stage would write its folders and records into it."""
+    from pathlib import Path
+
+    if not Path(model_path).is_dir() or Path(run_dir).resolve() != Path(model_path).resolve():
+        return []
+    return [f"run_dir: {run_dir} is the folder of model_name_or_path {model_path}; the stages would write into the "
+            "model's folder; give run_dir a folder of its own (e.g. runs/NAME)"]
 
 
 def checkpoint_problems(model_path: str, path: Any) -> list[str]:
@@ -684,6 +696,6 @@ def vllm_cache_problems(where: str, config: Any, shape: Any, card: tuple[str, fl
 __all__ = ["backend_problems", "card_memory_gb", "column_key_problems", "context_problems", "dataset_kwargs_problems",
            "conversation_problems", "generation_backend_problems", "long_prompt_problems", "lora_target_problems",
            "memory_problems", "missing_template_problems", "missing_value_problems", "model_context",
-           "model_path_problems", "precision_problems", "rows_asked", "run_dir_problems", "split_key",
+           "model_path_problems", "precision_problems", "rows_asked", "run_dir_problems", "run_dir_model_problems", "split_key",
            "tracker_problems", "unique", "value_problems", "sampling_problems", "lora_value_problems",
            "short_max_length_problems"]

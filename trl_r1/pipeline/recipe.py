@@ -308,6 +308,11 @@ def load_recipe(source: str | Path | dict[str, Any], *, single_stage: bool = Fal
     stage_names, known_sections = registry.choices(), sections()
     problems: list[str] = []
     flat_keys = [key for key in data if key not in known_sections and not isinstance(data[key], dict)]
+    accelerate_keys = [key for key in ACCELERATE_KEYS if key in data]
+    if accelerate_keys:
+        raise RecipeError([f"{path or 'this YAML'} is an accelerate config ({', '.join(accelerate_keys)}), not a "
+                           "recipe: give it to `accelerate launch --config_file FILE -m trl_r1.cli run RECIPE`, or "
+                           "run the recipe on N GPUs with `trl-r1 run RECIPE --num_processes N`"])
     if not single_stage and not any(name in data for name in stage_names) and len(flat_keys) > len(data) / 2:
         raise RecipeError([f"{path or 'this YAML'} is a single-stage config (flat keys such as "
                            f"{', '.join(map(repr, flat_keys[:3]))} at the top level), not a pipeline recipe: run it "
@@ -370,6 +375,9 @@ def load_recipe(source: str | Path | dict[str, Any], *, single_stage: bool = Fal
     _fingerprint(stages, model_section, training)
     shared = {name: data[name] for name in ("model", "training", "evaluation") if name in data}
     return Recipe(run_dir=run_root, model=model, stages=stages, evaluation=evaluation, source=path, shared=shared)
+
+
+ACCELERATE_KEYS = ("compute_environment", "distributed_type", "deepspeed_config", "fsdp_config")  # `accelerate config`'s
 
 
 def shared_once(problems: list[str], training: dict[str, Any], data: dict[str, Any],
