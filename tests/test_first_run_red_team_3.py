@@ -128,7 +128,6 @@ def test_a_tsv_file(workdir, capsys):
     fails_once(capsys, recipe(rl={"dataset_name": "p.tsv"}), "rl: cannot load the dataset", "cannot tell the format of 'p.tsv'")
 
 
-@pytest.mark.xfail(strict=True, reason="a gzipped JSONL, which datasets' json loader reads, is 'cannot tell the format'")
 def test_a_gzipped_jsonl(workdir, capsys):
     Path("prompts.jsonl.gz").write_bytes(gzip.compress(Path("prompts.jsonl").read_bytes()))
     passes(capsys, recipe(rl={"dataset_name": "prompts.jsonl.gz"}))
@@ -335,8 +334,6 @@ def test_prompt_content_as_a_list_of_parts(workdir, capsys):
     assert code == 0 or (code == 2 and any("row 0" in p for p in problems)), (code, problems)
 
 
-@pytest.mark.xfail(strict=True, reason="gold answers written as JSON NaN (pandas' missing value) pass the "
-                                       "missing-gold check that null fails")
 def test_gold_answers_that_are_nan(workdir, capsys):
     Path("nan.jsonl").write_text("".join(f'{{"prompt": "What is {i} + 1?", "solution": NaN}}\n' for i in range(8)))
     fails_naming(capsys, recipe(rl={"dataset_name": "nan.jsonl"}), "8 of 8 rows have no 'solution'")

@@ -171,7 +171,8 @@ def missing_value_problems(where: str, dataset: Any, columns: list[str], named: 
     problems = []
     for column in columns:
         empty = [i for i, value in enumerate(dataset[column])
-                 if value is None or (isinstance(value, (str, list, dict)) and not value)
+                 if value is None or (isinstance(value, float) and math.isnan(value))  # JSON NaN: pandas' missing
+                 or (isinstance(value, (str, list, dict)) and not value)
                  or (isinstance(value, str) and not value.strip())]
         if empty:
             fix = ("fill them in or drop them" + (", or set allow_missing_answers: true to keep them (the rewards "
