@@ -128,7 +128,6 @@ def test_a_tsv_file(workdir, capsys):
     fails_once(capsys, recipe(rl={"dataset_name": "p.tsv"}), "rl: cannot load the dataset", "cannot tell the format of 'p.tsv'")
 
 
-@pytest.mark.xfail(strict=True, reason="a gzipped JSONL, which datasets' json loader reads, is 'cannot tell the format'")
 def test_a_gzipped_jsonl(workdir, capsys):
     Path("prompts.jsonl.gz").write_bytes(gzip.compress(Path("prompts.jsonl").read_bytes()))
     passes(capsys, recipe(rl={"dataset_name": "prompts.jsonl.gz"}))
@@ -142,8 +141,6 @@ def test_4bit_and_8bit_together(workdir, capsys):
                "model:", "8 bit and 4 bit")
 
 
-@pytest.mark.xfail(strict=True, reason="one mistake in a shared section is printed once per stage (2-3 lines), not "
-                                       "once with the stages named, as test_first_run_red_team's training numbers are")
 @pytest.mark.parametrize("section, keys, fragment", [
     ("training", {"bf16": True, "fp16": True}, "fp16 and bf16"),
     ("model", {"load_in_4bit": True, "use_peft": False}, "needs use_peft: true")])
@@ -168,7 +165,6 @@ def test_wrong_types_and_values(workdir, capsys, section, keys, fragment):
     fails_once(capsys, recipe(**{section: keys}), fragment)
 
 
-@pytest.mark.xfail(strict=True, reason="these pass the dry run; each crashes or trains nothing once the stage starts")
 @pytest.mark.parametrize("section, keys, key", [
     ("rl", {"reward_weights": [1.0, float("nan")]}, "reward_weights"),
     ("rl", {"top_p": 2.0}, "top_p"),
@@ -181,19 +177,14 @@ def test_values_that_cannot_train(workdir, capsys, section, keys, key):
     fails_once(capsys, recipe(**{section: keys}), f"{section}: key {key!r}")
 
 
-@pytest.mark.xfail(strict=True, reason="the same reward listed twice passes: it is silently counted twice")
 def test_a_reward_listed_twice(workdir, capsys):
     fails_once(capsys, recipe(rl={"rewards": ["math", "format", "math"]}), "rl: key 'rewards'", "math")
 
 
-@pytest.mark.xfail(strict=True, reason="max_length 2 passes: the recipes drop examples longer than max_length, so "
-                                       "every SFT example is dropped and the stage trains on nothing")
 def test_an_sft_max_length_shorter_than_every_example(workdir, capsys):
     fails_once(capsys, recipe(cold_start={"max_length": 2}), "cold_start: key 'max_length'")
 
 
-@pytest.mark.xfail(strict=True, reason="transformers 5 renamed warmup_ratio; the error is a bare 'unknown key' with "
-                                       "no hint, unlike max_seq_length and max_prompt_length")
 def test_warmup_ratio_as_in_transformers_4(workdir, capsys):
     fails_once(capsys, recipe(training={"warmup_ratio": 0.1}), "unknown key 'warmup_ratio'", "warmup_steps")
 
@@ -209,7 +200,6 @@ def test_set_typos_and_double_equals(workdir, capsys):
                    "rl: key 'learning_rate': expected float, got '=1e-6'")
 
 
-@pytest.mark.xfail(strict=True, reason="argparse says 'unrecognized arguments: 1e-6' without the KEY=VALUE form")
 def test_set_with_a_space_instead_of_equals(workdir, capsys):
     Path("recipe.yaml").write_text(yaml.safe_dump(recipe()))
     one_line_error(capsys, run_main, ["recipe.yaml", "--dry-run", "--set", "rl.learning_rate", "1e-6"],
@@ -222,8 +212,6 @@ def test_two_recipes(workdir, capsys):
     one_line_error(capsys, run_main, ["recipe.yaml", "other.yaml", "--dry-run"], "unrecognized arguments: other.yaml")
 
 
-@pytest.mark.xfail(strict=True, reason="`trl-r1 --dry-run run x.yaml` is \"unknown command '--dry-run'\" and the "
-                                       "command list (17 lines), not that flags go after the command")
 def test_a_run_flag_before_the_command(workdir, capsys):
     Path("recipe.yaml").write_text(yaml.safe_dump(recipe()))
     one_line_error(capsys, main, ["--dry-run", "run", "recipe.yaml"], "--dry-run", "after")
@@ -250,8 +238,6 @@ def test_sft_on_prompt_only_data_and_grpo_on_sft_data(workdir, capsys):
                                        "format"], "rl: the dataset has no 'prompt' column (columns: ['messages'])")
 
 
-@pytest.mark.xfail(strict=True, reason="`trl-r1 grpo --output_dir afile` blames 'run_dir' and '--run-dir', which "
-                                       "`trl-r1 grpo` has not got")
 def test_grpo_output_dir_that_is_a_file(workdir, capsys):
     Path("afile").write_text("notes\n")
     err = one_line_error(capsys, grpo_main, [
@@ -263,16 +249,12 @@ def test_grpo_output_dir_that_is_a_file(workdir, capsys):
 # ------------------------------------------------------------------------------------------- accelerate configs
 
 
-@pytest.mark.xfail(strict=True, reason="an accelerate config given as the recipe is called a single-stage config and "
-                                       "sent to `trl-r1 sft|grpo|ppo --config`, which cannot run it either")
 def test_an_accelerate_config_given_as_the_recipe(workdir, capsys):
     zero3 = str(_helpers.ROOT / "recipes/accelerate_configs/zero3.yaml")
     err = one_line_error(capsys, run_main, [zero3, "--dry-run"], "accelerate")
     assert "--config FILE" not in err
 
 
-@pytest.mark.xfail(strict=True, reason="`trl-r1 run x.yaml --config_file ddp.yaml` is argparse's 'unrecognized "
-                                       "arguments' with no word of `accelerate launch --config_file` or --num_processes")
 def test_an_accelerate_config_file_flag_given_to_run(workdir, capsys):
     Path("recipe.yaml").write_text(yaml.safe_dump(recipe()))
     ddp = str(_helpers.ROOT / "recipes/accelerate_configs/ddp.yaml")
@@ -321,14 +303,11 @@ def test_publish_before_any_stage_finished(workdir, capsys):
                    "no finished stage with a model in runs/r")
 
 
-@pytest.mark.xfail(strict=True, reason="a missing --dataset_name file exits 1, not 2 like every other input mistake")
 def test_evaluate_on_a_missing_file(workdir, capsys):
     one_line_error(capsys, main, ["evaluate", "--model_name_or_path", "tiny", "--dataset_name", "nope.jsonl",
                                   "--output_dir", "ev"], "nope.jsonl does not exist")
 
 
-@pytest.mark.xfail(strict=True, reason="each is accepted and the command generates and exits 0: top_p 2, a negative "
-                                       "temperature, a similarity threshold of 2, a min_reward no sample can reach")
 @pytest.mark.parametrize("command_, flags, key", [
     ("evaluate", ["--dataset_name", "split", "--dataset_split", "test", "--top_p", "2"], "top_p"),
     ("distill", ["--dataset_name", "four.jsonl", "--temperature", "-1"], "temperature"),
@@ -355,14 +334,11 @@ def test_prompt_content_as_a_list_of_parts(workdir, capsys):
     assert code == 0 or (code == 2 and any("row 0" in p for p in problems)), (code, problems)
 
 
-@pytest.mark.xfail(strict=True, reason="gold answers written as JSON NaN (pandas' missing value) pass the "
-                                       "missing-gold check that null fails")
 def test_gold_answers_that_are_nan(workdir, capsys):
     Path("nan.jsonl").write_text("".join(f'{{"prompt": "What is {i} + 1?", "solution": NaN}}\n' for i in range(8)))
     fails_naming(capsys, recipe(rl={"dataset_name": "nan.jsonl"}), "8 of 8 rows have no 'solution'")
 
 
-@pytest.mark.xfail(strict=True, reason="run_dir set to the model's own folder passes; the stages would write into it")
 def test_run_dir_that_is_the_model_folder(workdir, capsys):
     fails_once(capsys, {**recipe(), "run_dir": "tiny"}, "run_dir", "tiny")
 

@@ -89,6 +89,11 @@ def main(argv: list[str] | None = None) -> int:
         print(_usage())
         return 0
     command, rest = argv[0], argv[1:]
+    if command.startswith("-") and any(word in COMMANDS for word in rest):
+        word = next(word for word in rest if word in COMMANDS)
+        print(f"trl-r1: {command} is an option of a command; put options after the command: trl-r1 {word} ... "
+              f"{command}", file=sys.stderr)
+        return 2
     if command not in COMMANDS:
         print(f"trl-r1: unknown command {command!r}\n\n{_usage()}", file=sys.stderr)
         return 2
@@ -116,6 +121,7 @@ def run_main(argv: list[str] | None = None) -> int:
                         "(2 narrow layers), tokenizer, chat template and dataset schemas, 1 step per stage "
                         "(trl_r1.pipeline.smoke); writes under --run-dir, default <run_dir>-smoke")
     _add_launch_arguments(parser)
+    misplaced_run_argument(parser, argv or [])
     if argv is not None and "--config" in argv:
         parser.error("`trl-r1 run` takes the recipe as its argument, not --config: trl-r1 run RECIPE.yaml "
                      "(--config is for the one-stage commands, trl-r1 sft|grpo|ppo)")
@@ -145,6 +151,17 @@ def run_main(argv: list[str] | None = None) -> int:
                 print(f"note: {limit}")
 
     return _exit_code("trl-r1 run", work)
+
+
+def misplaced_run_argument(parser: argparse.ArgumentParser, argv: list[str]) -> None:
+    """A usage error, with the right form, for `--set KEY VALUE` (argparse would call VALUE an unrecognized
+    argument) and for accelerate's `--config_file` (`trl-r1 run` launches accelerate itself)."""
+    for i, word in enumerate(argv[:-2]):
+        if word == "--set" and "=" not in argv[i + 1] and not argv[i + 2].startswith("-"):
+            parser.error(f"--set takes SECTION.KEY=VALUE as one word: --set {argv[i + 1]}={argv[i + 2]}")
+    if any(word.split("=")[0] in ("--config_file", "--config-file") for word in argv):
+        parser.error("--config_file is a flag of `accelerate launch`: accelerate launch --config_file FILE -m "
+                     "trl_r1.cli run RECIPE, or let trl-r1 launch it with --num_processes N")
 
 
 def _add_card_argument(parser: argparse.ArgumentParser) -> None:
@@ -282,7 +299,12 @@ def _single_stage(command: str, stage: str, argv: list[str] | None) -> int:
         from .pipeline import load_recipe, run_recipe
         from .pipeline.recipe import RecipeError
 
+        from .pipeline.preflight import run_dir_problems
+
         recipe, overridden = single_stage_recipe(command, stage, args, rest)
+        output_dir = recipe["run_dir"]  # a file there is named as this command's key, before the recipe's checks
+        if isinstance(output_dir, str) and run_dir_problems(output_dir, key="output_dir"):
+            raise RecipeError(run_dir_problems(output_dir, key="output_dir"))
         if stage == "rl":
             algorithm = recipe[stage].setdefault("algorithm", command)
             if algorithm != command:

@@ -234,6 +234,8 @@ FOREIGN_KEYS: dict[str, str] = {
                          "long prompts out of the dataset (filter them, or set max_samples)",
     "max_seq_length": "TRL's old name for `max_length` (SFTConfig, renamed in TRL 0.20)",
     "evaluation_strategy": "transformers' old name for `eval_strategy`",
+    "warmup_ratio": "transformers 4's share of steps spent warming up, gone in transformers 5: set `warmup_steps` "
+                    "(a count of steps, or a float below 1 read as that share of the steps)",
     "dataset_prompt_column": "open-r1's name for `prompt_column`",
     "dataset_mixture": "open-r1's mixture: here `final_sft.mix_datasets` (trl DatasetConfig entries)",
     "system_prompt": "open-r1's system prompt: put a system turn in the dataset's prompt (a `prompt` column of "

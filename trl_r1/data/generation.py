@@ -74,6 +74,15 @@ class SamplingParams:
         return asdict(self)
 
 
+def check_sampling(temperature: float, top_p: float) -> None:
+    """A ValueError naming the flag for a temperature below 0 or a top_p outside (0, 1], which generate() and
+    vLLM take, or fail on, only after the model is loaded (or silently sample greedily)."""
+    if temperature < 0:
+        raise ValueError(f"temperature must be >= 0 (0 decodes greedily), got {temperature}")
+    if not 0 < top_p <= 1:
+        raise ValueError(f"top_p must be in (0, 1] (1.0 samples from the whole distribution), got {top_p}")
+
+
 class Generator(Protocol):
     """What the builders need from a backend."""
 

@@ -28,6 +28,7 @@ class SplitError(LocalDataError):
 
 _FILE_BUILDERS = {".json": "json", ".jsonl": "json", ".parquet": "parquet", ".csv": "csv", ".txt": "text"}
 _TEXT_SUFFIXES = {".json", ".jsonl", ".csv", ".txt"}
+_COMPRESSED_SUFFIXES = (".gz", ".bz2", ".xz", ".zst")  # `datasets` decompresses these itself: x.jsonl.gz is JSONL
 _PATH_PREFIXES = ("/", "./", "../", "~", ".\\", "..\\")
 
 
@@ -51,9 +52,10 @@ def load_dataset_spec(name: str, *, split: str = "train", config: str | None = N
         dataset = _call_builder(name, split, kwargs)
     elif Path(name).expanduser().is_file():
         path = Path(name).expanduser()
-        builder = _FILE_BUILDERS.get(path.suffix)
+        builder = _FILE_BUILDERS.get(Path(path.stem).suffix if path.suffix in _COMPRESSED_SUFFIXES else path.suffix)
         if builder is None:
-            raise ValueError(f"cannot tell the format of {name!r}; use one of {sorted(_FILE_BUILDERS)}")
+            raise ValueError(f"cannot tell the format of {name!r}; use one of {sorted(_FILE_BUILDERS)} (or one of "
+                             f"them compressed: {', '.join(_COMPRESSED_SUFFIXES)})")
         if split.partition("[")[0].strip() != "train":
             raise SplitError(f"split {split!r}: {name} is one file, which `datasets` reads as a single split named "
                              "'train'; use 'train' or a slice of it ('train[:100]', 'train[-100:]'), or keep the "

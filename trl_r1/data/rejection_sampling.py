@@ -34,6 +34,7 @@ from .generation import (
     Generator,
     OpenAIGenerator,
     SamplingParams,
+    check_sampling,
     is_prompt,
     load_generator,
     resolve_backend,
@@ -157,6 +158,13 @@ class RejectionSamplingConfig:
         for key in ("num_samples", "batch_size", "max_prompts", "max_prompt_tokens"):  # 0 would sample nothing
             if getattr(self, key) is not None and getattr(self, key) < 1:
                 raise ValueError(f"{key} must be >= 1, got {getattr(self, key)}")
+        check_sampling(self.temperature, self.top_p)
+        if self.dedup_threshold is not None and not 0 <= self.dedup_threshold <= 1:
+            raise ValueError(f"dedup_threshold must be in [0, 1] (a similarity; None disables), got "
+                             f"{self.dedup_threshold}")
+        if self.min_reward > 1:  # every registry reward scores in [0, 1]: nothing would be kept
+            raise ValueError(f"min_reward must be <= 1 (rewards score from 0 to 1, 1.0 keeps fully correct "
+                             f"samples), got {self.min_reward}")
         if self.vllm_fallback not in VLLM_FALLBACKS:
             raise ValueError(f"vllm_fallback must be one of {VLLM_FALLBACKS}, got {self.vllm_fallback!r}")
         if self.backend not in BACKENDS:

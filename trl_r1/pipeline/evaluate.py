@@ -218,6 +218,9 @@ class EvaluateArguments(EvaluationConfig):
             raise ValueError(f"set benchmark ({', '.join(BENCHMARKS)}) or dataset_name (a file or a Hub id)")
         if self.num_samples < 1:
             raise ValueError(f"num_samples must be >= 1, got {self.num_samples}")
+        from ..data.generation import check_sampling
+
+        check_sampling(self.temperature, self.top_p)
 
 
 def resolve_model(model_name_or_path: str, base_model_name_or_path: str | None = None) -> tuple[str, str | None]:
@@ -401,8 +404,13 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"{prog}: {exc}", file=sys.stderr)
         return 2
+    from ..data.loading import LocalDataError
+
     try:
         report = evaluate_command(args)
+    except LocalDataError as exc:  # a dataset path that is no file here: an input mistake, like a bad flag
+        print(f"{prog}: dataset_name: {exc}", file=sys.stderr)
+        return 2
     except (OSError, ValueError, ImportError, KeyError) as exc:  # a model or dataset that cannot load
         print(f"{prog}: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1

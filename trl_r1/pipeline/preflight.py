@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import math
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -78,7 +79,8 @@ def long_prompt_problems(where: str, dataset: Any, tokenizer: Any, context: tupl
         if isinstance(prompt, str):
             tokens = len(tokenizer(prompt)["input_ids"])
         elif tokenizer.chat_template is not None:
-            tokens = len(tokenizer.apply_chat_template(prompt, tokenize=True, add_generation_prompt=True))
+            tokens = len(tokenizer.apply_chat_template(prompt, tokenize=True, add_generation_prompt=True,
+                                                            return_dict=False))
         else:
             continue
         if tokens >= limit:
@@ -89,6 +91,19 @@ def long_prompt_problems(where: str, dataset: Any, tokenizer: Any, context: tupl
     return [f"{where}: column 'prompt': {len(too_long)} of {len(head)} prompts fill the model's context of {limit} "
             f"tokens (max_position_embeddings in {source}), leaving no room to answer (first: row {i}, {tokens} "
             "tokens); shorten or drop them"]
+
+
+def short_max_length_problems(where: str, dataset: Any, tokenizer: Any, max_length: int, rows: int = 200) -> list[str]:
+    """An SFT `max_length` below every one of the first `rows` examples (rendered with the chat template) drops
+    them all (`stages.DropLongExamples`): the stage would fail after loading the model, or train on nothing."""
+    if "messages" not in dataset.column_names or tokenizer.chat_template is None:
+        return []
+    head = dataset.select(range(min(rows, len(dataset))))["messages"]
+    shortest = min(len(tokenizer.apply_chat_template(turns, tokenize=True, return_dict=False)) for turns in head)
+    if shortest <= max_length:
+        return []
+    return [f"{where}: key 'max_length': {max_length} tokens is shorter than every one of the first {len(head)} "
+            f"examples (the shortest: {shortest} tokens), so all would be dropped; raise it (R1 recipes: 4096 and up)"]
 
 
 def _turns_problems(where: str, column: str, values: list[Any], *, needs_assistant: bool) -> list[str]:
@@ -160,7 +175,8 @@ def missing_value_problems(where: str, dataset: Any, columns: list[str], named: 
     problems = []
     for column in columns:
         empty = [i for i, value in enumerate(dataset[column])
-                 if value is None or (isinstance(value, (str, list, dict)) and not value)
+                 if value is None or (isinstance(value, float) and math.isnan(value))  # JSON NaN: pandas' missing
+                 or (isinstance(value, (str, list, dict)) and not value)
                  or (isinstance(value, str) and not value.strip())]
         if empty:
             fix = ("fill them in or drop them" + (", or set allow_missing_answers: true to keep them (the rewards "
@@ -242,17 +258,29 @@ def lora_target_problems(model_path: str, targets: Any) -> list[str]:
             f"{linear}); use those names, or all-linear"]
 
 
-def run_dir_problems(run_dir: Any) -> list[str]:
-    """A run_dir that is a file, or lies under one, fails here, not when the first stage writes its outputs."""
+def run_dir_problems(run_dir: Any, key: str = "run_dir") -> list[str]:
+    """A run_dir that is a file, or lies under one, fails here, not when the first stage writes its outputs.
+    `key` is what the command calls it (`trl-r1 sft|grpo|ppo`: output_dir)."""
     from pathlib import Path
 
+    named = "run_dir (or --run-dir)" if key == "run_dir" else key
     for path in (Path(run_dir), *Path(run_dir).parents):
         if path.exists():
             if path.is_dir():
                 return []
-            return [f"run_dir: {run_dir} {'is' if path == Path(run_dir) else f'lies under {path}, which is'} a "
-                    "file, not a folder; give run_dir (or --run-dir) a folder path"]
+            return [f"{key}: {run_dir} {'is' if path == Path(run_dir) else f'lies under {path}, which is'} a "
+                    f"file, not a folder; give {named} a folder path"]
     return []
+
+
+def run_dir_model_problems(run_dir: Any, model_path: str) -> list[str]:
+    """A run_dir that is the base model's own folder: every stage would write its folders and records into it."""
+    from pathlib import Path
+
+    if not Path(model_path).is_dir() or Path(run_dir).resolve() != Path(model_path).resolve():
+        return []
+    return [f"run_dir: {run_dir} is the folder of model_name_or_path {model_path}; the stages would write into the "
+            "model's folder; give run_dir a folder of its own (e.g. runs/NAME)"]
 
 
 def checkpoint_problems(model_path: str, path: Any) -> list[str]:
@@ -439,9 +467,50 @@ def value_problems(recipe: Recipe, stages: list[StagePlan]) -> list[str]:
         if plan.name == "rl":
             at_least("temperature", 0, "makes every completion of a prompt the same, so every advantage is 0 and "
                      "nothing is learned; sample with a temperature above 0 (R1: 0.6 to 1.0)", strict=True)
+        problems += sampling_problems(where, config)
     problems = _grouped(problems)
-    if recipe.model.use_peft and isinstance(recipe.model.lora_r, int) and recipe.model.lora_r < 1:
-        problems.append(f"model: key 'lora_r': {recipe.model.lora_r} must be at least 1 (QLoRA uses 16 to 64)")
+    problems += lora_value_problems(recipe.model)
+    return problems
+
+
+def sampling_problems(where: str, config: Any) -> list[str]:
+    """RL values TRL takes and then fails on mid-run or trains nothing with: top_p outside (0, 1] (vLLM and
+    generate reject it at the first rollout), a negative clip epsilon (the ratio clip inverts), num_iterations
+    below 1 (no optimisation pass per batch), a reward weight that is not a finite number (NaN or inf poisons
+    every advantage)."""
+    problems = []
+    top_p = getattr(config, "top_p", None)
+    if isinstance(top_p, (int, float)) and not 0 < top_p <= 1:
+        problems.append(f"{where}: key 'top_p': {top_p} is outside (0, 1]; 1.0 samples from the whole distribution")
+    for key in ("epsilon", "epsilon_high"):
+        value = getattr(config, key, None)
+        if isinstance(value, (int, float)) and value < 0:
+            problems.append(f"{where}: key {key!r}: {value} must be 0 or above (the PPO clip range; TRL: 0.2)")
+    iterations = getattr(config, "num_iterations", None)
+    if isinstance(iterations, int) and iterations < 1:
+        problems.append(f"{where}: key 'num_iterations': {iterations} must be at least 1 (optimisation passes per "
+                        "generation batch; TRL: 1)")
+    weights = getattr(config, "reward_weights", None)
+    if isinstance(weights, list) and not all(isinstance(w, (int, float)) and math.isfinite(w) for w in weights):
+        problems.append(f"{where}: key 'reward_weights': {weights} must all be finite numbers")
+    return problems
+
+
+def lora_value_problems(model: Any) -> list[str]:
+    """LoRA values peft accepts and then trains wrongly with: rank below 1, a dropout outside [0, 1) (1 or more
+    zeroes every adapter input), alpha at or below 0 (the adapter's scale alpha / r is 0 or flips its sign)."""
+    if not model.use_peft:
+        return []
+    problems = []
+    if isinstance(model.lora_r, int) and model.lora_r < 1:
+        problems.append(f"model: key 'lora_r': {model.lora_r} must be at least 1 (QLoRA uses 16 to 64)")
+    dropout = getattr(model, "lora_dropout", None)
+    if isinstance(dropout, (int, float)) and not 0 <= dropout < 1:
+        problems.append(f"model: key 'lora_dropout': {dropout} must be in [0, 1) (QLoRA: 0.05)")
+    alpha = getattr(model, "lora_alpha", None)
+    if isinstance(alpha, (int, float)) and alpha <= 0:
+        problems.append(f"model: key 'lora_alpha': {alpha} must be above 0 (the adapter scale is alpha / r; "
+                        "common: 2 * lora_r)")
     return problems
 
 
@@ -653,5 +722,6 @@ def vllm_cache_problems(where: str, config: Any, shape: ModelShape, card: tuple[
 __all__ = ["backend_problems", "card_memory_gb", "column_key_problems", "context_problems", "dataset_kwargs_problems",
            "conversation_problems", "generation_backend_problems", "long_prompt_problems", "lora_target_problems",
            "memory_problems", "missing_template_problems", "missing_value_problems", "model_context",
-           "model_path_problems", "precision_problems", "rows_asked", "run_dir_problems", "split_key",
-           "tracker_problems", "unique", "value_problems"]
+           "model_path_problems", "precision_problems", "rows_asked", "run_dir_problems", "run_dir_model_problems", "split_key",
+           "tracker_problems", "unique", "value_problems", "sampling_problems", "lora_value_problems",
+           "short_max_length_problems"]

@@ -307,6 +307,11 @@ def load_recipe(source: str | Path | dict[str, Any], *, single_stage: bool = Fal
     stage_names, known_sections = registry.choices(), sections()
     problems: list[str] = []
     flat_keys = [key for key in data if key not in known_sections and not isinstance(data[key], dict)]
+    accelerate_keys = [key for key in ACCELERATE_KEYS if key in data]
+    if accelerate_keys:
+        raise RecipeError([f"{path or 'this YAML'} is an accelerate config ({', '.join(accelerate_keys)}), not a "
+                           "recipe: give it to `accelerate launch --config_file FILE -m trl_r1.cli run RECIPE`, or "
+                           "run the recipe on N GPUs with `trl-r1 run RECIPE --num_processes N`"])
     if not single_stage and not any(name in data for name in stage_names) and len(flat_keys) > len(data) / 2:
         raise RecipeError([f"{path or 'this YAML'} is a single-stage config (flat keys such as "
                            f"{', '.join(map(repr, flat_keys[:3]))} at the top level), not a pipeline recipe: run it "
@@ -379,6 +384,9 @@ def run_seed(training: dict[str, Any]) -> int:
     return training.get("seed", TrainingArguments.seed)
 
 
+ACCELERATE_KEYS = ("compute_environment", "distributed_type", "deepspeed_config", "fsdp_config")  # `accelerate config`'s
+
+
 def shared_once(problems: list[str], training: dict[str, Any], data: dict[str, Any],
                 stage_names: Iterable[str]) -> list[str]:
     """A mistake in the `training` section fails every stage that inherits it: report it once, for `training`
@@ -395,7 +403,17 @@ def shared_once(problems: list[str], training: dict[str, Any], data: dict[str, A
                 problem = f"training: {rest}" if rest.startswith("key ") else f"training: key {inherited[0]!r}: {rest}"
         if problem not in out:
             out.append(problem)
-    return out
+    return same_text_once(out, {"model", "training", *stage_names})
+
+
+def same_text_once(problems: list[str], sections: set[str]) -> list[str]:
+    """'section: text' problems with the same text (a shared section's value that every stage fails on, such as
+    fp16 and bf16 both set) as one line naming every section, in their first order."""
+    names: dict[str, list[str]] = {}
+    for problem in problems:
+        section, _, text = problem.partition(": ")
+        names.setdefault(text if section in sections else problem, []).append(section)
+    return [f"{', '.join(found)}: {text}" if found[0] in sections else text for text, found in names.items()]
 
 
 def flat_to_recipe(flat: dict[str, Any], stage: str) -> dict[str, Any]:
@@ -504,6 +522,11 @@ def reward_weights(rewards: Any, stage: str, problems: list[str]) -> list[float]
         get_reward_funcs(rewards)
     except (ValueError, TypeError) as exc:
         problems.append(f"{stage}: key 'rewards': {exc}")
+        return None
+    repeated = [entry for i, entry in enumerate(rewards) if entry in rewards[:i]]
+    if repeated:  # TRL sums every listed function: one listed twice silently doubles its weight
+        problems.append(f"{stage}: key 'rewards': {repeated[0]!r} is listed twice; list each reward once and give "
+                        "it a weight ({name: math, weight: 2.0}) to count it more")
         return None
     weights = [entry.get("weight") if isinstance(entry, dict) else None for entry in rewards]
     if all(w is None for w in weights):

@@ -41,6 +41,7 @@ from .preflight import (
     model_path_problems,
     rows_asked,
     precision_problems,
+    run_dir_model_problems,
     run_dir_problems,
     tracker_problems,
     value_problems,
@@ -203,6 +204,7 @@ class Pipeline:
             chat_stages = [s.name for s in self.pending() if STAGE_REGISTRY[s.name].trains_on_chat]
             problems += missing_template_problems(self.base_model_path, self._datasets, chat_stages)
         problems += run_dir_problems(self.recipe.run_dir) + value_problems(self.recipe, self.pending())
+        problems += run_dir_model_problems(self.recipe.run_dir, self.base_model_path)
         self.notes += [f"{plan.name}: learning_rate 0: this stage trains no weight (its outputs equal its inputs)"
                        for plan in self.pending() if plan.model_args is not None
                        and getattr(plan.config, "learning_rate", None) == 0]

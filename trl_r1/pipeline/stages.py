@@ -38,6 +38,7 @@ from typing import Any
 
 from .fingerprint import keep_previous
 from .plan import StageCost, dataset_rows, final_sft_cost, rejection_sampling_cost, rl_cost, training_cost
+from .preflight import short_max_length_problems
 from .recipe import (
     STAGE_REGISTRY,
     TRAINER_KINDS,
@@ -414,9 +415,13 @@ class SFTStage(TrainingStage):
         if plan.args.dataset_name is None:
             return []
         text_field = getattr(plan.config, "dataset_text_field", "text")  # TRL's SFTConfig: the text column's name
-        return pipeline.check_columns(plan.name, lambda: self.own_dataset(plan, pipeline), (), [],
-                                      named=[plan.args, plan.config],
-                                      any_of=(("messages",), (text_field,), ("prompt", "completion")))
+        problems = pipeline.check_columns(plan.name, lambda: self.own_dataset(plan, pipeline), (), [],
+                                          named=[plan.args, plan.config],
+                                          any_of=(("messages",), (text_field,), ("prompt", "completion")))
+        if not problems and pipeline.tokenizer is not None and self.long_examples(plan) is not None:
+            problems = short_max_length_problems(plan.name, self.own_dataset(plan, pipeline), pipeline.tokenizer,
+                                                 plan.config.max_length)
+        return problems
 
     def cost(self, plan, pipeline, costs):
         return training_cost(plan, pipeline, dataset_rows(pipeline, plan.name, plan), "")
