@@ -30,17 +30,23 @@ def kl_estimator_field(default: str, placement: str):
     )
 
 
+UNTRAINABLE_WHY = {  # what a user is told instead of the bound, where the bound alone does not say why
+    "temperature": "makes every completion of a prompt the same, so every advantage is 0 and nothing is learned; "
+                   "sample with a temperature above 0 (R1: 0.6 to 1.0)",
+}
+
+
 def check_trainable(config: object, positive: tuple[str, ...] = (), non_negative: tuple[str, ...] = ()) -> None:
     """Fail fast, naming the field, on a value no run can train with (written so that NaN fails too; TRL checks
     none of these)."""
     for name in positive:
         value = getattr(config, name)
         if value is not None and not value > 0:
-            raise ValueError(f"{name} must be > 0, got {value}.")
+            raise ValueError(f"key {name!r}: {value} {UNTRAINABLE_WHY.get(name, 'must be > 0')}.")
     for name in non_negative:
         value = getattr(config, name)
         if value is not None and not value >= 0:
-            raise ValueError(f"{name} must be >= 0, got {value}.")
+            raise ValueError(f"key {name!r}: {value} {UNTRAINABLE_WHY.get(name, 'must be >= 0')}.")
 
 
 @dataclass
