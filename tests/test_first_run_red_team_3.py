@@ -97,7 +97,6 @@ def test_capitalised_roles(workdir, capsys):
                "cold_start: column 'messages', row 0 (counted from 0), turn 0: role 'User' is none of")
 
 
-@pytest.mark.xfail(strict=True, reason="a prompt of a system turn alone passes the dry run; the model is asked nothing")
 def test_a_prompt_with_a_system_turn_only(workdir, capsys):
     rows = [{"prompt": [{"role": "system", "content": "Reason step by step."}], "solution": "2"}] * 8
     fails_once(capsys, recipe(rl={"dataset_name": jsonl("sys.jsonl", rows)}), "rl: column 'prompt', row 0", "user")
@@ -324,9 +323,6 @@ def test_generation_settings_out_of_range(workdir, capsys, command_, flags, key)
 # ------------------------------------------------------------------------------------------- round two of probes
 
 
-@pytest.mark.xfail(strict=True, reason="content as a list of parts ([{type: text, text: ...}], the OpenAI and TRL "
-                                       "vision format) escapes the dry run as TypeError: can only concatenate str "
-                                       "(not \"list\") to str")
 def test_prompt_content_as_a_list_of_parts(workdir, capsys):
     rows = [{"prompt": [{"role": "user", "content": [{"type": "text", "text": f"What is {i} + 1?"}]}],
              "solution": str(i + 1)} for i in range(8)]

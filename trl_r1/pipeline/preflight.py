@@ -79,8 +79,12 @@ def long_prompt_problems(where: str, dataset: Any, tokenizer: Any, context: tupl
         if isinstance(prompt, str):
             tokens = len(tokenizer(prompt)["input_ids"])
         elif tokenizer.chat_template is not None:
-            tokens = len(tokenizer.apply_chat_template(prompt, tokenize=True, add_generation_prompt=True,
-                                                            return_dict=False))
+            try:
+                tokens = len(tokenizer.apply_chat_template(prompt, tokenize=True, add_generation_prompt=True,
+                                                                return_dict=False))
+            except Exception as exc:  # jinja's error on content the template cannot render, e.g. a list of parts
+                return [f"{where}: column 'prompt', row {i} (counted from 0): the chat template cannot render it "
+                        f"({type(exc).__name__}: {exc}); write each turn's content as one text"]
         else:
             continue
         if tokens >= limit:
@@ -130,6 +134,9 @@ def _turns_problems(where: str, column: str, values: list[Any], *, needs_assista
             if not isinstance(turn["content"], (str, list)):
                 return [f"{at}, turn {j} ({role}): content is {turn['content']!r}, not text; fill it in or drop the "
                         "row"]
+        if column == "prompt" and not any(turn["role"] == "user" for turn in turns):
+            return [f"{at} has no user turn ({[turn['role'] for turn in turns]}), so the model is asked nothing; "
+                    "put the question in a user turn after the system turn"]
         if needs_assistant and not any(turn["role"] == "assistant" for turn in turns):
             return [f"{at} has no assistant turn, so nothing to learn from; each SFT row needs the answer as an "
                     "assistant turn (a prompt-only file belongs to the rl stage)"]
