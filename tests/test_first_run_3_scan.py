@@ -6,7 +6,7 @@ import logging
 from pathlib import Path
 
 from tests.test_first_run_2 import dry_run, fails_once, recipe, workdir  # noqa: F401  (workdir: the fixture)
-from trl_r1.data.scan import fits_budget, iter_file_batches, prompt_budget, scan_prompts
+from trl_r1.data.scan import iter_file_batches, prompt_budget, scan_prompts
 from trl_r1.pipeline import load_recipe
 
 
@@ -47,18 +47,6 @@ def test_a_whole_file_scan_reads_jsonl_csv_parquet_and_folders_in_batches(tmp_pa
     assert max(len(b) for b in batches) == 1000 and sum(len(b) for b in batches) == 3 * 2501
     scan = scan_prompts(iter(batches), tokenizer, budget=40)
     assert (scan.rows, scan.over_budget, scan.first_over[0]) == (3 * 2501, 3, 2500) and scan.longest > 50
-
-
-def test_a_builder_skips_a_prompt_over_its_budget_and_counts_it(tiny_model_dir, caplog):
-    from transformers import AutoTokenizer
-
-    tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
-    skipped: list[int] = []
-    with caplog.at_level(logging.WARNING, logger="trl_r1.data"):
-        kept = [p for p in ["1 + 1?", "add " * 5000 + "1?", "2 + 2?", "add " * 6000]
-                if fits_budget(p, tokenizer, 512, skipped)]
-    assert kept == ["1 + 1?", "2 + 2?"] and len(skipped) == 2 and min(skipped) > 5000
-    assert caplog.text.count("skipped (not cut)") == 1  # one clear line, then counted
 
 
 def test_the_training_file_as_the_held_out_set_fails(workdir, capsys):

@@ -4,15 +4,13 @@ an evaluation set overlaps the training data.
 The rows come in batches (a `datasets.Dataset` through `.iter`, memory-mapped; a JSONL / CSV / parquet file or a
 folder of them through `iter_file_batches`, a batch at a time), are tokenized in batches by the fast tokenizer and
 counted, with a tqdm bar; nothing is held but the counts, so time grows linearly with rows and memory does not.
-The builders (rejection sampling, distillation) call `fits_budget` on their prompts: a prompt over the budget is
-skipped and counted, never loaded into a generate call that would run the machine out of memory.
+The builders skip a prompt over their own budget at generation time (`max_prompt_tokens` of rejection sampling).
 """
 
 from __future__ import annotations
 
 import csv
 import json
-import logging
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +19,6 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
 
-logger = logging.getLogger("trl_r1.data")
 
 SCAN_BATCH = 1000  # rows per tokenizer call
 FILE_SUFFIXES = (".jsonl", ".json", ".csv", ".parquet")
@@ -136,19 +133,6 @@ def budget_problems(where: str, dataset: Any, tokenizer: PreTrainedTokenizerBase
             "drop or shorten them, or raise the limit"]
 
 
-def fits_budget(prompt: Any, tokenizer: PreTrainedTokenizerBase, budget: int, skipped: list[int]) -> bool:
-    """For a builder: whether a prompt fits `budget` tokens; one that does not is counted in `skipped` (its
-    length) and logged once at WARNING with the rule (skipped, not cut: a cut question has another answer)."""
-    (tokens,) = prompt_lengths([prompt], tokenizer)
-    if tokens is None or tokens <= budget:
-        return True
-    if not skipped:
-        logger.warning("a prompt of %d tokens is over the %d-token prompt budget: skipped (not cut); every such "
-                       "prompt is skipped and counted", tokens, budget)
-    skipped.append(tokens)
-    return False
-
-
 def normalized(prompt: Any) -> str:
     """A prompt's text for comparing sets: a conversation's user turns; case and spacing folded."""
     if isinstance(prompt, list):
@@ -172,7 +156,7 @@ def prompt_overlap(held_out: Any, training: Any, column: str = "prompt") -> tupl
     return shared, total
 
 
-__all__ = ["HELD_OUT_OVERLAP", "PromptScan", "budget_problems", "fits_budget", "held_out_problems", "iter_dataset_batches", "iter_file_batches",
+__all__ = ["HELD_OUT_OVERLAP", "PromptScan", "budget_problems", "held_out_problems", "iter_dataset_batches", "iter_file_batches",
            "normalized", "prompt_budget", "prompt_lengths", "prompt_overlap", "scan_prompts"]
 
 
