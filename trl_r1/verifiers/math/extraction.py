@@ -278,11 +278,12 @@ def _cut_runs(completion: str) -> str:
 
 
 def _cut_run(run: re.Match) -> str:
-    """One run cut: brackets and terms of a sum or list kept whole (exact arithmetic reads any depth and any
+    """One run cut: brackets (signed or not) and terms of a sum or list kept whole (exact arithmetic reads any depth and any
     length with explicit stacks), whitespace cut
     without a mark (it is layout), digits past `MAX_DIGIT_RUN`, anything else past `MAX_REPEATS`, marked."""
     unit = run.group(1)
-    if not unit.strip("(){}[]") or re.search(r"[\w.]", unit) and re.search(r"[-+*/^=,]", unit):  # ((1)), 1+1+...+1
+    if (not unit.strip("(){}[]+-") and re.search(r"[(){}[\]]", unit)  # ((1)), -(-(-(5)))
+            or re.search(r"[\w.]", unit) and re.search(r"[-+*/^=,]", unit)):  # 1+1+...+1
         return run.group()
     if unit.isspace():
         return unit * MAX_REPEATS
