@@ -95,10 +95,10 @@ def test_a_mistake_in_the_model_section_is_one_error_not_one_per_stage(tmp_path)
     # every trainer stage builds its model arguments from the section; it used to re-report the mistake
     one_problem(recipe(MATH, tmp_path, **{"model.lora_rr": 8}), "model: unknown key 'lora_rr'", "'lora_r'")
     one_problem(recipe(MATH, tmp_path, **{"model.lora_r": "eight"}), "model: key 'lora_r': expected int")
-    # the same mistake of a stage's own is its own error
+    # the same mistake of a stage's own is named too: one line naming both sections
     data = recipe(MATH, tmp_path, **{"model.load_in_4bit": "yes", "rl.load_in_4bit": "yes"})
     problems = problems_of(data)
-    assert [p.split(":")[0] for p in problems] == ["model", "rl"], problems
+    assert [p.split(":")[0] for p in problems] == ["model, rl"], problems
 
 
 def test_a_misspelt_section_is_one_error(tmp_path):

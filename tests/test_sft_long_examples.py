@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from trl_r1.pipeline import RecipeError, StageError, run_recipe
+from trl_r1.pipeline import RecipeError, run_recipe
 from trl_r1.pipeline.stages import read_record
 
 
@@ -47,8 +47,8 @@ def test_long_examples_are_dropped_and_counted_in_the_record_and_report(tmp_path
 
 def test_a_stage_whose_every_example_is_too_long_fails_clearly(tmp_path):
     data = write_traces(tmp_path / "traces.jsonl", short=0, long=4)
-    with pytest.raises(StageError, match="all 4 examples are longer than max_length 96 tokens.*long_examples: "
-                                         "truncate"):
+    with pytest.raises(RecipeError, match="cold_start: key 'max_length': 96 tokens is shorter than every one of the "
+                                          "first 4 examples.*long_examples: truncate"):  # at the dry run, before a load
         run_recipe(recipe(tmp_path / "run", data), echo=lambda _: None)
 
 

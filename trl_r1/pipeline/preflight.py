@@ -107,7 +107,7 @@ def short_max_length_problems(where: str, dataset: Any, tokenizer: Any, max_leng
     if shortest <= max_length:
         return []
     return [f"{where}: key 'max_length': {max_length} tokens is shorter than every one of the first {len(head)} "
-            f"examples (the shortest: {shortest} tokens), so all would be dropped; raise it (R1 recipes: 4096 and up)"]
+            f"examples (the shortest: {shortest} tokens), so all would be dropped; raise it (R1 recipes: 4096 and up), or set long_examples: truncate"]
 
 
 def _turns_problems(where: str, column: str, values: list[Any], *, needs_assistant: bool) -> list[str]:

@@ -31,6 +31,8 @@ def kl_estimator_field(default: str, placement: str):
 
 
 UNTRAINABLE_WHY = {  # what a user is told instead of the bound, where the bound alone does not say why
+    "beta": "must be 0 (no KL penalty) or above",
+    "max_completion_length": "must be at least 1 token",
     "temperature": "makes every completion of a prompt the same, so every advantage is 0 and nothing is learned; "
                    "sample with a temperature above 0 (R1: 0.6 to 1.0)",
 }
