@@ -256,11 +256,16 @@ def test_a_killed_and_resumed_run_pushes_the_checkpoints_adapter(vllm_model_dir,
 def test_a_4bit_base_vllm_cannot_serve_here_falls_back_to_transformers_saying_why(vllm_model_dir, tmp_path, caplog):
     from transformers import BitsAndBytesConfig
 
-    four_bit = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_compute_dtype=torch.float32)
+    four_bit = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_compute_dtype=torch.float32,
+                                  bnb_4bit_use_double_quant=True)  # the base vLLM would build, so only the machine differs
+    dataset = Dataset.from_list([{"prompt": p} for p in PROMPTS])
+    with pytest.raises(ValueError, match="vLLM runs bitsandbytes 4-bit on CUDA only.*vllm_fallback='transformers'"):
+        R1GRPOTrainer(model=vllm_model_dir, reward_funcs=LowTokenShare(), args=grpo_args(tmp_path, max_steps=1),
+                      peft_config=LORA, quantization_config=four_bit, train_dataset=dataset)  # issue 34: no silent fallback
     with caplog.at_level(logging.WARNING, logger="trl_r1.trainers"):
         trainer = R1GRPOTrainer(model=vllm_model_dir, reward_funcs=LowTokenShare(),
-                                args=grpo_args(tmp_path, max_steps=1), peft_config=LORA, quantization_config=four_bit,
-                                train_dataset=Dataset.from_list([{"prompt": p} for p in PROMPTS]))
+                                args=grpo_args(tmp_path, max_steps=1, vllm_fallback="transformers"), peft_config=LORA,
+                                quantization_config=four_bit, train_dataset=dataset)
     assert trainer.generation_backend == "transformers" and not trainer.use_vllm
     assert "generating with transformers, not vLLM: vLLM runs bitsandbytes 4-bit on CUDA only" in caplog.text
     trainer.train()
