@@ -501,11 +501,14 @@ QUIET_RANK_GRACE_S = 3.0
 def _report_once(message: str, code: int) -> int:
     """Print a recipe or stage error on rank 0 only: every rank raises the same one (the recipe is read alike, and
     `Ranks.on_main` broadcasts the main process's error), so the others exit with the same code quietly. They wait a
-    moment first, so that the launcher, which stops every rank once one has exited, does not stop rank 0 unprinted."""
+    moment first, so that the launcher, which stops every rank once one has exited, does not stop rank 0 unprinted;
+    rank 0 stays as long after printing, so that a rank still joining the process group (TrainingArguments joins it
+    while the recipe is read) is not cut off mid-connect and reported as a crash."""
     if int(os.environ.get("RANK", "0")) == 0:
         print(message, file=sys.stderr)
-    else:
-        time.sleep(QUIET_RANK_GRACE_S)
+        if int(os.environ.get("WORLD_SIZE", "1")) == 1:
+            return code
+    time.sleep(QUIET_RANK_GRACE_S)
     return code
 
 
