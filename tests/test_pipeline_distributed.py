@@ -1,6 +1,7 @@
 """The pipeline with two processes (DDP, gloo on CPU) via `trl-r1 run --num_processes 2`: the same records,
 datasets and report as one process, nothing lost or duplicated when a rank is killed, and the launch checks."""
 
+import contextlib
 import json
 import logging
 import os
@@ -72,6 +73,21 @@ def check_run(run: Path, report: dict) -> None:
     assert set(report["evaluation"]) == {"final_sft"} and report["evaluation"]["final_sft"]["num_completions"] == 4
 
 
+def stop_pending(process: psutil.Process) -> bool:
+    """Whether the stopped process is gone or a SIGTERM or SIGINT waits for it: the launcher has told it to stop."""
+    try:
+        if process.status() != psutil.STATUS_STOPPED:
+            return True
+        status = Path(f"/proc/{process.pid}/status").read_text()
+    except (psutil.Error, OSError):
+        return True
+    pending = 0
+    for line in status.splitlines():
+        if line.startswith(("SigPnd:", "ShdPnd:")):
+            pending |= int(line.split()[1], 16)
+    return bool(pending & ((1 << (signal.SIGTERM - 1)) | (1 << (signal.SIGINT - 1))))
+
+
 def test_two_ranks_run_the_pipeline_like_one(toy_reasoner, tmp_path):
     process = launch(two_rank_recipe(tmp_path / "two", toy_reasoner), tmp_path / "two.yaml")
     output, _ = process.communicate(timeout=600)
@@ -105,10 +121,19 @@ def test_a_killed_rank_loses_and_duplicates_nothing_on_resume(toy_reasoner, tmp_
     while time.time() < deadline and (not records.exists() or records.read_text().count("\n") < 3):
         assert process.poll() is None, process.communicate()[0][-3000:]
         time.sleep(0.05)
-    # kill the rank that is not the main one while the main one samples: the launcher then stops the other
+    # kill the rank that is not the main one while the main one samples: the launcher then stops the other.
+    # The main rank is paused first, so a fast machine cannot finish sampling before the launcher reacts; it is let
+    # go once the launcher's stop signal is pending, so it dies where it was paused (mid-write at worst).
     ranks = [p for p in psutil.Process(process.pid).children(recursive=True) if "trl_r1.cli" in " ".join(p.cmdline())]
+    main_rank = next(p for p in ranks if p.environ().get("LOCAL_RANK") == "0")
     victim = next(p for p in ranks if p.environ().get("LOCAL_RANK") == "1")
+    main_rank.send_signal(signal.SIGSTOP)
     victim.send_signal(signal.SIGKILL)
+    deadline = time.time() + 120
+    while not stop_pending(main_rank) and time.time() < deadline:
+        time.sleep(0.05)
+    with contextlib.suppress(psutil.Error):
+        main_rank.send_signal(signal.SIGCONT)
     output, _ = process.communicate(timeout=120)
     assert process.returncode != 0
     before = records.read_text()
