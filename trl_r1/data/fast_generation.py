@@ -73,6 +73,24 @@ def merged_copy_unsupported_reason(policy: Any) -> str | None:
     return None
 
 
+#: the data's longest prompt is rounded up to this many tokens for a stage's prompt budget (`fast_prompt_budget`):
+#: a tokenizer or template change of a few tokens then cuts nothing
+PROMPT_BUDGET_STEP = 64
+
+
+def fast_prompt_budget(max_prompt_length: int, longest_prompt: int | None) -> int:
+    """The prompt budget a stage's decoder holds: ``fast_generation_max_prompt_length``, or less when the data's
+    longest prompt is shorter (rounded up to `PROMPT_BUDGET_STEP`), so the static cache is not sized for prompts
+    the data does not have.
+
+    >>> fast_prompt_budget(512, 130), fast_prompt_budget(512, 900), fast_prompt_budget(512, None)
+    (192, 512, 512)
+    """
+    if not longest_prompt:
+        return max_prompt_length
+    return min(max_prompt_length, -(-longest_prompt // PROMPT_BUDGET_STEP) * PROMPT_BUDGET_STEP)
+
+
 def copy_bytes(num_params: int, dtype_bytes: int) -> int:
     """The copy's weights: every parameter in the generation dtype (bf16 on a GPU, fp32 on CPU)."""
     return num_params * dtype_bytes
@@ -374,10 +392,14 @@ class MergedPolicy:
         prompt_budget: the stage's prompt budget in tokens (``fast_generation_max_prompt_length``); longer prompts are cut
             from the left. None: the first call's longest prompt, and a decoder that grows (a new graph, a WARNING)
             when a later call's prompts, batch or new tokens do not fit, so nothing is ever cut.
+        keep_base: keep each adapted layer's dequantized base weight beside the copy (the adapted layers' size
+            again), so `refresh` writes ``base + delta`` without dequantizing. Default: on CPU, where bitsandbytes'
+            dequantization is most of a refresh (`benchmarks/refresh.py`); off on a GPU, where dequantizing reads
+            0.56 bytes a parameter and a kept bf16 base would cost the copy's memory again.
     """
 
     def __init__(self, policy: Any, dtype: torch.dtype | None = None, compile: bool | str | None = None,
-                 prompt_budget: int | None = None):
+                 prompt_budget: int | None = None, keep_base: bool | None = None):
         import torch
         from transformers import AutoModelForCausalLM
 
@@ -413,6 +435,14 @@ class MergedPolicy:
             model.tie_weights()
         if not self._all_trained:
             self._copy_all()  # the frozen weights, once
+        keep_base = device.type != "cuda" if keep_base is None else keep_base
+        #: each adapted layer's dequantized base (`keep_base`), else None: dequantized again at each refresh
+        self._bases: list[torch.Tensor | None] = [
+            _dense(layer.get_base_layer().weight).to(target.dtype) if keep_base else None
+            for target, layer in self._adapted]
+        #: each adapted layer's adapter state at its last rewrite (`_adapter_state`); None: never written
+        self._written: list[tuple | None] = [None] * len(self._adapted)
+        self.layers_rewritten = 0  # by the last refresh
         self.refresh()
         self.model.generation_config = copy.deepcopy(base.generation_config)
         self.compile, self.prompt_budget = compile, prompt_budget
@@ -431,28 +461,42 @@ class MergedPolicy:
                 target.copy_(_dense(getattr(source, attr)))
 
     def refresh(self) -> None:
-        """Rewrite the adapted layers in place from the policy's base and its current adapter: ``W = dequant(W_4bit)
-        + scale * B @ A`` (dequantized into the copy's tensor, PEFT's delta added in place), so tensor addresses, and
-        the compiled graphs that hold them, stay valid. Exact every time (a running ``W += new delta - old delta``
-        would accumulate bf16 rounding over a run). A policy without an adapter is copied whole. Call after each
-        optimizer step."""
+        """Rewrite, in place, each adapted layer whose adapter changed since its last rewrite: ``W = base + scale *
+        B @ A``, the base dequantized from the policy's 4-bit weight (or kept, `keep_base`) and PEFT's delta of the
+        current adapter added; tensor addresses, and the compiled graphs that hold them, stay valid. Exact every
+        time: never a running ``W += new delta - old delta``, which would accumulate rounding over a run. A layer
+        whose adapter is unchanged (no optimizer step touched it, `_adapter_state`) is left as it is. A policy
+        without an adapter is copied whole. Call after each optimizer step."""
         import torch
 
         if self._all_trained:
             self._copy_all()
+        self.layers_rewritten = 0
         with torch.no_grad():
-            for target, layer in self._adapted:
-                target.copy_(_dense(layer.get_base_layer().weight))
-                if layer.disable_adapters or layer.merged:
+            for index, ((target, layer), base) in enumerate(zip(self._adapted, self._bases)):
+                state = _adapter_state(layer)
+                if _same_state(state, self._written[index]):
                     continue
-                for adapter in layer.active_adapters:
-                    if adapter in layer.lora_A:  # PEFT's own delta (its dtype, fan_in_fan_out, scaling)
-                        target.add_(layer.get_delta_weight(adapter).to(target.dtype))
+                adapters = [] if layer.disable_adapters or layer.merged else [
+                    name for name in layer.active_adapters if name in layer.lora_A]
+                deltas = [layer.get_delta_weight(name).to(target.dtype) for name in adapters]  # PEFT's own
+                if base is None:
+                    target.copy_(_dense(layer.get_base_layer().weight))
+                elif deltas:  # one pass: the kept base plus the first delta, written into the copy's tensor
+                    torch.add(base, deltas.pop(0), out=target)
+                else:
+                    target.copy_(base)
+                for delta in deltas:
+                    target.add_(delta)
+                self._written[index] = state
+                self.layers_rewritten += 1
 
     def release_policy(self) -> None:
-        """Drop every reference to the policy (its 4-bit weights and adapter can be freed): the copy keeps the
-        weights it has and is never refreshed again (a fixed adapter: rejection sampling, evaluation)."""
+        """Drop every reference to the policy (its 4-bit weights and adapter can be freed) and the kept bases: the
+        copy keeps the weights it has and is never refreshed again (a fixed adapter: rejection sampling,
+        evaluation)."""
         self.policy, self._adapted, self._copied, self._all_trained = None, [], [], False
+        self._bases, self._written = [], []
 
     def start_stage(self, batch_size: int, max_new_tokens: int, prompt_budget: int | None = None) -> StageDecoder:
         """A new decoder (its own cache and graph) for a stage's fixed shape: its largest generation batch, its
@@ -493,6 +537,24 @@ class MergedPolicy:
                          max(shape[2], decoder.max_new_tokens))
             self.start_stage(shape[0], shape[2], self.prompt_budget or shape[1])
         return self.decoder.generate(input_ids, attention_mask, generation_config)
+
+
+def _adapter_state(layer: Any) -> tuple:
+    """What an adapted layer's merged weight depends on besides its frozen base: whether the adapter is on, which
+    adapters are active with which scaling, and a copy of their LoRA tensors (small: rank x (in + out) values).
+    Compared by value: an optimizer's fused kernel writes the parameters in place without bumping their version
+    counters."""
+    tensors = tuple(param.detach().clone() for name in layer.active_adapters if name in layer.lora_A
+                    for param in (layer.lora_A[name].weight, layer.lora_B[name].weight))
+    return (layer.disable_adapters, layer.merged, tuple(layer.active_adapters), tuple(layer.scaling.items()), tensors)
+
+
+def _same_state(state: tuple, written: tuple | None) -> bool:
+    """Whether an adapted layer's `_adapter_state` equals the one its copy was written from."""
+    import torch
+
+    return written is not None and state[:4] == written[:4] and len(state[4]) == len(written[4]) and all(
+        torch.equal(now, then) for now, then in zip(state[4], written[4]))
 
 
 def _dense(value: torch.Tensor) -> torch.Tensor:

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import csv
 import json
+from collections import Counter
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -79,6 +80,11 @@ class PromptScan:
     over_budget: int = 0
     first_over: tuple[int, int] | None = None  # (row, tokens) of the first prompt over the budget
     longest: int = 0
+    lengths: Counter[int] = field(default_factory=Counter)  # prompts per length in tokens (one entry a length)
+
+    def over(self, tokens: int) -> int:
+        """How many prompts are longer than `tokens` (any budget, after the scan)."""
+        return sum(count for length, count in self.lengths.items() if length > tokens)
 
 
 def scan_prompts(batches: Iterable[list[dict[str, Any]]], tokenizer: PreTrainedTokenizerBase, budget: int, *,
@@ -93,6 +99,7 @@ def scan_prompts(batches: Iterable[list[dict[str, Any]]], tokenizer: PreTrainedT
                 if tokens is None:
                     continue
                 scan.longest = max(scan.longest, tokens)
+                scan.lengths[tokens] += 1
                 if tokens > budget:
                     scan.over_budget += 1
                     scan.first_over = scan.first_over or (scan.rows + offset, tokens)
@@ -118,13 +125,21 @@ def prompt_budget(config: Any, context: tuple[int, str] | None) -> tuple[int, st
     return limit - completion, f"{why} less {completion} completion tokens"
 
 
+def dataset_scan(where: str, dataset: Any, tokenizer: PreTrainedTokenizerBase, budget: int) -> PromptScan | None:
+    """A whole dataset's prompt lengths against `budget` (None without a 'prompt' column)."""
+    if "prompt" not in dataset.column_names:
+        return None
+    return scan_prompts(iter_dataset_batches(dataset), tokenizer, budget, total=len(dataset),
+                        desc=f"{where}: prompt lengths")
+
+
 def budget_problems(where: str, dataset: Any, tokenizer: PreTrainedTokenizerBase,
-                    budget: tuple[int, str] | None) -> list[str]:
-    """One line for the prompts of a whole dataset over the stage's budget: how many, the first, the rule."""
+                    budget: tuple[int, str] | None, scan: PromptScan | None = None) -> list[str]:
+    """One line for the prompts of a whole dataset over the stage's budget: how many, the first, the rule (`scan`:
+    the dataset's scan against that budget, when already done)."""
     if budget is None or "prompt" not in dataset.column_names:
         return []
-    scan = scan_prompts(iter_dataset_batches(dataset), tokenizer, budget[0], total=len(dataset),
-                        desc=f"{where}: prompt lengths")
+    scan = scan or dataset_scan(where, dataset, tokenizer, budget[0])
     if not scan.over_budget:
         return []
     row, tokens = scan.first_over
@@ -156,7 +171,7 @@ def prompt_overlap(held_out: Any, training: Any, column: str = "prompt") -> tupl
     return shared, total
 
 
-__all__ = ["HELD_OUT_OVERLAP", "PromptScan", "budget_problems", "held_out_problems", "iter_dataset_batches", "iter_file_batches",
+__all__ = ["HELD_OUT_OVERLAP", "PromptScan", "budget_problems", "dataset_scan", "held_out_problems", "iter_dataset_batches", "iter_file_batches",
            "normalized", "prompt_budget", "prompt_lengths", "prompt_overlap", "scan_prompts"]
 
 

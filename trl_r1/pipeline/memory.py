@@ -32,7 +32,9 @@ Built on what TRL 1.16 allocates, term by term::
   `batch_size x num_samples` sequences + the prompts' prefill + the last-token logits.
 * fast generation (`fast_generation`, `trl_r1.data.fast_generation`): a copy of the policy in the compute dtype with
   the adapter merged (every parameter, `copy_bytes`), held beside the 4-bit policy through the training step, and a
-  static KV cache of the whole generation batch at the stage's prompt budget (`fast_generation_max_prompt_length`) + completion,
+  static KV cache of the whole generation batch at the stage's prompt budget (`fast_generation_prompt_length`: the
+  `fast_generation_max_prompt_length` key, or the data's longest prompt rounded up when the preflight's scan found it
+  shorter, `fast_prompt_budget`) + completion,
   and the CUDA-graph pool (`graph_pool_bytes`; the grouped attention expands no K/V). `generation_path` says whether a stage generates so on a card, and why.
 
 Calibration. Primary: one-step peaks measured on a GPU (`benchmarks/data/gpu_points.jsonl`: card, versions,
@@ -173,6 +175,9 @@ class GRPOSettings:
     vllm_max_loras: int = 1  # vLLM's `max_loras` default
     # generation from a merged copy of the policy with a static KV cache (without vLLM; trl_r1.data.fast_generation)
     fast_generation: bool = False
+    # the prompt budget its static cache holds (`fast_prompt_budget`: the key, or the data's longest prompt rounded
+    # up when shorter); None: max_prompt_length
+    fast_generation_prompt_length: int | None = None
 
 
 @dataclass(frozen=True)
@@ -304,8 +309,10 @@ def estimate_grpo_peak(shape: ModelShape, settings: GRPOSettings = GRPOSettings(
     training = _training_body(shape, s, factor) + head_bytes(shape, s.per_device_train_batch_size
                                                               * s.max_completion_length, s.dtype_bytes)
     if not s.use_vllm:
-        generation = sequences * seq * kv_bytes_per_token(shape, s.dtype_bytes) + sequences * shape.vocab_size * 4
         if s.fast_generation:  # the stage's one static cache (prompt budget + completion) and its CUDA-graph pool
+            seq = (s.fast_generation_prompt_length or s.max_prompt_length) + s.max_completion_length
+        generation = sequences * seq * kv_bytes_per_token(shape, s.dtype_bytes) + sequences * shape.vocab_size * 4
+        if s.fast_generation:
             generation += _fast_path_pool(shape, sequences, seq, s.dtype_bytes)
         policy_copy = copy_bytes(shape.num_params, s.dtype_bytes) if s.fast_generation else 0.0
         return _finish(weights, lora_state, generation, training, cpu, policy_copy=policy_copy)

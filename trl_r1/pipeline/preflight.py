@@ -25,6 +25,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from ..data.scan import PromptScan
     from .memory import ModelShape
     from .recipe import R1ModelConfig, Recipe, StagePlan
 
@@ -627,9 +628,11 @@ def card_memory_gb() -> tuple[str, float] | None:
     return props.name, props.total_memory / 1e9
 
 
-def stage_peak(plan: StagePlan, recipe: Recipe, shape: ModelShape, card_gb: float, *, vllm: bool) -> tuple[float, str] | None:
+def stage_peak(plan: StagePlan, recipe: Recipe, shape: ModelShape, card_gb: float, *, vllm: bool,
+               longest_prompt: int | None = None) -> tuple[float, str] | None:
     """(estimated peak bytes, what was estimated) of one stage on a `card_gb` card, None where the memory model
-    has no formula for it (full fine-tuning)."""
+    has no formula for it (full fine-tuning). An rl stage without vLLM counts the fast path as its trainer picks
+    it (`fast_path_settings`)."""
     from . import memory
 
     config = plan.config
@@ -652,9 +655,56 @@ def stage_peak(plan: StagePlan, recipe: Recipe, shape: ModelShape, card_gb: floa
             gradient_accumulation_steps=steps, use_vllm=colocate,
             vllm_gpu_memory_utilization=getattr(config, "vllm_gpu_memory_utilization", 0.3),
             vllm_enable_sleep_mode=bool(getattr(config, "vllm_enable_sleep_mode", False)))
-        return memory.estimate_grpo_peak(shape, settings, card_gb=card_gb).peak, "RL step"
+        return fast_path_settings(config, settings, shape, card_gb, longest_prompt)
     return generation_peak(config, shape, card_gb, load_in_4bit=loads_4bit(plan, recipe),
                            adapter=recipe.model.use_peft and recipe.model.adapter_handoff == "continue", vllm=vllm)
+
+
+#: the share of an rl stage's prompts the fast path may cut (from the left, counted in a WARNING at run time)
+#: before the dry run refuses the recipe; below it the plan notes the count
+FAST_PROMPT_CUT_LIMIT = 0.05
+
+
+def fast_path_settings(config: Any, settings: Any, shape: ModelShape, card_gb: float,
+                       longest_prompt: int | None) -> tuple[float, str]:
+    """An rl step's peak with the generation its trainer runs: the fast path (`fast_generation: on`, or `auto`
+    where the memory model fits it, `memory.generation_path`) holds the merged copy and a static cache at the
+    prompt budget from the data (`fast_prompt_budget`: the key, or the longest prompt rounded up), else plain."""
+    from ..data.fast_generation import fast_prompt_budget
+    from . import memory
+
+    setting = getattr(config, "fast_generation", "off")
+    if setting != "off" and not settings.use_vllm and not getattr(config, "use_vllm", False):
+        fast = dataclasses.replace(settings, fast_generation=True, fast_generation_prompt_length=fast_prompt_budget(
+            config.fast_generation_max_prompt_length, longest_prompt))
+        if setting == "on" or memory.generation_path(shape, fast, card_gb)[0] == "fast":
+            return memory.estimate_grpo_peak(shape, fast, card_gb=card_gb).peak, "RL step, fast generation"
+    return memory.estimate_grpo_peak(shape, settings, card_gb=card_gb).peak, "RL step"
+
+
+def fast_prompt_problems(where: str, config: Any, lengths: PromptScan, *, refuse: bool) -> tuple[list[str], list[str]]:
+    """(problems, notes) of an rl stage's prompts against `fast_generation_max_prompt_length`: the fast path cuts a
+    longer prompt from the left at run time (its end kept, counted in a WARNING). When the fast path will run
+    (`refuse`: `on`, or `auto` on a card) and more than `FAST_PROMPT_CUT_LIMIT` of the prompts would be cut, the
+    dry run refuses; fewer, or a path that may not run, are a note with the count."""
+    from ..data.fast_generation import fast_prompt_budget
+
+    if getattr(config, "fast_generation", "off") == "off" or getattr(config, "use_vllm", False) or not lengths.rows:
+        return [], []
+    key = config.fast_generation_max_prompt_length
+    cut = lengths.over(key)
+    notes = [f"{where}: fast generation's prompt budget {fast_prompt_budget(key, lengths.longest)} tokens "
+             f"(fast_generation_max_prompt_length {key}; the longest prompt has {lengths.longest})"]
+    if not cut:
+        return [], notes
+    line = (f"{where}: {cut} of {lengths.rows} prompts ({cut / lengths.rows:.1%}) are longer than "
+            f"fast_generation_max_prompt_length {key} (the longest has {lengths.longest} tokens): the fast path cuts "
+            "them from the left, their start lost")
+    if refuse and cut > FAST_PROMPT_CUT_LIMIT * lengths.rows:
+        return [f"{line}; more than {FAST_PROMPT_CUT_LIMIT:.0%} of them: raise fast_generation_max_prompt_length "
+                f"to {fast_prompt_budget(lengths.longest, lengths.longest)}, drop the long prompts, or set "
+                "fast_generation: off"], []
+    return [], [f"{line} (counted in a WARNING at run time){'' if refuse else ' when the fast path runs'}"]
 
 
 def generation_peak(config: Any, shape: ModelShape, card_gb: float, *, load_in_4bit: bool, adapter: bool,
@@ -672,8 +722,9 @@ def generation_peak(config: Any, shape: ModelShape, card_gb: float, *, load_in_4
 
 
 def memory_problems(recipe: Recipe, stages: list[StagePlan], shape: ModelShape, card: tuple[str, float], *,
-                    vllm_installed: bool) -> list[str]:
-    """Each stage whose estimated peak exceeds the usable share of the card (memory.USABLE_FRACTION)."""
+                    vllm_installed: bool, longest_prompts: dict[str, int] | None = None) -> list[str]:
+    """Each stage whose estimated peak exceeds the usable share of the card (memory.USABLE_FRACTION);
+    `longest_prompts`: each stage's longest prompt in tokens, where the data was scanned."""
     from . import memory
 
     name, card_gb = card
@@ -689,7 +740,8 @@ def memory_problems(recipe: Recipe, stages: list[StagePlan], shape: ModelShape, 
             peak = generation_peak(ev, shape, card_gb, load_in_4bit=False, adapter=False, vllm=vllm)
         else:
             peak = stage_peak(plan, recipe, shape, card_gb, vllm=uses_vllm(plan, vllm_installed=vllm_installed,
-                                                                          cuda=True))
+                                                                          cuda=True),
+                              longest_prompt=(longest_prompts or {}).get(where))
         if peak is not None and peak[0] > usable:
             hint = ""
             if plan is not None and plan.kind in ("grpo", "ppo"):
@@ -727,7 +779,7 @@ def vllm_cache_problems(where: str, config: Any, shape: ModelShape, card: tuple[
 
 
 __all__ = ["backend_problems", "card_memory_gb", "column_key_problems", "context_problems", "dataset_kwargs_problems",
-           "conversation_problems", "generation_backend_problems", "long_prompt_problems", "lora_target_problems",
+           "conversation_problems", "fast_path_settings", "fast_prompt_problems", "generation_backend_problems", "long_prompt_problems", "lora_target_problems",
            "memory_problems", "missing_template_problems", "missing_value_problems", "model_context",
            "model_path_problems", "precision_problems", "rows_asked", "run_dir_problems", "run_dir_model_problems", "split_key",
            "tracker_problems", "unique", "value_problems", "sampling_problems", "lora_value_problems",

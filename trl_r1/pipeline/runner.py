@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from ..data.loading import EmptyDatasetError, LocalDataError, SplitError
-from ..data.scan import budget_problems, held_out_problems, prompt_budget
+from ..data.scan import budget_problems, dataset_scan, held_out_problems, prompt_budget
 from ..rehearsal.pretrained import resolve_model_name
 from .data import DatasetSchema, load_stage_dataset
 from .memory import model_shape
@@ -30,6 +30,7 @@ from .preflight import (
     column_key_problems,
     dataset_kwargs_problems,
     context_problems,
+    fast_prompt_problems,
     generation_backend_problems,
     conversation_problems,
     long_prompt_problems,
@@ -106,6 +107,7 @@ class Pipeline:
         self.model_built_by_run = model_built_by_run
         self.schemas: dict[str, DatasetSchema] = {}  # what the preflight saw of each dataset, by stage
         self.notes: list[str] = []  # what the preflight could not check here, and why
+        self.longest_prompts: dict[str, int] = {}  # each stage's longest prompt in tokens, from the whole-file scan
         self.untemplated = False  # the preflight found a tokenizer without a chat template
         self.tokenizer: Any = None  # the base model's tokenizer, once the preflight loaded it
         self.context: tuple[int, str] | None = None  # the model's context (tokens, where it was read)
@@ -264,7 +266,8 @@ class Pipeline:
             self.notes.append(f"memory: no config.json for {self.base_model_path} at hand, so the memory model was "
                               "not checked")
             return []
-        return memory_problems(self.recipe, self.pending(), shape, self.card, vllm_installed=self.vllm_installed)
+        return memory_problems(self.recipe, self.pending(), shape, self.card, vllm_installed=self.vllm_installed,
+                               longest_prompts=self.longest_prompts)
 
     def _inspect_template(self) -> TemplateReport | None:
         from transformers import AutoTokenizer
@@ -366,7 +369,17 @@ class Pipeline:
             problems += long_prompt_problems(where, dataset, self.tokenizer, self.context)
         plan = self.recipe.stage(where)
         if not problems and "prompt" in needed and self.tokenizer is not None and plan is not None:
-            problems += budget_problems(where, dataset, self.tokenizer, prompt_budget(plan.config, self.context))
+            budget = prompt_budget(plan.config, self.context)
+            fast_key = getattr(plan.config, "fast_generation_max_prompt_length", None)
+            lengths = dataset_scan(where, dataset, self.tokenizer, budget[0] if budget else fast_key) \
+                if budget or fast_key else None
+            problems += budget_problems(where, dataset, self.tokenizer, budget, lengths)
+            if lengths is not None and fast_key:
+                self.longest_prompts[where] = lengths.longest
+                fast_problems, fast_notes = fast_prompt_problems(
+                    where, plan.config, lengths, refuse=plan.config.fast_generation == "on" or self.card is not None)
+                problems += fast_problems
+                self.notes += fast_notes
         return problems
 
     def adapted(self, rewards: list[Any]) -> list[Any]:

@@ -347,6 +347,22 @@ class AdapterSyncVLLMGeneration(VLLMGeneration):
 # ----- generation without vLLM: a merged copy of the policy ----------------------------------------------------------
 
 
+def fast_generation_prompt_budget(trainer: Any) -> int:
+    """The rl stage's prompt budget for its decoder: ``fast_generation_max_prompt_length``, or the training data's
+    longest prompt rounded up when shorter (`fast_prompt_budget`; one tokenizing pass over the prompts, as the
+    preflight's scan), so the static cache holds what the data needs. Kept on the trainer."""
+    from ..data.fast_generation import fast_prompt_budget
+    from ..data.scan import dataset_scan
+
+    if getattr(trainer, "_fast_prompt_budget", None) is None:
+        key = trainer.args.fast_generation_max_prompt_length
+        dataset = trainer.train_dataset
+        tokenizer = getattr(trainer.processing_class, "tokenizer", trainer.processing_class)
+        lengths = dataset_scan("rl", dataset, tokenizer, key) if hasattr(dataset, "column_names") else None
+        trainer._fast_prompt_budget = fast_prompt_budget(key, lengths.longest if lengths else None)
+    return trainer._fast_prompt_budget
+
+
 def fast_generation_choice(trainer: Any) -> tuple[bool, str]:
     """Whether TRL's transformers generation runs on a merged copy of the policy (`fast_generation`), and why."""
     from ..data.fast_generation import (copy_bytes, graph_pool_bytes, merged_copy_unsupported_reason,
@@ -369,7 +385,7 @@ def fast_generation_choice(trainer: Any) -> tuple[bool, str]:
             config = policy.config.get_text_config() if hasattr(policy.config, "get_text_config") else policy.config
             head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
             sequences = trainer.args.per_device_train_batch_size * trainer.args.steps_per_generation
-            length = trainer.args.fast_generation_max_prompt_length + trainer.max_completion_length
+            length = fast_generation_prompt_budget(trainer) + trainer.max_completion_length
             params = sum(p.numel() * (2 if type(p).__name__ == "Params4bit" else 1)  # two 4-bit values a byte
                          for n, p in policy.named_parameters() if "lora_" not in n)
             needed = copy_bytes(params, 2) + static_cache_bytes(
@@ -385,9 +401,10 @@ def fast_generation_choice(trainer: Any) -> tuple[bool, str]:
             raise ValueError(f"fast_generation: on, but the policy cannot generate from a merged copy: {reason}; "
                              "set fast_generation: off")
         return False, reason
-    budget = trainer.args.fast_generation_max_prompt_length
+    budget, key = fast_generation_prompt_budget(trainer), trainer.args.fast_generation_max_prompt_length
     return True, (f"fast_generation: a merged copy of the policy, one decoder of {budget} prompt tokens "
-                  "(fast_generation_max_prompt_length) + the completion, static KV cache") + (
+                  f"(fast_generation_max_prompt_length {key}" + (", the data's longest prompt rounded up" if budget
+                                                                 < key else "") + ") + the completion, static KV cache") + (
         " compiled under CUDA graphs" if trainer.accelerator.device.type == "cuda" else "")
 
 
@@ -416,7 +433,7 @@ class FastPolicyGeneration:
         if self.policy_copy is None:  # one decoder for the stage: TRL's generation batch, fixed lengths
             args = self.trainer.args
             self.policy_copy = MergedPolicy(self.trainer.accelerator.unwrap_model(self.trainer.model),
-                                            prompt_budget=args.fast_generation_max_prompt_length)
+                                            prompt_budget=fast_generation_prompt_budget(self.trainer))
             self.policy_copy.start_stage(batch_size=args.per_device_train_batch_size * args.steps_per_generation,
                                          max_new_tokens=self.trainer.max_completion_length)
             self.refreshed_at_step = step
