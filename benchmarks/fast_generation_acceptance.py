@@ -10,10 +10,19 @@ Qwen2.5-1.5B's shape, built with random weights on the card (no network, no Hub)
 
 and prints, each beside its goal: the first call's seconds (compile and capture), graphs built, steady tokens/s,
 tokens/s amortised over a 100-step run (compile counted once), peak memory; then one rl generation of 1024-token
-completions at 64 sequences (the generation share of a GRPO step with 1024-token completions). The full GRPO step
-needs trl and bitsandbytes, which the GPU image lacks: `benchmarks/gpu.py RECIPE --stages rl` measures it.
+completions at 64 sequences; then one GRPO step with 1024-token completions at the 1.5B recipe's batch
+(`grpo_step`: trl-r1's own plan of `recipes/qwen2.5-1.5b-instruct/math.yaml`'s rl stage, QLoRA, 8 x 4 = 32
+completions per optimizer step generated in one batch from the merged copy, `benchmarks/gpu.py`'s
+`measure_training` in a child process: the second step timed, the first compiles) beside its goal of 15 s.
 
-``--dry-run``: the same code on CPU with a tiny model of the same family and dynamo's graph (no inductor): CI.
+The GPU image has torch and transformers but not trl, peft, bitsandbytes or datasets: `bash
+benchmarks/gpu_wheels.sh` builds them here as wheels under `.whl/` (git-ignored, carried to the card), and on
+the card ``bash benchmarks/gpu_wheels.sh install`` installs them into ``/tmp/trl_r1_site``:
+
+    bash benchmarks/gpu_wheels.sh install && PYTHONPATH=/tmp/trl_r1_site:$PWD python benchmarks/gpu.py --acceptance
+
+``--dry-run``: the same code on CPU with a tiny model of the same family and dynamo's graph (no inductor), and the
+GRPO step at the recipe model's ``ci`` size with tiny lengths: CI.
 """
 
 from __future__ import annotations
@@ -146,9 +155,67 @@ def run(dry_run: bool = False) -> dict:
                                     "goal_whole_grpo_step_s": 15.0}
     print(f"rl generation, 64 x {long_tokens} new tokens: {timings[1]} s (first call {timings[0]} s; the whole "
           f"GRPO step's goal <= 15 s) | graphs {fast.graphs_built}", flush=True)
+    del fast, model
+    if device == "cuda":
+        torch.cuda.empty_cache()
+    try:
+        result["grpo_step"] = grpo_step(dry_run)
+    except ImportError as error:  # trl-r1's dependencies are not installed: the generation figures still count
+        result["grpo_step"] = {"error": f"{error}; on the GPU image: bash benchmarks/gpu_wheels.sh install, then "
+                                        "PYTHONPATH=/tmp/trl_r1_site:$PWD"}
+        print(f"GRPO step: not run ({result['grpo_step']['error']})", flush=True)
     result["total_s"] = round(time.time() - began, 1)
     print(f"# total {result['total_s']} s (goal < 480 s)")
     return result
+
+
+GRPO_RECIPE = ROOT / "recipes" / "qwen2.5-1.5b-instruct" / "math.yaml"
+GRPO_STEP_GOAL_S = 15.0
+
+
+def grpo_step(dry_run: bool, timeout: int = 360) -> dict:
+    """One GRPO step with 1024-token completions at the 1.5B recipe's batch (its `per_device_train_batch_size` x
+    `gradient_accumulation_steps` completions, one generation batch), generation from the merged copy
+    (`fast_generation: on`), in a child process (`benchmarks/gpu.py`'s `measure_training`: the recipe's own plan,
+    QLoRA, a constant reward, synthetic ~512-token prompts; two steps, the second timed). The model's shape is
+    built with random weights on the card. A failure is recorded and printed, not raised."""
+    import argparse
+    import tempfile
+
+    import yaml
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    import gpu  # benchmarks/gpu.py
+
+    from trl_r1.rehearsal.models import build_model
+
+    data = yaml.safe_load(GRPO_RECIPE.read_text())
+    name, size = data["model"]["model_name_or_path"], "ci" if dry_run else "full"
+    args = argparse.Namespace(steps=gpu.STEPS, dry_run=dry_run,
+                              transformers_completion=gpu.DRY_RUN["completion"] if dry_run else 1024)
+    section, changed = gpu.stage_section(data, "rl", args, vllm=False)
+    if not dry_run:  # the recipe's generation batch (8 x 4 = 32 completions), not one group per step
+        section["gradient_accumulation_steps"] = data["rl"].get("gradient_accumulation_steps", 1)
+    model_dir = Path(tempfile.gettempdir()) / "trl_r1_gpu" / f"{name.replace('/', '--')}-{size}"
+    began = time.time()
+    with torch.device("cpu" if dry_run else "cuda"):  # random weights built on the card: seconds, not minutes
+        build_model(name, model_dir, size=size)
+    prompt_tokens = gpu.DRY_RUN["prompt_tokens"] if dry_run else 512
+    point = {"stage": "rl", "data": data, "section": section, "model_dir": str(model_dir),
+             "run_dir": tempfile.mkdtemp(prefix="trl_r1_grpo_step_"), "dry_run": dry_run,
+             "prompt_words": max(1, prompt_tokens - 20)}
+    measured = {"recipe": str(GRPO_RECIPE.relative_to(ROOT)), "changed": changed,
+                "build_s": round(time.time() - began, 1), **gpu.run_child(point, timeout),
+                "goal_step_s": GRPO_STEP_GOAL_S}
+    if "error" in measured:
+        print(f"GRPO step: failed ({measured['error'][-600:]})", flush=True)
+        return measured
+    completions = measured["per_device_train_batch_size"] * measured["steps_per_generation"]
+    print(f"GRPO step, {completions} completions x {measured['max_completion_length']} tokens (prompts "
+          f"{measured['prompt_tokens']} tokens), generation from the merged copy: {measured['fast_generation']} | "
+          f"{measured['step_seconds']:.1f} s (goal <= {GRPO_STEP_GOAL_S:.0f} s) | peak "
+          f"{measured.get('peak_reserved_gib', 0):.2f} GiB", flush=True)
+    return measured
 
 
 def main(argv: list[str]) -> dict:

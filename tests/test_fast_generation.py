@@ -210,7 +210,8 @@ def test_a_policy_without_an_adapter_is_copied_whole_at_each_refresh(tiny_model_
 
 
 def test_the_trainer_says_which_generation_it_uses_and_why(tmp_path, tiny_model_dir):
-    """`auto` keeps TRL's generate on CPU (the copy is no faster there: benchmarks/generation.py); `on` with a
+    """`auto` keeps TRL's generate on CPU (the copy is no faster there past a tiny model, compiled or not:
+    benchmarks/generation.py, docs/data.md); `on` with a
     policy the copy cannot serve fails before training, naming why."""
     from datasets import Dataset
     from peft import LoraConfig

@@ -133,7 +133,8 @@ def test_every_calibration_point_is_remeasured_at_its_own_settings(tmp_path):
 
 def test_the_fast_generation_acceptance_dry_run_builds_one_graph_per_stage(tmp_path):
     """`python benchmarks/gpu.py --acceptance --dry-run`: issue 33's GPU command on CPU (tiny Qwen2, dynamo's graph),
-    in a subprocess as it runs on the card: every stage builds one graph, each figure lands beside its goal."""
+    in a subprocess as it runs on the card: every stage builds one graph, each figure lands beside its goal, and
+    the GRPO step's code path (the 1.5B recipe's rl plan at its ci size, tiny lengths) trains one real step."""
     out = tmp_path / "acceptance.json"
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
     done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gpu.py"), "--acceptance", "--dry-run",
@@ -145,3 +146,8 @@ def test_the_fast_generation_acceptance_dry_run_builds_one_graph_per_stage(tmp_p
     assert result["passes"][0]["calls"][-1]["rows"] == 7  # the short last batch
     assert result["rl_generation_1024"]["graphs_built"] == 1
     assert "(goal >= 1,000)" in done.stdout and "(goal 1)" in done.stdout
+    step = result["grpo_step"]  # one real GRPO step of the 1.5B recipe's rl plan (ci size), from the merged copy
+    assert "error" not in step, step.get("error")
+    assert step["kind"] == "grpo" and step["fast_generation"] and step["load_in_4bit"]
+    assert step["max_completion_length"] == 8 and step["step_seconds"] > 0 and step["steps"] == 2
+    assert "(goal <= 15 s)" in done.stdout

@@ -232,7 +232,8 @@ def _use_fast_generation(fast: bool | None, model: Any, device: str) -> bool:
         raise ValueError(f"fast generation asked for, but the model cannot be copied: {reason}")
     if fast is None:
         fast = reason is None and device == "cuda"
-        reason = reason or ("on CPU the copy is no faster than plain generate" if device != "cuda" else None)
+        reason = reason or ("on CPU the copy is no faster than plain generate past a tiny model (docs/data.md)"
+                            if device != "cuda" else None)
     logger.info("transformers generation %s", "from a merged copy with a static KV cache" if fast
                 else f"with plain generate ({reason or 'fast: false'})")
     return bool(fast)

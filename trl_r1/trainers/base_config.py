@@ -150,7 +150,8 @@ class FastGenerationMixin:
             "(a 4-bit base dequantized once, bf16 on a GPU; the adapted layers rewritten after each optimizer step) "
             "with a static KV cache compiled under CUDA graphs on a GPU; `off` keeps TRL's `generate` on the "
             "policy; `auto` (default) is `on` on a GPU where the copy and its cache fit the free memory, else "
-            "`off` (on CPU the copy is no faster: benchmarks/generation.py). The memory model's verdict for a card: "
+            "`off` (on CPU the compiled copy is slower than plain generate at SmolLM2's size and repays its compile only "
+            "after thousands of decoding steps: docs/data.md). The memory model's verdict for a card: "
             "trl_r1.pipeline.memory.generation_path.",
             "choices": ["auto", "on", "off"],
         },
@@ -159,9 +160,10 @@ class FastGenerationMixin:
     fast_generation_max_prompt_length: int = field(
         default=512,
         metadata={
-            "help": "The fast path's prompt budget in tokens: each stage's one compiled decoder holds this + "
-            "`max_completion_length` tokens per sequence; a longer "
-            "prompt is cut from the left (its end kept) and counted in a WARNING. Default 512, the memory model's "
+            "help": "The fast path's prompt budget in tokens: each stage's one compiled decoder holds this (or the "
+            "training data's longest prompt rounded up to 64 tokens, when shorter) + `max_completion_length` tokens "
+            "per sequence; a longer prompt is cut from the left (its end kept) and counted in a WARNING, and the "
+            "dry run refuses a recipe where more than 5% of the prompts would be. Default 512, the memory model's "
             "figure. Plain `generate` (`fast_generation: off`) never cuts.",
         },
     )

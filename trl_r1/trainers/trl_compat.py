@@ -380,7 +380,8 @@ def fast_generation_choice(trainer: Any) -> tuple[bool, str]:
     if reason is None and setting == "auto":
         device = trainer.accelerator.device
         if device.type != "cuda":
-            reason = "auto: on CPU the copy is no faster than plain generate (benchmarks/generation.py)"
+            reason = ("auto: on CPU the copy is no faster than plain generate past a tiny model, compiled or not "
+                      "(docs/data.md, benchmarks/generation.py)")
         else:
             config = policy.config.get_text_config() if hasattr(policy.config, "get_text_config") else policy.config
             head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
