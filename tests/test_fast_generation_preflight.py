@@ -55,3 +55,24 @@ def test_the_static_cache_is_sized_from_the_datas_longest_prompt():
     cache_saved = sequences * (512 - 192) * kv_bytes_per_token(qwen)
     assert at_key.generation - from_data.generation > cache_saved  # the cache, and the graph pool's scores
     assert at_key.training == from_data.training  # the training step still sees max_prompt_length
+
+
+def test_the_dry_runs_memory_check_counts_the_copy_at_the_datas_budget(tmp_path):
+    """The rl stage's estimated peak on a card: the copy and its static cache where the trainer takes the fast path
+    (`on`, or `auto` where it fits), the cache at the budget from the data's longest prompt; plain elsewhere."""
+    from trl_r1.pipeline.preflight import rl_step_peak
+    from trl_r1.trainers import R1GRPOConfig
+
+    qwen = model_shapes()["Qwen/Qwen2.5-1.5B-Instruct"]
+
+    def peak(setting: str, card_gb: float = 80, longest: int | None = None) -> float:
+        config = R1GRPOConfig(output_dir=str(tmp_path), use_cpu=True, report_to="none", fast_generation=setting)
+        # 32 sequences generated, one trained at a time: the generation's peak is the step's
+        settings = GRPOSettings(per_device_train_batch_size=1, gradient_accumulation_steps=32)
+        return rl_step_peak(config, settings, qwen, card_gb, longest)[0]
+
+    plain = peak("off")
+    assert peak("on") > plain  # the merged copy and the static cache
+    assert plain < peak("on", longest=100) < peak("on")  # a 128-token budget, not the key's 512
+    assert peak("auto", longest=100) == peak("on", longest=100)  # auto takes the copy where it fits (80 GB)
+    assert peak("auto", card_gb=4) == peak("off", card_gb=4)  # and plain generate where it does not

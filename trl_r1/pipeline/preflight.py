@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ..data.scan import PromptScan
-    from .memory import ModelShape
+    from .memory import GRPOSettings, ModelShape
     from .recipe import R1ModelConfig, Recipe, StagePlan
 
 COLUMN_KEYS = ("prompt_column", "solution_column", "dataset_text_field")  # keys whose value names a column
@@ -632,7 +632,7 @@ def stage_peak(plan: StagePlan, recipe: Recipe, shape: ModelShape, card_gb: floa
                longest_prompt: int | None = None) -> tuple[float, str] | None:
     """(estimated peak bytes, what was estimated) of one stage on a `card_gb` card, None where the memory model
     has no formula for it (full fine-tuning). An rl stage without vLLM counts the fast path as its trainer picks
-    it (`fast_path_settings`)."""
+    it (`rl_step_peak`)."""
     from . import memory
 
     config = plan.config
@@ -655,7 +655,7 @@ def stage_peak(plan: StagePlan, recipe: Recipe, shape: ModelShape, card_gb: floa
             gradient_accumulation_steps=steps, use_vllm=colocate,
             vllm_gpu_memory_utilization=getattr(config, "vllm_gpu_memory_utilization", 0.3),
             vllm_enable_sleep_mode=bool(getattr(config, "vllm_enable_sleep_mode", False)))
-        return fast_path_settings(config, settings, shape, card_gb, longest_prompt)
+        return rl_step_peak(config, settings, shape, card_gb, longest_prompt)
     return generation_peak(config, shape, card_gb, load_in_4bit=loads_4bit(plan, recipe),
                            adapter=recipe.model.use_peft and recipe.model.adapter_handoff == "continue", vllm=vllm)
 
@@ -665,8 +665,8 @@ def stage_peak(plan: StagePlan, recipe: Recipe, shape: ModelShape, card_gb: floa
 FAST_PROMPT_CUT_LIMIT = 0.05
 
 
-def fast_path_settings(config: Any, settings: Any, shape: ModelShape, card_gb: float,
-                       longest_prompt: int | None) -> tuple[float, str]:
+def rl_step_peak(config: Any, settings: GRPOSettings, shape: ModelShape, card_gb: float,
+                 longest_prompt: int | None) -> tuple[float, str]:
     """An rl step's peak with the generation its trainer runs: the fast path (`fast_generation: on`, or `auto`
     where the memory model fits it, `memory.generation_path`) holds the merged copy and a static cache at the
     prompt budget from the data (`fast_prompt_budget`: the key, or the longest prompt rounded up), else plain."""
@@ -678,7 +678,7 @@ def fast_path_settings(config: Any, settings: Any, shape: ModelShape, card_gb: f
         fast = dataclasses.replace(settings, fast_generation=True, fast_generation_prompt_length=fast_prompt_budget(
             config.fast_generation_max_prompt_length, longest_prompt))
         if setting == "on" or memory.generation_path(shape, fast, card_gb)[0] == "fast":
-            return memory.estimate_grpo_peak(shape, fast, card_gb=card_gb).peak, "RL step, fast generation"
+            settings = fast
     return memory.estimate_grpo_peak(shape, settings, card_gb=card_gb).peak, "RL step"
 
 
@@ -693,10 +693,10 @@ def fast_prompt_problems(where: str, config: Any, lengths: PromptScan, *, refuse
         return [], []
     key = config.fast_generation_max_prompt_length
     cut = lengths.over(key)
-    notes = [f"{where}: fast generation's prompt budget {fast_prompt_budget(key, lengths.longest)} tokens "
-             f"(fast_generation_max_prompt_length {key}; the longest prompt has {lengths.longest})"]
     if not cut:
-        return [], notes
+        budget = (f"{where}: fast generation's prompt budget {fast_prompt_budget(key, lengths.longest)} tokens "
+                  f"(fast_generation_max_prompt_length {key}; the longest prompt has {lengths.longest})")
+        return [], [budget] if refuse else []
     line = (f"{where}: {cut} of {lengths.rows} prompts ({cut / lengths.rows:.1%}) are longer than "
             f"fast_generation_max_prompt_length {key} (the longest has {lengths.longest} tokens): the fast path cuts "
             "them from the left, their start lost")
@@ -779,7 +779,7 @@ def vllm_cache_problems(where: str, config: Any, shape: ModelShape, card: tuple[
 
 
 __all__ = ["backend_problems", "card_memory_gb", "column_key_problems", "context_problems", "dataset_kwargs_problems",
-           "conversation_problems", "fast_path_settings", "fast_prompt_problems", "generation_backend_problems", "long_prompt_problems", "lora_target_problems",
+           "conversation_problems", "fast_prompt_problems", "generation_backend_problems", "long_prompt_problems", "lora_target_problems",
            "memory_problems", "missing_template_problems", "missing_value_problems", "model_context",
            "model_path_problems", "precision_problems", "rows_asked", "run_dir_problems", "run_dir_model_problems", "split_key",
            "tracker_problems", "unique", "value_problems", "sampling_problems", "lora_value_problems",
