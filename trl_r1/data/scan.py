@@ -171,8 +171,8 @@ def prompt_overlap(held_out: Any, training: Any, column: str = "prompt") -> tupl
     return shared, total
 
 
-__all__ = ["HELD_OUT_OVERLAP", "PromptScan", "budget_problems", "dataset_scan", "held_out_problems", "iter_dataset_batches", "iter_file_batches",
-           "normalized", "prompt_budget", "prompt_lengths", "prompt_overlap", "scan_prompts"]
+__all__ = ["HELD_OUT_OVERLAP", "PromptScan", "budget_problems", "dataset_scan", "held_out_problems",
+           "iter_dataset_batches", "iter_file_batches", "normalized", "prompt_budget", "prompt_lengths", "prompt_overlap", "scan_prompts"]
 
 
 HELD_OUT_OVERLAP = 0.5  # from this share of shared prompts on, the warning says the whole score is not held-out

@@ -779,7 +779,8 @@ def vllm_cache_problems(where: str, config: Any, shape: ModelShape, card: tuple[
 
 
 __all__ = ["backend_problems", "card_memory_gb", "column_key_problems", "context_problems", "dataset_kwargs_problems",
-           "conversation_problems", "fast_prompt_problems", "generation_backend_problems", "long_prompt_problems", "lora_target_problems",
+           "conversation_problems", "fast_prompt_problems", "generation_backend_problems", "long_prompt_problems",
+           "lora_target_problems",
            "memory_problems", "missing_template_problems", "missing_value_problems", "model_context",
            "model_path_problems", "precision_problems", "rows_asked", "run_dir_problems", "run_dir_model_problems", "split_key",
            "tracker_problems", "unique", "value_problems", "sampling_problems", "lora_value_problems",

@@ -403,9 +403,10 @@ def fast_generation_choice(trainer: Any) -> tuple[bool, str]:
                              "set fast_generation: off")
         return False, reason
     budget, key = fast_generation_prompt_budget(trainer), trainer.args.fast_generation_max_prompt_length
-    return True, (f"fast_generation: a merged copy of the policy, one decoder of {budget} prompt tokens "
-                  f"(fast_generation_max_prompt_length {key}" + (", the data's longest prompt rounded up" if budget
-                                                                 < key else "") + ") + the completion, static KV cache") + (
+    source = f"fast_generation_max_prompt_length {key}" + (", the data's longest prompt rounded up" if budget < key
+                                                           else "")
+    return True, (f"fast_generation: a merged copy of the policy, one decoder of {budget} prompt tokens ({source}) "
+                  "+ the completion, static KV cache") + (
         " compiled under CUDA graphs" if trainer.accelerator.device.type == "cuda" else "")
 
 
