@@ -65,3 +65,24 @@ def test_a_copy_of_the_training_data_as_the_held_out_set_warns_loudly(workdir, c
     assert code == 0 and problems == []
     line = "evaluation: 40 of its 40 prompts are also in the rl stage's training data: the scores would not be held-out"
     assert line in caplog.text and line in plan
+
+
+def test_an_evaluation_set_seen_in_training_is_not_called_held_out_in_the_report(workdir, capsys):
+    import json as json_
+
+    import yaml
+
+    from trl_r1.cli import run_main
+
+    Path("copy.jsonl").write_text("".join(Path("prompts.jsonl").read_text().splitlines(keepends=True)[:4]))
+    data = recipe(cold_start=None, evaluation={"dataset_name": "copy.jsonl", "dataset_split": "train",
+                                               "num_prompts": 4, "stages": ["rl"]})
+    Path("recipe.yaml").write_text(yaml.safe_dump(data))
+    assert run_main(["recipe.yaml"]) == 0
+    summary = capsys.readouterr().out
+    report = json_.loads(Path("runs/r/report.json").read_text())
+    markdown = Path("runs/r/report.md").read_text()
+    assert report["evaluation_seen_in_training"] == 4
+    assert "Held-out evaluation" not in markdown and "## Evaluation (not held-out)" in markdown
+    assert "n = 4 evaluation prompts, 4 of them also in the training data (not held-out" in markdown
+    assert "held-out" not in "\n".join(line for line in summary.splitlines() if "[95% CI]" in line), summary
