@@ -55,6 +55,16 @@ def iter_dataset_batches(dataset: Any, batch_size: int = SCAN_BATCH) -> Iterator
         yield [dict(zip(batch, values)) for values in zip(*batch.values())]
 
 
+def column_values(dataset: Any, column: str, desc: str) -> Iterator[Any]:
+    """One column of a `datasets.Dataset`, value by value, read a batch at a time with a progress bar (rows)."""
+    from tqdm.auto import tqdm
+
+    with tqdm(total=len(dataset), desc=desc, unit=" rows") as bar:
+        for batch in dataset.iter(batch_size=SCAN_BATCH):
+            yield from batch[column]
+            bar.update(len(batch[column]))
+
+
 def prompt_lengths(prompts: list[Any], tokenizer: PreTrainedTokenizerBase) -> list[int | None]:
     """Each prompt's length in tokens as the trainers render it (a string as is; a conversation through the chat
     template with the generation prompt), tokenized as one batch; None for one that cannot be rendered."""
@@ -230,7 +240,7 @@ def think_tag_notes(where: str, dataset: Any, tag: str = "<think>") -> list[str]
             "<think>...</think> before the answer"]
 
 
-__all__ = ["HELD_OUT_OVERLAP", "PromptScan", "budget_problems", "duplicate_prompt_notes", "held_out_problems",
+__all__ = ["HELD_OUT_OVERLAP", "PromptScan", "budget_problems", "column_values", "duplicate_prompt_notes", "held_out_problems",
            "iter_dataset_batches", "iter_file_batches", "normalized", "prompt_budget", "prompt_lengths",
            "prompt_overlap", "rows_over_budget", "scan_prompts", "seen_in_training", "think_tag_notes"]
 
