@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_first_run_2 import dry_run, fails_once, recipe, workdir  # noqa: F401  (workdir: the fixture)
+from tests.conftest import dry_run, fails_once, recipe
 from trl_r1.data.scan import iter_file_batches, prompt_budget, scan_prompts
 from trl_r1.pipeline import load_recipe
 

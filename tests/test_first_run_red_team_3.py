@@ -6,37 +6,13 @@ the key, row or file, exit 2 and no traceback, or the right result. Each test fa
 round (the fixes landed with it)."""
 
 import gzip
-import importlib.util
-import json
 from pathlib import Path
 
 import pytest
 import yaml
 
+from tests.conftest import ROOT, command, dry_run, fails_once, jsonl, passes, recipe
 from trl_r1.cli import grpo_main, main, run_main
-
-
-def _round_2_helpers():
-    """test_first_run_2's user folder (`workdir`), small recipe and dry-run helpers, shared rather than copied."""
-    spec = importlib.util.spec_from_file_location("first_run_2_helpers", Path(__file__).with_name("test_first_run_2.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-_helpers = _round_2_helpers()
-workdir, recipe, dry_run, fails_once = _helpers.workdir, _helpers.recipe, _helpers.dry_run, _helpers.fails_once
-
-
-def jsonl(name: str, rows: list) -> str:
-    Path(name).write_text("".join(json.dumps(row) + "\n" for row in rows))
-    return name
-
-
-def passes(capsys, data: dict, *flags: str) -> str:
-    code, problems, plan = dry_run(capsys, data, *flags)
-    assert (code, problems) == (0, []), (code, problems)
-    return plan
 
 
 def fails_naming(capsys, data: dict, *fragments: str) -> list[str]:
@@ -45,16 +21,6 @@ def fails_naming(capsys, data: dict, *fragments: str) -> list[str]:
     code, problems, _ = dry_run(capsys, data)
     assert code == 2 and any(all(f in p for f in fragments) for p in problems), (code, problems)
     return problems
-
-
-def command(capsys, main_, argv: list[str]) -> tuple[int, str]:
-    """(exit code, stderr) of a command line; argparse's exit is an exit code too."""
-    capsys.readouterr()
-    try:
-        code = main_(argv)
-    except SystemExit as exc:
-        code = exc.code
-    return code, capsys.readouterr().err
 
 
 def one_line_error(capsys, main_, argv: list[str], *fragments: str) -> str:
@@ -248,14 +214,14 @@ def test_grpo_output_dir_that_is_a_file(workdir, capsys):
 
 
 def test_an_accelerate_config_given_as_the_recipe(workdir, capsys):
-    zero3 = str(_helpers.ROOT / "recipes/accelerate_configs/zero3.yaml")
+    zero3 = str(ROOT / "recipes/accelerate_configs/zero3.yaml")
     err = one_line_error(capsys, run_main, [zero3, "--dry-run"], "accelerate")
     assert "--config FILE" not in err
 
 
 def test_an_accelerate_config_file_flag_given_to_run(workdir, capsys):
     Path("recipe.yaml").write_text(yaml.safe_dump(recipe()))
-    ddp = str(_helpers.ROOT / "recipes/accelerate_configs/ddp.yaml")
+    ddp = str(ROOT / "recipes/accelerate_configs/ddp.yaml")
     one_line_error(capsys, run_main, ["recipe.yaml", "--dry-run", "--config_file", ddp], "accelerate launch")
 
 
