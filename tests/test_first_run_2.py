@@ -11,61 +11,7 @@ import yaml
 
 from trl_r1.cli import grpo_main, run_main
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture
-def workdir(tmp_path, monkeypatch, tiny_model_dir):
-    """A user's folder: the tiny model (a symlink, its config.json says max_position_embeddings 1024), SFT
-    traces, prompts with gold answers, and a folder whose train.jsonl / test.jsonl are two splits."""
-    from trl_r1.toy.arithmetic import arithmetic_dataset, cold_start_dataset
-
-    monkeypatch.chdir(tmp_path)
-    (tmp_path / "tiny").symlink_to(tiny_model_dir)
-    cold_start_dataset(num_rows=16).to_json("sft.jsonl")
-    arithmetic_dataset(num_rows=40).to_json("prompts.jsonl")
-    arithmetic_dataset(num_rows=16).to_json("split/train.jsonl")
-    arithmetic_dataset("test", num_rows=4).to_json("split/test.jsonl")
-    return tmp_path
-
-
-def recipe(**sections) -> dict:
-    """A small CPU recipe on the files of `workdir`; `sections` replace or add sections, keys as given."""
-    data = {
-        "run_dir": "runs/r",
-        "model": {"model_name_or_path": "tiny", "load_in_4bit": False, "use_peft": False, "dtype": "float32"},
-        "training": {"use_cpu": True, "report_to": "none", "save_strategy": "no", "max_steps": 1,
-                     "disable_tqdm": True},
-        "cold_start": {"dataset_name": "sft.jsonl", "per_device_train_batch_size": 4, "max_length": 64},
-        "rl": {"dataset_name": "prompts.jsonl", "rewards": ["format", "math"], "per_device_train_batch_size": 4,
-               "num_generations": 4, "max_completion_length": 8},
-        "evaluation": {"dataset_name": "split", "dataset_split": "test", "num_prompts": 4, "num_samples": 1,
-                       "max_new_tokens": 8, "stages": ["cold_start"]},
-    }
-    for name, keys in sections.items():
-        if keys is None:
-            data.pop(name)
-        else:
-            data[name] = {**data.get(name, {}), **keys}
-    return data
-
-
-def dry_run(capsys, data: dict, *flags: str, main=run_main, as_config: bool = False) -> tuple[int, list[str], str]:
-    """(exit code, the error lines, stdout) of a dry run of `data` written as a YAML file."""
-    path = Path("recipe.yaml")
-    path.write_text(yaml.safe_dump(data, sort_keys=False))
-    capsys.readouterr()
-    code = main(["--config", str(path), "--dry-run", *flags] if as_config else [str(path), "--dry-run", *flags])
-    out, err = capsys.readouterr()
-    return code, [line[4:] for line in err.splitlines() if line.startswith("  - ")], out
-
-
-def fails_once(capsys, data: dict, *fragments: str, **kwargs) -> str:
-    """The dry run exits 2 with exactly one problem, which holds every fragment."""
-    code, problems, _ = dry_run(capsys, data, **kwargs)
-    assert code == 2 and len(problems) == 1, (code, problems)
-    assert all(fragment in problems[0] for fragment in fragments), problems[0]
-    return problems[0]
+from tests.conftest import dry_run, fails_once, recipe
 
 
 def test_the_small_recipe_passes(workdir, capsys):

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.test_first_run_2 import dry_run, recipe, workdir  # noqa: F401  (workdir: the fixture)
+from tests.conftest import dry_run, recipe
 from trl_r1.cli import run_main
 
 COLD_START = "cold_start         sft                "

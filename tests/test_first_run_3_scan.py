@@ -1,11 +1,14 @@
 """Issue 35, items 3 and 12: every prompt of the file checked against the stage's budget (streaming, batched,
-linear), builders skip a prompt over it and count it, and training data given as the held-out set fails."""
+linear), builders skip a prompt over it and count it, training data given as the held-out set fails, and an
+evaluation set that shares prompts with the training data is not called held-out in the report."""
 
 import json
 import logging
 from pathlib import Path
 
-from tests.test_first_run_2 import dry_run, fails_once, recipe, workdir  # noqa: F401  (workdir: the fixture)
+import pytest
+
+from tests.conftest import dry_run, fails_once, recipe
 from trl_r1.data.scan import iter_file_batches, prompt_budget, scan_prompts
 from trl_r1.pipeline import load_recipe
 
@@ -65,3 +68,50 @@ def test_a_copy_of_the_training_data_as_the_held_out_set_warns_loudly(workdir, c
     assert code == 0 and problems == []
     line = "evaluation: 40 of its 40 prompts are also in the rl stage's training data: the scores would not be held-out"
     assert line in caplog.text and line in plan
+
+
+def test_an_evaluation_set_seen_in_training_is_not_called_held_out_in_the_report(workdir, capsys):
+    import yaml
+
+    from trl_r1.cli import run_main
+
+    Path("copy.jsonl").write_text("".join(Path("prompts.jsonl").read_text().splitlines(keepends=True)[:4]))
+    data = recipe(cold_start=None, evaluation={"dataset_name": "copy.jsonl", "dataset_split": "train",
+                                               "num_prompts": 4, "stages": ["rl"]})
+    Path("recipe.yaml").write_text(yaml.safe_dump(data))
+    assert run_main(["recipe.yaml"]) == 0
+    summary = capsys.readouterr().out
+    report = json.loads(Path("runs/r/report.json").read_text())
+    markdown = Path("runs/r/report.md").read_text()
+    assert report["evaluation_seen_in_training"] == 4
+    assert "Held-out evaluation" not in markdown and "## Evaluation (not held-out)" in markdown
+    assert "n = 4 evaluation prompts, 4 of them also in the training data (not held-out" in markdown
+    assert "held-out" not in "\n".join(line for line in summary.splitlines() if "[95% CI]" in line), summary
+
+
+@pytest.mark.parametrize("command_", ["rejection-sample", "distill"])
+@pytest.mark.parametrize("suffix", ["jsonl", "csv"])
+def test_a_builder_skips_one_13k_token_prompt_with_a_line_a_count_and_the_rule(workdir, caplog, command_, suffix):
+    from datasets import Dataset
+
+    from trl_r1.cli import main
+
+    rows = [{"prompt": f"What is {i} + 1?", "solution": str(i + 1)} for i in range(4)]
+    rows.insert(2, {"prompt": "1 + " * 6500 + "1?", "solution": "6501"})
+    data = f"long.{suffix}"
+    Dataset.from_list(rows).to_json(data) if suffix == "jsonl" else Dataset.from_list(rows).to_csv(data, index=False)
+    with caplog.at_level(logging.WARNING, logger="trl_r1"):
+        code = main([command_, "--model_name_or_path", "tiny", "--dataset_name", data, "--num_samples", "1",
+                     "--max_new_tokens", "2", "--output_dir", "out"])
+    assert code in (0, None), caplog.text
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert any("prompt 2 has" in w and "over max_prompt_tokens=4096: skipped, not cut" in w for w in warnings), warnings
+    assert any("1 prompts longer than max_prompt_tokens=4096 tokens were skipped" in w for w in warnings), warnings
+    assert json.loads(Path("out/stats.json").read_text())["prompts_too_long"] == 1
+
+
+def test_missing_gold_is_found_past_the_first_ten_thousand_rows(workdir, capsys):
+    rows = [{"prompt": f"What is {i} + 1?", "solution": str(i + 1)} for i in range(12_000)]
+    rows[11_500]["solution"] = ""
+    Path("big.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    fails_once(capsys, recipe(rl={"dataset_name": "big.jsonl"}), "1 of 12000 rows have no 'solution'", "row 11500")

@@ -15,41 +15,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.conftest import command, fails_once, jsonl, passes, recipe
 from trl_r1.cli import grpo_main, main, run_main
-
-
-def _round_2_helpers():
-    """test_first_run_2's user folder (`workdir`), small recipe and dry-run helpers, shared rather than copied
-    (pytest's importlib mode puts no test module on the import path)."""
-    spec = importlib.util.spec_from_file_location("first_run_2_helpers", Path(__file__).with_name("test_first_run_2.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-_helpers = _round_2_helpers()
-workdir, recipe, dry_run, fails_once = _helpers.workdir, _helpers.recipe, _helpers.dry_run, _helpers.fails_once
-
-
-def jsonl(name: str, rows: list) -> str:
-    Path(name).write_text("".join(json.dumps(row) + "\n" for row in rows))
-    return name
-
-
-def passes(capsys, data: dict, *flags: str) -> str:
-    code, problems, plan = dry_run(capsys, data, *flags)
-    assert (code, problems) == (0, []), (code, problems)
-    return plan
-
-
-def command(capsys, main_, argv: list[str]) -> tuple[int, str]:
-    """(exit code, stderr) of a command line; argparse's exit is an exit code too."""
-    capsys.readouterr()
-    try:
-        code = main_(argv)
-    except SystemExit as exc:
-        code = exc.code
-    return code, capsys.readouterr().err
 
 
 # ------------------------------------------------------------------------------------------- chat formats

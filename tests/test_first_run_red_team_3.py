@@ -2,41 +2,17 @@
 checking a recipe and their own JSONL/CSV data on a laptop, other than those issue 35 lists and those
 test_first_run_red_team.py and test_first_run_2.py already cover. Each test is one mistake typed as a user would, on
 the tiny model (dry runs, or a command on a 4-prompt file), asserting what the user should get: one clear line naming
-the key, row or file, exit 2 and no traceback, or the right result. Where main misbehaves the test is
-`xfail(strict=True)` and its reason says what happens today."""
+the key, row or file, exit 2 and no traceback, or the right result. Each test failed on the main of its
+round (the fixes landed with it)."""
 
 import gzip
-import importlib.util
-import json
 from pathlib import Path
 
 import pytest
 import yaml
 
+from tests.conftest import ROOT, command, dry_run, fails_once, jsonl, passes, recipe
 from trl_r1.cli import grpo_main, main, run_main
-
-
-def _round_2_helpers():
-    """test_first_run_2's user folder (`workdir`), small recipe and dry-run helpers, shared rather than copied."""
-    spec = importlib.util.spec_from_file_location("first_run_2_helpers", Path(__file__).with_name("test_first_run_2.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-_helpers = _round_2_helpers()
-workdir, recipe, dry_run, fails_once = _helpers.workdir, _helpers.recipe, _helpers.dry_run, _helpers.fails_once
-
-
-def jsonl(name: str, rows: list) -> str:
-    Path(name).write_text("".join(json.dumps(row) + "\n" for row in rows))
-    return name
-
-
-def passes(capsys, data: dict, *flags: str) -> str:
-    code, problems, plan = dry_run(capsys, data, *flags)
-    assert (code, problems) == (0, []), (code, problems)
-    return plan
 
 
 def fails_naming(capsys, data: dict, *fragments: str) -> list[str]:
@@ -45,16 +21,6 @@ def fails_naming(capsys, data: dict, *fragments: str) -> list[str]:
     code, problems, _ = dry_run(capsys, data)
     assert code == 2 and any(all(f in p for f in fragments) for p in problems), (code, problems)
     return problems
-
-
-def command(capsys, main_, argv: list[str]) -> tuple[int, str]:
-    """(exit code, stderr) of a command line; argparse's exit is an exit code too."""
-    capsys.readouterr()
-    try:
-        code = main_(argv)
-    except SystemExit as exc:
-        code = exc.code
-    return code, capsys.readouterr().err
 
 
 def one_line_error(capsys, main_, argv: list[str], *fragments: str) -> str:
@@ -102,7 +68,6 @@ def test_a_prompt_with_a_system_turn_only(workdir, capsys):
     fails_once(capsys, recipe(rl={"dataset_name": jsonl("sys.jsonl", rows)}), "rl: column 'prompt', row 0", "user")
 
 
-@pytest.mark.xfail(strict=True, reason="40 copies of one prompt pass with no note: every group trains on one question")
 def test_duplicate_prompts_are_noted(workdir, capsys):
     plan = passes(capsys, recipe(rl={"dataset_name": jsonl("dup.jsonl", [{"prompt": "What is 1+1?", "solution": "2"}] * 40)}))
     assert any("duplicate" in line for line in plan.splitlines() if line.startswith("note:")), plan
@@ -249,22 +214,20 @@ def test_grpo_output_dir_that_is_a_file(workdir, capsys):
 
 
 def test_an_accelerate_config_given_as_the_recipe(workdir, capsys):
-    zero3 = str(_helpers.ROOT / "recipes/accelerate_configs/zero3.yaml")
+    zero3 = str(ROOT / "recipes/accelerate_configs/zero3.yaml")
     err = one_line_error(capsys, run_main, [zero3, "--dry-run"], "accelerate")
     assert "--config FILE" not in err
 
 
 def test_an_accelerate_config_file_flag_given_to_run(workdir, capsys):
     Path("recipe.yaml").write_text(yaml.safe_dump(recipe()))
-    ddp = str(_helpers.ROOT / "recipes/accelerate_configs/ddp.yaml")
+    ddp = str(ROOT / "recipes/accelerate_configs/ddp.yaml")
     one_line_error(capsys, run_main, ["recipe.yaml", "--dry-run", "--config_file", ddp], "accelerate launch")
 
 
 # ------------------------------------------------------------------------------------------- resume situations
 
 
-@pytest.mark.xfail(strict=True, reason="a stage folder whose stage.json is unreadable (a full disk, a kill during a "
-                                       "copy) is planned as a fresh 'run' into the same folder, its weights unmentioned")
 def test_a_finished_stage_with_an_unreadable_record(workdir, capsys):
     stage = Path("runs/r/cold_start")
     stage.mkdir(parents=True)
@@ -339,14 +302,11 @@ def test_run_dir_that_is_the_model_folder(workdir, capsys):
     fails_once(capsys, {**recipe(), "run_dir": "tiny"}, "run_dir", "tiny")
 
 
-@pytest.mark.xfail(strict=True, reason="--card 24 plans a GPU run of a recipe with training.use_cpu: true, silently")
 def test_planning_a_gpu_for_a_recipe_that_trains_on_cpu(workdir, capsys):
     plan = passes(capsys, recipe(), "--card", "24")
     assert any("use_cpu" in line for line in plan.splitlines() if line.startswith("note:")), plan
 
 
-@pytest.mark.xfail(strict=True, reason="cold-start SFT data with no <think> in any answer passes with no note, "
-                                       "although the rl stage rewards that format")
 def test_cold_start_data_without_think_tags_is_noted(workdir, capsys):
     turns = [{"role": "user", "content": "1+1"}, {"role": "assistant", "content": "2"}]
     plan = passes(capsys, recipe(cold_start={"dataset_name": jsonl("nothink.jsonl", [{"messages": turns}] * 8)}))
@@ -364,8 +324,6 @@ def test_card_sizes_that_are_not_positive(workdir, capsys, card):
     one_line_error(capsys, run_main, ["recipe.yaml", "--dry-run", f"--card={card}"], f"--card '{card}'", "positive")
 
 
-@pytest.mark.xfail(strict=True, reason="after the user fixes their data file in place (same path, other rows), the "
-                                       "finished stage is 'skip (done)', trained on the old rows, with no note")
 def test_a_data_file_edited_after_its_stage_finished(workdir, capsys):
     from trl_r1.toy.arithmetic import cold_start_dataset
 

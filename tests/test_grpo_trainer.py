@@ -412,3 +412,16 @@ def test_a_misspelt_reward_name_fails_here_not_as_a_hub_lookup(tiny_model_dir, d
 def test_bias_correction_without_a_kl_term_in_the_loss_warns(tmp_path, options):
     with pytest.warns(UserWarning, match="use_bias_correction_kl=False .* changes nothing"):
         R1GRPOConfig(output_dir=str(tmp_path), use_cpu=True, report_to="none", use_bias_correction_kl=False, **options)
+
+
+def test_a_prompt_over_the_generation_budget_is_skipped_with_one_warning(tiny_model_dir, tmp_path, caplog):
+    """TRL never cuts a prompt: one ~13k-token row would crash vLLM or fill the memory in generate."""
+    rows = [{"prompt": [{"role": "user", "content": f"What is {i} + 1?"}], "solution": str(i + 1)} for i in range(8)]
+    rows.insert(5, {"prompt": [{"role": "user", "content": "1 + " * 6500 + "1?"}], "solution": "6501"})
+    args = R1GRPOConfig(output_dir=str(tmp_path), use_cpu=True, report_to="none", num_generations=GROUP,
+                        per_device_train_batch_size=4, max_completion_length=16)
+    with caplog.at_level("WARNING", logger="trl_r1.trainers"):
+        trainer = R1GRPOTrainer(tiny_model_dir, ["format"], args, Dataset.from_list(rows))
+    assert len(trainer.train_dataset) == 8 and "6501" not in trainer.train_dataset["solution"]
+    line = next(r.getMessage() for r in caplog.records if "prompts are longer" in r.getMessage())
+    assert "1 of 9 prompts are longer than the 1008 tokens" in line and "first: row 5" in line and "skipped" in line

@@ -132,3 +132,14 @@ def test_the_report_names_each_stages_seed_and_the_evaluations(tmp_path):
                                       metrics={"rejection_sampling": {"num_generated": 8}, "seed": 7}))
     write_report(tmp_path, ["rl", "rejection_sampling"])
     assert "Seeds: rl 42 (evaluated with 42), rejection_sampling 7." in (tmp_path / "report.md").read_text()
+
+
+def test_an_evaluation_seen_in_training_is_never_called_held_out(tmp_path):
+    write_stage(tmp_path, StageRecord("rl", "f", "done", evaluation=held_out(0.6, [0.4, 0.8], 0.8, 1.0)))
+    clean = write_report(tmp_path, ["rl"], held_out(0.2, [0.0, 0.4], 0.4, 1.0))
+    assert "## Held-out evaluation" in (tmp_path / "report.md").read_text() and clean["evaluation_seen_in_training"] == 0
+    report = write_report(tmp_path, ["rl"], held_out(0.2, [0.0, 0.4], 0.4, 1.0), seen_in_training=3)
+    markdown = (tmp_path / "report.md").read_text()
+    assert "Held-out" not in markdown and "3 of them also in the training data" in markdown
+    assert json.loads((tmp_path / "report.json").read_text())["evaluation_seen_in_training"] == 3
+    assert not any(line.startswith("held-out") for line in terminal_summary(report).splitlines())

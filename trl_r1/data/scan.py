@@ -56,6 +56,16 @@ def iter_dataset_batches(dataset: Any, batch_size: int = SCAN_BATCH) -> Iterator
         yield [dict(zip(batch, values)) for values in zip(*batch.values())]
 
 
+def column_values(dataset: Any, column: str, desc: str) -> Iterator[Any]:
+    """One column of a `datasets.Dataset`, value by value, read a batch at a time with a progress bar (rows)."""
+    from tqdm.auto import tqdm
+
+    with tqdm(total=len(dataset), desc=desc, unit=" rows") as bar:
+        for batch in dataset.iter(batch_size=SCAN_BATCH):
+            yield from batch[column]
+            bar.update(len(batch[column]))
+
+
 def prompt_lengths(prompts: list[Any], tokenizer: PreTrainedTokenizerBase) -> list[int | None]:
     """Each prompt's length in tokens as the trainers render it (a string as is; a conversation through the chat
     template with the generation prompt), tokenized as one batch; None for one that cannot be rendered."""
@@ -70,6 +80,22 @@ def prompt_lengths(prompts: list[Any], tokenizer: PreTrainedTokenizerBase) -> li
     present = [text for text in texts if text is not None]
     counts = iter(len(ids) for ids in tokenizer(present, add_special_tokens=False)["input_ids"]) if present else iter(())
     return [next(counts) if text is not None else None for text in texts]
+
+
+def rows_over_budget(dataset: Any, tokenizer: PreTrainedTokenizerBase, budget: int,
+                     desc: str = "prompt lengths") -> list[tuple[int, int]]:
+    """(row, tokens) of every prompt of a `datasets.Dataset` longer than `budget` tokens, read in batches with a
+    progress bar (a list of the long rows only: the rest is counted, not kept)."""
+    from tqdm.auto import tqdm
+
+    over, start = [], 0
+    with tqdm(total=len(dataset), desc=desc, unit=" rows") as bar:
+        for batch in iter_dataset_batches(dataset):
+            lengths = prompt_lengths([row.get("prompt") for row in batch], tokenizer)
+            over += [(start + i, n) for i, n in enumerate(lengths) if n is not None and n > budget]
+            start += len(batch)
+            bar.update(len(batch))
+    return over
 
 
 @dataclass
@@ -171,11 +197,86 @@ def prompt_overlap(held_out: Any, training: Any, column: str = "prompt") -> tupl
     return shared, total
 
 
-__all__ = ["HELD_OUT_OVERLAP", "PromptScan", "budget_problems", "dataset_scan", "held_out_problems",
-           "iter_dataset_batches", "iter_file_batches", "normalized", "prompt_budget", "prompt_lengths", "prompt_overlap", "scan_prompts"]
+def duplicate_prompt_notes(where: str, dataset: Any, column: str = "prompt") -> list[str]:
+    """A note when prompts repeat (compared as `normalized` text, every row read in batches): GRPO already samples
+    `num_generations` completions per prompt, so a copied prompt only weighs its question more.
+
+    >>> from datasets import Dataset
+    >>> duplicate_prompt_notes("rl", Dataset.from_dict({"prompt": ["1+1?", " 1+1? ", "2+2?"]}))[0][:72]
+    'rl: 1 of 3 prompts duplicate an earlier one (2 distinct, first duplicate'
+    >>> duplicate_prompt_notes("rl", Dataset.from_dict({"prompt": ["1+1?", "2+2?"]}))
+    []
+    """
+    if column not in dataset.column_names:
+        return []
+    seen: set[str] = set()
+    repeats, first, rows = 0, None, 0
+    for batch in iter_dataset_batches(dataset):
+        for row in batch:
+            text = normalized(row[column])
+            if text in seen:
+                repeats += 1
+                first = rows if first is None else first
+            seen.add(text)
+            rows += 1
+    if not repeats:
+        return []
+    return [f"{where}: {repeats} of {rows} prompts duplicate an earlier one ({len(seen)} distinct, first duplicate: row "
+            f"{first}): each copy trains on the same question again; drop the copies unless that weight is meant"]
+
+
+def think_tag_notes(where: str, dataset: Any, tag: str = "<think>") -> list[str]:
+    """A note when no answer of an SFT dataset (assistant turns of `messages`, or `completion`) holds `tag`: the
+    cold start is there to teach the reasoning format the rl stage's format reward scores.
+
+    >>> from datasets import Dataset
+    >>> think_tag_notes("cold_start", Dataset.from_dict({"completion": ["2", "4"]}))[0][:49]
+    'cold_start: none of its 2 answers holds <think>: '
+    >>> think_tag_notes("cold_start", Dataset.from_dict({"completion": ["<think>1+1</think>2", "4"]}))
+    []
+    """
+    column = next((c for c in ("messages", "completion") if c in dataset.column_names), None)
+    if column is None:
+        return []
+    answers = 0
+    for batch in iter_dataset_batches(dataset):
+        for row in batch:
+            value = row[column]
+            turns = value if isinstance(value, list) else [{"role": "assistant", "content": value}]
+            for turn in turns:
+                if isinstance(turn, dict) and turn.get("role") == "assistant":
+                    answers += 1
+                    if tag in str(turn.get("content", "")):
+                        return []
+    if not answers:
+        return []
+    return [f"{where}: none of its {answers} answers holds {tag}: the model learns to answer without the reasoning "
+            "format the format reward scores (and a prefilled <think> expects); write the reasoning as "
+            "<think>...</think> before the answer"]
+
+
+__all__ = ["HELD_OUT_OVERLAP", "PromptScan", "budget_problems", "column_values", "dataset_scan",
+           "duplicate_prompt_notes", "held_out_problems", "iter_dataset_batches", "iter_file_batches", "normalized",
+           "prompt_budget", "prompt_lengths", "prompt_overlap", "rows_over_budget", "scan_prompts",
+           "seen_in_training", "think_tag_notes"]
 
 
 HELD_OUT_OVERLAP = 0.5  # from this share of shared prompts on, the warning says the whole score is not held-out
+
+
+def seen_in_training(held_out: Any, training_sets: dict[str, Any]) -> int:
+    """How many evaluation prompts are also in any of the training sets (compared as `normalized` text).
+
+    >>> from datasets import Dataset
+    >>> seen_in_training(Dataset.from_dict({"prompt": ["1+1?", "2+2?", "3+3?"]}),
+    ...                  {"rl": Dataset.from_dict({"prompt": ["1+1?"]}), "sft": Dataset.from_dict({"prompt": ["3+3?"]})})
+    2
+    """
+    if "prompt" not in held_out.column_names:
+        return 0
+    seen = {normalized(row["prompt"]) for dataset in training_sets.values() if "prompt" in dataset.column_names
+            for batch in iter_dataset_batches(dataset) for row in batch}
+    return sum(normalized(row["prompt"]) in seen for batch in iter_dataset_batches(held_out) for row in batch)
 
 
 def held_out_problems(held_out: Any, training_sets: dict[str, Any],

@@ -93,6 +93,17 @@ def speed_ratio(work: str, measured_on: str, device: str) -> tuple[float, str] |
         f"TFLOPs ({target.source}; {source.source})")
 
 
+def cpu_stage_notes(stages: list[Any], card: tuple[str, float]) -> list[str]:
+    """A note for the trainer stages a recipe keeps on the CPU (`use_cpu: true`) while the plan is for a card: the
+    estimates and the memory model then speak of a GPU that the run will not use."""
+    on_cpu = [plan.name for plan in stages if plan.model_args is not None and plan.config is not None
+              and getattr(plan.config, "use_cpu", False)]
+    if not on_cpu:
+        return []
+    return [f"{', '.join(on_cpu)}: use_cpu: true trains on the CPU, not on the {card[0]} planned for; remove "
+            "`use_cpu` (in `training:` for every stage) to use the card"]
+
+
 def card_precision_problems(stages: list[Any], card: tuple[str, float]) -> list[str]:
     """Each trainer stage set to a precision the card lacks (`bf16` on a T4 or V100, `tf32` before Ampere), naming
     the key and the fix: transformers refuses them only when the run starts on that card."""

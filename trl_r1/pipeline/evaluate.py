@@ -26,6 +26,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..rewards.aliases import REWARD_ALIASES
 from ..verifiers.format import with_think_prefix
 from .intervals import bootstrap_interval, pass_at_k
 from .recipe import EvaluationConfig
@@ -251,15 +252,6 @@ def looks_like_local_path(name: str) -> bool:
     return name.startswith((".", "/", "~")) or len(parts) > 2 or (len(parts) == 2 and Path(parts[0]).is_dir())
 
 
-# names a TRL or open-r1 user types for a reward (`--reward_funcs think_format_reward`) -> the entry here
-REWARD_ALIASES: dict[str, str | dict[str, Any]] = {
-    "format_reward": "format", "soft_format_reward": "soft_format", "math_accuracy_reward": "math",
-    "accuracy": "math", "accuracy_reward": "math", "reasoning_accuracy_reward": "math",
-    "think_format_reward": {"name": "format", "require_answer": False}, "code_reward": "code",
-    "language_consistency_reward": "language",
-}
-
-
 def reward_entries(values: list[Any]) -> list[Any]:
     """`--rewards` as reward entries: comma-separated names split (`--rewards format,math`), and the names a TRL
     user types (their function names, TRL's `think_format_reward`) read as this registry's entries.
@@ -270,7 +262,8 @@ def reward_entries(values: list[Any]) -> list[Any]:
     entries: list[Any] = []
     for value in values:
         names = [part.strip() for part in value.split(",") if part.strip()] if isinstance(value, str) else [value]
-        entries += [REWARD_ALIASES.get(name, name) if isinstance(name, str) else name for name in names]
+        entries += [alias.entry if isinstance(name, str) and (alias := REWARD_ALIASES.get(name)) and alias.entry
+                    else name for name in names]
     return entries
 
 

@@ -33,6 +33,7 @@ class StagePlan(Protocol):
     section: dict[str, Any]
     fingerprint: str
     settings: dict[str, Any]
+    output_dir: Path
 
 logger = logging.getLogger("trl_r1.pipeline")
 
@@ -163,3 +164,38 @@ def keep_previous(output_dir: Path, stage: str) -> Path:
 
 __all__ = ["BOOKKEEPING_KEYS", "changed_keys", "digest", "fingerprint_stages", "keep_previous", "next_previous",
            "stage_settings", "typed_value"]
+
+
+RECORD_FILE = "stage.json"  # a stage's record (`stages.StageRecord`), written last when the stage finishes
+
+
+def unreadable_record(stage_dir: Path) -> str | None:
+    """Why the stage's record cannot be read (a kill during a copy, a full disk), or None when it reads or is
+    absent. Such a stage is redone as changed, so its files are kept aside (`keep_previous`), never mixed in."""
+    path = stage_dir / RECORD_FILE
+    try:
+        json.loads(path.read_text())
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        return f"{type(exc).__name__}: {exc}"
+    return None
+
+
+def record_notes(stages: list[StagePlan], done: set[str]) -> list[str]:
+    """Plan notes from the stages' folders: a record that cannot be read (the stage runs again, its files moved to
+    `.previous`), and a finished stage whose local data file was modified after the stage finished (kept, as its
+    settings did not change, though it trained on the file's old rows)."""
+    notes = []
+    for plan in stages:
+        record = plan.output_dir / RECORD_FILE
+        why = unreadable_record(plan.output_dir)
+        if why is not None:
+            notes.append(f"{plan.name}: {record} cannot be read ({why[:80]}): the stage runs again and the files in "
+                         f"its folder move to {next_previous(plan.output_dir)}")
+            continue
+        source = Path(str(getattr(plan.args, "dataset_name", None) or getattr(plan.config, "dataset_name", "") or ""))
+        if plan.name in done and source.is_file() and source.stat().st_mtime > record.stat().st_mtime:
+            notes.append(f"{plan.name}: {source} was modified after this stage finished: the stage is kept, trained "
+                         f"on the file's earlier rows; run with --from-stage {plan.name} to train on the new ones")
+    return notes

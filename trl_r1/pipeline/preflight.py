@@ -24,6 +24,8 @@ import importlib.util
 import math
 from typing import TYPE_CHECKING, Any
 
+from ..data.scan import column_values
+
 if TYPE_CHECKING:
     from ..data.scan import PromptScan
     from .memory import GRPOSettings, ModelShape
@@ -182,7 +184,7 @@ def missing_value_problems(where: str, dataset: Any, columns: list[str], named: 
     source = next((o.dataset_name for o in named if getattr(o, "dataset_name", None)), "the dataset")
     problems = []
     for column in columns:
-        empty = [i for i, value in enumerate(dataset[column])
+        empty = [i for i, value in enumerate(column_values(dataset, column, f"{where}: {column!r} values"))
                  if value is None or (isinstance(value, float) and math.isnan(value))  # JSON NaN: pandas' missing
                  or (isinstance(value, (str, list, dict)) and not value)
                  or (isinstance(value, str) and not value.strip())]

@@ -36,6 +36,7 @@ from ..config import ConfigError, build, check_keys, fields_of, pick, suggest
 from ..config import read_yaml as _read_yaml
 from ..data.generation import vllm_fallback_field
 from ..registry import Registry, resolve_import_path
+from ..rewards.aliases import REWARD_ALIASES
 from .fingerprint import changed_keys, fingerprint_stages
 from .fingerprint import digest as _digest
 
@@ -513,8 +514,8 @@ def reward_weights(rewards: Any, stage: str, problems: list[str]) -> list[float]
     if not isinstance(rewards, list) or not rewards:
         problems.append(f"{stage}: key 'rewards' must be a non-empty list of names or {{name, weight}} mappings")
         return None
-    foreign = [f"{stage}: key 'rewards': {name!r} is {FOREIGN_REWARDS[name]}" for name in reward_names(rewards)
-               if name in FOREIGN_REWARDS and name not in reward_registry()]
+    foreign = [f"{stage}: key 'rewards': {name!r} is {REWARD_ALIASES[name].why}" for name in reward_names(rewards)
+               if name in REWARD_ALIASES and name not in reward_registry()]
     if foreign:
         problems += foreign
         return None
@@ -536,27 +537,6 @@ def reward_weights(rewards: Any, stage: str, problems: list[str]) -> list[float]
     except (TypeError, ValueError):
         problems.append(f"{stage}: key 'rewards': every weight must be a number, got {weights}")
         return None
-
-
-_NO_COUNTERPART = "which trl-r1 does not provide; write it as a reward (docs/howto_reward.md) and name its import path"
-# Reward names of open-r1's registry and TRL's `trl.rewards`, and what each is here.
-FOREIGN_REWARDS: dict[str, str] = {
-    **dict.fromkeys(("accuracy", "accuracy_reward"), "open-r1's and TRL's name for the math answer check: here "
-                    "'math' (the gold answer from the 'solution' column)"),
-    "reasoning_accuracy_reward": "TRL's answer check after the reasoning: here 'math' (it reads the answer, not "
-                                 "the reasoning)",
-    "format_reward": "open-r1's and TRL's name: here 'format'",
-    "think_format_reward": "TRL's <think> format check: here {name: format, require_answer: false}",
-    **dict.fromkeys(("tag_count", "tag_count_reward"), "open-r1's partial credit per tag: here 'soft_format'"),
-    **dict.fromkeys(("code_reward",), "open-r1's name: here 'code' (the share of tests passed)"),
-    **dict.fromkeys(("binary_code", "binary_code_reward"), "open-r1's all-tests-pass code reward: here "
-                    "{name: code, binary: true}"),
-    **dict.fromkeys(("language_consistency_reward",), "here 'language'"),
-    **{name: f"open-r1's or TRL's {name!r} reward, {_NO_COUNTERPART}" for name in (
-        "cosine", "get_cosine_scaled_reward", "length", "len_reward", "repetition_penalty",
-        "get_repetition_penalty_reward", "reasoning_steps", "reasoning_steps_reward", "soft_overlong_punishment",
-        "get_soft_overlong_punishment", "ioi_code", "cf_code", "code_format")},
-}
 
 
 def reward_registry() -> Any:

@@ -81,11 +81,12 @@ def dropped_sentence(row: dict[str, Any]) -> str | None:
 
 
 def write_report(run_dir: str | Path, stage_names: list[str], base_evaluation: dict[str, float] | None = None,
-                 stage_dirs: dict[str, Path] | None = None) -> dict:
+                 stage_dirs: dict[str, Path] | None = None, seen_in_training: int = 0) -> dict:
     """Write report.md, report.json and the PNG curves into `run_dir`; return the report as a dict.
 
     Each stage is read from `stage_dirs[name]` (default `run_dir/<name>`; a single-stage command writes into
-    `run_dir` itself)."""
+    `run_dir` itself). `seen_in_training`: how many evaluation prompts are also in a stage's training data; the
+    scores keep every prompt (the same set before and after each stage) but are then not called held-out."""
     run_dir = Path(run_dir)
     rows, histories = [], {}
     for name in stage_names:
@@ -97,7 +98,8 @@ def write_report(run_dir: str | Path, stage_names: list[str], base_evaluation: d
         rows.append(stage_summary(record, histories[name]))
     evaluations = {"base": base_evaluation} if base_evaluation else {}
     evaluations.update({r["stage"]: r["evaluation"] for r in rows if r.get("evaluation")})
-    report = {"stages": rows, "evaluation": evaluations, "curves": _plot(run_dir, histories, evaluations)}
+    report = {"stages": rows, "evaluation": evaluations, "evaluation_seen_in_training": seen_in_training,
+              "curves": _plot(run_dir, histories, evaluations)}
     (run_dir / REPORT_JSON).write_text(json.dumps(report, indent=2, default=str))
     (run_dir / REPORT_MD).write_text(markdown(report))
     return report
@@ -114,7 +116,9 @@ def markdown(report: dict[str, Any]) -> str:
                      f"{_trend(row, 'loss')} | {_trend(row, 'reward')} | {_trend(row, 'length')} | "
                      f"{_cell(row.get('accepted'))} |")
     if report["evaluation"]:
-        lines += ["", "## Held-out evaluation", "", *evaluation_table(report["evaluation"])]
+        seen = report.get("evaluation_seen_in_training", 0)
+        lines += ["", f"## {'Held-out evaluation' if not seen else 'Evaluation (not held-out)'}", "",
+                  *evaluation_table(report["evaluation"], seen=seen)]
     dropped = [f"- {row['stage']}: {dropped_sentence(row)}" for row in report["stages"] if dropped_sentence(row)]
     if dropped:
         lines += ["", "Examples dropped for exceeding `max_length` (`long_examples: truncate` cuts them instead):", "",
@@ -127,14 +131,14 @@ def markdown(report: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def evaluation_table(evaluations: dict[str, dict], first_column: str = "after") -> list[str]:
+def evaluation_table(evaluations: dict[str, dict], first_column: str = "after", seen: int = 0) -> list[str]:
     """The held-out evaluation as Markdown lines: one row per evaluated model (a stage, or `trl-r1 evaluate`'s
     model), the reward means with their 95% interval, pass@k of the first reward, length and truncation."""
     rewards = reward_metrics(evaluations)
     k = _k(evaluations)
     header = [f"{m} (95% CI)" for m in rewards] + [f"{m} pass@{k}" for m in rewards[:1] if k] + \
         ["mean length", "truncated"]
-    lines = [f"Mean reward over k = {k or '?'} samples per held-out prompt (pass@1) on {scope_sentence(evaluations)}, "
+    lines = [f"Mean reward over k = {k or '?'} samples per prompt (pass@1) on {scope_sentence(evaluations, seen)}, "
              "and pass@k (a prompt counts if any of its k samples scores 1).", "",
              f"| {first_column} | " + " | ".join(header) + " |", "|---|" + "---|" * len(header)]
     for stage, values in evaluations.items():
@@ -151,14 +155,19 @@ def held_out_prompts(evaluations: dict[str, dict]) -> int | None:
                  if key.endswith("/per_prompt") and isinstance(v, list)), None)
 
 
-def scope_sentence(evaluations: dict[str, dict]) -> str:
-    """n held-out prompts, and what the intervals cover (prompts, within this run's one seed).
+def scope_sentence(evaluations: dict[str, dict], seen: int = 0) -> str:
+    """n held-out prompts (or how many of them were seen in training), and what the intervals cover (prompts,
+    within this run's one seed).
 
     >>> scope_sentence({"rl": {"acc_reward/per_prompt": [1.0, 0.0, 1.0]}})
     'n = 3 held-out prompts; its 95% bootstrap interval is over prompts within this run (one seed): it does not include seed-to-seed variation (across-seed ranges: benchmarks/learning.py --seeds)'
+    >>> scope_sentence({"rl": {"acc_reward/per_prompt": [1.0, 0.0, 1.0]}}, seen=2)[:96]
+    'n = 3 evaluation prompts, 2 of them also in the training data (not held-out: partly a measure of'
     """
     n = held_out_prompts(evaluations)
-    return (f"n = {n if n is not None else '?'} held-out prompts; its 95% bootstrap interval is over prompts within "
+    prompts = (f"{n if n is not None else '?'} evaluation prompts, {seen} of them also in the training data (not "
+               "held-out: partly a measure of memory)" if seen else f"{n if n is not None else '?'} held-out prompts")
+    return (f"n = {prompts}; its 95% bootstrap interval is over prompts within "
             "this run (one seed): it does not include seed-to-seed variation (across-seed ranges: "
             "benchmarks/learning.py --seeds)")
 
@@ -205,16 +214,17 @@ def sample_lines(evaluations: dict[str, dict]) -> list[str]:
     return lines
 
 
-def evaluation_lines(evaluations: dict[str, dict]) -> list[str]:
+def evaluation_lines(evaluations: dict[str, dict], seen: int = 0) -> list[str]:
     """The held-out evaluation in a few terminal lines: each reward's mean [95% CI] and pass@k per model."""
     k = _k(evaluations)
-    lines = [f"held-out: k = {k or '?'} samples per prompt, {scope_sentence(evaluations)}"]
+    name = "evaluation" if seen else "held-out"
+    lines = [f"{name}: k = {k or '?'} samples per prompt, {scope_sentence(evaluations, seen)}"]
     for metric in reward_metrics(evaluations):
         values = "  ".join(f"{stage}={_with_interval(e, metric)}" for stage, e in evaluations.items())
-        lines.append(f"held-out {metric} [95% CI]: {values}")
+        lines.append(f"{name} {metric} [95% CI]: {values}")
         if k and any(f"{metric}/pass@{k}" in e for e in evaluations.values()):
             values = "  ".join(f"{stage}={_cell(e.get(f'{metric}/pass@{k}'))}" for stage, e in evaluations.items())
-            lines.append(f"held-out {metric} pass@{k}: {values}")
+            lines.append(f"{name} {metric} pass@{k}: {values}")
     return lines
 
 
@@ -234,7 +244,7 @@ def terminal_summary(report: dict[str, Any]) -> str:
     evaluations = report["evaluation"]
     if evaluations:
         lines.append("-" * 72)
-        lines += evaluation_lines(evaluations)
+        lines += evaluation_lines(evaluations, report.get("evaluation_seen_in_training", 0))
     lines.append("-" * 72)
     lines += stage_changes(report)
     lines.append("=" * 72)
@@ -283,7 +293,7 @@ def stage_changes(report: dict[str, Any]) -> list[str]:
         else:
             sentence = _training_change(row)
             if values:  # evaluated, with no earlier evaluation to compare with
-                sentence += "; held-out " + ", ".join(f"{m} {_with_interval(values, m)}" for m in metrics
+                sentence += ("; evaluation " if report.get("evaluation_seen_in_training") else "; held-out ") + ", ".join(f"{m} {_with_interval(values, m)}" for m in metrics
                                                       if m in values)
         if moves and "value_loss_first" in row:  # an evaluated PPO stage: its critic still gets a word
             sentence += "; critic " + ", ".join(f"{m} {_trend(row, m)}" for m in CRITIC_METRICS if f"{m}_first" in row)

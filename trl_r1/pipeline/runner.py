@@ -20,7 +20,8 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from ..data.loading import EmptyDatasetError, LocalDataError, SplitError
-from ..data.scan import budget_problems, dataset_scan, held_out_problems, prompt_budget
+from ..data.scan import (budget_problems, dataset_scan, duplicate_prompt_notes, held_out_problems, prompt_budget,
+                         seen_in_training, think_tag_notes)
 from ..rehearsal.pretrained import resolve_model_name
 from .data import DatasetSchema, load_stage_dataset
 from .memory import model_shape
@@ -51,8 +52,8 @@ from .preflight import (
     unique,
 )
 from .ranks import Ranks
-from .cards import card_precision_problems
-from .fingerprint import next_previous
+from .cards import card_precision_problems, cpu_stage_notes
+from .fingerprint import next_previous, record_notes
 from .recipe import Recipe, RecipeError, StagePlan, _digest, changed_keys
 from .stages import STAGE_REGISTRY, ModelHandle, StageRecord, prepare_stage_dir, read_record, stage_status, write_record
 from .templates import TemplateReport, adapt_rewards, inspect_chat_template, template_problems
@@ -108,6 +109,7 @@ class Pipeline:
         self.schemas: dict[str, DatasetSchema] = {}  # what the preflight saw of each dataset, by stage
         self.notes: list[str] = []  # what the preflight could not check here, and why
         self.longest_prompts: dict[str, int] = {}  # each stage's longest prompt in tokens, from the whole-file scan
+        self.evaluation_seen = 0  # evaluation prompts also in a stage's training data
         self.untemplated = False  # the preflight found a tokenizer without a chat template
         self.tokenizer: Any = None  # the base model's tokenizer, once the preflight loaded it
         self.context: tuple[int, str] | None = None  # the model's context (tokens, where it was read)
@@ -167,7 +169,7 @@ class Pipeline:
         if record is not None and record.fingerprint == plan.fingerprint:
             return f"--from-stage {self.from_stage}"
         if record is None or record.settings is None:
-            return "its settings changed (its stage.json does not record which: written by an older trl-r1)"
+            return "its settings changed (its stage.json is unreadable, or does not record which: an older trl-r1)"
         changed = changed_keys(record.settings, plan.settings)
         if changed:
             return "changed: " + ", ".join(changed)
@@ -195,6 +197,7 @@ class Pipeline:
                               and getattr(s.config, "assistant_only_loss", False)
                               and not getattr(s.config, "chat_template_path", None)]
             problems += template_problems(self.template, sft_stages=chat_stages, assistant_only_stages=assistant_only)
+        self.notes += record_notes(self.recipe.stages, {p for p, s in self.status.items() if s == 'done'})
         for plan in self.pending():
             problems += STAGE_REGISTRY[plan.name].check_data(plan, self)
         ev = self.recipe.evaluation
@@ -222,6 +225,7 @@ class Pipeline:
             machine += precision_problems(self.pending())
         if self.card is not None:
             problems += card_precision_problems(self.pending(), self.card)
+            self.notes += cpu_stage_notes(self.pending(), self.card)
         if self.elsewhere:
             self.notes += [f"this machine, not the GPU planned for: {p}" for p in machine]
         else:
@@ -243,6 +247,7 @@ class Pipeline:
                                 and getattr(plan.args, "dataset_name", None) == ev.dataset_name
                                 and getattr(plan.args, "dataset_train_split", None) == ev.dataset_split)
         problems, warnings = held_out_problems(held_out, trained, same_source)
+        self.evaluation_seen = seen_in_training(held_out, trained)  # the report then does not say held-out
         for warning in warnings:
             logger.warning(warning)
         self.notes += warnings
@@ -380,6 +385,8 @@ class Pipeline:
                     where, plan.config, lengths, refuse=plan.config.fast_generation == "on" or self.card is not None)
                 problems += fast_problems
                 self.notes += fast_notes
+        if not problems:
+            self.notes += duplicate_prompt_notes(where, dataset) + think_tag_notes(where, dataset)
         return problems
 
     def adapted(self, rewards: list[Any]) -> list[Any]:
@@ -434,7 +441,8 @@ class Pipeline:
 
         def report() -> dict[str, Any]:
             written = write_report(self.recipe.run_dir, [s.name for s in self.recipe.stages], base_evaluation,
-                                   stage_dirs={s.name: s.output_dir for s in self.recipe.stages})
+                                   stage_dirs={s.name: s.output_dir for s in self.recipe.stages},
+                                   seen_in_training=self.evaluation_seen)
             self.echo(terminal_summary(written))
             self.echo(f"report: {self.recipe.run_dir / 'report.md'}")
             return written

@@ -36,7 +36,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from .fingerprint import keep_previous
+from .fingerprint import RECORD_FILE, keep_previous, unreadable_record
 from .plan import StageCost, dataset_rows, final_sft_cost, rejection_sampling_cost, rl_cost, training_cost
 from .preflight import short_max_length_problems
 from .recipe import (
@@ -63,7 +63,7 @@ from .templates import prepare_assistant_only_loss
 
 logger = logging.getLogger("trl_r1.pipeline")
 
-STAGE_FILE = "stage.json"
+STAGE_FILE = RECORD_FILE
 SMOKE_MAX_SAMPLES = 8  # `run --smoke`: the rows a stage keeps of its own dataset
 
 
@@ -127,7 +127,7 @@ def stage_status(plan: StagePlan, forced: bool = False) -> str:
     """`done` (skip), `resume` (interrupted, same config), `stale` (config changed: redo) or `new`."""
     record = read_record(plan.output_dir)
     if record is None:
-        return "new"
+        return "stale" if unreadable_record(plan.output_dir) else "new"  # an unreadable record: keep its files aside
     if record.fingerprint != plan.fingerprint:
         return "stale"
     if forced:
