@@ -6,7 +6,7 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
-from tests.test_first_run_2 import dry_run, fails_once, recipe, workdir  # noqa: F401  (workdir: the fixture)
+from tests.conftest import dry_run, fails_once, recipe
 from trl_r1.data.fast_generation import fast_prompt_budget
 from trl_r1.pipeline.memory import GRPOSettings, estimate_grpo_peak, kv_bytes_per_token, model_shapes
 
