@@ -596,10 +596,8 @@ def resolve_stage(plan: StagePlan, recipe: Recipe, *, elsewhere: bool) -> StageP
     plan.evaluation_4bit = bool(model_args.use_peft and model_args.load_in_4bit)
     if hasattr(plan.config, "use_vllm") or plan.kind == "rejection_sampling":
         four_bit = plan.load_in_4bit if plan.kind == "rejection_sampling" else plan.evaluation_4bit
-        use_cpu = getattr(plan.config, "use_cpu", None)
-        on_cpu = recipe.shared.get("training", {}).get("use_cpu", False) if use_cpu is None else use_cpu
-        plan.generation, plan.generation_why = resolve_generation(  # a CPU stage runs here, whatever the card
-            plan.config, model_args, recipe.model, four_bit=four_bit, elsewhere=elsewhere and not on_cpu)
+        plan.generation, plan.generation_why = resolve_generation(plan.config, model_args, recipe.model,
+                                                                  four_bit=four_bit, elsewhere=elsewhere)
     return plan
 
 

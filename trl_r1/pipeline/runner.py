@@ -92,7 +92,7 @@ class Pipeline:
             raise RecipeError([f"--from-stage {from_stage!r} is not a stage of this recipe; stages: {names}"])
         self.recipe = recipe
         for plan in recipe.stages:  # every decision a stage's run takes, made once (on every rank)
-            resolve_stage(plan, recipe, elsewhere=elsewhere)
+            resolve_stage(plan, recipe, elsewhere=elsewhere and card is not None)
         self.ranks = ranks or Ranks()
         self.echo = echo if self.ranks.is_main else (lambda _: None)
         forced_from = [s.name for s in recipe.stages].index(from_stage) if from_stage else len(recipe.stages)
