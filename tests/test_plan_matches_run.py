@@ -62,7 +62,7 @@ def test_what_each_stage_builds_is_what_its_plan_says(recipes, smoke_work_dir, s
     recipe = load_recipe(prepare_smoke(data, smoke_work_dir, run_dir=tmp_path / "run"))
     pipeline = Pipeline(recipe, echo=lambda _: None)
     pipeline.preflight()
-    printed = "\n".join(pipeline.plan_lines())
+    printed = " ".join(" ".join(pipeline.plan_lines()).split())  # the dry run's plan, its wrapped lines joined
     for plan in recipe.stages:
         if plan.model_args is not None:
             check_trainer(plan, pipeline)
@@ -71,7 +71,7 @@ def test_what_each_stage_builds_is_what_its_plan_says(recipes, smoke_work_dir, s
         assert resolve_backend(config.backend, config.base_url, config.model_name_or_path,
                                config.load_in_4bit) == plan.generation
         assert (config.load_in_4bit, config.seed) == (plan.load_in_4bit, plan.seed)
-        assert f"generation: {plan.name}: {plan.generation} (" in printed  # the dry run says what runs
+        assert f"generates with {plan.generation} ({plan.generation_why})" in printed  # the dry run says what runs
     # the sampler's 4-bit follows its own section (the shipped recipes sample from a bf16 base beside QLoRA stages)
     sampling = recipe.stage("rejection_sampling")
     if sampling is not None:

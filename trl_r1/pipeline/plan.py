@@ -451,6 +451,16 @@ def model_line(plan: StagePlan, pipeline: Any) -> str | None:
     return f"loads:    {mode}, adapter_handoff={model.adapter_handoff}"
 
 
+def decided_line(plan: StagePlan) -> str:
+    """What the run will do, as `preflight.resolve_stage` decided it once: the backend it generates with and why,
+    whether its model loads in 4 bits, its seed."""
+    parts = [f"generates with {plan.generation} ({plan.generation_why})"] if plan.generation else []
+    parts.append("a 4-bit base" if plan.load_in_4bit else "an unquantised base")
+    if plan.seed is not None:
+        parts.append(f"seed {plan.seed}")
+    return f"decided:  {'; '.join(parts)}"
+
+
 def settings_lines(label: str, section: dict[str, Any], name: str, overridden: set[str]) -> list[str]:
     """Every key of a section, wrapped (never cut), the command line's overrides marked `(overridden)`."""
     items = [f"{k}={v}" + (" (overridden)" if f"{name}.{k}" in overridden or k in overridden else "")
@@ -545,6 +555,7 @@ def plan_lines(pipeline: Any, costs: dict[str, StageCost]) -> list[str]:
         described = model_line(plan, pipeline)
         if described:
             lines.append(f"     {described}")
+        lines += _wrap(decided_line(plan))
         lines += settings_lines("settings:", plan.section, plan.name, pipeline.overridden)
         cost = costs.get(plan.name)
         lines += cost_lines(cost, pipeline, plan)
