@@ -206,8 +206,9 @@ def make_trainer(plan: StagePlan, start: ModelHandle, train_dataset: Any, *,
     """The TRL trainer a training stage runs, as its plan resolved it: vLLM generation only where
     `StagePlan.generation` says so, a 4-bit base where `StagePlan.load_in_4bit` does."""
     config = plan.config
-    if hasattr(config, "use_vllm"):
-        config.use_vllm = plan.generation == "vllm"
+    if getattr(config, "use_vllm", False) and plan.generation != "vllm":  # never silent: say why
+        logger.warning("%s: generating with transformers, not vLLM: %s", plan.name, plan.generation_why)
+        config.use_vllm = False
     model_args = replace(plan.model_args, load_in_4bit=plan.load_in_4bit)
     model, peft_config, quantization_config = _model_for_trainer(model_args, start, config)
     kwargs: dict[str, Any] = {"model": model, "args": config, "train_dataset": train_dataset,
