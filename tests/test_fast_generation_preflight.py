@@ -69,7 +69,7 @@ def test_the_dry_runs_memory_check_counts_the_copy_at_the_datas_budget(tmp_path)
         config = R1GRPOConfig(output_dir=str(tmp_path), use_cpu=True, report_to="none", fast_generation=setting)
         # 32 sequences generated, one trained at a time: the generation's peak is the step's
         settings = GRPOSettings(per_device_train_batch_size=1, gradient_accumulation_steps=32)
-        return rl_step_peak(config, settings, qwen, card_gb, longest)[0]
+        return rl_step_peak(config, settings, qwen, card_gb, longest, vllm=False)[0]
 
     plain = peak("off")
     assert peak("on") > plain  # the merged copy and the static cache

@@ -247,10 +247,10 @@ def test_a_stage_adapter_is_evaluated_on_the_base_it_was_trained_on(tmp_path, mo
             "evaluation": {"dataset_name": ARITHMETIC, "stages": ["cold_start", "rl"]}}
     recipe = load_recipe(data)
     pipeline = Pipeline(recipe, echo=lambda _: None)
-    plans = {plan.name: plan for plan in recipe.stages}
-    for stage in ("cold_start", "rl"):
-        pipeline._evaluate(stage, ModelHandle(stage, adapter_path=f"{stage}/adapter"), plans[stage].model_args)
+    for stage in ("cold_start", "rl"):  # the stage's plan says how its adapter's base loads
+        pipeline._evaluate(stage, ModelHandle(stage, adapter_path=f"{stage}/adapter"))
     assert loaded == {"cold_start": True, "rl": False}
+    assert [recipe.stage(s).evaluation_4bit for s in ("cold_start", "rl")] == [True, False]
 
 
 class GeneratorLoaded(Exception):

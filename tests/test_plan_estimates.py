@@ -52,7 +52,11 @@ def test_card_names_and_sizes():
 def test_times_come_from_the_measured_rate_that_matches_and_are_projected_otherwise(tmp_path, mirrors):
     data = math_recipe(tmp_path)
     pipeline, costs = planned(data, ("NVIDIA H200", 141.0))
-    # rejection sampling: transformers (vLLM is not installed here), bf16 base + the RL adapter, 4 prompts x 8
+    # `backend: auto` is planned as on the card (vLLM), whatever this machine has (issue 34)
+    assert pipeline.recipe.stage("rejection_sampling").generation == costs["rejection_sampling"].generation[0] == "vllm"
+    data["rejection_sampling"]["backend"] = "transformers"
+    pipeline, costs = planned(data, ("NVIDIA H200", 141.0))
+    # rejection sampling: transformers, bf16 base + the RL adapter, 4 prompts x 8
     sampling = costs["rejection_sampling"]
     assert sampling.generation == ("transformers", "bf16", True) and sampling.generation_batch == 32
     [row] = [r for r in RATES if r.device == "NVIDIA H200" and r.weights == "bf16" and r.adapter]

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .cards import KNOWN_CARDS, card_text, parse_card, speed_ratio
-from .preflight import PROMPT_TOKENS, loads_4bit, uses_vllm
+from .preflight import PROMPT_TOKENS
 
 if TYPE_CHECKING:
     from .memory import ModelShape
@@ -249,7 +249,7 @@ def rl_cost(plan: StagePlan, pipeline: Any) -> StageCost:
         generated_tokens=_times(samples, length), trained_tokens=_times(trained, length),
         basis=(f"{steps if steps is not None else 'unknown'} steps x {per_step} completions, {generations} per "
                f"prompt, <= max_completion_length {length} tokens each (trained: the completion tokens)"),
-        generation=("vllm" if getattr(c, "use_vllm", False) else "transformers", _weights(model_args),
+        generation=(plan.generation or "transformers", _weights(model_args),
                     bool(model_args.use_peft)),
         generation_batch=per_call, training=("grpo", _weights(model_args), bool(model_args.use_peft)),
         prompt_tokens=PROMPT_TOKENS, device=_device(c, pipeline), notes=notes)
@@ -283,8 +283,8 @@ def rejection_sampling_cost(plan: StagePlan, pipeline: Any, prompt_rows: int | N
         min(prompt_rows, c.max_prompts)
     how = f"{_n(prompts)} prompts ({'max_prompts ' + str(c.max_prompts) if c.max_prompts else 'every prompt'})"
     adapter = bool(recipe.model.use_peft)  # it samples from the stage's adapter on its base, even when merged
-    vllm = uses_vllm(plan, vllm_installed=pipeline.vllm_installed, cuda=pipeline.card is not None)
-    weights = "nf4" if loads_4bit(plan, recipe) else "float32" if recipe.model.dtype == "float32" else "bf16"
+    vllm = plan.generation == "vllm"
+    weights = "nf4" if plan.load_in_4bit else "float32" if recipe.model.dtype == "float32" else "bf16"
     return sampling_cost(pipeline, prompts, c.num_samples, c.max_new_tokens, how,
                          ("vllm" if vllm else "transformers", weights, adapter), c.batch_size)
 
@@ -440,7 +440,7 @@ def model_line(plan: StagePlan, pipeline: Any) -> str | None:
         if plan.kind != "rejection_sampling":
             return None
         dtype = "bf16" if recipe.model.dtype == "bfloat16" else recipe.model.dtype
-        return f"loads:    {'4-bit NF4' if loads_4bit(plan, recipe) else dtype} weights for sampling"
+        return f"loads:    {'4-bit NF4' if plan.load_in_4bit else dtype} weights for sampling"
     dtype = model.dtype or "auto"
     if model.load_in_4bit:
         mode = f"QLoRA: 4-bit NF4 base ({dtype} compute) + LoRA r={model.lora_r}"
@@ -449,6 +449,16 @@ def model_line(plan: StagePlan, pipeline: Any) -> str | None:
     else:
         mode = f"full fine-tuning in {dtype}"
     return f"loads:    {mode}, adapter_handoff={model.adapter_handoff}"
+
+
+def decided_line(plan: StagePlan) -> str:
+    """What the run will do, as `preflight.resolve_stage` decided it once: the backend it generates with and why,
+    whether its model loads in 4 bits, its seed."""
+    parts = [f"generates with {plan.generation} ({plan.generation_why})"] if plan.generation else []
+    parts.append("a 4-bit base" if plan.load_in_4bit else "an unquantised base")
+    if plan.seed is not None:
+        parts.append(f"seed {plan.seed}")
+    return f"decided:  {'; '.join(parts)}"
 
 
 def settings_lines(label: str, section: dict[str, Any], name: str, overridden: set[str]) -> list[str]:
@@ -545,6 +555,7 @@ def plan_lines(pipeline: Any, costs: dict[str, StageCost]) -> list[str]:
         described = model_line(plan, pipeline)
         if described:
             lines.append(f"     {described}")
+        lines += _wrap(decided_line(plan))
         lines += settings_lines("settings:", plan.section, plan.name, pipeline.overridden)
         cost = costs.get(plan.name)
         lines += cost_lines(cost, pipeline, plan)

@@ -424,7 +424,7 @@ def backend_problems(recipe: Recipe, stages: list[StagePlan], rewards: dict[str,
             problems.append(f"{', '.join(wanting)}: vLLM is not installed; install it with {install_hint('vllm')}, "
                             "or generate with transformers (use_vllm: false / backend: transformers), or set "
                             "vllm_fallback: transformers to fall back where vLLM cannot serve")
-    quantised = [p.name for p in stages if loads_4bit(p, recipe)]
+    quantised = [p.name for p in stages if p.load_in_4bit]
     if quantised and importlib.util.find_spec("bitsandbytes") is None:
         problems.append(f"{', '.join(quantised)}: load_in_4bit: true needs bitsandbytes, which is not installed; "
                         "install it with pip install bitsandbytes, or set load_in_4bit: false")
@@ -563,45 +563,71 @@ def precision_problems(stages: list[StagePlan]) -> list[str]:
             "--smoke, or plan for a GPU with --dry-run --card NAME_OR_GB (e.g. --card 24)"]
 
 
+def resolve_generation(config: Any, model_args: R1ModelConfig, model: R1ModelConfig, *, four_bit: bool,
+                       elsewhere: bool) -> tuple[str, str]:
+    """(backend, why) a generating section (rl, rejection sampling, evaluation) will use: vLLM where it asks for it
+    (`use_vllm`, `backend: vllm|auto`) and vLLM can serve it, else transformers; openai for an endpoint. An RL
+    stage is judged by the trainer's own `vllm_generation_choice` (server mode and merged pushes on a 4-bit base
+    included), a sampler by `vllm_backend_choice`. `elsewhere`: for another card, this machine's lacks left out."""
+    from trl import get_peft_config, get_quantization_config
+
+    from ..data.generation import vllm_backend_choice
+    from ..trainers.trl_compat import vllm_generation_choice
+
+    wants = getattr(config, "use_vllm", False) or getattr(config, "backend", None) in ("vllm", "auto")
+    if not wants or getattr(config, "base_url", None):
+        return ("openai" if wants else getattr(config, "backend", "transformers")), "as the recipe says"
+    if hasattr(config, "use_vllm"):
+        lora = get_peft_config(model_args) if model_args.use_peft else None
+        choice, why = vllm_generation_choice(model.model_name_or_path or "", config, lora,
+                                             get_quantization_config(model_args), this_machine=not elsewhere)
+        return ("transformers" if choice == "transformers" else "vllm",
+                why or ("vLLM serves the base with the LoRA adapter unmerged" if choice == "adapter"
+                        else f"vLLM, TRL's {config.vllm_mode} mode"))
+    return vllm_backend_choice(model.model_name_or_path, load_in_4bit=four_bit,
+                               load_in_8bit=bool(model_args.load_in_8bit),
+                               bnb_4bit_quant_type=model_args.bnb_4bit_quant_type,
+                               use_bnb_nested_quant=model_args.use_bnb_nested_quant, this_machine=not elsewhere)
+
+
+def resolve_stage(plan: StagePlan, recipe: Recipe, *, elsewhere: bool) -> StagePlan:
+    """Fill in what `plan` will do (`StagePlan.generation`, `load_in_4bit`, `evaluation_4bit`), once, for the card
+    planned for (`elsewhere`) or this machine; returns `plan`."""
+    plan.load_in_4bit = loads_4bit(plan, recipe)
+    model_args = plan.model_args or recipe.model
+    # a LoRA stage is evaluated as its adapter on the base it trained on (`StageRecord.generator`), 4-bit as trained
+    plan.evaluation_4bit = bool(model_args.use_peft and model_args.load_in_4bit)
+    if hasattr(plan.config, "use_vllm") or plan.kind == "rejection_sampling":
+        four_bit = plan.load_in_4bit if plan.kind == "rejection_sampling" else plan.evaluation_4bit
+        plan.generation, plan.generation_why = resolve_generation(plan.config, model_args, recipe.model,
+                                                                  four_bit=four_bit, elsewhere=elsewhere)
+    return plan
+
+
 def generation_backend_problems(recipe: Recipe, stages: list[StagePlan], notes: list[str], *,
                                 elsewhere: bool = False) -> list[str]:
     """For each generating stage (rl, rejection sampling, evaluation), the backend it will use and why (a note
-    in the plan), and a problem where it asks for vLLM, vLLM cannot serve it and its `vllm_fallback` is not
-    `transformers`: the run stops before any model loads, naming the key. An RL stage is judged by the trainer's
-    own `vllm_generation_choice` (server mode and merged pushes on a 4-bit base included), a sampler by
-    `vllm_backend_choice`. With `elsewhere` (`--card` on another machine) the recipe is checked as on that card and
-    what this machine lacks is a note (vLLM not installed here at all is `backend_problems`' to report)."""
-    from trl import get_peft_config, get_quantization_config
-
-    from ..data.generation import is_vllm_available, vllm_backend_choice, vllm_unsupported_reason
-    from ..trainers.trl_compat import vllm_generation_choice
+    in the plan, from `resolve_stage`), and a problem where it asks for vLLM, vLLM cannot serve it and its
+    `vllm_fallback` is not `transformers`: the run stops before any model loads, naming the key. With `elsewhere`
+    (`--card` on another machine) the recipe is checked as on that card and what this machine lacks is a note
+    (vLLM not installed here at all is `backend_problems`' to report)."""
+    from ..data.generation import is_vllm_available, vllm_unsupported_reason
 
     model, problems, lacks_here = recipe.model, [], {}
-    generating = [(p.name, p.config, p.model_args or model, "use_vllm: true") for p in stages
-                  if hasattr(p.config, "use_vllm")]
-    generating += [(p.name, p.config, model, "backend: vllm") for p in stages if p.kind == "rejection_sampling"]
+    generating = [(p.name, p.config, p.generation, p.generation_why, p.evaluation_4bit, "use_vllm: true")
+                  for p in stages if hasattr(p.config, "use_vllm")]
+    generating += [(p.name, p.config, p.generation, p.generation_why, p.load_in_4bit, "backend: vllm")
+                   for p in stages if p.kind == "rejection_sampling"]
     if recipe.evaluation is not None:
-        generating.append(("evaluation", recipe.evaluation, model, "backend: vllm"))
-    for where, config, model_args, asking in generating:
+        four_bit = bool(model.load_in_4bit and model.use_peft)
+        generating.append(("evaluation", recipe.evaluation,
+                           *resolve_generation(recipe.evaluation, model, model, four_bit=four_bit,
+                                               elsewhere=elsewhere), four_bit, "backend: vllm"))
+    for where, config, backend, why, four_bit, asking in generating:
         wants = getattr(config, "use_vllm", False) or getattr(config, "backend", None) in ("vllm", "auto")
         if not wants or getattr(config, "base_url", None):
-            named = "openai" if wants else getattr(config, "backend", "transformers")
-            notes.append(f"generation: {where}: {named} (as the recipe says)")
+            notes.append(f"generation: {where}: {backend} (as the recipe says)")
             continue
-        rs = where == "rejection_sampling"
-        four_bit = bool(config.load_in_4bit if rs else model_args.load_in_4bit and model_args.use_peft)
-        if hasattr(config, "use_vllm"):
-            lora = get_peft_config(model_args) if model_args.use_peft else None
-            choice, why = vllm_generation_choice(model.model_name_or_path or "", config, lora,
-                                                 get_quantization_config(model_args), this_machine=not elsewhere)
-            backend = "transformers" if choice == "transformers" else "vllm"
-            why = why or ("vLLM serves the base with the LoRA adapter unmerged" if choice == "adapter"
-                          else f"vLLM, TRL's {config.vllm_mode} mode")
-        else:
-            backend, why = vllm_backend_choice(
-                model.model_name_or_path, load_in_4bit=four_bit, load_in_8bit=bool(model_args.load_in_8bit),
-                bnb_4bit_quant_type=model_args.bnb_4bit_quant_type,
-                use_bnb_nested_quant=model_args.use_bnb_nested_quant, this_machine=not elsewhere)
         here = elsewhere and backend == "vllm" and vllm_unsupported_reason(model.model_name_or_path, four_bit)
         if here and is_vllm_available():  # vLLM missing here altogether: `backend_problems`' note says so once
             lacks_here.setdefault(here, []).append(where)
@@ -650,15 +676,15 @@ def stage_peak(plan: StagePlan, recipe: Recipe, shape: ModelShape, card_gb: floa
             settings = dataclasses.replace(settings, max_prompt_length=0,
                                            max_completion_length=config.max_length or 1024)
             return memory.estimate_sft_peak(shape, settings).peak, "SFT step"
-        colocate = bool(getattr(config, "use_vllm", False)) and getattr(config, "vllm_mode", "colocate") == "colocate"
+        colocate = vllm and getattr(config, "vllm_mode", "colocate") == "colocate"
         steps = getattr(config, "steps_per_generation", None) or config.gradient_accumulation_steps
         settings = dataclasses.replace(
             settings, max_prompt_length=PROMPT_TOKENS, max_completion_length=config.max_completion_length,
             gradient_accumulation_steps=steps, use_vllm=colocate,
             vllm_gpu_memory_utilization=getattr(config, "vllm_gpu_memory_utilization", 0.3),
             vllm_enable_sleep_mode=bool(getattr(config, "vllm_enable_sleep_mode", False)))
-        return rl_step_peak(config, settings, shape, card_gb, longest_prompt)
-    return generation_peak(config, shape, card_gb, load_in_4bit=loads_4bit(plan, recipe),
+        return rl_step_peak(config, settings, shape, card_gb, longest_prompt, vllm=vllm)
+    return generation_peak(config, shape, card_gb, load_in_4bit=plan.load_in_4bit,
                            adapter=recipe.model.use_peft and recipe.model.adapter_handoff == "continue", vllm=vllm)
 
 
@@ -668,7 +694,7 @@ FAST_PROMPT_CUT_LIMIT = 0.05
 
 
 def rl_step_peak(config: Any, settings: GRPOSettings, shape: ModelShape, card_gb: float,
-                 longest_prompt: int | None) -> tuple[float, str]:
+                 longest_prompt: int | None, *, vllm: bool) -> tuple[float, str]:
     """An rl step's peak with the generation its trainer runs: the fast path (`fast_generation: on`, or `auto`
     where the memory model fits it, `memory.generation_path`) holds the merged copy and a static cache at the
     prompt budget from the data (`fast_prompt_budget`: the key, or the longest prompt rounded up), else plain."""
@@ -676,7 +702,7 @@ def rl_step_peak(config: Any, settings: GRPOSettings, shape: ModelShape, card_gb
     from . import memory
 
     setting = getattr(config, "fast_generation", "off")
-    if setting != "off" and not settings.use_vllm and not getattr(config, "use_vllm", False):
+    if setting != "off" and not vllm:
         fast = dataclasses.replace(settings, fast_generation=True, fast_generation_prompt_length=fast_prompt_budget(
             config.fast_generation_max_prompt_length, longest_prompt))
         if setting == "on" or memory.generation_path(shape, fast, card_gb)[0] == "fast":
@@ -741,8 +767,7 @@ def memory_problems(recipe: Recipe, stages: list[StagePlan], shape: ModelShape, 
             vllm = ev.backend == "vllm" or (ev.backend == "auto" and vllm_installed)
             peak = generation_peak(ev, shape, card_gb, load_in_4bit=False, adapter=False, vllm=vllm)
         else:
-            peak = stage_peak(plan, recipe, shape, card_gb, vllm=uses_vllm(plan, vllm_installed=vllm_installed,
-                                                                          cuda=True),
+            peak = stage_peak(plan, recipe, shape, card_gb, vllm=plan.generation == "vllm",
                               longest_prompt=(longest_prompts or {}).get(where))
         if peak is not None and peak[0] > usable:
             hint = ""
@@ -757,10 +782,10 @@ def memory_problems(recipe: Recipe, stages: list[StagePlan], shape: ModelShape, 
                             "docs/troubleshooting.md (out of memory)")
             continue
         config = recipe.evaluation if plan is None else plan.config
-        generating_with_vllm = (vllm if plan is None else uses_vllm(plan, vllm_installed=vllm_installed, cuda=True)
+        generating_with_vllm = (vllm if plan is None else plan.generation == "vllm"
                                 and getattr(config, "vllm_mode", "colocate") == "colocate")
         if generating_with_vllm:
-            problems += vllm_cache_problems(where, config, shape, card, loads_4bit(plan, recipe) if plan else False)
+            problems += vllm_cache_problems(where, config, shape, card, plan.load_in_4bit if plan else False)
     return problems
 
 
@@ -780,10 +805,10 @@ def vllm_cache_problems(where: str, config: Any, shape: ModelShape, card: tuple[
             "vllm_max_model_length"]
 
 
-__all__ = ["backend_problems", "card_memory_gb", "column_key_problems", "context_problems", "dataset_kwargs_problems",
-           "conversation_problems", "fast_prompt_problems", "generation_backend_problems", "long_prompt_problems",
-           "lora_target_problems",
-           "memory_problems", "missing_template_problems", "missing_value_problems", "model_context",
-           "model_path_problems", "precision_problems", "rows_asked", "run_dir_problems", "run_dir_model_problems", "split_key",
-           "tracker_problems", "unique", "value_problems", "sampling_problems", "lora_value_problems",
-           "short_max_length_problems"]
+__all__ = ["backend_problems", "card_memory_gb", "column_key_problems", "context_problems", "conversation_problems",
+           "dataset_kwargs_problems", "fast_prompt_problems", "generation_backend_problems", "long_prompt_problems",
+           "lora_target_problems", "lora_value_problems", "memory_problems", "missing_template_problems",
+           "missing_value_problems", "model_context", "model_path_problems", "precision_problems",
+           "resolve_generation", "resolve_stage", "rows_asked", "run_dir_model_problems", "run_dir_problems",
+           "sampling_problems", "short_max_length_problems", "split_key", "tracker_problems", "unique",
+           "value_problems"]

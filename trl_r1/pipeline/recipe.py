@@ -254,6 +254,16 @@ class StagePlan:
     fingerprint: str = ""
     section: dict[str, Any] = field(default_factory=dict)  # the user's keys, for the plan printout
     settings: dict[str, Any] = field(default_factory=dict)  # what its fingerprint covers, by section (`fingerprint_stages`)
+    # decided once for the card planned for (`preflight.resolve_stage`): the dry run prints, the preflight checks,
+    # the memory model sizes and the run executes these, none of them deciding again
+    generation: str | None = None  # vllm | transformers | openai; None: the stage does not generate
+    generation_why: str = ""  # why that backend (a fallback names what vLLM cannot do)
+    load_in_4bit: bool = False  # the model it loads (trains, or samples from) is a 4-bit base
+    evaluation_4bit: bool = False  # its held-out evaluation loads its adapter on a 4-bit base
+
+    @property
+    def seed(self) -> int | None:
+        return getattr(self.config, "seed", None)
 
 
 @dataclass

@@ -47,6 +47,7 @@ from .preflight import (
     run_dir_problems,
     tracker_problems,
     value_problems,
+    resolve_stage,
     set_column_keys,
     split_key,
     unique,
@@ -92,6 +93,8 @@ class Pipeline:
             names = [s.name for s in recipe.stages]
             raise RecipeError([f"--from-stage {from_stage!r} is not a stage of this recipe; stages: {names}"])
         self.recipe = recipe
+        for plan in recipe.stages:  # every decision a stage's run takes, made once (on every rank)
+            resolve_stage(plan, recipe, elsewhere=elsewhere and card is not None)
         self.ranks = ranks or Ranks()
         self.echo = echo if self.ranks.is_main else (lambda _: None)
         forced_from = [s.name for s in recipe.stages].index(from_stage) if from_stage else len(recipe.stages)
@@ -455,7 +458,7 @@ class Pipeline:
         record = stage.record(plan, self, result)
         handed_on = time.perf_counter()
         if record.generator is not None:
-            record.evaluation = self._evaluate(plan.name, record.generator, plan.model_args)
+            record.evaluation = self._evaluate(plan.name, record.generator)
             record.evaluation_settings = self._evaluation_settings() if record.evaluation is not None else None
         record.settings = plan.settings
         # what the other ranks waited for (merging, evaluation), next to the stage's own `seconds`
@@ -469,7 +472,7 @@ class Pipeline:
         since (the evaluation is not part of a stage's fingerprint: no training stage is redone for it)."""
         if not self._evaluation_outdated(plan, record):
             return record
-        record.evaluation = self._evaluate(plan.name, record.generator, plan.model_args)
+        record.evaluation = self._evaluate(plan.name, record.generator)
         record.evaluation_settings = self._evaluation_settings()
         write_record(plan.output_dir, record)
         return record
@@ -496,18 +499,18 @@ class Pipeline:
     def _evaluation_prompts(self):
         return self.stage_data("evaluation", self.recipe.evaluation, split_attribute="dataset_split")
 
-    def _evaluate(self, stage: str, handle: ModelHandle, model_args: Any = None) -> dict[str, float] | None:
-        """Held-out scores of a stage's model; an adapter is loaded on its base as the stage trained it (a stage
-        may set its own `load_in_4bit`, e.g. `rl` on a bf16 base beside vLLM while the others are QLoRA)."""
+    def _evaluate(self, stage: str, handle: ModelHandle) -> dict[str, float] | None:
+        """Held-out scores of a stage's model; an adapter is loaded on its base as the stage trained it
+        (`StagePlan.evaluation_4bit`: a stage may set its own `load_in_4bit`)."""
         from .evaluate import evaluate_model
 
-        ev = self.recipe.evaluation
+        ev, plan = self.recipe.evaluation, self.recipe.stage(stage)
         if ev is None or stage not in ev.stages:
             return None
         self.echo(f"[{stage}] evaluating on held-out prompts")
         return evaluate_model(handle.model_path, self._evaluation_prompts(), ev, self._eval_rewards(),
                               adapter_path=handle.adapter_path, seed=ev.seed,
-                              load_in_4bit=bool((model_args or self.recipe.model).load_in_4bit and handle.adapter_path))
+                              load_in_4bit=plan is not None and plan.evaluation_4bit)
 
     def _base_evaluation(self) -> dict[str, float] | None:
         """The untrained model's held-out scores (cached in the run directory, keyed by the settings)."""

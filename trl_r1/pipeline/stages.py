@@ -174,19 +174,14 @@ def train(plan: StagePlan, start: ModelHandle, train_dataset: Any, *,
     resume = get_last_checkpoint(str(plan.output_dir)) if any(plan.output_dir.glob("checkpoint-*")) else None
     if resume:
         logger.info("%s: resuming from %s", plan.name, resume)
-    model, peft_config, quantization_config = _model_for_trainer(plan.model_args, start, config)
-    kwargs: dict[str, Any] = {"model": model, "args": config, "train_dataset": train_dataset,
-                              "peft_config": peft_config, "quantization_config": quantization_config}
-    if reward_funcs is not None:
-        kwargs["reward_funcs"] = reward_funcs
     trainer = None
     try:  # the vLLM engine TRL starts with the trainer is freed whether training succeeds or raises
         if long_examples is None:
-            trainer = TRAINER_KINDS[plan.kind].trainer(**kwargs)
+            trainer = make_trainer(plan, start, train_dataset, reward_funcs=reward_funcs)
             dropped = {}
         else:
             with long_examples.untruncated(config):
-                trainer = TRAINER_KINDS[plan.kind].trainer(**kwargs)
+                trainer = make_trainer(plan, start, train_dataset, reward_funcs=reward_funcs)
             dropped = {"long_examples": long_examples(trainer)}
         began = time.perf_counter()
         result = trainer.train(resume_from_checkpoint=resume)
@@ -201,9 +196,26 @@ def train(plan: StagePlan, start: ModelHandle, train_dataset: Any, *,
     finally:
         if trainer is not None:
             shutdown_trainer_vllm(trainer)  # TRL never does: its engine would stay resident for the later stages
-        del trainer, model
+        del trainer
         release_accelerator_memory()
     return TrainingResult(start, metrics, seconds)
+
+
+def make_trainer(plan: StagePlan, start: ModelHandle, train_dataset: Any, *,
+                 reward_funcs: list[Any] | None = None) -> Any:
+    """The TRL trainer a training stage runs, as its plan resolved it: vLLM generation only where
+    `StagePlan.generation` says so, a 4-bit base where `StagePlan.load_in_4bit` does."""
+    config = plan.config
+    if getattr(config, "use_vllm", False) and plan.generation != "vllm":  # never silent: say why
+        logger.warning("%s: generating with transformers, not vLLM: %s", plan.name, plan.generation_why)
+        config.use_vllm = False
+    model_args = replace(plan.model_args, load_in_4bit=plan.load_in_4bit)
+    model, peft_config, quantization_config = _model_for_trainer(model_args, start, config)
+    kwargs: dict[str, Any] = {"model": model, "args": config, "train_dataset": train_dataset,
+                              "peft_config": peft_config, "quantization_config": quantization_config}
+    if reward_funcs is not None:
+        kwargs["reward_funcs"] = reward_funcs
+    return TRAINER_KINDS[plan.kind].trainer(**kwargs)
 
 
 def _model_for_trainer(model_args: R1ModelConfig, start: ModelHandle, config: Any) -> tuple[Any, Any, Any]:
@@ -624,19 +636,23 @@ class RejectionSamplingStage(Stage):
         rows = dataset_rows(pipeline, source.name, source) if source is not None else None
         return rejection_sampling_cost(plan, pipeline, rows)
 
+    def sampling_config(self, plan: StagePlan, pipeline: Any) -> Any:
+        """The sampler's config as the plan resolved it (`StagePlan.generation`, `load_in_4bit`), on the model
+        it samples from."""
+        start = pipeline.generator_from(self.starts_from)
+        config = replace(
+            plan.config, model_name_or_path=start.model_path, adapter_path=start.adapter_path,
+            output_dir=str(plan.output_dir), backend=plan.generation, load_in_4bit=plan.load_in_4bit,
+            rewards=self.rewards(plan, pipeline),
+            think_prefilled=plan.section.get("think_prefilled", True if pipeline.prefills_think else
+                                             plan.config.think_prefilled),
+        )
+        return replace(config, batch_size=rejection_sampling_batch(config))
+
     def run(self, plan, pipeline):
         from ..data.rejection_sampling import rejection_sample
 
-        start, section = pipeline.generator_from(self.starts_from), plan.section
-        config = replace(
-            plan.config, model_name_or_path=start.model_path, adapter_path=start.adapter_path,
-            output_dir=str(plan.output_dir),
-            load_in_4bit=section.get("load_in_4bit", bool(pipeline.recipe.model.load_in_4bit)),
-            rewards=self.rewards(plan, pipeline),
-            think_prefilled=section.get("think_prefilled", True if pipeline.prefills_think else
-                                        plan.config.think_prefilled),
-        )
-        config = replace(config, batch_size=rejection_sampling_batch(config))
+        config = self.sampling_config(plan, pipeline)
         began = time.perf_counter()
         return rejection_sample(config, dataset=self.prompts(plan, pipeline)), time.perf_counter() - began
 

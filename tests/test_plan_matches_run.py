@@ -1,0 +1,82 @@
+"""Issue 34: what a stage's resolved plan says (`StagePlan.generation`, `load_in_4bit`, `evaluation_4bit`, its seed,
+batch and lengths) is what the run builds, for every shipped recipe (shortened as `--smoke` does, on its rehearsed
+model): the trainer each training stage constructs and the sampler config rejection sampling runs with are built by
+the same functions the run calls (`stages.make_trainer`, `RejectionSamplingStage.sampling_config`), then compared
+with the plan the dry run prints."""
+
+import datasets
+import pytest
+import yaml
+
+from trl_r1.data.generation import resolve_backend
+from trl_r1.pipeline import load_recipe
+from trl_r1.pipeline.runner import Pipeline
+from trl_r1.pipeline.smoke import prepare_smoke, smoke_model_id
+from trl_r1.pipeline.stages import STAGE_REGISTRY, ModelHandle, make_trainer
+from trl_r1.pipeline.templates import prepare_assistant_only_loss
+from trl_r1.trainers.trl_compat import shutdown_trainer_vllm
+
+from tests.test_recipes_smoke import FAST_TIER_RECIPE, GROUPS, ROOT
+
+CHAT = datasets.Dataset.from_list([{"messages": [{"role": "user", "content": "1+1?"},
+                                                 {"role": "assistant", "content": "<think>1+1=2</think> 2"}]}] * 4)
+
+
+def trainer_backend(trainer) -> str:
+    """What a built trainer generates with: vllm (TRL's push or the adapter unmerged) or transformers."""
+    return "vllm" if getattr(trainer, "use_vllm", False) else "transformers"
+
+
+def check_trainer(plan, pipeline) -> None:
+    stage = STAGE_REGISTRY[plan.name]
+    base = ModelHandle(pipeline.base_model_path)  # the run's starting model is this base, or a merged copy of it
+    if plan.kind == "sft":
+        prepare_assistant_only_loss(plan.config, base.model_path, plan.output_dir)  # as `SFTStage.run` does
+        trainer = make_trainer(plan, base, CHAT)
+    else:
+        from trl_r1.rewards import get_reward_funcs
+
+        trainer = make_trainer(plan, base, stage.prompts(plan, pipeline),
+                               reward_funcs=get_reward_funcs(stage.rewards(plan, pipeline)))
+    try:
+        args, config = trainer.args, plan.config
+        assert bool(getattr(trainer.model, "is_loaded_in_4bit", False)) == plan.load_in_4bit, plan.name
+        assert (args.seed, args.bf16, args.per_device_train_batch_size, args.gradient_accumulation_steps) == (
+            plan.seed, config.bf16, config.per_device_train_batch_size, config.gradient_accumulation_steps), plan.name
+        if plan.kind == "sft":
+            assert args.max_length == config.max_length
+        else:
+            assert args.max_completion_length == config.max_completion_length
+            assert trainer_backend(trainer) == plan.generation, plan.name
+    finally:
+        shutdown_trainer_vllm(trainer)
+
+
+# the fast tier checks the recipe the README starts from; the full tier (`slow`, about a minute each) every other
+@pytest.mark.parametrize("recipes", [
+    pytest.param(group, id=" + ".join(group), marks=[] if FAST_TIER_RECIPE in group else [pytest.mark.slow])
+    for group in GROUPS.values()])
+def test_what_each_stage_builds_is_what_its_plan_says(recipes, smoke_work_dir, smoke_model, tmp_path):
+    data = yaml.safe_load((ROOT / recipes[0]).read_text())
+    smoke_model(smoke_model_id(data))
+    recipe = load_recipe(prepare_smoke(data, smoke_work_dir, run_dir=tmp_path / "run"))
+    pipeline = Pipeline(recipe, echo=lambda _: None)
+    pipeline.preflight()
+    printed = " ".join(" ".join(pipeline.plan_lines()).split())  # the dry run's plan, its wrapped lines joined
+    for plan in recipe.stages:
+        if plan.model_args is not None:
+            check_trainer(plan, pipeline)
+            continue
+        config = STAGE_REGISTRY[plan.name].sampling_config(plan, pipeline)
+        assert resolve_backend(config.backend, config.base_url, config.model_name_or_path,
+                               config.load_in_4bit) == plan.generation
+        assert (config.load_in_4bit, config.seed) == (plan.load_in_4bit, plan.seed)
+        assert f"generates with {plan.generation} ({plan.generation_why})" in printed  # the dry run says what runs
+    # the sampler's 4-bit follows its own section (the shipped recipes sample from a bf16 base beside QLoRA stages)
+    sampling = recipe.stage("rejection_sampling")
+    if sampling is not None:
+        assert sampling.load_in_4bit == data["rejection_sampling"].get("load_in_4bit", recipe.model.load_in_4bit)
+    if recipe.evaluation is not None:  # a QLoRA stage's adapter is evaluated on its 4-bit base, as it trained
+        for plan in recipe.stages:
+            if plan.model_args is not None:
+                assert plan.evaluation_4bit == bool(plan.model_args.use_peft and plan.model_args.load_in_4bit)
