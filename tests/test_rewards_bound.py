@@ -229,3 +229,32 @@ def test_a_math_verifier_failure_scores_zero_not_none(monkeypatch):
     assert values[:2] == [1.0, 0.0]
     assert reasons["math_accuracy_reward_reason"][1] == "error: RecursionError: maximum recursion depth exceeded"
     assert values[2] in (None, 0.0, 1.0)  # an odd gold is the verifier's to judge; it never raises
+
+
+@pytest.mark.parametrize("threaded", [False, True], ids=["main_thread", "worker_thread"])
+def test_the_math_reward_reads_each_answer_within_the_time_limit(monkeypatch, threaded):
+    """The math reward's in-process part (reading the answer, the verdicts settled without sympy) runs under the
+    reward's time limit per sample: a reading that never ends costs that sample only, in time, on any thread
+    (today's main ran it unlimited: 10 s, then scored it)."""
+    import trl_r1.rewards.math as math_reward
+
+    real = math_reward.prepare_check
+
+    def prepare_check(gold, completion, *args):
+        if "stuck" in completion:
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline:
+                pass
+        return real(gold, completion, *args)
+
+    monkeypatch.setattr(math_reward, "prepare_check", prepare_check)
+    reasons = {}
+
+    def score():
+        return MathAccuracyReward()(completions=[r"\boxed{5}", r"stuck \boxed{5}", r"\boxed{6}"], solution=["5"] * 3,
+                                    log_extra=reasons.__setitem__)
+
+    values, seconds = _in_a_thread(score) if threaded else (score(), None)
+    assert values == [1.0, 0.0, 0.0]
+    assert reasons["math_accuracy_reward_reason"][1] == "time limit: over the 1.5 s time limit"
+    assert seconds is None or seconds < BOUND_S + 0.5  # the two other samples' verdicts come on top of the stuck 1.5 s
