@@ -985,3 +985,10 @@ def test_red_team_honest_answers_stay_correct(gold, completion):
 @pytest.mark.parametrize("gold, completion", _STILL_REWARDED)
 def test_red_team_4_gaming_answers_still_rewarded(gold, completion):
     assert verify(gold, completion, answer_policy="marked") is False
+
+
+def test_relations_on_one_function_that_collapse_are_compared_not_an_error():
+    """Math-Verify's numina case: two relations on W(n) joined by "and" collapse to one when W(n) is replaced by a
+    value; latex2sympy's patched ``And`` raised AttributeError there, which scored the pair as a verifier error."""
+    verdict = check(r"\\boxed{W(n) = 1 \\text{ and } W(n) = -1", "W(x)=1orW(x)=-1")
+    assert verdict.equivalent is False and not (verdict.reason or "").startswith("error")

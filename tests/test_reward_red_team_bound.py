@@ -33,7 +33,7 @@ REPO = Path(__file__).resolve().parents[1]
 # The child: builds each target once (a reward instance from its class and options, or a function), warms it,
 # then answers (target, options, args, kwargs) with (value, error, seconds).
 _CHILD = r"""
-import os, sys, time, logging
+import os, sys, time, logging, threading
 from multiprocessing.connection import Connection
 logging.disable(logging.CRITICAL)
 replies = Connection(os.dup(1), readable=False)
@@ -60,16 +60,25 @@ for path, (args, kwargs) in WARM.items():
 replies.send("ready")
 while True:
     try:
-        path, options, args, kwargs = tasks.recv()
+        path, options, args, kwargs, threaded = tasks.recv()
     except EOFError:
         break
     function = target_of(path, options)
-    start = time.perf_counter()
-    try:
-        value, error = function(*args, **kwargs), None
-    except BaseException as exc:
-        value, error = None, f"{type(exc).__name__}: {exc}"[:300]
-    seconds = time.perf_counter() - start
+    outcome = {}
+    def run():
+        start = time.perf_counter()
+        try:
+            outcome["value"], outcome["error"] = function(*args, **kwargs), None
+        except BaseException as exc:
+            outcome["value"], outcome["error"] = None, f"{type(exc).__name__}: {exc}"[:300]
+        outcome["seconds"] = time.perf_counter() - start
+    if threaded:  # as TRL's async loop or a user's thread pool calls it: no SIGALRM there
+        worker = threading.Thread(target=run)
+        worker.start()
+        worker.join()
+    else:
+        run()
+    value, error, seconds = outcome["value"], outcome["error"], outcome["seconds"]
     try:
         replies.send((value, error, seconds))
     except Exception as exc:
@@ -105,13 +114,15 @@ class _Runner:
             self.process.stdout.close()
             self.process = None
 
-    def call(self, path: str, options: dict | None, *args: Any, **kwargs: Any) -> tuple[Any, str | None, float]:
-        """(value, error, seconds) of ``target(*args, **kwargs)``; error "hang" when it took over HANG_S."""
+    def call(self, path: str, options: dict | None, *args: Any, threaded: bool = False,
+             **kwargs: Any) -> tuple[Any, str | None, float]:
+        """(value, error, seconds) of ``target(*args, **kwargs)``, in the child's main thread or (`threaded`) a new
+        thread; error "hang" when it took over HANG_S."""
         if self.process is None or self.process.poll() is not None:
             self.stop()
             self._start()
         try:
-            self.tasks.send((path, options, args, kwargs))
+            self.tasks.send((path, options, args, kwargs, threaded))
             if self.replies.poll(HANG_S):
                 return self.replies.recv()
         except (EOFError, OSError, pickle.PicklingError) as exc:
@@ -509,7 +520,24 @@ def test_pathological_completion_is_bounded(runner, case: Case):
     assert case.accept(value), f"{case.id}: got {value!r:.200}, wanted {case.wanted}"
 
 
+# The slowest attacks of each reward, timed on main (issue 36, item 2): each is scored off the main thread too, where
+# a SIGALRM timer cannot run.
+SLOWEST = ["math_reward::nested_boxed_wrong", "math_reward::nested_boxed", "check::lone_surrogates",
+           "check_batch::mixed_attacks", "math_reward::gold_nested_boxed", "math_reward::unclosed_boxes",
+           "math_reward::power_tower", "language::invalid_utf8", "code::infinite_loop", "code::fork_bomb",
+           "code::deep_recursion", "code_assert::memory_in_call"]
+
+
+@pytest.mark.parametrize("case", [c for c in ALL_CASES if c.id in SLOWEST], ids=lambda c: c.id)
+def test_slowest_attacks_are_bounded_on_a_worker_thread(runner, case: Case):
+    value, error, seconds = runner.call(case.path, case.options, *case.args, threaded=True, **case.kwargs)
+    assert error is None, f"{case.id}: raised or hung: {error}"
+    assert seconds < BOUND_S, f"{case.id}: took {seconds:.2f} s on a worker thread (bound {BOUND_S} s)"
+    assert case.accept(value), f"{case.id}: got {value!r:.200}, wanted {case.wanted}"
+
+
 def test_case_ids_are_unique():
     ids = [case.id for case in ALL_CASES]
     assert len(ids) == len(set(ids))
     assert set(FAILS_TODAY) <= set(ids), sorted(set(FAILS_TODAY) - set(ids))
+    assert set(SLOWEST) <= set(ids), sorted(set(SLOWEST) - set(ids))

@@ -9,12 +9,14 @@ the red team's blind attacks, run in a child interpreter with a hang guard).
 from __future__ import annotations
 
 import logging
+import random
 import signal
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from trl_r1.rewards.base import BOUND_S, DEFAULT_MAX_CHARS, RewardFunction, Score
+from trl_r1.rewards.base import BOUND_S, DEFAULT_MAX_CHARS, RewardFunction, Score, ScoreTimeLimit, time_limit
 from trl_r1.rewards.code import CodeReward
 from trl_r1.rewards.format import FormatReward
 from trl_r1.rewards.language import LanguageConsistencyReward
@@ -132,6 +134,44 @@ def test_the_time_limit_keeps_an_outer_timer():
     assert handler is not None and handler.__name__ == "<lambda>"
 
 
+
+def _in_a_thread(function):
+    """``function()``'s result and seconds, called on a worker thread (as TRL's async loop or a user's pool would)."""
+    with ThreadPoolExecutor(1) as pool:
+        start = time.perf_counter()
+        result = pool.submit(function).result(timeout=30)
+        return result, time.perf_counter() - start
+
+
+def test_the_time_limit_holds_on_a_worker_thread(caplog):
+    """Issue 36, item 2: off the main thread SIGALRM cannot be used; the stuck sample still costs only itself, in time
+    (today's main took the full 10 s and scored it 1.0)."""
+    reasons = {}
+    (values, seconds) = _in_a_thread(lambda: Looping()(completions=["ok", "loop", "ok"], log_extra=reasons.__setitem__))
+    assert values == [1.0, 0.0, 1.0]
+    assert seconds < BOUND_S
+    assert reasons["looping_reason"][1] == "time limit: over the 1.5 s time limit"
+
+
+def test_a_thread_time_limit_never_fires_after_its_block():
+    """A block that ends just before its limit leaves no exception pending to surface later in unrelated code."""
+    def run():
+        for _ in range(200):
+            try:
+                with time_limit(0.002):
+                    deadline = time.monotonic() + 0.002 * random.random() * 2
+                    while time.monotonic() < deadline:
+                        pass
+            except ScoreTimeLimit:
+                pass
+        deadline = time.monotonic() + 0.2  # pure Python after the blocks: where a stray exception would land
+        while time.monotonic() < deadline:
+            pass
+        return "clean"
+
+    assert _in_a_thread(run)[0] == "clean"
+
+
 @pytest.mark.parametrize("error", [RecursionError("deep"), MemoryError(), UnicodeEncodeError("utf-8", "\ud800", 0, 1, "x"),
                                    SystemExit(3), GeneratorExit(), ValueError("bug")],
                          ids=lambda e: type(e).__name__)
@@ -171,22 +211,50 @@ def test_no_verifier_sees_a_lone_surrogate():
 
 
 def test_a_math_verifier_failure_scores_zero_not_none(monkeypatch):
-    """Issue 36: a failure of the verifier on a sample (an exception out of `check_batch`) is the sample's 0.0;
-    None stays for a row whose gold is unusable."""
+    """Issue 36: a failure of the verifier on a sample (an exception out of its in-process check) is that sample's
+    0.0, and the other samples of the batch are scored; None stays for a row whose gold is unusable."""
     import trl_r1.rewards.math as math_reward
 
-    real = math_reward.check_batch
+    real = math_reward.prepare_check
 
-    def check_batch(pairs, *args, **kwargs):
-        pairs = list(pairs)
-        if any("deep" in completion for _, completion in pairs):
+    def prepare_check(gold, completion, *args):
+        if "deep" in completion:
             raise RecursionError("maximum recursion depth exceeded")
-        return real(pairs, *args, **kwargs)
+        return real(gold, completion, *args)
 
-    monkeypatch.setattr(math_reward, "check_batch", check_batch)
+    monkeypatch.setattr(math_reward, "prepare_check", prepare_check)
     reasons = {}
     values = MathAccuracyReward()(completions=[r"\boxed{5}", r"deep \boxed{5}", r"\boxed{5}"], solution=["5", "5", "???"],
                                   log_extra=reasons.__setitem__)
     assert values[:2] == [1.0, 0.0]
     assert reasons["math_accuracy_reward_reason"][1] == "error: RecursionError: maximum recursion depth exceeded"
     assert values[2] in (None, 0.0, 1.0)  # an odd gold is the verifier's to judge; it never raises
+
+
+@pytest.mark.parametrize("threaded", [False, True], ids=["main_thread", "worker_thread"])
+def test_the_math_reward_reads_each_answer_within_the_time_limit(monkeypatch, threaded):
+    """The math reward's in-process part (reading the answer, the verdicts settled without sympy) runs under the
+    reward's time limit per sample: a reading that never ends costs that sample only, in time, on any thread
+    (today's main ran it unlimited: 10 s, then scored it)."""
+    import trl_r1.rewards.math as math_reward
+
+    real = math_reward.prepare_check
+
+    def prepare_check(gold, completion, *args):
+        if "stuck" in completion:
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline:
+                pass
+        return real(gold, completion, *args)
+
+    monkeypatch.setattr(math_reward, "prepare_check", prepare_check)
+    reasons = {}
+
+    def score():
+        return MathAccuracyReward()(completions=[r"\boxed{5}", r"stuck \boxed{5}", r"\boxed{6}"], solution=["5"] * 3,
+                                    log_extra=reasons.__setitem__)
+
+    values, seconds = _in_a_thread(score) if threaded else (score(), None)
+    assert values == [1.0, 0.0, 0.0]
+    assert reasons["math_accuracy_reward_reason"][1] == "time limit: over the 1.5 s time limit"
+    assert seconds is None or seconds < BOUND_S + 0.5  # the two other samples' verdicts come on top of the stuck 1.5 s

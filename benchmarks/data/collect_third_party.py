@@ -194,6 +194,25 @@ for row in cases:
             row["note"] = note
             break
 
+# Stated verdicts that are wrong as verdicts of equivalence (issue 36): the case is relabelled, the test's verdict kept
+# in ``stated_label``, and the note says why. (test name, completion substring, corrected label, reason)
+RELABELS = [
+    ("test_latex_notation", "Answer $ \n", True, "valid LaTeX: a single newline inside $...$ is a space; the completion answers 9, and the test states what math-verify's one-line regex reads"),
+    ("test_latex_notation", "Answer \\( \n", True, "valid LaTeX: a single newline inside \\(...\\) is a space; the completion answers 9, and the test states what math-verify's one-line regex reads"),
+    ("test_set_rel_assymetry", "le x", True, "equivalence is symmetric: the same test states the reverse pair (gold -2<=x<=7, answer x in [-2,7]) right; its False is math-verify's allow_set_relation_comp=False default"),
+    ("test_order", "4, 10, -2", True, "an unbracketed comma list is MATH's 'all solutions, separated by commas', a set; an ordered answer is a tuple. hendrycks compares strings, so any order change is False there"),
+    ("test_decimals", "4, .1, 2", True, "an unbracketed comma list is MATH's 'all solutions, separated by commas', a set; hendrycks compares strings"),
+    ("test_worker_text_embedded_sqrt", "", True, "sqrt(2) and \\sqrt{2} are the same number; the test's own comment calls this a BAD case (a known limitation it records)"),
+    ("test_string_extraction", "1 + \\frac{1}{\\mathrm{e}}", False, "1-1/e and 1+1/e differ; the test records a known math-verify false positive"),
+]
+for row in cases:
+    test = row["where"].split("::")[-1]
+    for name, fragment, label, reason in RELABELS:
+        if test.endswith(name) and fragment in row["completion"] and row["label"] != label:
+            row["stated_label"], row["label"] = row["label"], label
+            row["note"] = f"relabelled {row['stated_label']} -> {label}: {reason}"
+            break
+
 out = sys.argv[1]
 with open(out, "w") as f:
     for row in cases:

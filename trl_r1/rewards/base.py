@@ -15,8 +15,8 @@ one `Score` per sample, and guarantees what a training run needs:
   reason. One mechanism serves every reward: a completion longer than `max_chars` (`DEFAULT_MAX_CHARS`, an option
   of every reward) scores 0.0 unread; lone surrogates (undecodable bytes) become ``?`` before any verifier sees the
   text; and the reward's own in-process work on one sample (`score`, or what a batch reward runs through
-  `bounded`) is stopped at `time_limit_s` (`DEFAULT_TIME_LIMIT_S`) by a SIGALRM timer where Python allows one (the
-  main thread on POSIX; elsewhere the length cap and linear-time parsing bound it). Work in other processes is
+  `bounded`) is stopped at `time_limit_s` (`DEFAULT_TIME_LIMIT_S`) on whatever thread calls the reward (`time_limit`:
+  a SIGALRM timer in the main thread, a timer thread raising in the scoring thread elsewhere). Work in other processes is
   bounded there: sympy checks in killed workers, programs by the sandbox's limits;
 * it never scores silently: every `None` (skip) and every rule-based 0.0 carries a reason, which is counted
   in the Python log, sent to TRL's metrics as `<name>/skipped` and shown in the completions table. A failure
@@ -28,6 +28,7 @@ one `Score` per sample, and guarantees what a training run needs:
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import signal
 import threading
@@ -70,12 +71,14 @@ def failure(reason: str) -> Score:
 
 @contextmanager
 def time_limit(seconds: float | None) -> Iterator[None]:
-    """Raise `ScoreTimeLimit` in the body once `seconds` of wall-clock time have passed.
+    """Raise `ScoreTimeLimit` in the body once `seconds` of wall-clock time have passed, on any thread.
 
-    A SIGALRM timer, so only in the main thread on POSIX; elsewhere, or when a handler Python did not install
-    holds SIGALRM, the body runs unlimited. An outer timer (pytest-timeout, a caller's own limit) is kept: when
-    it is due first it is left alone, otherwise it is re-armed with its remaining time afterwards. Python checks
-    signals between bytecodes and inside the regex engine, so pure-Python parsing stops in time.
+    In the main thread on POSIX a SIGALRM timer, which Python also checks inside the regex engine. Elsewhere (TRL's
+    async rewards run on its event-loop thread, a user may score from a thread pool), or when a handler Python did
+    not install holds SIGALRM, a timer thread raises the exception in the scoring thread (`_thread_time_limit`),
+    which Python checks between bytecodes: pure-Python parsing stops in time, one long C call finishes first. An
+    outer SIGALRM timer (pytest-timeout, a caller's own limit) is kept: when it is due first it is left alone,
+    otherwise it is re-armed with its remaining time afterwards.
 
     >>> with time_limit(0.05):
     ...     while True:
@@ -84,9 +87,13 @@ def time_limit(seconds: float | None) -> Iterator[None]:
     ...
     trl_r1.rewards.base.ScoreTimeLimit: over the 0.05 s time limit
     """
-    if (seconds is None or not hasattr(signal, "setitimer") or threading.current_thread() is not threading.main_thread()
-            or signal.getsignal(signal.SIGALRM) is None):
+    if seconds is None:
         yield
+        return
+    if (not hasattr(signal, "setitimer") or threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGALRM) is None):
+        with _thread_time_limit(seconds):
+            yield
         return
     outer_delay, outer_interval = signal.getitimer(signal.ITIMER_REAL)
     if outer_delay and outer_delay <= seconds:  # the outer timer fires first anyway
@@ -109,6 +116,41 @@ def time_limit(seconds: float | None) -> Iterator[None]:
         signal.signal(signal.SIGALRM, outer_handler)
         if outer_delay:
             signal.setitimer(signal.ITIMER_REAL, max(outer_delay - (time.monotonic() - start), 1e-3), outer_interval)
+
+
+@contextmanager
+def _thread_time_limit(seconds: float) -> Iterator[None]:
+    """`time_limit` for any thread: a `threading.Timer` makes CPython raise `ScoreTimeLimit` in this thread
+    (``PyThreadState_SetAsyncExc``). A lock orders the timer against the body's end, so an exception the timer set
+    that has not been raised yet is withdrawn there and never surfaces after the limited block."""
+    thread_id = ctypes.c_ulong(threading.get_ident())
+    lock = threading.Lock()
+    state = {"armed": True, "fired": False}
+
+    def expire() -> None:
+        with lock:
+            if state["armed"]:
+                state["fired"] = True
+                _set_async_exc(thread_id, ctypes.py_object(ScoreTimeLimit))
+
+    timer = threading.Timer(seconds, expire)
+    timer.daemon = True
+    try:
+        timer.start()  # inside the try: a short limit can expire before start() returns
+        yield
+    except ScoreTimeLimit as exc:
+        if exc.args:  # an inner limit's own, with its message
+            raise
+        raise ScoreTimeLimit(f"over the {seconds:g} s time limit") from None
+    finally:
+        with lock:
+            state["armed"] = False
+            if state["fired"]:
+                _set_async_exc(thread_id, None)  # withdraw it if still pending (a no-op once raised)
+        timer.cancel()
+
+
+_set_async_exc = ctypes.pythonapi.PyThreadState_SetAsyncExc
 
 
 class RewardFunction:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from ..completion import Completion
-from ..verifiers.math import ANSWER_POLICIES, APPROXIMATIONS, DEFAULT_TIMEOUT_S, check_batch
+from ..verifiers.math import (
+    ANSWER_POLICIES, APPROXIMATIONS, DEFAULT_TIMEOUT_S, SympyTask, Verdict, finish_checks, prepare_check,
+)
 from .base import DEFAULT_MAX_CHARS, RewardFunction, Score
 
 
@@ -83,17 +85,24 @@ class MathAccuracyReward(RewardFunction):
         return None
 
     def score_batch(self, samples: list[Completion]) -> list[Score]:
-        golds = [self.gold(sample) for sample in samples]
-        todo = [i for i, gold in enumerate(golds) if gold is not None]
-        verdicts = check_batch(
-            [(golds[i], samples[i].text) for i in todo], self.workers, self.timeout_s, self.answer_policy,
-            self.approximations, [samples[i].prompt_text for i in todo],
-        )
+        """Each sample's answer read and settled in process within the reward's time limit (`bounded`, on any
+        thread), then what only sympy decides, in the worker pool under its own hard limits."""
         columns = "/".join((self.gold_column, *self.fallback_columns))
         scores = [Score(None, f"missing gold: no value in column {columns}")] * len(samples)
-        for i, verdict in zip(todo, verdicts):
+        prepared: dict[int, Verdict | SympyTask] = {}
+        for i, sample in enumerate(samples):
+            gold = self.gold(sample)
+            if gold is None:
+                continue
+            item = self.bounded(prepare_check, gold, sample.text, self.answer_policy, self.approximations,
+                                sample.prompt_text)
+            if isinstance(item, Score):  # over the time limit, or broke the verifier: this sample's 0.0
+                scores[i] = item
+            else:
+                prepared[i] = item
+        verdicts = finish_checks(list(prepared.values()), self.workers, self.timeout_s)
+        for i, verdict in zip(prepared, verdicts):
             scores[i] = Score(None if verdict.equivalent is None else float(verdict.equivalent), verdict.reason)
         return scores
-
 
 math_accuracy_reward = MathAccuracyReward()

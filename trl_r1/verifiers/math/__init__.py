@@ -108,24 +108,45 @@ def check_batch(
 ) -> list[Verdict]:
     """Verdicts for many (gold, completion) pairs (`questions`: the prompt of each, read for a rounding it asks
     for; see `verify`); identical sympy checks run once."""
-    if answer_policy not in ANSWER_POLICIES:
-        raise ValueError(f"answer_policy must be one of {ANSWER_POLICIES}, got {answer_policy!r}")
-    if approximations not in APPROXIMATIONS:
-        raise ValueError(f"approximations must be one of {APPROXIMATIONS}, got {approximations!r}")
+    _check_options(answer_policy, approximations)
+    prepared = [prepare_check(gold, completion, answer_policy, approximations,
+                              questions[index] if questions is not None and index < len(questions) else None)
+                for index, (gold, completion) in enumerate(pairs)]
+    return finish_checks(prepared, workers, timeout_s)
+
+
+SympyTask = tuple[str, str, str | int]  # canonical (gold, answer, approximations) that only sympy can decide
+
+
+def prepare_check(
+    gold: str, completion: str, answer_policy: str = "bare", approximations: str = "reject",
+    question: str | None = None,
+) -> Verdict | SympyTask:
+    """The in-process part of `check`: a verdict decided without sympy, or the task `finish_checks` sends to a
+    worker. Split out so that a caller can bound this part per pair (`trl_r1.rewards.math` runs it under the
+    reward's time limit, on any thread); never raises for any text."""
+    _check_options(answer_policy, approximations)
+    asked = asked_places(question) if question is not None else None
+    try:
+        return _prepare(gold, completion, answer_policy, approximations if asked is None else asked)
+    except Exception as exc:  # a bug the input found: that pair fails with its reason, never the batch
+        logger.warning("math verifier error on one pair: %s: %s", type(exc).__name__, exc)
+        return Verdict(False, f"verifier error: {type(exc).__name__}")
+
+
+def finish_checks(
+    prepared: Sequence[Verdict | SympyTask], workers: int | None = None, timeout_s: float = DEFAULT_TIMEOUT_S
+) -> list[Verdict]:
+    """The verdicts of `prepare_check`'s results: its own verdicts as they are, the sympy tasks decided in the worker
+    pool (identical ones once), each within `timeout_s` CPU seconds and `max(timeout_s, MAX_WALL_S)` wall-clock."""
     verdicts: list[Verdict | None] = []
-    tasks: dict[tuple[str, str, str | int], list[int]] = {}
-    for index, (gold, completion) in enumerate(pairs):
-        asked = asked_places(questions[index]) if questions is not None and index < len(questions) else None
-        try:
-            prepared = _prepare(gold, completion, answer_policy, approximations if asked is None else asked)
-        except Exception as exc:  # a bug the input found: that pair fails with its reason, never the batch
-            logger.warning("math verifier error on one pair: %s: %s", type(exc).__name__, exc)
-            prepared = Verdict(False, f"verifier error: {type(exc).__name__}")
-        if isinstance(prepared, Verdict):
-            verdicts.append(prepared)
+    tasks: dict[SympyTask, list[int]] = {}
+    for index, item in enumerate(prepared):
+        if isinstance(item, Verdict):
+            verdicts.append(item)
         else:
             verdicts.append(None)
-            tasks.setdefault(prepared, []).append(index)
+            tasks.setdefault(item, []).append(index)
     if tasks:
         outcomes = _pool(workers).run(list(tasks), timeout_s, wall_limit_s=max(timeout_s, MAX_WALL_S))
         for indices, (status, value) in zip(tasks.values(), outcomes):
@@ -138,9 +159,14 @@ def check_batch(
     return verdicts
 
 
-def _prepare(
-    gold: str, completion: str, answer_policy: str, approximations: str | int
-) -> Verdict | tuple[str, str, str | int]:
+def _check_options(answer_policy: str, approximations: str) -> None:
+    if answer_policy not in ANSWER_POLICIES:
+        raise ValueError(f"answer_policy must be one of {ANSWER_POLICIES}, got {answer_policy!r}")
+    if approximations not in APPROXIMATIONS:
+        raise ValueError(f"approximations must be one of {APPROXIMATIONS}, got {approximations!r}")
+
+
+def _prepare(gold: str, completion: str, answer_policy: str, approximations: str | int) -> Verdict | SympyTask:
     """A verdict decided without sympy, or the canonical (gold, answer, approximations) task that needs it."""
     gold_part = gold_answer(gold)
     if gold_part.text is None:
@@ -192,4 +218,5 @@ def _pool(workers: int | None) -> WorkerPool:
         return _pools[size]
 
 
-__all__ = ["ANSWER_POLICIES", "APPROXIMATIONS", "Verdict", "verify", "verify_batch", "check", "check_batch", "final_answer", "gold_answer", "DEFAULT_TIMEOUT_S"]
+__all__ = ["ANSWER_POLICIES", "APPROXIMATIONS", "Verdict", "verify", "verify_batch", "check", "check_batch",
+           "prepare_check", "finish_checks", "SympyTask", "final_answer", "gold_answer", "DEFAULT_TIMEOUT_S"]

@@ -299,7 +299,10 @@ def _as_set(value):
         return value
     applied = value.atoms(sympy.core.function.AppliedUndef) if _is_condition(value) else set()
     if len(applied) == 1:
-        value = value.xreplace({applied.pop(): sympy.Dummy("value")})
+        try:
+            value = value.xreplace({applied.pop(): sympy.Dummy("value")})
+        except AttributeError:  # latex2sympy's patched And, rebuilt from terms that collapse to one relation
+            return None
     if _is_condition(value) and len(value.free_symbols) == 1:
         try:
             return value.as_set()
