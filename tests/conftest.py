@@ -123,6 +123,8 @@ def smoke_model(smoke_work_dir):
         linked.parent.mkdir(exist_ok=True)
         if linked.is_symlink():  # models of one shape (Qwen2.5 0.5B/1.5B) are stamped with their own names
             linked.unlink()
+        elif linked.exists():  # built here by an earlier run whose recipe named a second model of this shape
+            shutil.rmtree(linked)
         linked.symlink_to(cached, target_is_directory=True)
         return smoke_model_dir(smoke_work_dir, name)  # its stamps match: returns at once
 
