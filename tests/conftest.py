@@ -105,14 +105,14 @@ def toy_reasoner(tiny_model_dir):
 @pytest.fixture(scope="session")
 def smoke_work_dir(tmp_path_factory):
     """Where `--smoke` runs write their dataset mirrors (one per session) and find their rehearsed real-shape
-    models: `models/<shape>` links to the cached build (see `smoke_model`)."""
+    models: `models/<shape>` is a copy of the cached build (see `smoke_model`)."""
     return tmp_path_factory.mktemp("smoke-work")
 
 
 @pytest.fixture(scope="session")
 def smoke_model(smoke_work_dir):
     """`smoke_model(hub_id)`: the rehearsed smoke-size model of a recipe's model, built once across runs and
-    linked where `prepare_smoke(data, smoke_work_dir)` looks for it."""
+    copied where `prepare_smoke(data, smoke_work_dir)` looks for it."""
     from trl_r1.pipeline.smoke import smoke_model_dir, smoke_shape_key
 
     def link(name: str) -> Path:
@@ -121,11 +121,13 @@ def smoke_model(smoke_work_dir):
                                  lambda out: smoke_model_dir(out, name)) / "models" / shape
         linked = smoke_work_dir / "models" / shape
         linked.parent.mkdir(exist_ok=True)
-        if linked.is_symlink():  # models of one shape (Qwen2.5 0.5B/1.5B) are stamped with their own names
+        # a copy, not a link: a run whose recipe names a second model of this shape (Llama-3.2 1B/3B) rebuilds it
+        # in place, which through a link would overwrite the cached build every later session starts from
+        if linked.is_symlink():
             linked.unlink()
-        elif linked.exists():  # built here by an earlier run whose recipe named a second model of this shape
+        elif linked.exists():
             shutil.rmtree(linked)
-        linked.symlink_to(cached, target_is_directory=True)
+        shutil.copytree(cached, linked)
         return smoke_model_dir(smoke_work_dir, name)  # its stamps match: returns at once
 
     return link
