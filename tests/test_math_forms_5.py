@@ -63,6 +63,8 @@ def test_brace_less_arguments(gold, answer, expected):
         ("(i) 3, (ii) 7", r"(i) \boxed{3}; (ii) \boxed{7}", True),
         ("6, 5", r"Mean $= \boxed{6}$, median $= \boxed{5}$.", True),
         ("6, 5", r"Mean: \boxed{6}, median: \boxed{4}.", False),
+        ("6, 5", r"Mean $= \boxed{5}$, median $= \boxed{6}$.", False),  # labelled parts keep their order
+        (r"35\text{ cm}, 4", r"$\boxed{{35 cm, 4}}$", True),
         (r"9\text{ cm}, 4\text{ cm}", r"Final answer: $\boxed{9 \text{ and } 4}$", True),
         (r"9\text{ cm}, 4\text{ cm}", r"Final answer: $\boxed{9 \text{ and } 5}$", False),
         ("4", r"The answer is \boxed{3}. Wait, actually: \boxed{4}", True),  # a correction, not a second part
@@ -83,6 +85,8 @@ def test_answers_in_labelled_parts(gold, completion, expected):
         ("5", "5 (if n is odd)", False),  # a condition is never dropped
         ("5", "We get 5 when n is odd.", False),
         ("12", "He buys 12 apples and 13 pears.", False),  # two numbers: no one value stated
+        ("5", "I believe it's 5", False),  # a belief commits to nothing
+        ("24", "There are 24 ways.", True),
         (r"\text{no}", r"No, because 2047 = 23 \times 89.", True),
         (r"\text{yes}", "Yes. Every even square is divisible by 4.", True),
         (r"\text{yes}", r"No, because 2047 = 23 \times 89.", False),

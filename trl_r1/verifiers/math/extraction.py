@@ -49,6 +49,8 @@ _BOX_SEPARATOR = re.compile(  # between boxes of one answer: a unit word, math d
     r"^(?:\s*[a-zA-Z]{2,}(?=\s*(?:,|;|and\b|\\text\{\s*and)))?"  # "\\boxed{1} papers and \\boxed{2} bins"
     r"(?:\s|\$|,|;|\\[()\[\]]|\b[a-zA-Z](?:_\{?\w+\}?)?\s*=|\((?:[a-h]|i{1,3}|iv|vi{0,3})\)|\b[a-zA-Z]{2,20}\s*\$?\s*[=:]|\\quad|\\qquad|\\text\{[^{}]{0,24}\b(?:and|or)\s*\}|\band\b|\bor\b|\\,|\\;)*$"
 )
+_FIRST_PERSON = re.compile(r"(?i)\b(?:I|I'm|I'd|I've|my|me|believe|think|suppose|reckon|expect|feel)\b")
+_PART_LABEL = re.compile(r"\((?:[a-h]|i{1,3}|iv|vi{0,3})\)|\b[a-zA-Z]{2,20}\s*\$?\s*[=:]")  # "(b) ", "median = ": a part
 _STATEMENT = re.compile(  # "the (final) answer is", "Answer:", "**Final Answer**: ", "the answer to the problem is",
     # "the answer would be", "the answer is therefore", a "Final Answer" heading over its value, GSM8K's ####
     r"(?i)\banswer(?:\s+(?:to|for)\s+(?:the|this)\s+(?:question|problem))?\**\s*"
@@ -347,7 +349,8 @@ def _last_boxed(text: str, allow_or: bool = False) -> Answer | None:
             return Answer(None, "hedged: boxes joined by 'or'")
         chain.append(box)
     values = list(dict.fromkeys(content for _, _, content in reversed(chain)))
-    return Answer(", ".join(values))
+    labelled = any(_PART_LABEL.search(text[box[1]: later[0]]) for box, later in zip(chain[1:], chain))
+    return Answer(f"({', '.join(values)})" if labelled and len(values) > 1 else ", ".join(values))  # parts in order
 
 
 def _layout_only(between: str) -> bool:
@@ -662,9 +665,11 @@ def final_answer(completion: str, allow_or: bool = False, policy: str = "marked"
             answer = Answer(_closing_statement(region))
         elif ANSWER_OPEN in completion:  # the block, or the value its one sentence states ("The total is 42.")
             sentence = not _SENTENCE_END.search(region.rstrip(". ")) and re.match(r"[A-Z][a-z]*\s[^\d=]*\bis\b", region)
+            prose = re.match(r"[A-Z][a-z']*\s", region.strip()) and re.search(r"\d", region)  # "Janet makes $18 per day."
             stated = None if sentence or _CONDITION.search(region) else (
-                _yes_no(region) or _sentence_value(region.strip().rstrip("."), needs_verb=False))  # "Janet makes $18 per day."
-            plain = stated is not None and stated.text and re.fullmatch(r"-?\d[\d,]*(?:\.\d+)?|Yes|No", stated.text)
+                _yes_no(region) or (_sentence_value(region.strip().rstrip("."), needs_verb=False) if prose else None))
+            plain = stated is not None and stated.text and re.fullmatch(r"-?\d[\d,]*(?:\.\d+)?|Yes|No", stated.text) \
+                and not _FIRST_PERSON.search(region)  # "I believe it's 5" commits to nothing
             answer = stated if plain else Answer(_copula_value(region) if sentence else region)
         elif policy == "bare" and _bare_answer(region) is not None:
             answer = Answer(_bare_answer(region))

@@ -235,11 +235,10 @@ def canonical(text: str) -> str:
     elif or_joins_relations(text, _INEQUALITY, _AND_WORD):  # x>-3 and x<3: an intersection
         text = " \\land ".join(part.strip() for part in _AND_WORD.split(text))
     text = _TEXT_NUMBER.sub(r"\1", _LIST_WORD.sub(", ", text))
-    text = _without_unit(text)
+    text = _without_unit(_without_outer_groups(text))  # {1,3}: a TeX group, not a set
     items = split_top_level(text)
     unitless = [_without_unit(item) for item in items]
     text = ", ".join(unitless) if len(items) > 1 and unitless != items else text  # 9 cm, 4 cm: each part's unit
-    text = _without_outer_groups(text)  # {1,3}: a TeX group, not a set
     text = _PLAIN_MIXED.sub(_mixed_number, text)
     text = re.sub(r"(\\[a-zA-Z]+)\s+(?=[a-zA-Z])", "\\1\0", text)  # keep "\\pi r" from becoming "\\pir"
     text = re.sub(r"(?<=\d),\s+(?=\d)", ",\0", text)  # "32, 349" is a list; "32,349" is a number
