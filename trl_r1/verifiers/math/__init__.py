@@ -39,6 +39,7 @@ from .screening import (
     APPROXIMATIONS,
     asked_places,
     canonical,
+    closed_at_infinity,
     false_chain,
     indeterminate,
     parse_number,
@@ -185,6 +186,8 @@ def _prepare(gold: str, completion: str, answer_policy: str, approximations: str
     gold_text, answer_text = strip_assignment(canonical(gold_part.text), canonical(answer.text))
     if indeterminate(answer_text) and not indeterminate(gold_text):
         return Verdict(False, "indeterminate form")
+    if closed_at_infinity(answer_text) and not closed_at_infinity(gold_text):
+        return Verdict(False, "an interval closed at infinity")
     if answer_policy == "marked" and not repeating_decimal(answer.text) and _calculation(gold_text, answer_text):
         return Verdict(False, "unevaluated arithmetic: the answer is a calculation, not its result")
     equivalent, reason = quick_verdict(gold_text, answer_text, approximations)

@@ -47,8 +47,10 @@ _CLOSING_LINE_BREAK = re.compile(r"(?:\\\\\*?(?:\[[^\[\]]{0,20}\])?|\\(?:newline
 MAX_UNCLOSED_CHARS = 200  # an unclosed box is read only when the text ends within this many characters of it
 _BOX_SEPARATOR = re.compile(  # between boxes of one answer: a unit word, math delimiters, punctuation, and/or
     r"^(?:\s*[a-zA-Z]{2,}(?=\s*(?:,|;|and\b|\\text\{\s*and)))?"  # "\\boxed{1} papers and \\boxed{2} bins"
-    r"(?:\s|\$|,|;|\\[()\[\]]|\b[a-zA-Z](?:_\{?\w+\}?)?\s*=|\\quad|\\qquad|\\text\{[^{}]{0,24}\b(?:and|or)\s*\}|\band\b|\bor\b|\\,|\\;)*$"
+    r"(?:\s|\$|,|;|\\[()\[\]]|\b[a-zA-Z](?:_\{?\w+\}?)?\s*=|\((?:[a-h]|i{1,3}|iv|vi{0,3})\)|\b[a-zA-Z]{2,20}\s*\$?\s*[=:]|\\quad|\\qquad|\\text\{[^{}]{0,24}\b(?:and|or)\s*\}|\band\b|\bor\b|\\,|\\;)*$"
 )
+_FIRST_PERSON = re.compile(r"(?i)\b(?:I|I'm|I'd|I've|my|me|believe|think|suppose|reckon|expect|feel)\b")
+_PART_LABEL = re.compile(r"\((?:[a-h]|i{1,3}|iv|vi{0,3})\)|\b[a-zA-Z]{2,20}\s*\$?\s*[=:]")  # "(b) ", "median = ": a part
 _STATEMENT = re.compile(  # "the (final) answer is", "Answer:", "**Final Answer**: ", "the answer to the problem is",
     # "the answer would be", "the answer is therefore", a "Final Answer" heading over its value, GSM8K's ####
     r"(?i)\banswer(?:\s+(?:to|for)\s+(?:the|this)\s+(?:question|problem))?\**\s*"
@@ -298,12 +300,12 @@ def _first_turn(completion: str) -> str:
     return completion[: turn.start()] if turn else completion
 
 
-def _sentence_value(content: str) -> Answer | None:
+def _sentence_value(content: str, needs_verb: bool = True) -> Answer | None:
     """The value a box holding a sentence states (``\\boxed{The answer is 12}`` -> 12), or None when the box holds no
     sentence with a number in it. A sentence with two different numbers (``\\boxed{12 apples and 13 pears}``) or a
-    hedge states none."""
+    hedge states none. An answer block's sentence (not `needs_verb`) may state it with any verb ("She needs 42 tiles")."""
     plain = _TEXT_WRAPPER.sub(r" \1 ", content)
-    if len(re.findall(r"(?<![\\A-Za-z])[A-Za-z]{2,}", plain)) < 2 or not _BOX_SENTENCE.search(plain):
+    if len(re.findall(r"(?<![\\A-Za-z])[A-Za-z]{2,}", plain)) < 2 or needs_verb and not _BOX_SENTENCE.search(plain):
         return None
     numbers = {float(n) for n in re.findall(r"\d+(?:\.\d+)?", digits_for_words(plain).replace(",", ""))}
     if not numbers:
@@ -322,6 +324,12 @@ def _sentence_value(content: str) -> Answer | None:
     return Answer(value)
 
 
+def _yes_no(text: str) -> Answer | None:
+    """A yes/no answer given with its reason (``No, because 2047 = 23 \\times 89.``) is the yes or the no."""
+    match = re.match(r"(?i)\s*(yes|no)\s*[,.;:!]\s+\S", text)
+    return Answer(match.group(1).capitalize()) if match and not _RETRACTION.search(text, match.end() - 1) else None
+
+
 def _last_boxed(text: str, allow_or: bool = False) -> Answer | None:
     """The last box, joined with the boxes right before it when only separators lie between them.
 
@@ -334,13 +342,15 @@ def _last_boxed(text: str, allow_or: bool = False) -> Answer | None:
     chain = [boxes[-1]]  # from the last box backwards
     for box in reversed(boxes[-MAX_CHAINED_BOXES:-1]):
         between = text[box[1]: chain[-1][0]]
-        if not _layout_only(between) and (len(between) > 40 or not _BOX_SEPARATOR.match(between)):
+        if not _layout_only(between) and (len(between) > 40 or not _BOX_SEPARATOR.match(between)
+                                          or _RETRACTION.search(between)):
             break  # reasoning or an explicit self-correction lies between: the later box is the answer
         if not allow_or and re.search(r"\bor\b", between):
             return Answer(None, "hedged: boxes joined by 'or'")
         chain.append(box)
     values = list(dict.fromkeys(content for _, _, content in reversed(chain)))
-    return Answer(", ".join(values))
+    labelled = any(_PART_LABEL.search(text[box[1]: later[0]]) for box, later in zip(chain[1:], chain))
+    return Answer(f"({', '.join(values)})" if labelled and len(values) > 1 else ", ".join(values))  # parts in order
 
 
 def _layout_only(between: str) -> bool:
@@ -453,12 +463,18 @@ def _closing_statement(region: str) -> str | None:
     if actor is not None and not _NOT_A_VALUE.search(actor["verb"] + actor["rest"]) and not _HEDGE.search(actor.group()):
         return actor["number"].replace("$", "")
     if statement is None or statement["count"] is None and (
-        _NOT_A_LABEL.search(statement["subject"]) or _HEDGE.search(statement["subject"])
+        _NOT_A_LABEL.search(_subject_head(statement["subject"])) or _HEDGE.search(statement["subject"])
     ):
         return None
     if statement["count"] is not None:  # "there are 120 ways ...": a count, unless hedged or bounded
         return None if _NOT_A_VALUE.search(tail[statement.end("count"):]) else statement["count"]
     return _bare_value(statement["value"])
+
+
+def _subject_head(subject: str) -> str:
+    """A subject up to its first clause or complement: "the probability that the first marble is red" is about "the
+    probability", so "first" there proposes nothing ("the first guess" does)."""
+    return re.split(r"(?i)\b(?:that|of|which|who|whose|when|where|if|for|in)\b", subject, maxsplit=1)[0]
 
 
 def _leading_math(rest: str) -> tuple[str, int] | None:
@@ -649,7 +665,12 @@ def final_answer(completion: str, allow_or: bool = False, policy: str = "marked"
             answer = Answer(_closing_statement(region))
         elif ANSWER_OPEN in completion:  # the block, or the value its one sentence states ("The total is 42.")
             sentence = not _SENTENCE_END.search(region.rstrip(". ")) and re.match(r"[A-Z][a-z]*\s[^\d=]*\bis\b", region)
-            answer = Answer(_copula_value(region) if sentence else region)
+            prose = re.match(r"[A-Z][a-z']*\s", region.strip()) and re.search(r"\d", region)  # "Janet makes $18 per day."
+            stated = None if sentence or _CONDITION.search(region) else (
+                _yes_no(region) or (_sentence_value(region.strip().rstrip("."), needs_verb=False) if prose else None))
+            plain = stated is not None and stated.text and re.fullmatch(r"-?\d[\d,]*(?:\.\d+)?|Yes|No", stated.text) \
+                and not _FIRST_PERSON.search(region)  # "I believe it's 5" commits to nothing
+            answer = stated if plain else Answer(_copula_value(region) if sentence else region)
         elif policy == "bare" and _bare_answer(region) is not None:
             answer = Answer(_bare_answer(region))
         else:

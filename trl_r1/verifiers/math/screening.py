@@ -90,6 +90,15 @@ _ARRAY_MATRIX = re.compile(  # an array in brackets (or alone) is a matrix
     r"(?:\\m?left)?[\[(]?\s*\\begin\{array\}\{[lcr|\s]*\}(.*?)\\end\{array\}\s*(?:\\m?right)?[\])]?", re.S
 )
 _DOTS_REPEATING = re.compile(r"(?<![\d.])(\d*)\.(\d*?)(\d)\3{2,}\s*(?:\\[lc]?dots|\.\.\.)")  # 0.999\ldots, 0.1666...
+_PART_LABEL = re.compile(r"(?:^|(?<=,))\s*\((?:[a-h]|i{1,3}|iv|vi{0,3})\)\s*")  # (a), (ii) before each part
+_SET_MINUS_INTERVAL = re.compile(  # \mathbb{R}\setminus[-2,3]: the reals outside an interval, as a union
+    r"\\mathbb\{R\}\s*\\setminus\s*(?:\\left)?([(\[])\s*(-?\d+(?:\.\d+)?)\s*,\s*(-?\d+(?:\.\d+)?)\s*(?:\\right)?([)\]])"
+)
+_TEX_TOKEN = r"(\d|[a-zA-Z]|\\(?:pi|alpha|beta|gamma|theta|phi|tau|infty)(?![a-zA-Z]))"  # a one-token argument TeX reads without braces
+_FRAC_TOKENS = re.compile(rf"\\frac\s?{_TEX_TOKEN}\s?{_TEX_TOKEN}")
+_FRAC_TOKEN_GROUP = re.compile(rf"\\frac\s?{_TEX_TOKEN}\s?\{{")
+_FRAC_GROUP_TOKEN = re.compile(rf"\\frac\s?\{{([^{{}}]*)\}}\s?{_TEX_TOKEN}")
+_SQRT_DIGITS = re.compile(r"\\sqrt\s?(\d+(?:\.\d+)?)")  # \sqrt13 is the root of 13 as every writer means it (TeX would take 1)
 _SET_MINUS_POINT = re.compile(r"\\mathbb\{R\}\s*\\setminus\s*\\\{\s*(-?\d+(?:\.\d+)?)\s*\\\}")  # \mathbb{R}\setminus\{0\}
 _REPEATING = re.compile(r"(?<![\d.])(\d*)\.(\d*)\\overline\{(\d+)\}")  # 0.1\overline{6}
 _TEXT_NUMBER = re.compile(r"\\text\{\s*([-\d.,]+)\s*\}")  # \text{18} is the number 18
@@ -184,6 +193,8 @@ def canonical(text: str) -> str:
     """
     text = re.sub(r"\s+", " ", re.sub(r"(?<!\\)\\$", "", text.strip()).strip())  # "185\\": a stray backslash ends nothing;
     # one space per run of whitespace, which every rule below reads alike, so no pattern rescans a long run
+    if len(_PART_LABEL.findall(text)) > 1:  # "(a) 12, (b) 5": the parts' values, in order
+        text = _PART_LABEL.sub(" ", text).strip()
     text = _RADICAL.sub(lambda m: f"\\sqrt{_RADICAL_INDEX[m[1]]}{{{m[2][1:-1] if m[2][0] in '({' else m[2]}}}", text)
     text = _SUPERSCRIPT.sub(lambda m: "^{" + m.group().translate(_SUPERSCRIPT_TEXT) + "}", text)
     for symbol, command in _UNICODE.items():
@@ -199,15 +210,17 @@ def canonical(text: str) -> str:
     text = _SPACING.sub(" ", re.sub(r"(?<!\\)\\!\s*", "", text))  # "\!" is a negative space: 32,\! 349
     text = re.sub(r"\s+", " ", text)  # spacing commands made runs again
     text = re.sub(r"\\[dtc]frac", r"\\frac", text)
-    text = re.sub(r"\\frac\s?(\d)\s?(\d)", r"\\frac{\1}{\2}", text)  # TeX's one-token arguments: \frac12, \frac1{2}
-    text = re.sub(r"\\frac\s?(\d)\s?\{", r"\\frac{\1}{", text)
-    text = re.sub(r"\\frac\s?\{([^{}]*)\}\s?(\d)", r"\\frac{\1}{\2}", text)
+    text = _FRAC_TOKENS.sub(r"\\frac{\1}{\2}", text)  # TeX's one-token arguments: \frac12, \frac\pi3, \frac ab
+    text = _FRAC_TOKEN_GROUP.sub(r"\\frac{\1}{", text)  # \frac1{2}
+    text = _FRAC_GROUP_TOKEN.sub(r"\\frac{\1}{\2}", text)  # \frac{\pi}3
+    text = _SQRT_DIGITS.sub(r"\\sqrt{\1}", text)
     text = _ARRAY_MATRIX.sub(r"\\begin{pmatrix}\1\\end{pmatrix}", text)  # [\begin{array}{cc}...\end{array}]
     text = re.sub(r"\\langle(?![a-zA-Z])", "(", re.sub(r"\\rangle(?![a-zA-Z])", ")", text))  # a vector <1, 2>
     text = re.sub(r"\\varnothing(?![a-zA-Z])|\\empty(?![a-zA-Z])", r"\\emptyset ", text)
     text = _DOTS_REPEATING.sub(r"\1.\2\\overline{\3}", text)
     text = _REPEATING.sub(_repeating_fraction, text)
     text = _SET_MINUS_POINT.sub(r"(-\\infty,\1)\\cup(\1,\\infty)", text)
+    text = _SET_MINUS_INTERVAL.sub(_complement_of_interval, text)
     text = _TEXT_COMMANDS.sub(r"\\text{", text)
     text = re.sub(r"\\text\{\s*(lcm|gcd)\s*\}", r"\\operatorname{\1}", text)  # \operatorname{lcm}(6,7) is 42
     for worded, symbol in _WORDED:
@@ -222,11 +235,10 @@ def canonical(text: str) -> str:
     elif or_joins_relations(text, _INEQUALITY, _AND_WORD):  # x>-3 and x<3: an intersection
         text = " \\land ".join(part.strip() for part in _AND_WORD.split(text))
     text = _TEXT_NUMBER.sub(r"\1", _LIST_WORD.sub(", ", text))
-    unit = _TRAILING_UNIT.search(text)
-    unitless = text[: unit.start()].strip() if unit and not _NOT_A_UNIT.search(unit.group()) else ""
-    if unitless and re.search(r"[\w}]", unitless):
-        text = unitless
-    text = _without_outer_groups(text)  # {1,3}: a TeX group, not a set
+    text = _without_unit(_without_outer_groups(text))  # {1,3}: a TeX group, not a set
+    items = split_top_level(text)
+    unitless = [_without_unit(item) for item in items]
+    text = ", ".join(unitless) if len(items) > 1 and unitless != items else text  # 9 cm, 4 cm: each part's unit
     text = _PLAIN_MIXED.sub(_mixed_number, text)
     text = re.sub(r"(\\[a-zA-Z]+)\s+(?=[a-zA-Z])", "\\1\0", text)  # keep "\\pi r" from becoming "\\pir"
     text = re.sub(r"(?<=\d),\s+(?=\d)", ",\0", text)  # "32, 349" is a list; "32,349" is a number
@@ -283,6 +295,19 @@ _INDETERMINATE = re.compile(  # forms sympy evaluates (oo**0 is 1) but mathemati
 )
 
 
+_CLOSED_AT_INFINITY = re.compile(r"\\infty\s*\]|\[\s*-?\s*\\infty")  # [0,\infty]: no real interval holds infinity
+
+
+def closed_at_infinity(text: str) -> bool:
+    """Whether a canonical answer closes an interval at infinity (``[0,\\infty]``), which sympy would read as open:
+    a grader marks the bracket wrong.
+
+    >>> closed_at_infinity(r"[0,\\infty]"), closed_at_infinity(r"[0,\\infty)"), closed_at_infinity(r"[-\\infty,2)")
+    (True, False, True)
+    """
+    return _CLOSED_AT_INFINITY.search(text) is not None
+
+
 def indeterminate(text: str) -> bool:
     """Whether a canonical answer holds an indeterminate form (``\\infty^0``, ``1^\\infty``, ``0/0``); ``0^0`` is 1
     by the convention of combinatorics and power series.
@@ -291,6 +316,19 @@ def indeterminate(text: str) -> bool:
     (True, False, False)
     """
     return bool(_INDETERMINATE.search(text))
+
+
+def _without_unit(text: str) -> str:
+    """`text` without the physical unit it ends with (``5\\text{ cm}^2``, ``72 km/h``, ``18 (dollars)``)."""
+    unit = _TRAILING_UNIT.search(text)
+    unitless = text[: unit.start()].strip() if unit and not _NOT_A_UNIT.search(unit.group()) else ""
+    return unitless if unitless and re.search(r"[\w}]", unitless) else text
+
+
+def _complement_of_interval(match: re.Match) -> str:
+    """``\\mathbb{R}\\setminus[a,b]`` as ``(-\\infty,a)\\cup(b,\\infty)``: each end's bracket flips."""
+    left, start, end, right = match.groups()
+    return f"(-\\infty,{start}{')' if left == '[' else ']'}\\cup{'(' if right == ']' else '['}{end},\\infty)"
 
 
 def _repeating_fraction(match: re.Match) -> str:
