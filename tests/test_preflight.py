@@ -128,22 +128,19 @@ def test_memory_model_must_fit_the_card(tmp_path):
 
 def test_vllm_needs_room_for_one_sequence_in_its_share_of_the_card(tmp_path):
     from trl_r1.pipeline.memory import model_shape
-    from trl_r1.pipeline.preflight import memory_problems, resolve_stage
+    from trl_r1.pipeline.preflight import memory_problems, resolve_plan
 
     def planned_for_a_card(data):  # the plan for the card (vLLM on it), as `--card` resolves it
-        recipe = load_recipe(data, check_hardware=False)
-        for plan in recipe.stages:
-            resolve_stage(plan, recipe, elsewhere=True)
-        return recipe
+        return resolve_plan(load_recipe(data, check_hardware=False), elsewhere=True)
 
     data = yaml.safe_load(MATH_RECIPE.read_text())
     data["run_dir"] = str(tmp_path / "run")
     recipe = planned_for_a_card(data)
     shape = model_shape("Qwen/Qwen2.5-1.5B-Instruct")
-    assert memory_problems(recipe, recipe.stages, shape, ("NVIDIA L4", 24.0), vllm_installed=True) == []
+    assert memory_problems(recipe, recipe.stages, shape, ("NVIDIA L4", 24.0)) == []
     data["rl"]["vllm_gpu_memory_utilization"] = 0.05  # 1.2 GB: the 4-bit weights and vLLM's working memory fill it
     recipe = planned_for_a_card(data)
-    [problem] = memory_problems(recipe, recipe.stages, shape, ("NVIDIA L4", 24.0), vllm_installed=True)
+    [problem] = memory_problems(recipe, recipe.stages, shape, ("NVIDIA L4", 24.0))
     assert problem.startswith("rl: vLLM's share of this NVIDIA L4 (vllm_gpu_memory_utilization 0.05 of 24 GB) "
                               "holds the KV cache of 0 tokens after its weights, fewer than one sequence of "
                               "vllm_max_model_length 8704; vLLM would not start")

@@ -29,7 +29,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .cards import KNOWN_CARDS, card_text, parse_card, speed_ratio
-from .preflight import PROMPT_TOKENS
+from .fingerprint import changed_keys, next_previous, read_record
+from .preflight import PROMPT_TOKENS, Run
+from .recipe import STAGE_REGISTRY
 
 if TYPE_CHECKING:
     from .memory import ModelShape
@@ -295,7 +297,7 @@ def evaluation_cost(pipeline: Any) -> StageCost:
     rows = dataset_rows(pipeline, "evaluation", None)
     prompts = ev.num_prompts if rows is None else min(rows, ev.num_prompts or rows)
     passes = len([s for s in ev.stages if s == "base" or recipe.stage(s) is not None])
-    vllm = ev.backend == "vllm" or (ev.backend == "auto" and pipeline.vllm_installed and pipeline.card is not None)
+    vllm = recipe.evaluation_generation[0] == "vllm"
     weights = "float32" if recipe.model.dtype == "float32" else "bf16"
     adapter = bool(recipe.model.use_peft) and any(s != "base" for s in ev.stages)  # a trained stage's adapter
     return sampling_cost(pipeline, prompts, ev.num_samples, ev.max_new_tokens,
@@ -533,10 +535,43 @@ def total_line(costs: list[StageCost], pipeline: Any) -> str:
             f"{unknown}; loading, merging and saving models not counted")
 
 
-def plan_lines(pipeline: Any, costs: dict[str, StageCost]) -> list[str]:
-    """The plan of a pipeline (`Pipeline.plan_lines`) with each stage's cost (`Stage.cost`): after the preflight,
-    whose schemas give the datasets' sizes."""
+def stage_notes(plan: StagePlan, pipeline: Run) -> list[str]:
+    """What the plan says under a stage besides its action: why a `redo` (the keys that changed, or the earlier
+    stage that is redone) and where its old outputs go; that a finished stage is evaluated again."""
+    status = pipeline.status[plan.name]
+    if status == "stale":
+        return [f"redo:     {redo_reason(plan, pipeline)}; its old outputs move to {next_previous(plan.output_dir)}"]
+    record = read_record(plan.output_dir) if status == "done" else None
+    if record is not None and pipeline.evaluation.outdated(plan, record):
+        changed = (changed_keys(record.evaluation_settings, pipeline.evaluation.settings())
+                   if record.evaluation_settings else [])
+        why = ", ".join(changed) if changed else "not evaluated with these settings"
+        return [f"evaluate: again ({why}); the trained model is kept"]
+    return []
+
+
+def redo_reason(plan: StagePlan, pipeline: Run) -> str:
+    record = read_record(plan.output_dir)
+    if record is not None and record.fingerprint == plan.fingerprint:
+        return f"--from-stage {pipeline.from_stage}"
+    if record is None or record.settings is None:
+        return "its settings changed (its stage.json is unreadable, or does not record which: an older trl-r1)"
+    changed = changed_keys(record.settings, plan.settings)
+    if changed:
+        return "changed: " + ", ".join(changed)
+    stages = pipeline.recipe.stages
+    earlier = [p.name for p in stages[:stages.index(plan)] if pipeline.status[p.name] != "done"]
+    return f"an earlier stage changed ({', '.join(earlier) or 'one no longer in the recipe'})"
+
+
+def plan_lines(pipeline: Run) -> list[str]:
+    """The plan of a run (`Pipeline.plan_lines`) with each stage's cost (`Stage.cost`): after the preflight, whose
+    schemas give the datasets' sizes."""
     recipe = pipeline.recipe
+    costs: dict[str, StageCost] = {}
+    for plan in recipe.stages:
+        if plan.config is not None:
+            costs[plan.name] = STAGE_REGISTRY[plan.name].cost(plan, pipeline, costs)
     model = recipe.model
     built = " (tiny, built locally)" if model.tiny is not None else ""
     card = (card_text(pipeline.card) if pipeline.card else "no GPU here and none named (--card): memory not checked")
@@ -551,7 +586,7 @@ def plan_lines(pipeline: Any, costs: dict[str, StageCost]) -> list[str]:
         status = pipeline.status[plan.name]
         action = {"done": "skip (done)", "resume": "resume", "stale": "redo", "new": "run"}[status]
         lines.append(f"{i}. {plan.name:<19}{plan.kind:<19}{action:<12}-> {plan.output_dir}")
-        lines += [f"     {note}" for note in pipeline.stage_notes(plan)]
+        lines += [f"     {note}" for note in stage_notes(plan, pipeline)]
         described = model_line(plan, pipeline)
         if described:
             lines.append(f"     {described}")

@@ -1,9 +1,9 @@
 """The preflight: every check that needs more than the recipe's text, before any work (and all of `--dry-run`).
 
-`Pipeline.preflight` runs them all and reports every problem at once, one per real mistake, each naming its
-stage (section) and key:
+`plan_problems` runs them all, in one call, and returns every problem at once, one per real mistake, each naming
+its stage (section) and key; what it could not check here goes into the run's notes:
 
-* data (`Stage.check_data`, through `Pipeline.check_columns`): each dataset's schema, from its real loader
+* data (`Stage.check_data`, through `dataset_problems`): each dataset's schema, from its real loader
   (`pipeline.data.load_stage_dataset`: a builder's or local file's real rows; a Hub id, or its local mirror
   under TRL_R1_DATA_DIR, streamed for its first rows on a dry run). A column a key names (`prompt_column`,
   `solution_column`, `dataset_text_field`) must exist; the columns a stage and its rewards need must exist; a
@@ -14,22 +14,269 @@ stage (section) and key:
 * backends (`backend_problems`): vLLM where a stage asks for it, bitsandbytes where a stage loads 4-bit, the
   code sandbox (bubblewrap) where a reward runs programs; each error gives the install command.
 * memory (`memory_problems`): the memory model (`trl_r1.pipeline.memory`) must say each stage fits the card
-  this machine has (`torch.cuda`); without a GPU the check is skipped with a note.
+  planned for (`--card`, else `torch.cuda`); without a GPU the check is skipped with a note.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import logging
 import math
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol
 
-from ..data.scan import column_values
+from ..data.loading import EmptyDatasetError, LocalDataError, SplitError
+from ..data.scan import (budget_problems, column_values, dataset_scan, duplicate_prompt_notes, held_out_problems,
+                         prompt_budget, seen_in_training, think_tag_notes)
+from .cards import card_precision_problems, cpu_stage_notes
+from .fingerprint import record_notes
+from .recipe import STAGE_REGISTRY
+from .templates import TemplateReport, inspect_chat_template, template_problems
 
 if TYPE_CHECKING:
+    from datasets import Dataset
+    from transformers import PreTrainedTokenizerBase
+
     from ..data.scan import PromptScan
+    from .data import DatasetSchema
     from .memory import GRPOSettings, ModelShape
-    from .recipe import R1ModelConfig, Recipe, StagePlan
+    from .recipe import EvaluationConfig, R1ModelConfig, Recipe, StagePlan
+
+logger = logging.getLogger("trl_r1.pipeline")
+
+
+class Evaluating(Protocol):
+    """What the preflight reads of the run's held-out evaluation (`evaluate.HeldOutEvaluation`)."""
+
+    def rewards(self) -> list[Any]: ...
+
+    def prompts(self) -> Dataset: ...
+
+
+class Run(Protocol):
+    """What the preflight, the plan and the stages read of a run (`runner.Pipeline`), and what the preflight fills
+    in for the plan (a protocol: the runner imports this module)."""
+
+    recipe: Recipe
+    base_model_path: str
+    dry_run: bool
+    elsewhere: bool  # the plan is for a card on another machine: what this one lacks is a note
+    detects_card: bool  # the card is this machine's own: what it lacks is an error
+    model_built_by_run: bool
+    card: tuple[str, float] | None
+    status: dict[str, str]
+    evaluation: Evaluating
+    notes: list[str]
+    datasets: dict[str, Dataset]
+    schemas: dict[str, DatasetSchema]
+    longest_prompts: dict[str, int]
+    evaluation_seen: int
+    tokenizer: PreTrainedTokenizerBase | None
+    context: tuple[int, str] | None
+    template: TemplateReport | None
+
+    def pending(self) -> list[StagePlan]: ...
+
+    def adapted(self, rewards: list[Any]) -> list[Any]: ...
+
+    def stage_data(self, key: str, args: Any, split_attribute: str = ...) -> Dataset: ...
+
+    def load_data(self, key: str, name: str, **spec: Any) -> Dataset: ...
+
+
+def plan_problems(run: Run) -> list[str]:
+    """Every problem of the run's plan, checked before any work: the model, the chat template, each pending stage's
+    data (`Stage.check_data`) and the evaluation set's, values, backends, precision and memory on the card planned
+    for. What cannot be checked here becomes one of `run.notes`; a refusal that depends only on this machine is a
+    note too when the plan is for a card elsewhere (`run.elsewhere`)."""
+    recipe, pending = run.recipe, run.pending()
+    problems = (model_path_problems(run.base_model_path, built_by_run=run.model_built_by_run)
+                if recipe.model.tiny is None else [])
+    run.context = None if problems else model_context(run.base_model_path)
+    if run.context is not None:
+        problems += context_problems(recipe, pending, run.context)
+    run.template = None if problems else _template(run)
+    chat_stages = [s.name for s in pending if STAGE_REGISTRY[s.name].trains_on_chat]
+    if run.template is not None:
+        assistant_only = [s for s in chat_stages if getattr(recipe.stage(s).config, "assistant_only_loss", False)
+                          and not getattr(recipe.stage(s).config, "chat_template_path", None)]
+        problems += template_problems(run.template, sft_stages=chat_stages, assistant_only_stages=assistant_only)
+    run.notes += record_notes(recipe.stages, {p for p, s in run.status.items() if s == "done"})
+    for plan in pending:
+        problems += STAGE_REGISTRY[plan.name].check_data(plan, run)
+    if recipe.evaluation is not None:
+        problems += dataset_problems(run, "evaluation", run.evaluation.prompts, ("prompt",),
+                                     run.evaluation.rewards(), named=[recipe.evaluation])
+        problems += _held_out_problems(run)
+    if run.tokenizer is not None and run.tokenizer.chat_template is None:
+        problems += missing_template_problems(run.base_model_path, run.datasets, chat_stages)
+    problems += run_dir_problems(recipe.run_dir) + value_problems(recipe, pending)
+    problems += run_dir_model_problems(recipe.run_dir, run.base_model_path)
+    run.notes += [f"{plan.name}: learning_rate 0: this stage trains no weight (its outputs equal its inputs)"
+                  for plan in pending if plan.model_args is not None and getattr(plan.config, "learning_rate", None) == 0]
+    if recipe.model.use_peft and recipe.model.tiny is None:
+        problems += lora_target_problems(run.base_model_path, recipe.model.lora_target_modules)
+    rewards = {plan.name: STAGE_REGISTRY[plan.name].rewards(plan, run) for plan in pending
+               if hasattr(STAGE_REGISTRY[plan.name], "rewards")}
+    if recipe.evaluation is not None:
+        rewards["evaluation"] = run.evaluation.rewards()
+    machine = backend_problems(recipe, pending, rewards) + tracker_problems(pending)
+    # what follows from the recipe fails on any machine, the card planned for included
+    problems += generation_backend_problems(recipe, pending, run.notes, elsewhere=run.elsewhere)
+    if run.detects_card and run.card is None or run.elsewhere:
+        # bf16 on a card without it belongs with the recipe's problems (`card_precision_problems`); bf16 on this
+        # machine without a GPU is this machine's
+        machine += precision_problems(pending)
+    if run.card is not None:
+        problems += card_precision_problems(pending, run.card)
+        run.notes += cpu_stage_notes(pending, run.card)
+    if run.elsewhere:
+        run.notes += [f"this machine, not the GPU planned for: {p}" for p in machine]
+    else:
+        problems += machine
+    return problems + _memory_problems(run)
+
+
+def _template(run: Run) -> TemplateReport | None:
+    """The chat template's report (`templates.inspect_chat_template`), the tokenizer kept on `run`; None (and a
+    note) where the tokenizer cannot be loaded here, or has no template."""
+    from transformers import AutoTokenizer
+
+    tiny = run.recipe.model.tiny
+    try:
+        if tiny is not None and run.dry_run:  # its tokenizer alone (a second), the model is built by the run
+            from ..toy.tiny import build_tokenizer
+
+            run.tokenizer = build_tokenizer(**{k: tiny[k] for k in ("vocab_size", "prefill_think") if k in tiny})
+        else:
+            run.tokenizer = AutoTokenizer.from_pretrained(run.base_model_path)
+    except (OSError, ValueError) as exc:
+        logger.warning("cannot load the tokenizer of %s to check its chat template: %s", run.base_model_path, exc)
+        run.notes.append(f"chat template: not checked, the tokenizer of {run.base_model_path} cannot be loaded "
+                         f"here ({type(exc).__name__})")
+        return None
+    return None if run.tokenizer.chat_template is None else inspect_chat_template(run.tokenizer)
+
+
+def _held_out_problems(run: Run) -> list[str]:
+    """The evaluation set against each stage's training data (`data.scan.held_out_problems`)."""
+    held_out, recipe = run.datasets.get("evaluation"), run.recipe
+    if held_out is None or not hasattr(held_out, "column_names"):
+        return []
+    trained = {key: data for key, data in run.datasets.items()
+               if recipe.stage(key) is not None and hasattr(data, "column_names")}
+    ev = recipe.evaluation
+    same_source = frozenset(key for key in trained if (plan := recipe.stage(key)).args is not None
+                            and getattr(plan.args, "dataset_name", None) == ev.dataset_name
+                            and getattr(plan.args, "dataset_train_split", None) == ev.dataset_split)
+    problems, warnings = held_out_problems(held_out, trained, same_source)
+    run.evaluation_seen = seen_in_training(held_out, trained)  # the report then does not say held-out
+    for warning in warnings:
+        logger.warning(warning)
+    run.notes += warnings
+    return problems
+
+
+def _memory_problems(run: Run) -> list[str]:
+    from .memory import model_shape
+
+    if run.card is None:
+        run.notes.append("memory: no GPU here, so the memory model was not checked against a card (it is checked "
+                         "on the GPU machine)")
+        return []
+    shape = model_shape(run.base_model_path)
+    if shape is None:
+        run.notes.append(f"memory: no config.json for {run.base_model_path} at hand, so the memory model was not "
+                         "checked")
+        return []
+    return memory_problems(run.recipe, run.pending(), shape, run.card, longest_prompts=run.longest_prompts)
+
+
+PROMPT_COLUMNS = ("problem", "question", "query", "instruction", "input")  # what other datasets call the prompt
+
+
+def column_hint(needed: str, columns: list[str]) -> str:
+    """The key that maps a dataset's own prompt column (GSM8K's 'question', MATH's 'problem') to 'prompt'."""
+    found = [c for c in PROMPT_COLUMNS if c in columns] if needed == "prompt" else []
+    return f"; set prompt_column: {found[0]} (the column holding the prompt)" if found else ""
+
+
+def dataset_problems(run: Run, where: str, load: Callable[[], Dataset], needed: tuple[str, ...], rewards: list[Any],
+                     *, named: list[Any] = (), any_of: tuple[tuple[str, ...], ...] = ()) -> list[str]:
+    """Problems with a dataset's columns: a key of `named` (config objects) that names a column it lacks, the
+    stage's own needs (`needed`, and one of the `any_of` sets), and what its rewards declare they read. A key
+    naming a missing column is the one mistake: what would follow from it is not reported again."""
+    from ..rewards import get_reward_funcs
+    from ..rewards.base import column_problems, declared
+
+    problems = [p for obj in named if obj is not None for p in dataset_kwargs_problems(where, obj)]
+    if problems:
+        return problems
+    try:
+        dataset = load()
+        columns = list(dataset.column_names)
+    except ConnectionError as exc:  # no Hub here: a dry run says so; a run cannot train without the data
+        if not run.dry_run:
+            return [f"{where}: cannot load the dataset: {type(exc).__name__}: {exc}"]
+        run.notes.append(f"{where}: dataset not checked, the Hub is not reachable here ({exc})")
+        return []
+    except StopIteration:  # `datasets`' json builder on blank lines
+        return [f"{where}: the dataset has no rows"]
+    except EmptyDatasetError as exc:
+        return [f"{where}: the dataset has no rows ({exc})"]
+    except SplitError as exc:
+        return [f"{where}: key {split_key(named)!r}: {exc}"]
+    except LocalDataError as exc:
+        return [f"{where}: key 'dataset_name': {exc}"]
+    except Exception as exc:  # a dataset that cannot be loaded is reported, not a crash
+        return [f"{where}: cannot load the dataset: {type(exc).__name__}: {exc}"]
+    if not len(dataset):
+        return [f"{where}: the dataset has no rows after its split and max_samples ({rows_asked(named)}); "
+                "select at least one"]
+    published = run.schemas[where].columns if where in run.schemas else columns
+    problems = [p for obj in named if obj is not None
+                for p in column_key_problems(where, *set_column_keys(obj), published)]
+    if problems:
+        return problems
+    problems = [f"{where}: the dataset has no {c!r} column (columns: {columns}){column_hint(c, columns)}"
+                for c in needed if c not in columns]
+    if any_of and not any(set(c) <= set(columns) for c in any_of):
+        wanted = " or ".join(" + ".join(repr(c) for c in group) for group in any_of)
+        problems.append(f"{where}: the dataset has columns {columns}; it needs {wanted}")
+    for func in get_reward_funcs(rewards):
+        problems += [f"{where}: {problem}" for problem in column_problems(func, columns)]
+        if not problems:
+            read = (*declared(func, "required_columns"), *declared(func, "reference_columns"))
+            problems += missing_value_problems(where, dataset, [c for c in read if c in columns], named)
+    problems = unique(problems) + conversation_problems(where, dataset)
+    if not problems and "prompt" in needed and run.tokenizer is not None:
+        problems += _prompt_length_problems(run, where, dataset)
+    if not problems:
+        run.notes += duplicate_prompt_notes(where, dataset) + think_tag_notes(where, dataset)
+    return problems
+
+
+def _prompt_length_problems(run: Run, where: str, dataset: Dataset) -> list[str]:
+    """Prompts against the model's context, the stage's prompt budget and its fast path's
+    (`fast_prompt_problems`), from one scan of the data."""
+    problems = long_prompt_problems(where, dataset, run.tokenizer, run.context) if run.context is not None else []
+    plan = run.recipe.stage(where)
+    if problems or plan is None:
+        return problems
+    budget = prompt_budget(plan.config, run.context)
+    fast_key = getattr(plan.config, "fast_generation_max_prompt_length", None)
+    lengths = dataset_scan(where, dataset, run.tokenizer, budget[0] if budget else fast_key) \
+        if budget or fast_key else None
+    problems += budget_problems(where, dataset, run.tokenizer, budget, lengths)
+    if lengths is not None and fast_key:
+        run.longest_prompts[where] = lengths.longest
+        fast_problems, fast_notes = fast_prompt_problems(
+            plan, lengths, refuse=plan.config.fast_generation == "on" or run.card is not None)
+        problems += fast_problems
+        run.notes += fast_notes
+    return problems
+
 
 COLUMN_KEYS = ("prompt_column", "solution_column", "dataset_text_field")  # keys whose value names a column
 PROMPT_TOKENS = 512  # the prompt length the memory model and the plan assume (memory.GRPOSettings' default)
@@ -386,15 +633,6 @@ def install_hint(extra: str) -> str:
     return f"pip install '{spec}' (or `pip install -e '.[{extra}]'` in the trl-r1 clone)"
 
 
-def uses_vllm(plan: StagePlan, *, vllm_installed: bool, cuda: bool) -> bool:
-    """Whether a stage generates with vLLM: `use_vllm` (RL), or `backend: vllm`, or `auto` where vLLM runs."""
-    config = plan.config
-    if getattr(config, "use_vllm", False):
-        return True
-    backend = getattr(config, "backend", None)
-    return backend == "vllm" or (backend == "auto" and vllm_installed and cuda)
-
-
 def loads_4bit(plan: StagePlan, recipe: Recipe) -> bool:
     if plan.model_args is not None:
         return bool(plan.model_args.load_in_4bit)
@@ -403,8 +641,7 @@ def loads_4bit(plan: StagePlan, recipe: Recipe) -> bool:
     return False
 
 
-def backend_problems(recipe: Recipe, stages: list[StagePlan], rewards: dict[str, list[Any]], *,
-                     cuda: bool) -> list[str]:
+def backend_problems(recipe: Recipe, stages: list[StagePlan], rewards: dict[str, list[Any]]) -> list[str]:
     """One problem per missing backend, naming every stage (and key) that needs it, with the install command.
 
     `rewards` maps a stage (or "evaluation") to its reward entries."""
@@ -415,8 +652,8 @@ def backend_problems(recipe: Recipe, stages: list[StagePlan], rewards: dict[str,
     vllm_installed = importlib.util.find_spec("vllm") is not None
     if not vllm_installed:
         wanting = [f"{p.name} ({'use_vllm: true' if getattr(p.config, 'use_vllm', False) else 'backend: vllm'})"
-                   for p in stages if uses_vllm(p, vllm_installed=False, cuda=cuda)
-                   and p.config.vllm_fallback != "transformers"]
+                   for p in stages if (getattr(p.config, "use_vllm", False) or getattr(p.config, "backend", None)
+                                       == "vllm") and p.config.vllm_fallback != "transformers"]
         if recipe.evaluation is not None and recipe.evaluation.backend == "vllm" \
                 and recipe.evaluation.vllm_fallback != "transformers":
             wanting.append("evaluation (backend: vllm)")
@@ -604,6 +841,17 @@ def resolve_stage(plan: StagePlan, recipe: Recipe, *, elsewhere: bool) -> StageP
     return plan
 
 
+def resolve_plan(recipe: Recipe, *, elsewhere: bool) -> Recipe:
+    """Every decision the run takes, made once for the card planned for (`elsewhere`) or this machine: each stage's
+    (`resolve_stage`) and the evaluation's backend (`Recipe.evaluation_generation`); returns `recipe`."""
+    for plan in recipe.stages:
+        resolve_stage(plan, recipe, elsewhere=elsewhere)
+    model = recipe.model
+    recipe.evaluation_generation = None if recipe.evaluation is None else resolve_generation(
+        recipe.evaluation, model, model, four_bit=bool(model.load_in_4bit and model.use_peft), elsewhere=elsewhere)
+    return recipe
+
+
 def generation_backend_problems(recipe: Recipe, stages: list[StagePlan], notes: list[str], *,
                                 elsewhere: bool = False) -> list[str]:
     """For each generating stage (rl, rejection sampling, evaluation), the backend it will use and why (a note
@@ -620,9 +868,7 @@ def generation_backend_problems(recipe: Recipe, stages: list[StagePlan], notes: 
                    for p in stages if p.kind == "rejection_sampling"]
     if recipe.evaluation is not None:
         four_bit = bool(model.load_in_4bit and model.use_peft)
-        generating.append(("evaluation", recipe.evaluation,
-                           *resolve_generation(recipe.evaluation, model, model, four_bit=four_bit,
-                                               elsewhere=elsewhere), four_bit, "backend: vllm"))
+        generating.append(("evaluation", recipe.evaluation, *recipe.evaluation_generation, four_bit, "backend: vllm"))
     for where, config, backend, why, four_bit, asking in generating:
         wants = getattr(config, "use_vllm", False) or getattr(config, "backend", None) in ("vllm", "auto")
         if not wants or getattr(config, "base_url", None):
@@ -710,14 +956,15 @@ def rl_step_peak(config: Any, settings: GRPOSettings, shape: ModelShape, card_gb
     return memory.estimate_grpo_peak(shape, settings, card_gb=card_gb).peak, "RL step"
 
 
-def fast_prompt_problems(where: str, config: Any, lengths: PromptScan, *, refuse: bool) -> tuple[list[str], list[str]]:
+def fast_prompt_problems(plan: StagePlan, lengths: PromptScan, *, refuse: bool) -> tuple[list[str], list[str]]:
     """(problems, notes) of an rl stage's prompts against `fast_generation_max_prompt_length`: the fast path cuts a
     longer prompt from the left at run time (its end kept, counted in a WARNING). When the fast path will run
     (`refuse`: `on`, or `auto` on a card) and more than `FAST_PROMPT_CUT_LIMIT` of the prompts would be cut, the
     dry run refuses; fewer, or a path that may not run, are a note with the count."""
     from ..data.fast_generation import fast_prompt_budget
 
-    if getattr(config, "fast_generation", "off") == "off" or getattr(config, "use_vllm", False) or not lengths.rows:
+    where, config = plan.name, plan.config
+    if getattr(config, "fast_generation", "off") == "off" or plan.generation == "vllm" or not lengths.rows:
         return [], []
     key = config.fast_generation_max_prompt_length
     cut = lengths.over(key)
@@ -750,7 +997,7 @@ def generation_peak(config: Any, shape: ModelShape, card_gb: float, *, load_in_4
 
 
 def memory_problems(recipe: Recipe, stages: list[StagePlan], shape: ModelShape, card: tuple[str, float], *,
-                    vllm_installed: bool, longest_prompts: dict[str, int] | None = None) -> list[str]:
+                    longest_prompts: dict[str, int] | None = None) -> list[str]:
     """Each stage whose estimated peak exceeds the usable share of the card (memory.USABLE_FRACTION);
     `longest_prompts`: each stage's longest prompt in tokens, where the data was scanned."""
     from . import memory
@@ -764,7 +1011,7 @@ def memory_problems(recipe: Recipe, stages: list[StagePlan], shape: ModelShape, 
     for where, plan in items:
         if plan is None:
             ev = recipe.evaluation
-            vllm = ev.backend == "vllm" or (ev.backend == "auto" and vllm_installed)
+            vllm = recipe.evaluation_generation[0] == "vllm"
             peak = generation_peak(ev, shape, card_gb, load_in_4bit=False, adapter=False, vllm=vllm)
         else:
             peak = stage_peak(plan, recipe, shape, card_gb, vllm=plan.generation == "vllm",
@@ -809,6 +1056,6 @@ __all__ = ["backend_problems", "card_memory_gb", "column_key_problems", "context
            "dataset_kwargs_problems", "fast_prompt_problems", "generation_backend_problems", "long_prompt_problems",
            "lora_target_problems", "lora_value_problems", "memory_problems", "missing_template_problems",
            "missing_value_problems", "model_context", "model_path_problems", "precision_problems",
-           "resolve_generation", "resolve_stage", "rows_asked", "run_dir_model_problems", "run_dir_problems",
+           "resolve_generation", "resolve_plan", "resolve_stage", "rows_asked", "run_dir_model_problems", "run_dir_problems",
            "sampling_problems", "short_max_length_problems", "split_key", "tracker_problems", "unique",
            "value_problems"]

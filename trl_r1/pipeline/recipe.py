@@ -276,6 +276,7 @@ class Recipe:
     evaluation: EvaluationConfig | None
     source: Path | None = None
     shared: dict[str, dict[str, Any]] = field(default_factory=dict)  # the user's model/training/evaluation keys
+    evaluation_generation: tuple[str, str] | None = None  # (backend, why), decided once (`preflight.resolve_plan`)
 
     def stage(self, name: str) -> StagePlan | None:
         return next((s for s in self.stages if s.name == name), None)

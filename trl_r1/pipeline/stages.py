@@ -32,13 +32,13 @@ import contextlib
 import json
 import logging
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from .fingerprint import RECORD_FILE, keep_previous, unreadable_record
+from .fingerprint import ModelHandle, StageRecord, prepare_stage_dir, read_record, stage_status, write_record
 from .plan import StageCost, dataset_rows, final_sft_cost, rejection_sampling_cost, rl_cost, training_cost
-from .preflight import short_max_length_problems
+from .preflight import dataset_problems, short_max_length_problems
 from .recipe import (
     STAGE_REGISTRY,
     TRAINER_KINDS,
@@ -63,86 +63,11 @@ from .templates import prepare_assistant_only_loss
 
 logger = logging.getLogger("trl_r1.pipeline")
 
-STAGE_FILE = RECORD_FILE
 SMOKE_MAX_SAMPLES = 8  # `run --smoke`: the rows a stage keeps of its own dataset
 
 
 class StageError(RuntimeError):
     """A stage could not produce what the next one needs (reported without a traceback; re-run to retry)."""
-
-
-@dataclass
-class ModelHandle:
-    """A model to start from: a full model directory, optionally with a LoRA adapter trained on top of it."""
-
-    model_path: str
-    adapter_path: str | None = None
-
-
-@dataclass
-class StageRecord:
-    """What `stage.json` holds."""
-
-    name: str
-    fingerprint: str
-    status: str = "running"  # running | done
-    outputs: dict[str, Any] = field(default_factory=dict)
-    metrics: dict[str, Any] = field(default_factory=dict)
-    evaluation: dict[str, Any] | None = None
-    seconds: float = 0.0
-    settings: dict[str, Any] | None = None  # the recipe keys its fingerprint covers: a redo names what changed
-    evaluation_settings: dict[str, Any] | None = None  # what `evaluation` was measured with: a change re-evaluates
-
-    @property
-    def handle(self) -> ModelHandle | None:
-        if "model_path" not in self.outputs:
-            return None
-        return ModelHandle(self.outputs["model_path"], self.outputs.get("adapter_path"))
-
-    @property
-    def generator(self) -> ModelHandle | None:
-        """What generates as this stage's model (its evaluation, rejection sampling from it): a LoRA stage's
-        adapter on the base it trained on, whatever the hand-off; the merged copy only starts the next training."""
-        if "adapter" in self.outputs and "adapter_base" in self.outputs:
-            return ModelHandle(self.outputs["adapter_base"], self.outputs["adapter"])
-        return self.handle
-
-
-def read_record(stage_dir: Path) -> StageRecord | None:
-    """The stage's record, or None if it never started (or the file is unreadable: the stage is redone)."""
-    try:
-        return StageRecord(**json.loads((stage_dir / STAGE_FILE).read_text()))
-    except (OSError, ValueError, TypeError):
-        return None
-
-
-def write_record(stage_dir: Path, record: StageRecord) -> None:
-    stage_dir.mkdir(parents=True, exist_ok=True)
-    tmp = stage_dir / (STAGE_FILE + ".tmp")
-    tmp.write_text(json.dumps(asdict(record), indent=2, default=str))
-    tmp.replace(stage_dir / STAGE_FILE)  # atomic: an interrupted write never leaves a half file
-
-
-def stage_status(plan: StagePlan, forced: bool = False) -> str:
-    """`done` (skip), `resume` (interrupted, same config), `stale` (config changed: redo) or `new`."""
-    record = read_record(plan.output_dir)
-    if record is None:
-        return "stale" if unreadable_record(plan.output_dir) else "new"  # an unreadable record: keep its files aside
-    if record.fingerprint != plan.fingerprint:
-        return "stale"
-    if forced:
-        return "stale"
-    return "done" if record.status == "done" else "resume"
-
-
-def prepare_stage_dir(plan: StagePlan, status: str) -> None:
-    """Move a stale stage's outputs aside (to `<stage>.previous`, numbered when taken: `fingerprint.keep_previous`) so that nothing of the old run is mixed in,
-    then mark the stage running. The main process alone calls it (moving directories is not shared work).
-    """
-    if status == "stale" and plan.output_dir.exists():
-        keep_previous(plan.output_dir, plan.name)
-    if status != "resume":
-        write_record(plan.output_dir, StageRecord(plan.name, plan.fingerprint, settings=plan.settings))
 
 
 # --------------------------------------------------------------------------------------------- training
@@ -427,7 +352,7 @@ class SFTStage(TrainingStage):
         if plan.args.dataset_name is None:
             return []
         text_field = getattr(plan.config, "dataset_text_field", "text")  # TRL's SFTConfig: the text column's name
-        problems = pipeline.check_columns(plan.name, lambda: self.own_dataset(plan, pipeline), (), [],
+        problems = dataset_problems(pipeline, plan.name, lambda: self.own_dataset(plan, pipeline), (), [],
                                           named=[plan.args, plan.config],
                                           any_of=(("messages",), (text_field,), ("prompt", "completion")))
         if not problems and pipeline.tokenizer is not None and self.long_examples(plan) is not None:
@@ -537,7 +462,7 @@ class RLStage(TrainingStage):
         return rl_cost(plan, pipeline)
 
     def check_data(self, plan, pipeline):
-        return pipeline.check_columns(plan.name, lambda: self.prompts(plan, pipeline), ("prompt",),
+        return dataset_problems(pipeline, plan.name, lambda: self.prompts(plan, pipeline), ("prompt",),
                                       self.rewards(plan, pipeline), named=[plan.args])
 
     def run(self, plan, pipeline):
@@ -628,7 +553,7 @@ class RejectionSamplingStage(Stage):
     def check_data(self, plan, pipeline):
         if plan.config.dataset_name is None:
             return []
-        return pipeline.check_columns(plan.name, lambda: self.prompts(plan, pipeline), (plan.config.prompt_column,),
+        return dataset_problems(pipeline, plan.name, lambda: self.prompts(plan, pipeline), (plan.config.prompt_column,),
                                       self.rewards(plan, pipeline), named=[plan.config])
 
     def cost(self, plan, pipeline, costs):
