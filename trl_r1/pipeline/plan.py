@@ -200,7 +200,7 @@ def _device(config: Any, pipeline: Any) -> str | None:
 
 def dataset_rows(pipeline: Any, name: str, plan: StagePlan | None) -> int | None:
     """A stage's dataset size as the preflight saw it, else its `max_samples`."""
-    schema = pipeline.schemas.get(name)
+    schema = pipeline.data.schemas.get(name)
     if schema is not None and schema.num_rows is not None:
         return schema.num_rows
     return getattr(plan.args, "max_samples", None) if plan is not None and plan.args is not None else None
@@ -288,7 +288,7 @@ def rejection_sampling_cost(plan: StagePlan, pipeline: Any, prompt_rows: int | N
     vllm = plan.generation == "vllm"
     weights = "nf4" if plan.load_in_4bit else "float32" if recipe.model.dtype == "float32" else "bf16"
     return sampling_cost(pipeline, prompts, c.num_samples, c.max_new_tokens, how,
-                         ("vllm" if vllm else "transformers", weights, adapter), c.batch_size)
+                         ("vllm" if vllm else "transformers", weights, adapter), plan.generation_batch)
 
 
 def evaluation_cost(pipeline: Any) -> StageCost:
@@ -436,7 +436,7 @@ def memory_line(plan: StagePlan | None, cost: StageCost, pipeline: Any) -> str |
 
 
 def model_line(plan: StagePlan, pipeline: Any) -> str | None:
-    """How this stage loads the model (a stage may override the recipe's model keys)."""
+    """How this stage loads the model (a stage may override the recipe's model keys), 4-bit as its plan decided."""
     model, recipe = plan.model_args, pipeline.recipe
     if model is None:
         if plan.kind != "rejection_sampling":
@@ -444,7 +444,7 @@ def model_line(plan: StagePlan, pipeline: Any) -> str | None:
         dtype = "bf16" if recipe.model.dtype == "bfloat16" else recipe.model.dtype
         return f"loads:    {'4-bit NF4' if plan.load_in_4bit else dtype} weights for sampling"
     dtype = model.dtype or "auto"
-    if model.load_in_4bit:
+    if plan.load_in_4bit:
         mode = f"QLoRA: 4-bit NF4 base ({dtype} compute) + LoRA r={model.lora_r}"
     elif model.use_peft:
         mode = f"LoRA r={model.lora_r} on the {dtype} base"
@@ -454,10 +454,11 @@ def model_line(plan: StagePlan, pipeline: Any) -> str | None:
 
 
 def decided_line(plan: StagePlan) -> str:
-    """What the run will do, as `preflight.resolve_stage` decided it once: the backend it generates with and why,
-    whether its model loads in 4 bits, its seed."""
+    """What the run will do, as `preflight.resolve_stage` decided it once: the backend it generates with and why, a
+    sampler's batch, its seed (whether its model loads in 4 bits is the `loads:` line's, `model_line`)."""
     parts = [f"generates with {plan.generation} ({plan.generation_why})"] if plan.generation else []
-    parts.append("a 4-bit base" if plan.load_in_4bit else "an unquantised base")
+    if plan.generation_batch is not None:
+        parts.append(f"{plan.generation_batch} prompts per generate call ({plan.generation_batch_why})")
     if plan.seed is not None:
         parts.append(f"seed {plan.seed}")
     return f"decided:  {'; '.join(parts)}"

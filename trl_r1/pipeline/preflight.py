@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ..data.loading import EmptyDatasetError, LocalDataError, SplitError
 from ..data.scan import (budget_problems, column_values, dataset_scan, duplicate_prompt_notes, held_out_problems,
                          prompt_budget, seen_in_training, think_tag_notes)
-from .cards import card_precision_problems, cpu_stage_notes
+from .cards import card_precision_problems, card_text, cpu_stage_notes
 from .fingerprint import record_notes
 from .recipe import STAGE_REGISTRY
 from .templates import TemplateReport, inspect_chat_template, template_problems
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
 
     from ..data.scan import PromptScan
-    from .data import DatasetSchema
+    from .data import StageDatasets
     from .memory import GRPOSettings, ModelShape
     from .recipe import EvaluationConfig, R1ModelConfig, Recipe, StagePlan
 
@@ -68,8 +68,7 @@ class Run(Protocol):
     status: dict[str, str]
     evaluation: Evaluating
     notes: list[str]
-    datasets: dict[str, Dataset]
-    schemas: dict[str, DatasetSchema]
+    data: StageDatasets
     longest_prompts: dict[str, int]
     evaluation_seen: int
     tokenizer: PreTrainedTokenizerBase | None
@@ -79,10 +78,6 @@ class Run(Protocol):
     def pending(self) -> list[StagePlan]: ...
 
     def adapted(self, rewards: list[Any]) -> list[Any]: ...
-
-    def stage_data(self, key: str, args: Any, split_attribute: str = ...) -> Dataset: ...
-
-    def load_data(self, key: str, name: str, **spec: Any) -> Dataset: ...
 
 
 def plan_problems(run: Run) -> list[str]:
@@ -110,7 +105,7 @@ def plan_problems(run: Run) -> list[str]:
                                      run.evaluation.rewards(), named=[recipe.evaluation])
         problems += _held_out_problems(run)
     if run.tokenizer is not None and run.tokenizer.chat_template is None:
-        problems += missing_template_problems(run.base_model_path, run.datasets, chat_stages)
+        problems += missing_template_problems(run.base_model_path, run.data.loaded, chat_stages)
     problems += run_dir_problems(recipe.run_dir) + value_problems(recipe, pending)
     problems += run_dir_model_problems(recipe.run_dir, run.base_model_path)
     run.notes += [f"{plan.name}: learning_rate 0: this stage trains no weight (its outputs equal its inputs)"
@@ -161,10 +156,10 @@ def _template(run: Run) -> TemplateReport | None:
 
 def _held_out_problems(run: Run) -> list[str]:
     """The evaluation set against each stage's training data (`data.scan.held_out_problems`)."""
-    held_out, recipe = run.datasets.get("evaluation"), run.recipe
+    held_out, recipe = run.data.loaded.get("evaluation"), run.recipe
     if held_out is None or not hasattr(held_out, "column_names"):
         return []
-    trained = {key: data for key, data in run.datasets.items()
+    trained = {key: data for key, data in run.data.loaded.items()
                if recipe.stage(key) is not None and hasattr(data, "column_names")}
     ev = recipe.evaluation
     same_source = frozenset(key for key in trained if (plan := recipe.stage(key)).args is not None
@@ -234,7 +229,7 @@ def dataset_problems(run: Run, where: str, load: Callable[[], Dataset], needed: 
     if not len(dataset):
         return [f"{where}: the dataset has no rows after its split and max_samples ({rows_asked(named)}); "
                 "select at least one"]
-    published = run.schemas[where].columns if where in run.schemas else columns
+    published = run.data.schemas[where].columns if where in run.data.schemas else columns
     problems = [p for obj in named if obj is not None
                 for p in column_key_problems(where, *set_column_keys(obj), published)]
     if problems:
@@ -827,9 +822,11 @@ def resolve_generation(config: Any, model_args: R1ModelConfig, model: R1ModelCon
                                use_bnb_nested_quant=model_args.use_bnb_nested_quant, this_machine=not elsewhere)
 
 
-def resolve_stage(plan: StagePlan, recipe: Recipe, *, elsewhere: bool) -> StagePlan:
-    """Fill in what `plan` will do (`StagePlan.generation`, `load_in_4bit`, `evaluation_4bit`), once, for the card
-    planned for (`elsewhere`) or this machine; returns `plan`."""
+def resolve_stage(plan: StagePlan, recipe: Recipe, *, elsewhere: bool, card: tuple[str, float] | None = None,
+                  shape: ModelShape | None = None) -> StagePlan:
+    """Fill in what `plan` will do (`StagePlan.generation`, `load_in_4bit`, `evaluation_4bit`, a sampler's
+    `generation_batch`), once, for the card planned for (`elsewhere`; `card`, and the base model's `shape`, size
+    the batch) or this machine; returns `plan`."""
     plan.load_in_4bit = loads_4bit(plan, recipe)
     model_args = plan.model_args or recipe.model
     # a LoRA stage is evaluated as its adapter on the base it trained on (`StageRecord.generator`), 4-bit as trained
@@ -838,14 +835,44 @@ def resolve_stage(plan: StagePlan, recipe: Recipe, *, elsewhere: bool) -> StageP
         four_bit = plan.load_in_4bit if plan.kind == "rejection_sampling" else plan.evaluation_4bit
         plan.generation, plan.generation_why = resolve_generation(plan.config, model_args, recipe.model,
                                                                   four_bit=four_bit, elsewhere=elsewhere)
+    if plan.kind == "rejection_sampling" and plan.config is not None:
+        plan.generation_batch, plan.generation_batch_why = sampling_batch(plan, recipe.model, card, shape)
     return plan
 
 
-def resolve_plan(recipe: Recipe, *, elsewhere: bool) -> Recipe:
-    """Every decision the run takes, made once for the card planned for (`elsewhere`) or this machine: each stage's
-    (`resolve_stage`) and the evaluation's backend (`Recipe.evaluation_generation`); returns `recipe`."""
+def sampling_batch(plan: StagePlan, model: R1ModelConfig, card: tuple[str, float] | None,
+                   shape: ModelShape | None) -> tuple[int, str]:
+    """(prompts per `generate` call, why) of a rejection-sampling pass: with transformers on a card, the largest
+    batch the memory model fits (`memory.generation_batch_size`, each prompt's `num_samples` sequences of
+    `PROMPT_TOKENS` + `max_new_tokens`, from the model's adapter on its base); else the configured `batch_size`."""
+    from . import memory
+
+    config = plan.config
+    if plan.generation != "transformers" or card is None or shape is None:
+        why = "vLLM schedules its own batches" if plan.generation == "vllm" else \
+            "no card to size it for" if card is None else "the model's size is not known here"
+        return config.batch_size, f"the configured batch_size: {why}"
+    settings = memory.GenerationSettings(
+        batch_size=config.batch_size, num_samples=config.num_samples, max_new_tokens=config.max_new_tokens,
+        prompt_length=PROMPT_TOKENS, load_in_4bit=plan.load_in_4bit, lora_r=model.lora_r if model.use_peft else None,
+        fast=True)
+    fitted = memory.generation_batch_size(shape, settings, card[1])
+    if fitted < 1:
+        return config.batch_size, f"the configured batch_size: the memory model fits no batch on {card_text(card)}"
+    return fitted, (f"{fitted} prompts x {config.num_samples} samples of <= {PROMPT_TOKENS} + {config.max_new_tokens} "
+                    f"tokens fit in {memory.USABLE_FRACTION:.0%} of the {card_text(card)}, by the memory model")
+
+
+def resolve_plan(recipe: Recipe, *, elsewhere: bool, card: tuple[str, float] | None = None,
+                 base_model_path: str | None = None) -> Recipe:
+    """Every decision the run takes, made once for the card planned for (`elsewhere`, `card`) or this machine: each
+    stage's (`resolve_stage`) and the evaluation's backend (`Recipe.evaluation_generation`); returns `recipe`."""
+    from .memory import model_shape
+
+    sampling = any(plan.kind == "rejection_sampling" for plan in recipe.stages)
+    shape = model_shape(base_model_path) if card is not None and base_model_path and sampling else None
     for plan in recipe.stages:
-        resolve_stage(plan, recipe, elsewhere=elsewhere)
+        resolve_stage(plan, recipe, elsewhere=elsewhere, card=card, shape=shape)
     model = recipe.model
     recipe.evaluation_generation = None if recipe.evaluation is None else resolve_generation(
         recipe.evaluation, model, model, four_bit=bool(model.load_in_4bit and model.use_peft), elsewhere=elsewhere)
@@ -930,7 +957,7 @@ def stage_peak(plan: StagePlan, recipe: Recipe, shape: ModelShape, card_gb: floa
             vllm_gpu_memory_utilization=getattr(config, "vllm_gpu_memory_utilization", 0.3),
             vllm_enable_sleep_mode=bool(getattr(config, "vllm_enable_sleep_mode", False)))
         return rl_step_peak(config, settings, shape, card_gb, longest_prompt, vllm=vllm)
-    return generation_peak(config, shape, card_gb, load_in_4bit=plan.load_in_4bit,
+    return generation_peak(config, shape, card_gb, batch=plan.generation_batch, load_in_4bit=plan.load_in_4bit,
                            adapter=recipe.model.use_peft and recipe.model.adapter_handoff == "continue", vllm=vllm)
 
 
@@ -983,14 +1010,15 @@ def fast_prompt_problems(plan: StagePlan, lengths: PromptScan, *, refuse: bool) 
 
 
 def generation_peak(config: Any, shape: ModelShape, card_gb: float, *, load_in_4bit: bool, adapter: bool,
-                    vllm: bool) -> tuple[float, str]:
-    """A generation pass (rejection sampling, evaluation): vLLM's budget, or transformers' generate call."""
+                    vllm: bool, batch: int | None = None) -> tuple[float, str]:
+    """A generation pass (rejection sampling, evaluation): vLLM's budget, or transformers' generate call of
+    `batch` prompts (default: the section's `batch_size`)."""
     from . import memory
 
     if vllm:
         share = config.vllm_gpu_memory_utilization or 0.9  # vLLM's default share
         return share * card_gb * 1e9, f"vLLM's budget ({share} of the card)"
-    settings = memory.GenerationSettings(batch_size=config.batch_size, num_samples=config.num_samples,
+    settings = memory.GenerationSettings(batch_size=batch or config.batch_size, num_samples=config.num_samples,
                                          max_new_tokens=config.max_new_tokens, prompt_length=PROMPT_TOKENS,
                                          load_in_4bit=load_in_4bit, lora_r=16 if adapter else None)
     return memory.estimate_generation_peak(shape, settings).peak, "transformers generation"

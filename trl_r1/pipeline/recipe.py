@@ -260,6 +260,8 @@ class StagePlan:
     generation_why: str = ""  # why that backend (a fallback names what vLLM cannot do)
     load_in_4bit: bool = False  # the model it loads (trains, or samples from) is a 4-bit base
     evaluation_4bit: bool = False  # its held-out evaluation loads its adapter on a 4-bit base
+    generation_batch: int | None = None  # rejection sampling: prompts per generate call (`preflight.sampling_batch`)
+    generation_batch_why: str = ""  # how that batch follows from the card, the model and the lengths
 
     @property
     def seed(self) -> int | None:

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from ..rehearsal.pretrained import resolve_model_name
-from .data import DatasetSchema, load_stage_dataset
+from .data import StageDatasets
 from .evaluate import HeldOutEvaluation
 from .preflight import card_memory_gb, plan_problems, resolve_plan
 from .ranks import Ranks
@@ -52,7 +52,10 @@ class Pipeline:
         if from_stage is not None and recipe.stage(from_stage) is None:
             names = [s.name for s in recipe.stages]
             raise RecipeError([f"--from-stage {from_stage!r} is not a stage of this recipe; stages: {names}"])
-        self.recipe = resolve_plan(recipe, elsewhere=elsewhere and card is not None)  # on every rank
+        self.recipe = recipe
+        self._card, self.elsewhere = card, elsewhere
+        resolve_plan(recipe, elsewhere=elsewhere and card is not None, card=self.card,  # once, on every rank
+                     base_model_path=self.base_model_path)
         self.ranks = ranks or Ranks()
         self.echo = echo if self.ranks.is_main else (lambda _: None)
         forced_from = [s.name for s in recipe.stages].index(from_stage) if from_stage else len(recipe.stages)
@@ -63,14 +66,12 @@ class Pipeline:
         self.generators: dict[str, ModelHandle] = dict(self.handles)  # see `StageRecord.generator`
         self.evaluation = HeldOutEvaluation(
             recipe, self.base_model_path, adapted=self.adapted, echo=self.echo,
-            prompts=lambda: self.stage_data("evaluation", recipe.evaluation, split_attribute="dataset_split"))
+            prompts=lambda: self.data.of("evaluation", recipe.evaluation, split_attribute="dataset_split"))
         self.dry_run, self.overridden = dry_run, set(overridden)
-        self._card, self.elsewhere = card, elsewhere
         self.detects_card = card == DETECT_CARD  # this machine's own hardware: its lacks are errors
         self.model_built_by_run = model_built_by_run
         # what the preflight saw (`preflight.plan_problems`), for the plan and the stages
-        self.datasets: dict[str, Any] = {}  # each dataset, loaded once per run (per process)
-        self.schemas: dict[str, DatasetSchema] = {}  # what the preflight saw of each dataset, by stage
+        self.data = StageDatasets(streaming=dry_run)  # each dataset, loaded once per process, and its schema
         self.notes: list[str] = []  # what the preflight could not check here, and why
         self.longest_prompts: dict[str, int] = {}  # each stage's longest prompt in tokens, from the whole-file scan
         self.evaluation_seen = 0  # evaluation prompts also in a stage's training data
@@ -117,26 +118,6 @@ class Pipeline:
         return self.template
 
     # ----------------------------------------------------------------------------------------- what stages ask
-
-    def cached(self, key: str, load: Callable[[], Any]) -> Any:
-        """A dataset loaded once per run (per process)."""
-        if key not in self.datasets:
-            self.datasets[key] = load()
-        return self.datasets[key]
-
-    def stage_data(self, key: str, args: Any, split_attribute: str = "dataset_train_split") -> Any:
-        """The dataset a stage's arguments (a `DataArguments`-like object) point at, standard column names."""
-        return self.load_data(key, args.dataset_name, split=getattr(args, split_attribute), config=args.dataset_config,
-                              kwargs=args.dataset_kwargs, max_samples=getattr(args, "max_samples", None),
-                              rename={"prompt_column": args.prompt_column, "solution_column": args.solution_column})
-
-    def load_data(self, key: str, name: str, **spec: Any) -> Any:
-        """A dataset loaded once per run (`data.load_stage_dataset`); on a dry run a Hub dataset's first rows."""
-        def load():
-            dataset, self.schemas[key] = load_stage_dataset(name, streaming=self.dry_run, **spec)
-            return dataset
-
-        return self.cached(key, load)
 
     def adapted(self, rewards: list[Any]) -> list[Any]:
         """Reward entries adapted to the chat template (see `templates.adapt_rewards`)."""

@@ -365,7 +365,7 @@ class SFTStage(TrainingStage):
 
     def own_dataset(self, plan, pipeline):
         """The stage's `dataset_name`, loaded once."""
-        return pipeline.stage_data(plan.name, plan.args)
+        return pipeline.data.of(plan.name, plan.args)
 
     def dataset(self, plan, pipeline):
         """What the stage trains on."""
@@ -453,7 +453,7 @@ class RLStage(TrainingStage):
         return plan_trainer_stage(name, kind, section, where, RLStageArguments, problems)
 
     def prompts(self, plan, pipeline):
-        return pipeline.stage_data(plan.name, plan.args)
+        return pipeline.data.of(plan.name, plan.args)
 
     def rewards(self, plan, pipeline) -> list[Any]:
         return pipeline.adapted(plan.args.rewards)
@@ -484,25 +484,6 @@ class RLStage(TrainingStage):
             return [f"{name}: every completion hit max_completion_length, so no token was trained on "
                     "(mask_truncated_completions masks them all)"]
         return []
-
-
-def rejection_sampling_batch(config: Any) -> int:
-    """Prompts per `generate` call of a transformers rejection-sampling pass, from the memory model on a GPU
-    (`memory.card_generation_batch`); the configured batch_size otherwise (and for vLLM and endpoints)."""
-    from ..data.generation import resolve_backend
-    from .memory import GenerationSettings, adapter_rank, card_generation_batch
-
-    if resolve_backend(config.backend, config.base_url, config.model_name_or_path, config.load_in_4bit) \
-            != "transformers":
-        return config.batch_size
-    import torch
-
-    batch, why = card_generation_batch(config.model_name_or_path, GenerationSettings(
-        batch_size=config.batch_size, num_samples=config.num_samples, max_new_tokens=config.max_new_tokens,
-        load_in_4bit=config.load_in_4bit, lora_r=adapter_rank(config.adapter_path),
-        fast=torch.cuda.is_available()))
-    logger.info("rejection sampling: %d prompts per generate call (%s)", batch, why)
-    return batch
 
 
 class RejectionSamplingStage(Stage):
@@ -547,7 +528,7 @@ class RejectionSamplingStage(Stage):
         if cfg.dataset_name is None:
             source = pipeline.recipe.stage(self.rewards_from)
             return STAGE_REGISTRY[source.name].prompts(source, pipeline)
-        return pipeline.load_data(plan.name, cfg.dataset_name, split=cfg.dataset_split, config=args.dataset_config,
+        return pipeline.data.load(plan.name, cfg.dataset_name, split=cfg.dataset_split, config=args.dataset_config,
                                   kwargs=args.dataset_kwargs)
 
     def check_data(self, plan, pipeline):
@@ -562,17 +543,17 @@ class RejectionSamplingStage(Stage):
         return rejection_sampling_cost(plan, pipeline, rows)
 
     def sampling_config(self, plan: StagePlan, pipeline: Any) -> Any:
-        """The sampler's config as the plan resolved it (`StagePlan.generation`, `load_in_4bit`), on the model
-        it samples from."""
+        """The sampler's config as the plan resolved it (`StagePlan.generation`, `load_in_4bit`,
+        `generation_batch`), on the model it samples from."""
         start = pipeline.generator_from(self.starts_from)
-        config = replace(
+        logger.info("%s: %d prompts per generate call (%s)", plan.name, plan.generation_batch, plan.generation_batch_why)
+        return replace(
             plan.config, model_name_or_path=start.model_path, adapter_path=start.adapter_path,
             output_dir=str(plan.output_dir), backend=plan.generation, load_in_4bit=plan.load_in_4bit,
-            rewards=self.rewards(plan, pipeline),
+            batch_size=plan.generation_batch, rewards=self.rewards(plan, pipeline),
             think_prefilled=plan.section.get("think_prefilled", True if pipeline.prefills_think else
                                              plan.config.think_prefilled),
         )
-        return replace(config, batch_size=rejection_sampling_batch(config))
 
     def run(self, plan, pipeline):
         from ..data.rejection_sampling import rejection_sample
