@@ -35,7 +35,7 @@ from .recipe import STAGE_REGISTRY
 
 if TYPE_CHECKING:
     from .memory import ModelShape
-    from .recipe import R1ModelConfig, StagePlan
+    from .recipe import R1ModelConfig, SectionConfig, StagePlan
 
 WIDTH = 116  # the plan's line width; settings wrap, they are never cut
 PROJECTION_SPREAD = 1.5  # a projected rate's range: the scaled measured range, widened by this factor each way
@@ -190,7 +190,7 @@ def _weights(model_args: R1ModelConfig) -> str:
     return "nf4" if model_args.load_in_4bit else "float32" if model_args.dtype == "float32" else "bf16"
 
 
-def _device(config: Any, pipeline: Any) -> str | None:
+def _device(config: SectionConfig | None, pipeline: Run) -> str | None:
     """"CPU" for a stage that runs there (`use_cpu`, its own or the recipe's `training`), else None (the card)."""
     use_cpu = getattr(config, "use_cpu", None)
     if use_cpu is None:
@@ -198,7 +198,7 @@ def _device(config: Any, pipeline: Any) -> str | None:
     return "CPU" if use_cpu else None
 
 
-def dataset_rows(pipeline: Any, name: str, plan: StagePlan | None) -> int | None:
+def dataset_rows(pipeline: Run, name: str, plan: StagePlan | None) -> int | None:
     """A stage's dataset size as the preflight saw it, else its `max_samples`."""
     schema = pipeline.data.schemas.get(name)
     if schema is not None and schema.num_rows is not None:
@@ -206,7 +206,7 @@ def dataset_rows(pipeline: Any, name: str, plan: StagePlan | None) -> int | None
     return getattr(plan.args, "max_samples", None) if plan is not None and plan.args is not None else None
 
 
-def training_cost(plan: StagePlan, pipeline: Any, rows: int | None, basis: str) -> StageCost:
+def training_cost(plan: StagePlan, pipeline: Run, rows: int | None, basis: str) -> StageCost:
     """SFT: the rows trained on (`max_steps` x batch, or epochs x rows), each at most `max_length` tokens."""
     c = plan.config
     batch = c.per_device_train_batch_size * c.gradient_accumulation_steps * pipeline.ranks.num_processes
@@ -222,7 +222,7 @@ def training_cost(plan: StagePlan, pipeline: Any, rows: int | None, basis: str) 
                      device=_device(c, pipeline))
 
 
-def rl_cost(plan: StagePlan, pipeline: Any) -> StageCost:
+def rl_cost(plan: StagePlan, pipeline: Run) -> StageCost:
     """RL: `max_steps` x completions per step (per device x accumulation x processes), generated once every
     `num_iterations` steps, `num_generations` per prompt, each <= `max_completion_length` tokens. Notes a
     dataset that the steps go through more than once."""
@@ -257,7 +257,7 @@ def rl_cost(plan: StagePlan, pipeline: Any) -> StageCost:
         prompt_tokens=PROMPT_TOKENS, device=_device(c, pipeline), notes=notes)
 
 
-def sampling_cost(pipeline: Any, prompts: int | None, num_samples: int, max_new_tokens: int, how: str,
+def sampling_cost(pipeline: Run, prompts: int | None, num_samples: int, max_new_tokens: int, how: str,
                   generation: tuple[str, str, bool], batch: int, passes: int = 1) -> StageCost:
     """`passes` x `prompts` x `num_samples` samples, each <= `max_new_tokens`, `batch` prompts per call."""
     samples = _times(_times(prompts, passes), num_samples)
@@ -267,7 +267,7 @@ def sampling_cost(pipeline: Any, prompts: int | None, num_samples: int, max_new_
                      device=_device(None, pipeline))
 
 
-def final_sft_cost(plan: StagePlan, pipeline: Any, sampled: StageCost | None, max_per_prompt: int | None) -> StageCost:
+def final_sft_cost(plan: StagePlan, pipeline: Run, sampled: StageCost | None, max_per_prompt: int | None) -> StageCost:
     """An SFT on the accepted samples (at most `max_per_prompt` of each prompt's), plus its own dataset."""
     accepted = None
     if sampled is not None and sampled.prompts:
@@ -278,7 +278,7 @@ def final_sft_cost(plan: StagePlan, pipeline: Any, sampled: StageCost | None, ma
     return training_cost(plan, pipeline, rows, f" (<= the accepted samples{mixed})")
 
 
-def rejection_sampling_cost(plan: StagePlan, pipeline: Any, prompt_rows: int | None) -> StageCost:
+def rejection_sampling_cost(plan: StagePlan, pipeline: Run, prompt_rows: int | None) -> StageCost:
     """`max_prompts` (or every prompt) x `num_samples`, each <= `max_new_tokens`."""
     c, recipe = plan.config, pipeline.recipe
     prompts = prompt_rows if c.max_prompts is None else c.max_prompts if prompt_rows is None else \
@@ -291,7 +291,7 @@ def rejection_sampling_cost(plan: StagePlan, pipeline: Any, prompt_rows: int | N
                          ("vllm" if vllm else "transformers", weights, adapter), plan.generation_batch)
 
 
-def evaluation_cost(pipeline: Any) -> StageCost:
+def evaluation_cost(pipeline: Run) -> StageCost:
     """Every evaluation pass (`stages`, each a pass over the same prompts) x `num_prompts` x `num_samples`."""
     ev, recipe = pipeline.recipe.evaluation, pipeline.recipe
     rows = dataset_rows(pipeline, "evaluation", None)
@@ -333,7 +333,7 @@ class StageTime:
     upper_end: bool = False
 
 
-def model_size(pipeline: Any) -> ModelShape | None:
+def model_size(pipeline: Run) -> ModelShape | None:
     """The base model's `ModelShape` (None when unknown): its config.json, or, for a tiny model a dry run has not
     built, the shape its `model.tiny` settings build (vocabulary approximate)."""
     from ..toy.tiny import build_tiny_model
@@ -355,7 +355,7 @@ def model_size(pipeline: Any) -> ModelShape | None:
                       settings["vocab_size"], True)
 
 
-def stage_time(cost: StageCost, pipeline: Any) -> StageTime | str:
+def stage_time(cost: StageCost, pipeline: Run) -> StageTime | str:
     """The time of a stage from its cost and `RATES`, or why there is none."""
     shape = model_size(pipeline)
     if shape is None:
@@ -389,7 +389,7 @@ def stage_time(cost: StageCost, pipeline: Any) -> StageTime | str:
     return StageTime(tuple(total), parts, measured, upper)
 
 
-def time_lines(cost: StageCost, pipeline: Any) -> list[str]:
+def time_lines(cost: StageCost, pipeline: Run) -> list[str]:
     timed = stage_time(cost, pipeline)
     if isinstance(timed, str):
         return [f"time:     {timed}"]
@@ -399,7 +399,7 @@ def time_lines(cost: StageCost, pipeline: Any) -> list[str]:
     return lines + [f"          {part}" for part in timed.parts]
 
 
-def memory_line(plan: StagePlan | None, cost: StageCost, pipeline: Any) -> str | None:
+def memory_line(plan: StagePlan | None, cost: StageCost, pipeline: Run) -> str | None:
     """The memory model's peak for a stage (`plan` None: the evaluation) on the card planned for."""
     from .memory import model_shape
     from .preflight import generation_peak, stage_peak
@@ -435,7 +435,7 @@ def memory_line(plan: StagePlan | None, cost: StageCost, pipeline: Any) -> str |
 # --------------------------------------------------------------------------------------------- the plan
 
 
-def model_line(plan: StagePlan, pipeline: Any) -> str | None:
+def model_line(plan: StagePlan, pipeline: Run) -> str | None:
     """How this stage loads the model (a stage may override the recipe's model keys), 4-bit as its plan decided."""
     model, recipe = plan.model_args, pipeline.recipe
     if model is None:
@@ -483,7 +483,7 @@ def _wrap(line: str) -> list[str]:
     return textwrap.wrap(line, WIDTH, initial_indent=" " * 5, subsequent_indent=" " * 15)
 
 
-def cost_lines(cost: StageCost | None, pipeline: Any, plan: StagePlan | None) -> list[str]:
+def cost_lines(cost: StageCost | None, pipeline: Run, plan: StagePlan | None) -> list[str]:
     if cost is None:
         return []
     parts = []
@@ -506,7 +506,7 @@ def cost_lines(cost: StageCost | None, pipeline: Any, plan: StagePlan | None) ->
     return lines
 
 
-def final_model_line(pipeline: Any) -> str | None:
+def final_model_line(pipeline: Run) -> str | None:
     """Where the run's model ends up: the last stage that trains one, merged or as an adapter on its base."""
     trained = [p for p in pipeline.recipe.stages if p.model_args is not None]
     if not trained:
@@ -520,7 +520,7 @@ def final_model_line(pipeline: Any) -> str | None:
     return f"final model: the LoRA adapter in {last.output_dir}, on the base it names"
 
 
-def total_line(costs: list[StageCost], pipeline: Any) -> str:
+def total_line(costs: list[StageCost], pipeline: Run) -> str:
     """The time of every stage still to run, and of the evaluation."""
     timed = [stage_time(c, pipeline) for c in costs]
     known = [t for t in timed if isinstance(t, StageTime)]

@@ -35,23 +35,34 @@ from .recipe import STAGE_REGISTRY
 from .templates import TemplateReport, inspect_chat_template, template_problems
 
 if TYPE_CHECKING:
-    from datasets import Dataset
-    from transformers import PreTrainedTokenizerBase
+    from pathlib import Path
 
+    from datasets import Dataset
+    from transformers import PreTrainedTokenizerBase, TrainingArguments
+
+    from ..data.rejection_sampling import RejectionSamplingConfig
     from ..data.scan import PromptScan
     from .data import StageDatasets
+    from .fingerprint import ModelHandle, StageRecord
     from .memory import GRPOSettings, ModelShape
-    from .recipe import EvaluationConfig, R1ModelConfig, Recipe, StagePlan
+    from .ranks import Ranks
+    from .recipe import DataArguments, EvaluationConfig, R1ModelConfig, Recipe, SectionConfig, StagePlan
+
+    Named = DataArguments | EvaluationConfig | SectionConfig | None  # a section's objects whose keys name data
 
 logger = logging.getLogger("trl_r1.pipeline")
 
 
 class Evaluating(Protocol):
-    """What the preflight reads of the run's held-out evaluation (`evaluate.HeldOutEvaluation`)."""
+    """What the preflight and the plan read of the run's held-out evaluation (`evaluate.HeldOutEvaluation`)."""
 
     def rewards(self) -> list[Any]: ...
 
     def prompts(self) -> Dataset: ...
+
+    def settings(self) -> dict[str, Any]: ...
+
+    def outdated(self, plan: StagePlan, record: StageRecord | None) -> bool: ...
 
 
 class Run(Protocol):
@@ -74,10 +85,20 @@ class Run(Protocol):
     tokenizer: PreTrainedTokenizerBase | None
     context: tuple[int, str] | None
     template: TemplateReport | None
+    from_stage: str | None
+    overridden: set[str]
+    ranks: Ranks
+    prefills_think: bool
 
     def pending(self) -> list[StagePlan]: ...
 
     def adapted(self, rewards: list[Any]) -> list[Any]: ...
+
+    def start_from(self, stages: tuple[str, ...]) -> ModelHandle: ...
+
+    def generator_from(self, stages: tuple[str, ...]) -> ModelHandle: ...
+
+    def output_of(self, stage: str, key: str) -> Any: ...
 
 
 def plan_problems(run: Run) -> list[str]:
@@ -198,7 +219,7 @@ def column_hint(needed: str, columns: list[str]) -> str:
 
 
 def dataset_problems(run: Run, where: str, load: Callable[[], Dataset], needed: tuple[str, ...], rewards: list[Any],
-                     *, named: list[Any] = (), any_of: tuple[tuple[str, ...], ...] = ()) -> list[str]:
+                     *, named: list[Named] = (), any_of: tuple[tuple[str, ...], ...] = ()) -> list[str]:
     """Problems with a dataset's columns: a key of `named` (config objects) that names a column it lacks, the
     stage's own needs (`needed`, and one of the `any_of` sets), and what its rewards declare they read. A key
     naming a missing column is the one mistake: what would follow from it is not reported again."""
@@ -291,7 +312,7 @@ SHAREGPT_ROLES = {"human": "user", "gpt": "assistant", "bot": "assistant", "mode
 CHECKED_ROWS = 10_000  # rows the conversation checks read (a column slice: fast even on a large file)
 
 
-def conversation_problems(where: str, dataset: Any, rows: int = CHECKED_ROWS) -> list[str]:
+def conversation_problems(where: str, dataset: Dataset, rows: int = CHECKED_ROWS) -> list[str]:
     """The conversations a stage renders with the chat template, checked on the first `rows` rows, one problem per
     column naming the row and the fix: a `messages` column holds lists of {role, content} turns whose roles the
     template knows (ShareGPT's human/gpt are not), with text content and an assistant turn to learn from; a
@@ -313,7 +334,7 @@ def conversation_problems(where: str, dataset: Any, rows: int = CHECKED_ROWS) ->
     return problems
 
 
-def long_prompt_problems(where: str, dataset: Any, tokenizer: Any, context: tuple[int, str],
+def long_prompt_problems(where: str, dataset: Dataset, tokenizer: PreTrainedTokenizerBase, context: tuple[int, str],
                          rows: int = 1000) -> list[str]:
     """Prompts (the first `rows`, rendered as the stage renders them) that fill the model's whole context leave
     no room to generate: the run would fail or score empty completions. One line: how many, the first, the fix."""
@@ -342,7 +363,8 @@ def long_prompt_problems(where: str, dataset: Any, tokenizer: Any, context: tupl
             "tokens); shorten or drop them"]
 
 
-def short_max_length_problems(where: str, dataset: Any, tokenizer: Any, max_length: int, rows: int = 200) -> list[str]:
+def short_max_length_problems(where: str, dataset: Dataset, tokenizer: PreTrainedTokenizerBase, max_length: int,
+                              rows: int = 200) -> list[str]:
     """An SFT `max_length` below every one of the first `rows` examples (rendered with the chat template) drops
     them all (`stages.DropLongExamples`): the stage would fail after loading the model, or train on nothing."""
     if "messages" not in dataset.column_names or tokenizer.chat_template is None:
@@ -388,7 +410,7 @@ def _turns_problems(where: str, column: str, values: list[Any], *, needs_assista
     return []
 
 
-def dataset_kwargs_problems(where: str, obj: Any) -> list[str]:
+def dataset_kwargs_problems(where: str, obj: DataArguments | EvaluationConfig | SectionConfig) -> list[str]:
     """A `split` in `dataset_kwargs` is a builder function's argument; with a file, a saved dataset or a Hub id
     (often left over from a builder swapped out) `datasets` gets the split twice."""
     from ..data.loading import names_builder
@@ -401,12 +423,12 @@ def dataset_kwargs_problems(where: str, obj: Any) -> list[str]:
             f"remove it and set {split_key} instead"]
 
 
-def split_key(named: list[Any]) -> str:
+def split_key(named: list[Named]) -> str:
     """The key that picks the split of the dataset the config objects `named` describe."""
     return next(("dataset_train_split" for obj in named if hasattr(obj, "dataset_train_split")), "dataset_split")
 
 
-def rows_asked(named: list[Any]) -> str:
+def rows_asked(named: list[Named]) -> str:
     """The split and row limit the config objects `named` ask for, as the user wrote them."""
     obj = next((o for o in named if o is not None and hasattr(o, "dataset_name")), None)
     if obj is None:
@@ -416,7 +438,7 @@ def rows_asked(named: list[Any]) -> str:
     return f"split {split!r}" + (f", first {limit} rows" if limit else "")
 
 
-def missing_value_problems(where: str, dataset: Any, columns: list[str], named: list[Any]) -> list[str]:
+def missing_value_problems(where: str, dataset: Dataset, columns: list[str], named: list[Named]) -> list[str]:
     """Rows whose gold answer (or another column a reward needs) is empty: a reward skips each such row, so a
     share of the data would silently train or score on nothing. Any such row is an error, unless the stage sets
     `allow_missing_answers: true` (then the rewards skip those rows, as a visible choice)."""
@@ -443,7 +465,7 @@ def unique(problems: list[str]) -> list[str]:
     return list(dict.fromkeys(problems))
 
 
-def set_column_keys(obj: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+def set_column_keys(obj: Named) -> tuple[dict[str, Any], dict[str, Any]]:
     """(values, defaults) of the column-naming keys of a config dataclass."""
     values, defaults = {}, {}
     for f in dataclasses.fields(obj):
@@ -484,7 +506,7 @@ def model_path_problems(model_path: str, *, built_by_run: bool = False) -> list[
             "the Hub); fix the path, or give a Hub id 'org/name'"]
 
 
-def lora_target_problems(model_path: str, targets: Any) -> list[str]:
+def lora_target_problems(model_path: str, targets: list[str] | str | None) -> list[str]:
     """LoRA target names the model has no linear layer for (`qkv` on a model with q_proj/k_proj/v_proj): peft
     would refuse them at the first model load, after the base evaluation. Checked on a local model folder, whose
     config builds the model with empty weights (seconds); a Hub id is left to the run."""
@@ -510,7 +532,7 @@ def lora_target_problems(model_path: str, targets: Any) -> list[str]:
             f"{linear}); use those names, or all-linear"]
 
 
-def run_dir_problems(run_dir: Any, key: str = "run_dir") -> list[str]:
+def run_dir_problems(run_dir: Path | str, key: str = "run_dir") -> list[str]:
     """A run_dir that is a file, or lies under one, fails here, not when the first stage writes its outputs.
     `key` is what the command calls it (`trl-r1 sft|grpo|ppo`: output_dir)."""
     from pathlib import Path
@@ -525,7 +547,7 @@ def run_dir_problems(run_dir: Any, key: str = "run_dir") -> list[str]:
     return []
 
 
-def run_dir_model_problems(run_dir: Any, model_path: str) -> list[str]:
+def run_dir_model_problems(run_dir: Path | str, model_path: str) -> list[str]:
     """A run_dir that is the base model's own folder: every stage would write its folders and records into it."""
     from pathlib import Path
 
@@ -535,7 +557,7 @@ def run_dir_model_problems(run_dir: Any, model_path: str) -> list[str]:
             "model's folder; give run_dir a folder of its own (e.g. runs/NAME)"]
 
 
-def checkpoint_problems(model_path: str, path: Any) -> list[str]:
+def checkpoint_problems(model_path: str, path: Path) -> list[str]:
     """A local `model_name_or_path` must be a model folder (its config.json), not a file, an empty folder or a
     LoRA adapter alone, which transformers would refuse at the first load, after the base evaluation."""
     import json
@@ -715,7 +737,7 @@ def value_problems(recipe: Recipe, stages: list[StagePlan]) -> list[str]:
     return problems
 
 
-def sampling_problems(where: str, config: Any) -> list[str]:
+def sampling_problems(where: str, config: SectionConfig) -> list[str]:
     """RL values TRL takes and then fails on mid-run or trains nothing with: top_p outside (0, 1] (vLLM and
     generate reject it at the first rollout), a negative clip epsilon (the ratio clip inverts), num_iterations
     below 1 (no optimisation pass per batch), a reward weight that is not a finite number (NaN or inf poisons
@@ -738,7 +760,7 @@ def sampling_problems(where: str, config: Any) -> list[str]:
     return problems
 
 
-def lora_value_problems(model: Any) -> list[str]:
+def lora_value_problems(model: R1ModelConfig) -> list[str]:
     """LoRA values peft accepts and then trains wrongly with: rank below 1, a dropout outside [0, 1) (1 or more
     zeroes every adapter input), alpha at or below 0 (the adapter's scale alpha / r is 0 or flips its sign)."""
     if not model.use_peft:
@@ -795,7 +817,7 @@ def precision_problems(stages: list[StagePlan]) -> list[str]:
             "--smoke, or plan for a GPU with --dry-run --card NAME_OR_GB (e.g. --card 24)"]
 
 
-def resolve_generation(config: Any, model_args: R1ModelConfig, model: R1ModelConfig, *, four_bit: bool,
+def resolve_generation(config: SectionConfig | EvaluationConfig, model_args: R1ModelConfig, model: R1ModelConfig, *, four_bit: bool,
                        elsewhere: bool) -> tuple[str, str]:
     """(backend, why) a generating section (rl, rejection sampling, evaluation) will use: vLLM where it asks for it
     (`use_vllm`, `backend: vllm|auto`) and vLLM can serve it, else transformers; openai for an endpoint. An RL
@@ -966,7 +988,7 @@ def stage_peak(plan: StagePlan, recipe: Recipe, shape: ModelShape, card_gb: floa
 FAST_PROMPT_CUT_LIMIT = 0.05
 
 
-def rl_step_peak(config: Any, settings: GRPOSettings, shape: ModelShape, card_gb: float,
+def rl_step_peak(config: TrainingArguments, settings: GRPOSettings, shape: ModelShape, card_gb: float,
                  longest_prompt: int | None, *, vllm: bool) -> tuple[float, str]:
     """An rl step's peak with the generation its trainer runs: the fast path (`fast_generation: on`, or `auto`
     where the memory model fits it, `memory.generation_path`) holds the merged copy and a static cache at the
@@ -1009,7 +1031,7 @@ def fast_prompt_problems(plan: StagePlan, lengths: PromptScan, *, refuse: bool) 
     return [], [f"{line} (counted in a WARNING at run time){'' if refuse else ' when the fast path runs'}"]
 
 
-def generation_peak(config: Any, shape: ModelShape, card_gb: float, *, load_in_4bit: bool, adapter: bool,
+def generation_peak(config: RejectionSamplingConfig | EvaluationConfig, shape: ModelShape, card_gb: float, *, load_in_4bit: bool, adapter: bool,
                     vllm: bool, batch: int | None = None) -> tuple[float, str]:
     """A generation pass (rejection sampling, evaluation): vLLM's budget, or transformers' generate call of
     `batch` prompts (default: the section's `batch_size`)."""
@@ -1064,7 +1086,8 @@ def memory_problems(recipe: Recipe, stages: list[StagePlan], shape: ModelShape, 
     return problems
 
 
-def vllm_cache_problems(where: str, config: Any, shape: ModelShape, card: tuple[str, float], load_in_4bit: bool) -> list[str]:
+def vllm_cache_problems(where: str, config: SectionConfig | EvaluationConfig, shape: ModelShape, card: tuple[str, float],
+                        load_in_4bit: bool) -> list[str]:
     """vLLM refuses to start unless its share of the card holds the KV cache of one `vllm_max_model_length`
     sequence (default: the model's whole context) after its weights."""
     from . import memory

@@ -27,7 +27,7 @@ import inspect
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from transformers import TrainingArguments
 from trl import ModelConfig
@@ -38,6 +38,12 @@ from ..data.generation import vllm_fallback_field
 from ..registry import Registry, resolve_import_path
 from ..rewards.aliases import REWARD_ALIASES
 from .fingerprint import changed_keys, fingerprint_stages
+
+if TYPE_CHECKING:
+    from ..data.rejection_sampling import RejectionSamplingConfig
+
+    # a stage's parsed config: a TRL trainer's (SFTConfig, R1GRPOConfig, R1PPOConfig) or the sampler's
+    SectionConfig = TrainingArguments | RejectionSamplingConfig
 from .fingerprint import digest as _digest
 
 PIPELINE_SET_KEYS = {"output_dir", "model_name_or_path", "adapter_path"}  # stage sections may not set these
@@ -247,8 +253,8 @@ class StagePlan:
 
     name: str
     kind: str  # sft | grpo | ppo | rejection_sampling
-    args: Any  # the stage's *Arguments dataclass
-    config: Any  # SFTConfig / R1GRPOConfig / R1PPOConfig / RejectionSamplingConfig
+    args: SFTStageArguments | RLStageArguments | RejectionSamplingStageArguments | None  # None: its section failed
+    config: SectionConfig | None
     model_args: R1ModelConfig | None
     output_dir: Path
     fingerprint: str = ""

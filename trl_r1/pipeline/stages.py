@@ -34,11 +34,11 @@ import logging
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .fingerprint import ModelHandle, StageRecord, prepare_stage_dir, read_record, stage_status, write_record
 from .plan import StageCost, dataset_rows, final_sft_cost, rejection_sampling_cost, rl_cost, training_cost
-from .preflight import dataset_problems, short_max_length_problems
+from .preflight import Run, dataset_problems, short_max_length_problems
 from .recipe import (
     STAGE_REGISTRY,
     TRAINER_KINDS,
@@ -61,6 +61,15 @@ from .recipe import (
 )
 from .templates import prepare_assistant_only_loss
 
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from datasets import Dataset
+    from peft import PeftConfig
+    from transformers import BitsAndBytesConfig, PreTrainedModel, Trainer, TrainingArguments
+
+    from ..data.rejection_sampling import RejectionSamplingConfig
+
 logger = logging.getLogger("trl_r1.pipeline")
 
 SMOKE_MAX_SAMPLES = 8  # `run --smoke`: the rows a stage keeps of its own dataset
@@ -82,7 +91,7 @@ class TrainingResult:
     seconds: float
 
 
-def train(plan: StagePlan, start: ModelHandle, train_dataset: Any, *,
+def train(plan: StagePlan, start: ModelHandle, train_dataset: Dataset, *,
           reward_funcs: list[Any] | None = None, long_examples: "DropLongExamples | None" = None) -> TrainingResult:
     """Train one SFT / GRPO / PPO stage from `start`, resuming from its last checkpoint, and save it; with
     `long_examples`, the examples longer than `max_length` are dropped from what the trainer prepared.
@@ -126,8 +135,8 @@ def train(plan: StagePlan, start: ModelHandle, train_dataset: Any, *,
     return TrainingResult(start, metrics, seconds)
 
 
-def make_trainer(plan: StagePlan, start: ModelHandle, train_dataset: Any, *,
-                 reward_funcs: list[Any] | None = None) -> Any:
+def make_trainer(plan: StagePlan, start: ModelHandle, train_dataset: Dataset, *,
+                 reward_funcs: list[Any] | None = None) -> Trainer:
     """The TRL trainer a training stage runs, as its plan resolved it: vLLM generation only where
     `StagePlan.generation` says so, a 4-bit base where `StagePlan.load_in_4bit` does."""
     config = plan.config
@@ -143,7 +152,8 @@ def make_trainer(plan: StagePlan, start: ModelHandle, train_dataset: Any, *,
     return TRAINER_KINDS[plan.kind].trainer(**kwargs)
 
 
-def _model_for_trainer(model_args: R1ModelConfig, start: ModelHandle, config: Any) -> tuple[Any, Any, Any]:
+def _model_for_trainer(model_args: R1ModelConfig, start: ModelHandle, config: TrainingArguments
+                       ) -> tuple[PreTrainedModel | str, PeftConfig | None, BitsAndBytesConfig | None]:
     """(model, peft_config, quantization_config) for a TRL trainer constructor.
 
     A new adapter: the model path as a string (TRL loads it with `model_init_kwargs`, quantised if asked) and a
@@ -222,14 +232,14 @@ class DropLongExamples:
         self.stage, self.max_length = stage, max_length
 
     @contextlib.contextmanager
-    def untruncated(self, config: Any):
+    def untruncated(self, config: TrainingArguments) -> Iterator[None]:
         config.max_length = None
         try:
             yield
         finally:
             config.max_length = self.max_length
 
-    def __call__(self, trainer: Any) -> dict[str, Any]:
+    def __call__(self, trainer: Trainer) -> dict[str, Any]:
         dataset, limit = trainer.train_dataset, self.max_length
         kept = dataset.filter(lambda ids: [len(x) <= limit for x in ids], input_columns=["input_ids"], batched=True,
                               desc=f"{self.stage}: dropping examples longer than {limit} tokens")
@@ -268,17 +278,17 @@ class Stage:
     def check_recipe(self, plan: StagePlan, present: set[str], problems: list[str]) -> None:
         """Problems with what this stage needs from the recipe's other stages (none by default)."""
 
-    def check_data(self, plan: StagePlan, pipeline: Any) -> list[str]:
+    def check_data(self, plan: StagePlan, pipeline: Run) -> list[str]:
         return []
 
-    def cost(self, plan: StagePlan, pipeline: Any, costs: dict[str, StageCost]) -> StageCost | None:
+    def cost(self, plan: StagePlan, pipeline: Run, costs: dict[str, StageCost]) -> StageCost | None:
         """What the stage will spend, given the earlier stages' `costs` (None: not known before it runs)."""
         return None
 
-    def run(self, plan: StagePlan, pipeline: Any) -> Any:
+    def run(self, plan: StagePlan, pipeline: Run) -> Any:
         raise NotImplementedError
 
-    def record(self, plan: StagePlan, pipeline: Any, result: Any) -> StageRecord:
+    def record(self, plan: StagePlan, pipeline: Run, result: Any) -> StageRecord:
         raise NotImplementedError
 
     def smoke(self, section: dict[str, Any]) -> dict[str, Any]:
@@ -542,7 +552,7 @@ class RejectionSamplingStage(Stage):
         rows = dataset_rows(pipeline, source.name, source) if source is not None else None
         return rejection_sampling_cost(plan, pipeline, rows)
 
-    def sampling_config(self, plan: StagePlan, pipeline: Any) -> Any:
+    def sampling_config(self, plan: StagePlan, pipeline: Run) -> RejectionSamplingConfig:
         """The sampler's config as the plan resolved it (`StagePlan.generation`, `load_in_4bit`,
         `generation_batch`), on the model it samples from."""
         start = pipeline.generator_from(self.starts_from)
@@ -582,7 +592,7 @@ class RejectionSamplingStage(Stage):
         return [f"{name}: no sample was accepted"] if record and not record.outputs.get("num_accepted") else []
 
 
-def final_sft_dataset(plan: StagePlan, accepted_path: str | None, own: Any = None):
+def final_sft_dataset(plan: StagePlan, accepted_path: str | None, own: Dataset | None = None) -> Dataset:
     """The accepted samples (their `messages`), mixed with the recipe's `mix_datasets` and/or its own dataset."""
     import datasets
     from trl import DatasetMixtureConfig, get_dataset
