@@ -15,7 +15,7 @@ from trl_r1.cli import recipe_data, run_main
 from trl_r1.pipeline import STAGE_REGISTRY, load_recipe
 from trl_r1.pipeline.plan import (MAX_DECODE_BATCH, PROJECTION_SPREAD, RATES, parse_card, size_exponent, stage_rate,
                                   stage_time)
-from trl_r1.pipeline.memory import model_shape
+from trl_r1.trainers.memory import model_shape
 from trl_r1.pipeline.preflight import stage_peak
 from trl_r1.pipeline.runner import Pipeline
 

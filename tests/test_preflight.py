@@ -127,7 +127,7 @@ def test_memory_model_must_fit_the_card(tmp_path):
 
 
 def test_vllm_needs_room_for_one_sequence_in_its_share_of_the_card(tmp_path):
-    from trl_r1.pipeline.memory import model_shape
+    from trl_r1.trainers.memory import model_shape
     from trl_r1.pipeline.preflight import memory_problems, resolve_plan
 
     def planned_for_a_card(data):  # the plan for the card (vLLM on it), as `--card` resolves it

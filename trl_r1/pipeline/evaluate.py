@@ -132,7 +132,7 @@ def evaluate_model(model_path: str, prompts: Any, config: EvaluationConfig, rewa
         rows = [prompts[i] for i in range(min(len(prompts), config.num_prompts or len(prompts)))]
         batch_size = config.batch_size
         if generator.describe()["backend"] == "transformers":
-            from .memory import GenerationSettings, adapter_rank, card_generation_batch
+            from ..trainers.memory import GenerationSettings, adapter_rank, card_generation_batch
 
             batch_size, why = card_generation_batch(model_path, GenerationSettings(
                 batch_size=config.batch_size, num_samples=config.num_samples, max_new_tokens=config.max_new_tokens,

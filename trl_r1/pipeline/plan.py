@@ -15,7 +15,7 @@ maximum length is the usual case for long reasoning, and an upper end for short 
 same bound over the measured wall time. A rate measured on another card is scaled by the cards' datasheets
 (`trl_r1.pipeline.cards`: decoding by memory bandwidth, training by tensor compute). vLLM is not measured here:
 a vLLM stage on a GPU is timed at a published vLLM rate (`published` in `rates.jsonl`, its source named), always
-"projected"; on the CPU, at the transformers rate (an upper end). Memory: the memory model (`trl_r1.pipeline.memory`, through the preflight's `stage_peak`) for the
+"projected"; on the CPU, at the transformers rate (an upper end). Memory: the memory model (`trl_r1.trainers.memory`, through the preflight's `stage_peak`) for the
 card planned for.
 """
 
@@ -34,7 +34,7 @@ from .preflight import PROMPT_TOKENS, Run
 from .recipe import STAGE_REGISTRY
 
 if TYPE_CHECKING:
-    from .memory import ModelShape
+    from ..trainers.memory import ModelShape
     from .recipe import R1ModelConfig, SectionConfig, StagePlan
 
 WIDTH = 116  # the plan's line width; settings wrap, they are never cut
@@ -337,8 +337,8 @@ def model_size(pipeline: Run) -> ModelShape | None:
     """The base model's `ModelShape` (None when unknown): its config.json, or, for a tiny model a dry run has not
     built, the shape its `model.tiny` settings build (vocabulary approximate)."""
     from ..toy.tiny import build_tiny_model
-    from .memory import ModelShape
-    from .memory import model_shape
+    from ..trainers.memory import ModelShape
+    from ..trainers.memory import model_shape
 
     shape = model_shape(pipeline.base_model_path)
     tiny = pipeline.recipe.model.tiny
@@ -401,7 +401,7 @@ def time_lines(cost: StageCost, pipeline: Run) -> list[str]:
 
 def memory_line(plan: StagePlan | None, cost: StageCost, pipeline: Run) -> str | None:
     """The memory model's peak for a stage (`plan` None: the evaluation) on the card planned for."""
-    from .memory import model_shape
+    from ..trainers.memory import model_shape
     from .preflight import generation_peak, stage_peak
 
     if (cost.device or "") == "CPU":
@@ -418,7 +418,7 @@ def memory_line(plan: StagePlan | None, cost: StageCost, pipeline: Run) -> str |
         peak = stage_peak(plan, recipe, shape, card_gb, vllm=vllm)
     if peak is None:
         return "memory:   not projected: the memory model covers LoRA and QLoRA stages, not full fine-tuning"
-    from .memory import USABLE_FRACTION
+    from ..trainers.memory import USABLE_FRACTION
 
     bytes_, what = peak
     config = recipe.evaluation if plan is None else plan.config

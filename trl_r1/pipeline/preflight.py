@@ -13,7 +13,7 @@ its stage (section) and key; what it could not check here goes into the run's no
 * the chat template (`templates.template_problems`; `missing_template_problems` where the tokenizer has none).
 * backends (`backend_problems`): vLLM where a stage asks for it, bitsandbytes where a stage loads 4-bit, the
   code sandbox (bubblewrap) where a reward runs programs; each error gives the install command.
-* memory (`memory_problems`): the memory model (`trl_r1.pipeline.memory`) must say each stage fits the card
+* memory (`memory_problems`): the memory model (`trl_r1.trainers.memory`) must say each stage fits the card
   planned for (`--card`, else `torch.cuda`); without a GPU the check is skipped with a note.
 """
 
@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from ..data.scan import PromptScan
     from .data import StageDatasets
     from .fingerprint import ModelHandle, StageRecord
-    from .memory import GRPOSettings, ModelShape
+    from ..trainers.memory import GRPOSettings, ModelShape
     from .ranks import Ranks
     from .recipe import DataArguments, EvaluationConfig, R1ModelConfig, Recipe, SectionConfig, StagePlan
 
@@ -195,7 +195,7 @@ def _held_out_problems(run: Run) -> list[str]:
 
 
 def _memory_problems(run: Run) -> list[str]:
-    from .memory import model_shape
+    from ..trainers.memory import model_shape
 
     if run.card is None:
         run.notes.append("memory: no GPU here, so the memory model was not checked against a card (it is checked "
@@ -867,7 +867,7 @@ def sampling_batch(plan: StagePlan, model: R1ModelConfig, card: tuple[str, float
     """(prompts per `generate` call, why) of a rejection-sampling pass: with transformers on a card, the largest
     batch the memory model fits (`memory.generation_batch_size`, each prompt's `num_samples` sequences of
     `PROMPT_TOKENS` + `max_new_tokens`, from the model's adapter on its base); else the configured `batch_size`."""
-    from . import memory
+    from ..trainers import memory
 
     config = plan.config
     if plan.generation != "transformers" or card is None or shape is None:
@@ -889,7 +889,7 @@ def resolve_plan(recipe: Recipe, *, elsewhere: bool, card: tuple[str, float] | N
                  base_model_path: str | None = None) -> Recipe:
     """Every decision the run takes, made once for the card planned for (`elsewhere`, `card`) or this machine: each
     stage's (`resolve_stage`) and the evaluation's backend (`Recipe.evaluation_generation`); returns `recipe`."""
-    from .memory import model_shape
+    from ..trainers.memory import model_shape
 
     sampling = any(plan.kind == "rejection_sampling" for plan in recipe.stages)
     shape = model_shape(base_model_path) if card is not None and base_model_path and sampling else None
@@ -956,7 +956,7 @@ def stage_peak(plan: StagePlan, recipe: Recipe, shape: ModelShape, card_gb: floa
     """(estimated peak bytes, what was estimated) of one stage on a `card_gb` card, None where the memory model
     has no formula for it (full fine-tuning). An rl stage without vLLM counts the fast path as its trainer picks
     it (`rl_step_peak`)."""
-    from . import memory
+    from ..trainers import memory
 
     config = plan.config
     if plan.kind in ("sft", "grpo", "ppo"):
@@ -994,7 +994,7 @@ def rl_step_peak(config: TrainingArguments, settings: GRPOSettings, shape: Model
     where the memory model fits it, `memory.generation_path`) holds the merged copy and a static cache at the
     prompt budget from the data (`fast_prompt_budget`: the key, or the longest prompt rounded up), else plain."""
     from ..data.fast_generation import fast_prompt_budget
-    from . import memory
+    from ..trainers import memory
 
     setting = getattr(config, "fast_generation", "off")
     if setting != "off" and not vllm:
@@ -1035,7 +1035,7 @@ def generation_peak(config: RejectionSamplingConfig | EvaluationConfig, shape: M
                     vllm: bool, batch: int | None = None) -> tuple[float, str]:
     """A generation pass (rejection sampling, evaluation): vLLM's budget, or transformers' generate call of
     `batch` prompts (default: the section's `batch_size`)."""
-    from . import memory
+    from ..trainers import memory
 
     if vllm:
         share = config.vllm_gpu_memory_utilization or 0.9  # vLLM's default share
@@ -1050,7 +1050,7 @@ def memory_problems(recipe: Recipe, stages: list[StagePlan], shape: ModelShape, 
                     longest_prompts: dict[str, int] | None = None) -> list[str]:
     """Each stage whose estimated peak exceeds the usable share of the card (memory.USABLE_FRACTION);
     `longest_prompts`: each stage's longest prompt in tokens, where the data was scanned."""
-    from . import memory
+    from ..trainers import memory
 
     name, card_gb = card
     usable = memory.USABLE_FRACTION * card_gb * 1e9
@@ -1090,7 +1090,7 @@ def vllm_cache_problems(where: str, config: SectionConfig | EvaluationConfig, sh
                         load_in_4bit: bool) -> list[str]:
     """vLLM refuses to start unless its share of the card holds the KV cache of one `vllm_max_model_length`
     sequence (default: the model's whole context) after its weights."""
-    from . import memory
+    from ..trainers import memory
 
     share = getattr(config, "vllm_gpu_memory_utilization", None) or 0.9  # TRL's default is set (0.3); vLLM's 0.9
     needed = getattr(config, "vllm_max_model_length", None) or shape.max_position_embeddings
