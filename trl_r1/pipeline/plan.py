@@ -28,13 +28,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..trainers.memory import USABLE_FRACTION, ModelShape, model_shape
 from .cards import KNOWN_CARDS, card_text, parse_card, speed_ratio
 from .fingerprint import changed_keys, next_previous, read_record
-from .preflight import PROMPT_TOKENS, Run
+from .preflight import PROMPT_TOKENS, Run, generation_peak, stage_peak
 from .recipe import STAGE_REGISTRY
 
 if TYPE_CHECKING:
-    from ..trainers.memory import ModelShape
     from .recipe import R1ModelConfig, SectionConfig, StagePlan
 
 WIDTH = 116  # the plan's line width; settings wrap, they are never cut
@@ -337,8 +337,6 @@ def model_size(pipeline: Run) -> ModelShape | None:
     """The base model's `ModelShape` (None when unknown): its config.json, or, for a tiny model a dry run has not
     built, the shape its `model.tiny` settings build (vocabulary approximate)."""
     from ..toy.tiny import build_tiny_model
-    from ..trainers.memory import ModelShape
-    from ..trainers.memory import model_shape
 
     shape = model_shape(pipeline.base_model_path)
     tiny = pipeline.recipe.model.tiny
@@ -401,9 +399,6 @@ def time_lines(cost: StageCost, pipeline: Run) -> list[str]:
 
 def memory_line(plan: StagePlan | None, cost: StageCost, pipeline: Run) -> str | None:
     """The memory model's peak for a stage (`plan` None: the evaluation) on the card planned for."""
-    from ..trainers.memory import model_shape
-    from .preflight import generation_peak, stage_peak
-
     if (cost.device or "") == "CPU":
         return None
     shape = model_shape(pipeline.base_model_path)
@@ -418,8 +413,6 @@ def memory_line(plan: StagePlan | None, cost: StageCost, pipeline: Run) -> str |
         peak = stage_peak(plan, recipe, shape, card_gb, vllm=vllm)
     if peak is None:
         return "memory:   not projected: the memory model covers LoRA and QLoRA stages, not full fine-tuning"
-    from ..trainers.memory import USABLE_FRACTION
-
     bytes_, what = peak
     config = recipe.evaluation if plan is None else plan.config
     share = getattr(config, "vllm_gpu_memory_utilization", None)

@@ -21,22 +21,27 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import json
 import logging
 import math
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+import torch
+
+from ..data.fast_generation import fast_prompt_budget
 from ..data.loading import EmptyDatasetError, LocalDataError, SplitError
 from ..data.scan import (budget_problems, column_values, dataset_scan, duplicate_prompt_notes, held_out_problems,
                          prompt_budget, seen_in_training, think_tag_notes)
+from ..trainers import memory
+from ..trainers.memory import model_shape
 from .cards import card_precision_problems, card_text, cpu_stage_notes
 from .fingerprint import record_notes
 from .recipe import STAGE_REGISTRY
 from .templates import TemplateReport, inspect_chat_template, template_problems
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from datasets import Dataset
     from transformers import PreTrainedTokenizerBase, TrainingArguments
 
@@ -195,7 +200,6 @@ def _held_out_problems(run: Run) -> list[str]:
 
 
 def _memory_problems(run: Run) -> list[str]:
-    from ..trainers.memory import model_shape
 
     if run.card is None:
         run.notes.append("memory: no GPU here, so the memory model was not checked against a card (it is checked "
@@ -481,8 +485,6 @@ def model_path_problems(model_path: str, *, built_by_run: bool = False) -> list[
     be in the form ..."): a name that looks like a path never becomes a Hub id. A Hub id that cannot be reached
     offline is left to the tokenizer check's note. `built_by_run`: the run builds the model there (a smoke dry
     run names the folder its run builds the model in)."""
-    from pathlib import Path
-
     from huggingface_hub.errors import HFValidationError
     from huggingface_hub.utils import validate_repo_id
 
@@ -510,11 +512,8 @@ def lora_target_problems(model_path: str, targets: list[str] | str | None) -> li
     """LoRA target names the model has no linear layer for (`qkv` on a model with q_proj/k_proj/v_proj): peft
     would refuse them at the first model load, after the base evaluation. Checked on a local model folder, whose
     config builds the model with empty weights (seconds); a Hub id is left to the run."""
-    from pathlib import Path
-
     if not isinstance(targets, list) or not (Path(model_path) / "config.json").is_file():
         return []
-    import torch
     from accelerate import init_empty_weights
     from transformers import AutoConfig, AutoModelForCausalLM
 
@@ -535,8 +534,6 @@ def lora_target_problems(model_path: str, targets: list[str] | str | None) -> li
 def run_dir_problems(run_dir: Path | str, key: str = "run_dir") -> list[str]:
     """A run_dir that is a file, or lies under one, fails here, not when the first stage writes its outputs.
     `key` is what the command calls it (`trl-r1 sft|grpo|ppo`: output_dir)."""
-    from pathlib import Path
-
     named = "run_dir (or --run-dir)" if key == "run_dir" else key
     for path in (Path(run_dir), *Path(run_dir).parents):
         if path.exists():
@@ -549,8 +546,6 @@ def run_dir_problems(run_dir: Path | str, key: str = "run_dir") -> list[str]:
 
 def run_dir_model_problems(run_dir: Path | str, model_path: str) -> list[str]:
     """A run_dir that is the base model's own folder: every stage would write its folders and records into it."""
-    from pathlib import Path
-
     if not Path(model_path).is_dir() or Path(run_dir).resolve() != Path(model_path).resolve():
         return []
     return [f"run_dir: {run_dir} is the folder of model_name_or_path {model_path}; the stages would write into the "
@@ -560,8 +555,6 @@ def run_dir_model_problems(run_dir: Path | str, model_path: str) -> list[str]:
 def checkpoint_problems(model_path: str, path: Path) -> list[str]:
     """A local `model_name_or_path` must be a model folder (its config.json), not a file, an empty folder or a
     LoRA adapter alone, which transformers would refuse at the first load, after the base evaluation."""
-    import json
-
     key = f"model: key 'model_name_or_path': {model_path!r}"
     if path.is_file():
         return [f"{key} is a file; give the folder that holds the model's config.json and weights"]
@@ -582,9 +575,6 @@ def checkpoint_problems(model_path: str, path: Path) -> list[str]:
 def model_context(model_path: str) -> tuple[int, str] | None:
     """(context length, where it was read) of a model: `max_position_embeddings` in its local config.json, or in
     the known config of a recipe model (trl_r1.rehearsal.models, offline); None when neither says."""
-    import json
-    from pathlib import Path
-
     from ..rehearsal.models import MODELS
 
     known = {name.lower(): spec for name, spec in MODELS.items()}
@@ -867,8 +857,6 @@ def sampling_batch(plan: StagePlan, model: R1ModelConfig, card: tuple[str, float
     """(prompts per `generate` call, why) of a rejection-sampling pass: with transformers on a card, the largest
     batch the memory model fits (`memory.generation_batch_size`, each prompt's `num_samples` sequences of
     `PROMPT_TOKENS` + `max_new_tokens`, from the model's adapter on its base); else the configured `batch_size`."""
-    from ..trainers import memory
-
     config = plan.config
     if plan.generation != "transformers" or card is None or shape is None:
         why = "vLLM schedules its own batches" if plan.generation == "vllm" else \
@@ -889,8 +877,6 @@ def resolve_plan(recipe: Recipe, *, elsewhere: bool, card: tuple[str, float] | N
                  base_model_path: str | None = None) -> Recipe:
     """Every decision the run takes, made once for the card planned for (`elsewhere`, `card`) or this machine: each
     stage's (`resolve_stage`) and the evaluation's backend (`Recipe.evaluation_generation`); returns `recipe`."""
-    from ..trainers.memory import model_shape
-
     sampling = any(plan.kind == "rejection_sampling" for plan in recipe.stages)
     shape = model_shape(base_model_path) if card is not None and base_model_path and sampling else None
     for plan in recipe.stages:
@@ -943,8 +929,6 @@ def generation_backend_problems(recipe: Recipe, stages: list[StagePlan], notes: 
 
 def card_memory_gb() -> tuple[str, float] | None:
     """(name, GB) of the GPU this process sees, None without one."""
-    import torch
-
     if not torch.cuda.is_available():
         return None
     props = torch.cuda.get_device_properties(0)
@@ -956,8 +940,6 @@ def stage_peak(plan: StagePlan, recipe: Recipe, shape: ModelShape, card_gb: floa
     """(estimated peak bytes, what was estimated) of one stage on a `card_gb` card, None where the memory model
     has no formula for it (full fine-tuning). An rl stage without vLLM counts the fast path as its trainer picks
     it (`rl_step_peak`)."""
-    from ..trainers import memory
-
     config = plan.config
     if plan.kind in ("sft", "grpo", "ppo"):
         model_args = plan.model_args
@@ -993,9 +975,6 @@ def rl_step_peak(config: TrainingArguments, settings: GRPOSettings, shape: Model
     """An rl step's peak with the generation its trainer runs: the fast path (`fast_generation: on`, or `auto`
     where the memory model fits it, `memory.generation_path`) holds the merged copy and a static cache at the
     prompt budget from the data (`fast_prompt_budget`: the key, or the longest prompt rounded up), else plain."""
-    from ..data.fast_generation import fast_prompt_budget
-    from ..trainers import memory
-
     setting = getattr(config, "fast_generation", "off")
     if setting != "off" and not vllm:
         fast = dataclasses.replace(settings, fast_generation=True, fast_generation_prompt_length=fast_prompt_budget(
@@ -1010,8 +989,6 @@ def fast_prompt_problems(plan: StagePlan, lengths: PromptScan, *, refuse: bool) 
     longer prompt from the left at run time (its end kept, counted in a WARNING). When the fast path will run
     (`refuse`: `on`, or `auto` on a card) and more than `FAST_PROMPT_CUT_LIMIT` of the prompts would be cut, the
     dry run refuses; fewer, or a path that may not run, are a note with the count."""
-    from ..data.fast_generation import fast_prompt_budget
-
     where, config = plan.name, plan.config
     if getattr(config, "fast_generation", "off") == "off" or plan.generation == "vllm" or not lengths.rows:
         return [], []
@@ -1035,8 +1012,6 @@ def generation_peak(config: RejectionSamplingConfig | EvaluationConfig, shape: M
                     vllm: bool, batch: int | None = None) -> tuple[float, str]:
     """A generation pass (rejection sampling, evaluation): vLLM's budget, or transformers' generate call of
     `batch` prompts (default: the section's `batch_size`)."""
-    from ..trainers import memory
-
     if vllm:
         share = config.vllm_gpu_memory_utilization or 0.9  # vLLM's default share
         return share * card_gb * 1e9, f"vLLM's budget ({share} of the card)"
@@ -1050,8 +1025,6 @@ def memory_problems(recipe: Recipe, stages: list[StagePlan], shape: ModelShape, 
                     longest_prompts: dict[str, int] | None = None) -> list[str]:
     """Each stage whose estimated peak exceeds the usable share of the card (memory.USABLE_FRACTION);
     `longest_prompts`: each stage's longest prompt in tokens, where the data was scanned."""
-    from ..trainers import memory
-
     name, card_gb = card
     usable = memory.USABLE_FRACTION * card_gb * 1e9
     problems = []
@@ -1090,8 +1063,6 @@ def vllm_cache_problems(where: str, config: SectionConfig | EvaluationConfig, sh
                         load_in_4bit: bool) -> list[str]:
     """vLLM refuses to start unless its share of the card holds the KV cache of one `vllm_max_model_length`
     sequence (default: the model's whole context) after its weights."""
-    from ..trainers import memory
-
     share = getattr(config, "vllm_gpu_memory_utilization", None) or 0.9  # TRL's default is set (0.3); vLLM's 0.9
     needed = getattr(config, "vllm_max_model_length", None) or shape.max_position_embeddings
     tokens = memory.vllm_kv_tokens(shape, card[1], share, load_in_4bit)
