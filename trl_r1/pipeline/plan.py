@@ -15,7 +15,7 @@ maximum length is the usual case for long reasoning, and an upper end for short 
 same bound over the measured wall time. A rate measured on another card is scaled by the cards' datasheets
 (`trl_r1.pipeline.cards`: decoding by memory bandwidth, training by tensor compute). vLLM is not measured here:
 a vLLM stage on a GPU is timed at a published vLLM rate (`published` in `rates.jsonl`, its source named), always
-"projected"; on the CPU, at the transformers rate (an upper end). Memory: the memory model (`trl_r1.trainers.memory`, through the preflight's `stage_peak`) for the
+"projected"; on the CPU, at the transformers rate (an upper end). Memory: the memory model (`trl_r1.trainers.memory`, through the preflight's `planned_peak`) for the
 card planned for.
 """
 
@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 from ..trainers.memory import USABLE_FRACTION, ModelShape, model_shape
 from .cards import KNOWN_CARDS, card_text, parse_card, speed_ratio
 from .fingerprint import changed_keys, next_previous, read_record
-from .preflight import PROMPT_TOKENS, Run, generation_peak, stage_peak
+from .preflight import PROMPT_TOKENS, Run, planned_peak
 from .recipe import STAGE_REGISTRY
 
 if TYPE_CHECKING:
@@ -407,10 +407,7 @@ def memory_line(plan: StagePlan | None, cost: StageCost, pipeline: Run) -> str |
     recipe, card = pipeline.recipe, pipeline.card
     card_gb = card[1] if card else 0.0  # no card: vLLM's share (a fraction of it) left out
     vllm = cost.generation is not None and cost.generation[0] == "vllm"
-    if plan is None:
-        peak = generation_peak(recipe.evaluation, shape, card_gb, load_in_4bit=False, adapter=False, vllm=vllm)
-    else:
-        peak = stage_peak(plan, recipe, shape, card_gb, vllm=vllm)
+    peak = planned_peak(recipe, plan, shape, card_gb, pipeline.longest_prompts)
     if peak is None:
         return "memory:   not projected: the memory model covers LoRA and QLoRA stages, not full fine-tuning"
     bytes_, what = peak

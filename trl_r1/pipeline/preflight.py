@@ -1021,6 +1021,17 @@ def generation_peak(config: RejectionSamplingConfig | EvaluationConfig, shape: M
     return memory.estimate_generation_peak(shape, settings).peak, "transformers generation"
 
 
+def planned_peak(recipe: Recipe, plan: StagePlan | None, shape: ModelShape, card_gb: float,
+                 longest_prompts: dict[str, int]) -> tuple[float, str] | None:
+    """`stage_peak` of a stage (`plan` None: the evaluation) with the backend its plan decided; what the plan
+    prints and the preflight checks."""
+    if plan is None:
+        return generation_peak(recipe.evaluation, shape, card_gb, load_in_4bit=False, adapter=False,
+                               vllm=recipe.evaluation_generation[0] == "vllm")
+    return stage_peak(plan, recipe, shape, card_gb, vllm=plan.generation == "vllm",
+                      longest_prompt=longest_prompts.get(plan.name))
+
+
 def memory_problems(recipe: Recipe, stages: list[StagePlan], shape: ModelShape, card: tuple[str, float], *,
                     longest_prompts: dict[str, int] | None = None) -> list[str]:
     """Each stage whose estimated peak exceeds the usable share of the card (memory.USABLE_FRACTION);
@@ -1028,17 +1039,9 @@ def memory_problems(recipe: Recipe, stages: list[StagePlan], shape: ModelShape, 
     name, card_gb = card
     usable = memory.USABLE_FRACTION * card_gb * 1e9
     problems = []
-    items = [(p.name, p) for p in stages]
-    if recipe.evaluation is not None:
-        items.append(("evaluation", None))
+    items = [(p.name, p) for p in stages] + ([("evaluation", None)] if recipe.evaluation is not None else [])
     for where, plan in items:
-        if plan is None:
-            ev = recipe.evaluation
-            vllm = recipe.evaluation_generation[0] == "vllm"
-            peak = generation_peak(ev, shape, card_gb, load_in_4bit=False, adapter=False, vllm=vllm)
-        else:
-            peak = stage_peak(plan, recipe, shape, card_gb, vllm=plan.generation == "vllm",
-                              longest_prompt=(longest_prompts or {}).get(where))
+        peak = planned_peak(recipe, plan, shape, card_gb, longest_prompts or {})
         if peak is not None and peak[0] > usable:
             hint = ""
             if plan is not None and plan.kind in ("grpo", "ppo"):
@@ -1052,9 +1055,8 @@ def memory_problems(recipe: Recipe, stages: list[StagePlan], shape: ModelShape, 
                             "docs/troubleshooting.md (out of memory)")
             continue
         config = recipe.evaluation if plan is None else plan.config
-        generating_with_vllm = (vllm if plan is None else plan.generation == "vllm"
-                                and getattr(config, "vllm_mode", "colocate") == "colocate")
-        if generating_with_vllm:
+        backend = recipe.evaluation_generation[0] if plan is None else plan.generation
+        if backend == "vllm" and getattr(config, "vllm_mode", "colocate") == "colocate":
             problems += vllm_cache_problems(where, config, shape, card, plan.load_in_4bit if plan else False)
     return problems
 

@@ -52,8 +52,8 @@ class Pipeline:
         if from_stage is not None and recipe.stage(from_stage) is None:
             names = [s.name for s in recipe.stages]
             raise RecipeError([f"--from-stage {from_stage!r} is not a stage of this recipe; stages: {names}"])
-        self.recipe = recipe
-        self._card, self.elsewhere = card, elsewhere
+        self.recipe, self.elsewhere = recipe, elsewhere
+        self.card: tuple[str, float] | None = card_memory_gb() if card == DETECT_CARD else card  # what it sizes for
         resolve_plan(recipe, elsewhere=elsewhere and card is not None, card=self.card,  # once, on every rank
                      base_model_path=self.base_model_path)
         self.ranks = ranks or Ranks()
@@ -89,13 +89,6 @@ class Pipeline:
     @property
     def prefills_think(self) -> bool:
         return bool(self.template and self.template.prefills_think)
-
-    @property
-    def card(self) -> tuple[str, float] | None:
-        """(name, GB) of the GPU the memory check sizes for; None without one."""
-        if self._card == DETECT_CARD:
-            self._card = card_memory_gb()
-        return self._card
 
     def pending(self) -> list[StagePlan]:
         return [plan for plan in self.recipe.stages if self.status[plan.name] != "done"]
