@@ -29,7 +29,7 @@ from typing import Any
 
 from ..rewards.aliases import REWARD_ALIASES
 from ..verifiers.format import with_think_prefix
-from .intervals import bootstrap_interval, pass_at_k
+from ..algorithms.intervals import bootstrap_interval, pass_at_k
 from .fingerprint import ModelHandle, StageRecord, digest, write_record
 from .recipe import EvaluationConfig, Recipe, StagePlan
 

@@ -528,13 +528,13 @@ def plan_trainer_stage(name: str, kind: str, section: dict[str, Any], where: Pla
 
 def reward_weights(rewards: Any, stage: str, problems: list[str]) -> list[float] | None:
     """Resolve the reward list now (unknown names fail before any work); return the weights if any were set."""
-    from ..rewards import get_reward_funcs
+    from ..rewards import REWARD_REGISTRY, get_reward_funcs
 
     if not isinstance(rewards, list) or not rewards:
         problems.append(f"{stage}: key 'rewards' must be a non-empty list of names or {{name, weight}} mappings")
         return None
     foreign = [f"{stage}: key 'rewards': {name!r} is {REWARD_ALIASES[name].why}" for name in reward_names(rewards)
-               if name in REWARD_ALIASES and name not in reward_registry()]
+               if name in REWARD_ALIASES and name not in REWARD_REGISTRY]
     if foreign:
         problems += foreign
         return None
@@ -556,12 +556,6 @@ def reward_weights(rewards: Any, stage: str, problems: list[str]) -> list[float]
     except (TypeError, ValueError):
         problems.append(f"{stage}: key 'rewards': every weight must be a number, got {weights}")
         return None
-
-
-def reward_registry() -> Any:
-    from ..rewards import REWARD_REGISTRY
-
-    return REWARD_REGISTRY
 
 
 def reward_names(rewards: list[Any]) -> list[str]:

@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .intervals import paired_gain_interval
+from ..algorithms.intervals import paired_gain_interval
 from .fingerprint import StageRecord, read_record
 
 REPORT_MD, REPORT_JSON = "report.md", "report.json"

@@ -153,11 +153,9 @@ class Pipeline:
             else:
                 self.ranks.on_main(lambda: prepare_stage_dir(plan, status))
                 self.echo(f"[{plan.name}] {'resuming' if status == 'resume' else 'running'}")
-                if stage.data_parallel:
-                    result = stage.run(plan, self)
-                    record = self.ranks.on_main(lambda: self._finish(stage, plan, result))
-                else:
-                    record = self.ranks.on_main(lambda: self._finish(stage, plan, stage.run(plan, self)))
+                result = stage.run(plan, self) if stage.data_parallel else None  # training: every rank
+                record = self.ranks.on_main(lambda: self._finish(
+                    stage, plan, result if stage.data_parallel else stage.run(plan, self)))
                 self.echo(f"[{plan.name}] done in {record.seconds:.0f}s")
             if record is not None and record.handle is not None:
                 self.handles[plan.name], self.generators[plan.name] = record.handle, record.generator
