@@ -12,6 +12,8 @@ from ..data.loading import load_dataset_spec
 if TYPE_CHECKING:
     from datasets import Dataset
 
+    from .recipe import DataArguments, EvaluationConfig
+
 PEEK_ROWS = 8  # rows a dry run reads of a streamed Hub dataset: enough for its columns
 
 
@@ -60,7 +62,7 @@ class StageDatasets:
         self.loaded: dict[str, Dataset] = {}
         self.schemas: dict[str, DatasetSchema] = {}
 
-    def of(self, key: str, args: Any, split_attribute: str = "dataset_train_split") -> Dataset:
+    def of(self, key: str, args: DataArguments | EvaluationConfig, split_attribute: str = "dataset_train_split") -> Dataset:
         """The dataset a section's arguments (a `DataArguments`-like object) point at, standard column names."""
         return self.load(key, args.dataset_name, split=getattr(args, split_attribute), config=args.dataset_config,
                          kwargs=args.dataset_kwargs, max_samples=getattr(args, "max_samples", None),

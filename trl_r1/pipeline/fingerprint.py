@@ -30,7 +30,7 @@ class StagePlan(Protocol):
     kind: str
     args: Any
     config: Any
-    model_args: Any
+    model_args: R1ModelConfig | None
     section: dict[str, Any]
     fingerprint: str
     settings: dict[str, Any]

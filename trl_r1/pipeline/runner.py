@@ -16,7 +16,7 @@ import json
 import logging
 import time
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..rehearsal.pretrained import resolve_model_name
 from .data import StageDatasets
@@ -27,6 +27,9 @@ from .recipe import Recipe, RecipeError, StagePlan
 from .fingerprint import ModelHandle, StageRecord, prepare_stage_dir, read_record, stage_status, write_record
 from .stages import STAGE_REGISTRY, Stage
 from .templates import TemplateReport, adapt_rewards
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
 
 logger = logging.getLogger("trl_r1.pipeline")
 
@@ -76,7 +79,7 @@ class Pipeline:
         self.longest_prompts: dict[str, int] = {}  # each stage's longest prompt in tokens, from the whole-file scan
         self.evaluation_seen = 0  # evaluation prompts also in a stage's training data
         self.template: TemplateReport | None = None
-        self.tokenizer: Any = None  # the base model's tokenizer, once the preflight loaded it
+        self.tokenizer: PreTrainedTokenizerBase | None = None  # the base model's tokenizer, once the preflight loaded it
         self.context: tuple[int, str] | None = None  # the model's context (tokens, where it was read)
 
     @property
