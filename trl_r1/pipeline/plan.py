@@ -21,6 +21,7 @@ card planned for.
 
 from __future__ import annotations
 
+import inspect
 import json
 import math
 import textwrap
@@ -28,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..toy.tiny import build_tiny_model
 from ..trainers.memory import USABLE_FRACTION, ModelShape, model_shape
 from .cards import KNOWN_CARDS, card_text, parse_card, speed_ratio
 from .fingerprint import changed_keys, next_previous, read_record
@@ -336,14 +338,10 @@ class StageTime:
 def model_size(pipeline: Run) -> ModelShape | None:
     """The base model's `ModelShape` (None when unknown): its config.json, or, for a tiny model a dry run has not
     built, the shape its `model.tiny` settings build (vocabulary approximate)."""
-    from ..toy.tiny import build_tiny_model
-
     shape = model_shape(pipeline.base_model_path)
     tiny = pipeline.recipe.model.tiny
     if shape is not None or tiny is None:
         return shape
-    import inspect
-
     settings = {k: p.default for k, p in inspect.signature(build_tiny_model).parameters.items()
                 if p.default is not inspect.Parameter.empty}
     settings.update(tiny)
