@@ -1,4 +1,4 @@
-"""Measure a recipe on a CUDA GPU, per stage, beside the memory formula (`trl_r1.pipeline.memory`).
+"""Measure a recipe on a CUDA GPU, per stage, beside the memory formula (`trl_r1.trainers.memory`).
 
     python benchmarks/gpu.py recipes/qwen2.5-1.5b-instruct/math.yaml --out gpu.json
     python benchmarks/gpu.py RECIPE --stages cold_start rl --points benchmarks/data/gpu_points.jsonl
@@ -336,7 +336,7 @@ def run_child(point: dict, timeout: int) -> dict:
 
 def formula_gib(shape, measured: dict, card_gb: float) -> float:
     """The formula's `reserved` figure (GiB) at the settings that ran."""
-    from trl_r1.pipeline.memory import (
+    from trl_r1.trainers.memory import (
         GenerationSettings,
         GRPOSettings,
         estimate_generation_peak,
@@ -534,7 +534,7 @@ def main(argv: list[str] | None = None) -> dict:
 
 def prepare_model(data: dict, args, env: dict, work: Path, vllm: bool) -> dict:
     """Build the recipe's model shape with random weights (reused when built before) and what a stage needs."""
-    from trl_r1.pipeline.memory import ModelShape
+    from trl_r1.trainers.memory import ModelShape
     from trl_r1.rehearsal.models import build_model, model_spec
 
     name, size = data["model"]["model_name_or_path"], "ci" if args.dry_run else "full"

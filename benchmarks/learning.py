@@ -44,7 +44,7 @@ from typing import Any
 
 import yaml
 
-from trl_r1.pipeline.intervals import paired_gain_interval
+from trl_r1.algorithms.intervals import paired_gain_interval
 from trl_r1.pipeline.report import reward_metrics
 
 # two-sided 95% Student t quantiles for n - 1 degrees of freedom (n seeds), so no scipy is needed

@@ -8,7 +8,7 @@ load peak (reported apart) cannot hide it.
 
 Printed per point: trained tokens (a step must train on real ones), the RSS after loading beside the formula's
 weights + LoRA, the bits per 4-bit linear parameter, the load peak, the step's peak and the formula's CPU
-estimate; then the constants fitted on the points (`trl_r1.pipeline.memory.fit_calibration`), the formula's max
+estimate; then the constants fitted on the points (`trl_r1.trainers.memory.fit_calibration`), the formula's max
 and mean relative error, and trl-r1 vs stock TRL. This CPU table is the formula's secondary check: its primary
 calibration is the GPU points of `benchmarks/data/gpu_points.jsonl` (`benchmarks/gpu.py`, docs/memory.md). The
 committed measurements are in
@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 
 MODEL = "Qwen/Qwen2.5-0.5B-Instruct"
-PROMPT_TOKENS, BATCH = 64, 4  # as trl_r1.pipeline.memory.BENCH_PROMPT / BENCH_BATCH
+PROMPT_TOKENS, BATCH = 64, 4  # as trl_r1.trainers.memory.BENCH_PROMPT / BENCH_BATCH
 GIB = 1024**3
 DEFAULT_POINTS = [  # (trainer, mode, completion length, setup); QLoRA generation is the slow part on a CPU
     ("grpo", "qlora", 128, "trl-r1"), ("grpo", "lora", 128, "trl-r1"), ("grpo", "lora", 512, "trl-r1"),
@@ -154,7 +154,7 @@ def load_points(paths: list[str]) -> list[tuple[tuple, dict]]:
 
 def report(rows: list[tuple[tuple, dict]]) -> None:
     """The measured table beside the formula (constants fitted on these rows), its error, trl-r1 vs stock TRL."""
-    from trl_r1.pipeline.memory import (
+    from trl_r1.trainers.memory import (
         GIB,
         bench_settings,
         calibration_error,
@@ -179,7 +179,7 @@ def report(rows: list[tuple[tuple, dict]]) -> None:
               f"{predicted / measured - 1:+.0%} | {r['seconds']:.0f} |")
     errors = [abs(predicted / measured - 1) for *_, measured, predicted in calibration_error(points, constants)]
     print(f"\nfitted: ACTIVATION_FACTOR = {constants[0]:.2f}, CPU_OVERHEAD_GIB = {constants[1]:.2f} "
-          "(trl_r1.pipeline.memory)")
+          "(trl_r1.trainers.memory)")
     print("CALIBRATION = " + repr([(*p[:4], round(p[4], 2)) for p in points]))
     print(f"formula error with these constants: max {max(errors):.0%}, mean {sum(errors) / len(errors):.0%} over "
           f"{len(errors)} points (CPU, float32: the step's peak RSS above the process baseline)")

@@ -1,4 +1,4 @@
-"""Size every shipped recipe from the memory formula (`trl_r1.pipeline.memory`), for what the recipe runs.
+"""Size every shipped recipe from the memory formula (`trl_r1.trainers.memory`), for what the recipe runs.
 
 For each `recipes/<model>/{math,code}.yaml` the RL settings are read from the file (LoRA on a 4-bit or bf16
 base, TRL's vLLM colocate mode with its `vllm_gpu_memory_utilization` and sleep mode, or transformers
@@ -27,7 +27,7 @@ import re
 import sys
 from pathlib import Path
 
-from trl_r1.pipeline.memory import (
+from trl_r1.trainers.memory import (
     CARDS_GB,
     MAX_GPU_CALIBRATION_ERROR,
     USABLE_FRACTION,
@@ -156,7 +156,7 @@ def header(data: dict) -> tuple[list[str], GRPOSettings, dict]:
     bigger = (["# This file uses the 24 GB setting. On a bigger card, raise (besides the micro-batches above):", *hints]
               if hints else ["# This file uses the 24 GB setting; a bigger card only raises the micro-batches above."])
     lines = [
-        "# Expected peak GPU memory, all projected (not measured at these settings) by trl_r1/pipeline/memory.py,",
+        "# Expected peak GPU memory, all projected (not measured at these settings) by trl_r1/trainers/memory.py,",
         f"# whose terms are calibrated on one-step peaks measured on an NVIDIA H200 (Qwen2.5-1.5B shape; within "
         f"{MAX_GPU_CALIBRATION_ERROR:.0%},",
         "# docs/memory.md); vLLM's share is projected from its documented behaviour. Measure this recipe on your card:",

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from tests.conftest import dry_run, fails_once, recipe
 from trl_r1.data.fast_generation import fast_prompt_budget
-from trl_r1.pipeline.memory import GRPOSettings, estimate_grpo_peak, kv_bytes_per_token, model_shapes
+from trl_r1.trainers.memory import GRPOSettings, estimate_grpo_peak, kv_bytes_per_token, model_shapes
 
 
 def long_prompts(count: int) -> None:

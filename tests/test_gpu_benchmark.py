@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from trl_r1.pipeline.memory import gpu_calibration_error
+from trl_r1.trainers.memory import gpu_calibration_error
 
 ROOT = Path(__file__).resolve().parents[1]
 RECIPE = ROOT / "recipes" / "qwen2.5-0.5b-instruct" / "math.yaml"

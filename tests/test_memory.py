@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from trl_r1.pipeline.memory import (
+from trl_r1.trainers.memory import (
     CALIBRATION,
     CUDA_CONTEXT_GIB,
     GIB,
@@ -52,7 +52,7 @@ def test_the_stated_error_is_the_formulas_error_on_the_measured_points():
 
 
 def test_the_constants_are_the_least_squares_fit_of_the_measured_points():
-    from trl_r1.pipeline import memory
+    from trl_r1.trainers import memory
 
     factor, overhead = fit_calibration(CALIBRATION)
     assert factor == pytest.approx(memory.ACTIVATION_FACTOR, abs=0.01)
@@ -82,7 +82,7 @@ def test_every_shipped_recipe_is_sized_by_the_calibrated_formula():
 def test_a_single_point_is_fitted_with_the_floor_factor():
     """One measured point (benchmarks/memory.py --only N) has no slope to fit: the factor stays at its floor and
     the overhead absorbs the rest, so the formula meets that point exactly."""
-    from trl_r1.pipeline.memory import MIN_ACTIVATION_FACTOR, cpu_estimate_gib
+    from trl_r1.trainers.memory import MIN_ACTIVATION_FACTOR, cpu_estimate_gib
 
     point = ("grpo", "lora", 128, "stock", 6.10)
     factor, overhead = fit_calibration([point])

@@ -215,16 +215,17 @@ def test_held_out_metrics_leave_out_samples_a_reward_does_not_apply_to():
 def test_the_cached_base_evaluation_follows_the_rewards_it_was_scored_with(tmp_path, monkeypatch):
     """Without `evaluation.rewards` the held-out rewards are the RL stage's: editing those re-evaluates the base."""
     from trl_r1.pipeline import load_recipe
+    from trl_r1.pipeline.evaluate import HeldOutEvaluation
     from trl_r1.pipeline.runner import Pipeline
 
-    monkeypatch.setattr(Pipeline, "_evaluate", lambda self, stage, handle: {"rewards": repr(self._eval_rewards())})
+    monkeypatch.setattr(HeldOutEvaluation, "evaluate", lambda self, stage, handle: {"rewards": repr(self.rewards())})
 
     def base_scores(rewards: list) -> dict:
         data = {"run_dir": str(tmp_path), "model": {"model_name_or_path": "some/model"},
                 "training": {"use_cpu": True, "report_to": "none"},
                 "rl": {"dataset_name": ARITHMETIC, "rewards": rewards},
                 "evaluation": {"dataset_name": ARITHMETIC, "stages": ["base", "rl"]}}
-        return Pipeline(load_recipe(data), echo=lambda _: None)._base_evaluation()
+        return Pipeline(load_recipe(data), echo=lambda _: None).evaluation.base()
 
     assert "'math'" not in base_scores(["format"])["rewards"]
     assert "'math'" in base_scores(["format", "math"])["rewards"]  # not the cached format-only scores
@@ -236,7 +237,7 @@ def test_a_stage_adapter_is_evaluated_on_the_base_it_was_trained_on(tmp_path, mo
     import trl_r1.pipeline.evaluate as evaluate
     from trl_r1.pipeline import load_recipe
     from trl_r1.pipeline.runner import Pipeline
-    from trl_r1.pipeline.stages import ModelHandle
+    from trl_r1.pipeline.stages import StageRecord
 
     loaded = {}
     monkeypatch.setattr(evaluate, "evaluate_model", lambda *a, load_in_4bit, **k: loaded.setdefault(a[0], load_in_4bit))
@@ -248,7 +249,8 @@ def test_a_stage_adapter_is_evaluated_on_the_base_it_was_trained_on(tmp_path, mo
     recipe = load_recipe(data)
     pipeline = Pipeline(recipe, echo=lambda _: None)
     for stage in ("cold_start", "rl"):  # the stage's plan says how its adapter's base loads
-        pipeline._evaluate(stage, ModelHandle(stage, adapter_path=f"{stage}/adapter"))
+        pipeline.evaluation.score(recipe.stage(stage), StageRecord(stage, "", outputs={
+            "model_path": stage, "adapter_path": f"{stage}/adapter"}))
     assert loaded == {"cold_start": True, "rl": False}
     assert [recipe.stage(s).evaluation_4bit for s in ("cold_start", "rl")] == [True, False]
 

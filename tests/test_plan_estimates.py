@@ -13,8 +13,9 @@ import yaml
 
 from trl_r1.cli import recipe_data, run_main
 from trl_r1.pipeline import STAGE_REGISTRY, load_recipe
-from trl_r1.pipeline.plan import RATES, PROJECTION_SPREAD, parse_card, size_exponent, stage_rate, stage_time
-from trl_r1.pipeline.memory import model_shape
+from trl_r1.pipeline.plan import (MAX_DECODE_BATCH, PROJECTION_SPREAD, RATES, parse_card, size_exponent, stage_rate,
+                                  stage_time)
+from trl_r1.trainers.memory import model_shape
 from trl_r1.pipeline.preflight import stage_peak
 from trl_r1.pipeline.runner import Pipeline
 
@@ -56,12 +57,16 @@ def test_times_come_from_the_measured_rate_that_matches_and_are_projected_otherw
     assert pipeline.recipe.stage("rejection_sampling").generation == costs["rejection_sampling"].generation[0] == "vllm"
     data["rejection_sampling"]["backend"] = "transformers"
     pipeline, costs = planned(data, ("NVIDIA H200", 141.0))
-    # rejection sampling: transformers, bf16 base + the RL adapter, 4 prompts x 8
-    sampling = costs["rejection_sampling"]
-    assert sampling.generation == ("transformers", "bf16", True) and sampling.generation_batch == 32
+    # rejection sampling: transformers, bf16 base + the RL adapter, x 8 samples, at the batch the run samples at:
+    # the memory model's for the card (issue 34), not the configured 4 prompts
+    sampling, planned_batch = costs["rejection_sampling"], pipeline.recipe.stage("rejection_sampling").generation_batch
+    assert sampling.generation == ("transformers", "bf16", True) and sampling.generation_batch == planned_batch * 8
+    assert planned_batch > 4
     [row] = [r for r in RATES if r.device == "NVIDIA H200" and r.weights == "bf16" and r.adapter]
     timed = stage_time(sampling, pipeline)
-    assert timed.measured and timed.seconds[1] == pytest.approx(sampling.generated_tokens / row.tokens_per_s[0])
+    host_bound = min(sampling.generation_batch, MAX_DECODE_BATCH) / row.batch  # decoding saturates at 64 sequences
+    assert not timed.measured and f"scaled from {row.batch} to {sampling.generation_batch} sequences" in timed.parts[0]
+    assert timed.seconds[1] == pytest.approx(sampling.generated_tokens / (row.tokens_per_s[0] * host_bound))
     assert any(f"about {timed.seconds[1] / 86400:.1f} days" in line for line in pipeline.plan_lines())
     # the cold start on an H100: the SFT rate measured there on this model
     pipeline, costs = planned(data, ("NVIDIA H100", 80.0))
@@ -74,7 +79,7 @@ def test_times_come_from_the_measured_rate_that_matches_and_are_projected_otherw
     assert not projected.measured and "to the NVIDIA H100 x0.70 by memory bandwidth" in projected.parts[0]
     low, _, high = projected.seconds
     tokens = costs["rejection_sampling"].generated_tokens
-    by_bandwidth = row.tokens_per_s[0] * 3350 / 4800  # the cards' datasheet bandwidths (pipeline/cards.py)
+    by_bandwidth = row.tokens_per_s[0] * host_bound * 3350 / 4800  # the datasheet bandwidths (pipeline/cards.py)
     assert (low, high) == pytest.approx((tokens / (by_bandwidth * PROJECTION_SPREAD),
                                          tokens / (by_bandwidth / PROJECTION_SPREAD)))
 

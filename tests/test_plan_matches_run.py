@@ -71,7 +71,9 @@ def test_what_each_stage_builds_is_what_its_plan_says(recipes, smoke_work_dir, s
         assert resolve_backend(config.backend, config.base_url, config.model_name_or_path,
                                config.load_in_4bit) == plan.generation
         assert (config.load_in_4bit, config.seed) == (plan.load_in_4bit, plan.seed)
+        assert (config.batch_size, config.max_new_tokens) == (plan.generation_batch, plan.config.max_new_tokens)
         assert f"generates with {plan.generation} ({plan.generation_why})" in printed  # the dry run says what runs
+        assert f"{plan.generation_batch} prompts per generate call ({plan.generation_batch_why})" in printed
     # the sampler's 4-bit follows its own section (the shipped recipes sample from a bf16 base beside QLoRA stages)
     sampling = recipe.stage("rejection_sampling")
     if sampling is not None:
@@ -80,3 +82,27 @@ def test_what_each_stage_builds_is_what_its_plan_says(recipes, smoke_work_dir, s
         for plan in recipe.stages:
             if plan.model_args is not None:
                 assert plan.evaluation_4bit == bool(plan.model_args.use_peft and plan.model_args.load_in_4bit)
+
+
+def test_rejection_sampling_runs_at_the_batch_its_plan_sized_for_the_card(tmp_path):
+    """The sampler's prompts per generate call are decided once, for the card planned for (`--card`), from the memory
+    model at the section's lengths; the plan prints that batch and the run's sampler config carries it. A longer
+    `max_new_tokens` fits fewer prompts."""
+    def planned(max_new_tokens: int) -> tuple[int, int, str]:
+        recipe = load_recipe({
+            "run_dir": str(tmp_path / "run"), "model": {"model_name_or_path": "Qwen/Qwen2.5-1.5B-Instruct"},
+            "training": {"use_cpu": True, "report_to": "none"},
+            "rl": {"dataset_name": "trl_r1.toy.arithmetic:arithmetic_dataset", "rewards": ["math"]},
+            "rejection_sampling": {"backend": "transformers", "batch_size": 2, "num_samples": 4,
+                                   "max_new_tokens": max_new_tokens}}, check_hardware=False)
+        pipeline = Pipeline(recipe, echo=lambda _: None, card=("NVIDIA H100", 80.0), elsewhere=True)
+        plan = recipe.stage("rejection_sampling")
+        config = STAGE_REGISTRY[plan.name].sampling_config(plan, pipeline)
+        printed = " ".join(" ".join(pipeline.plan_lines()).split())
+        assert f"{plan.generation_batch} prompts per generate call ({plan.generation_batch_why})" in printed
+        return plan.generation_batch, config.batch_size, plan.generation_batch_why
+
+    short, long = planned(1024), planned(8192)
+    assert short[0] == short[1] and long[0] == long[1]  # the run samples at the planned batch
+    assert short[0] > long[0] > 2  # sized by the memory model for the H100 and the lengths, not the configured 2
+    assert "1024 tokens fit in" in short[2] and "NVIDIA H100" in short[2]

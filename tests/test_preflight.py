@@ -127,23 +127,20 @@ def test_memory_model_must_fit_the_card(tmp_path):
 
 
 def test_vllm_needs_room_for_one_sequence_in_its_share_of_the_card(tmp_path):
-    from trl_r1.pipeline.memory import model_shape
-    from trl_r1.pipeline.preflight import memory_problems, resolve_stage
+    from trl_r1.trainers.memory import model_shape
+    from trl_r1.pipeline.preflight import memory_problems, resolve_plan
 
     def planned_for_a_card(data):  # the plan for the card (vLLM on it), as `--card` resolves it
-        recipe = load_recipe(data, check_hardware=False)
-        for plan in recipe.stages:
-            resolve_stage(plan, recipe, elsewhere=True)
-        return recipe
+        return resolve_plan(load_recipe(data, check_hardware=False), elsewhere=True)
 
     data = yaml.safe_load(MATH_RECIPE.read_text())
     data["run_dir"] = str(tmp_path / "run")
     recipe = planned_for_a_card(data)
     shape = model_shape("Qwen/Qwen2.5-1.5B-Instruct")
-    assert memory_problems(recipe, recipe.stages, shape, ("NVIDIA L4", 24.0), vllm_installed=True) == []
+    assert memory_problems(recipe, recipe.stages, shape, ("NVIDIA L4", 24.0)) == []
     data["rl"]["vllm_gpu_memory_utilization"] = 0.05  # 1.2 GB: the 4-bit weights and vLLM's working memory fill it
     recipe = planned_for_a_card(data)
-    [problem] = memory_problems(recipe, recipe.stages, shape, ("NVIDIA L4", 24.0), vllm_installed=True)
+    [problem] = memory_problems(recipe, recipe.stages, shape, ("NVIDIA L4", 24.0))
     assert problem.startswith("rl: vLLM's share of this NVIDIA L4 (vllm_gpu_memory_utilization 0.05 of 24 GB) "
                               "holds the KV cache of 0 tokens after its weights, fewer than one sequence of "
                               "vllm_max_model_length 8704; vLLM would not start")
@@ -274,3 +271,50 @@ def test_planning_for_a_card_plans_vllm_where_only_this_machine_lacks_it(tmp_pat
     pipeline = Pipeline(load_recipe(data, check_hardware=False), dry_run=True, card=("24 GB", 24.0), elsewhere=True)
     pipeline.preflight()
     assert "generation: rl: vllm (vLLM serves the base with the LoRA adapter unmerged)" in pipeline.notes
+
+
+def test_the_preflight_is_one_call_that_returns_every_problem_of_the_plan(tmp_path):
+    """Issue 34: `preflight.plan_problems` returns the problems of every area at once (data, values, the run
+    directory), as a list, and `Pipeline.preflight` raises exactly those."""
+    from trl_r1.pipeline.preflight import plan_problems
+
+    (tmp_path / "taken").write_text("a file, not a folder")
+    data = tiny_recipe(tmp_path, rl={"dataset_name": ARITHMETIC, "rewards": ["math"], "solution_column": "answr",
+                                     "learning_rate": -1.0})
+    data["run_dir"] = str(tmp_path / "taken" / "run")
+    problems = plan_problems(Pipeline(load_recipe(data, check_hardware=False), dry_run=True, card=None))
+    assert any("key 'solution_column'" in p for p in problems)  # the data
+    assert any("key 'learning_rate'" in p for p in problems)  # a value
+    assert any(p.startswith("run_dir:") for p in problems)  # the run directory
+    assert dry_run_problems(data, card=None) == problems
+
+
+def test_fast_prompt_cuts_are_judged_by_the_backend_the_plan_decided(tmp_path):
+    """An rl stage that asks for vLLM but falls back to transformers (`vllm_fallback: transformers`, no vLLM here)
+    runs the fast path, so its prompt cuts are judged; a stage the plan gives vLLM has none to judge."""
+    from collections import Counter
+
+    from trl_r1.data.scan import PromptScan
+    from trl_r1.pipeline.preflight import fast_prompt_problems, resolve_plan
+
+    data = tiny_recipe(tmp_path, rl={"dataset_name": ARITHMETIC, "rewards": ["math"], "use_vllm": True,
+                                     "vllm_fallback": "transformers", "fast_generation": "on",
+                                     "fast_generation_max_prompt_length": 64})
+    recipe = resolve_plan(load_recipe(data, check_hardware=False), elsewhere=False)
+    plan = recipe.stage("rl")
+    lengths = PromptScan(rows=10, longest=200, lengths=Counter({200: 5, 10: 5}))
+    assert plan.config.use_vllm and plan.generation == "transformers"
+    [problem], _ = fast_prompt_problems(plan, lengths, refuse=True)
+    assert "5 of 10 prompts" in problem and "fast_generation_max_prompt_length 64" in problem
+    plan.generation = "vllm"
+    assert fast_prompt_problems(plan, lengths, refuse=True) == ([], [])
+
+
+def test_the_dry_run_states_a_stage_s_4_bit_base_once(tmp_path, capsys):
+    """`loads:` says how the stage loads its model (4-bit as decided); `decided:` does not repeat it."""
+    data = tiny_recipe(tmp_path, rl={"dataset_name": ARITHMETIC, "rewards": ["math"], "load_in_4bit": True})
+    pipeline = Pipeline(load_recipe(data, check_hardware=False), dry_run=True, card=None)
+    lines = pipeline.plan_lines()
+    [loads] = [line for line in lines if line.strip().startswith("loads:")]
+    decided = [line for line in lines if line.strip().startswith("decided:")]
+    assert "4-bit" in loads and decided and not any("4-bit" in line for line in decided)

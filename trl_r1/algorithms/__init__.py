@@ -1,5 +1,5 @@
 """Pure-torch RL algorithms (no TRL import): advantage estimators and KL penalties, each kind in one registry, and
-the critic's clipped value loss.
+the critic's clipped value loss; and, in `intervals` (plain Python, imported by name), the held-out statistics.
 See ``docs/algorithms.md``."""
 
 from .advantages import (

@@ -16,7 +16,7 @@ within a stage raises `FallbackToEager`.
 
 The copy costs ``parameters x 2`` bytes in bf16 (fp32 on CPU) plus the static cache of the whole batch at the
 budget and the CUDA-graph pool (`copy_bytes`, `static_cache_bytes`, `graph_pool_bytes`;
-`trl_r1.pipeline.memory.generation_path` decides where it fits).
+`trl_r1.trainers.memory.generation_path` decides where it fits).
 Sampler log-probs: none are returned (as TRL's own transformers path); TRL 1.16 applies its importance-sampling
 correction only with vLLM, and the copy's per-token log-probs agree with the policy's to rounding
 (``tests/test_fast_generation.py`` states the tolerance).

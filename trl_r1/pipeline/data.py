@@ -5,9 +5,14 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..data.loading import load_dataset_spec
+
+if TYPE_CHECKING:
+    from datasets import Dataset
+
+    from .recipe import DataArguments, EvaluationConfig
 
 PEEK_ROWS = 8  # rows a dry run reads of a streamed Hub dataset: enough for its columns
 
@@ -48,6 +53,27 @@ def load_stage_dataset(name: str, *, split: str, config: str | None = None, kwar
     return (standardize_columns(dataset, **rename) if rename else dataset), schema
 
 
+class StageDatasets:
+    """A run's datasets by stage (or "evaluation"), each loaded once per process (`load_stage_dataset`), with their
+    schemas as published; `streaming` (a dry run): a Hub dataset's first rows."""
+
+    def __init__(self, *, streaming: bool):
+        self.streaming = streaming
+        self.loaded: dict[str, Dataset] = {}
+        self.schemas: dict[str, DatasetSchema] = {}
+
+    def of(self, key: str, args: DataArguments | EvaluationConfig, split_attribute: str = "dataset_train_split") -> Dataset:
+        """The dataset a section's arguments (a `DataArguments`-like object) point at, standard column names."""
+        return self.load(key, args.dataset_name, split=getattr(args, split_attribute), config=args.dataset_config,
+                         kwargs=args.dataset_kwargs, max_samples=getattr(args, "max_samples", None),
+                         rename={"prompt_column": args.prompt_column, "solution_column": args.solution_column})
+
+    def load(self, key: str, name: str, **spec: Any) -> Dataset:
+        if key not in self.loaded:
+            self.loaded[key], self.schemas[key] = load_stage_dataset(name, streaming=self.streaming, **spec)
+        return self.loaded[key]
+
+
 def standardize_columns(dataset, *, prompt_column: str = "prompt", solution_column: str = "solution"):
     """Name the prompt and gold-answer columns as TRL and the rewards expect (`prompt`, `solution`).
 
@@ -71,4 +97,4 @@ def standardize_columns(dataset, *, prompt_column: str = "prompt", solution_colu
     return dataset
 
 
-__all__ = ["DatasetSchema", "load_dataset_spec", "load_stage_dataset", "standardize_columns"]
+__all__ = ["DatasetSchema", "StageDatasets", "load_dataset_spec", "load_stage_dataset", "standardize_columns"]

@@ -23,16 +23,94 @@ import json
 import logging
 import sys
 from dataclasses import asdict, dataclass, field
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from ..rewards.aliases import REWARD_ALIASES
 from ..verifiers.format import with_think_prefix
-from .intervals import bootstrap_interval, pass_at_k
-from .recipe import EvaluationConfig
+from ..algorithms.intervals import bootstrap_interval, pass_at_k
+from .fingerprint import ModelHandle, StageRecord, digest, write_record
+from .recipe import EvaluationConfig, Recipe, StagePlan
 
 logger = logging.getLogger("trl_r1.pipeline")
 SAMPLES_SHOWN = 3  # held-out prompts whose first completion an evaluation keeps, the same prompts at every stage
+DEFAULT_REWARDS = ["format", "math"]
+BASE_EVALUATION = "base_evaluation.json"  # in the run directory: the untrained model's scores, keyed by settings
+
+
+class HeldOutEvaluation:
+    """A run's held-out evaluation (the recipe's `evaluation` section) across its stages: which rewards it scores
+    with, what its scores depend on (`settings`), when a finished stage's scores are out of date, and the scores
+    themselves, the base model's cached in the run directory.
+
+    `prompts` loads the evaluation set once; `adapted` fits reward entries to the chat template the preflight
+    found (`templates.adapt_rewards`)."""
+
+    def __init__(self, recipe: Recipe, base_model_path: str, prompts: Callable[[], Any],
+                 adapted: Callable[[list[Any]], list[Any]], echo: Callable[[str], None]):
+        self.recipe, self.config, self.base_model_path = recipe, recipe.evaluation, base_model_path
+        self.prompts, self.adapted, self.echo = prompts, adapted, echo
+
+    def reward_entries(self) -> list[Any]:
+        """`evaluation.rewards`, else the first stage's that trains on rewards, else `DEFAULT_REWARDS`."""
+        trained_with = [p.args.rewards for p in self.recipe.stages if isinstance(getattr(p.args, "rewards", None), list)]
+        return self.config.rewards or (trained_with[0] if trained_with else DEFAULT_REWARDS)
+
+    def rewards(self) -> list[Any]:
+        return self.adapted(self.reward_entries())
+
+    def settings(self) -> dict[str, Any]:
+        """What a stage's evaluation depends on besides its model: the recipe's evaluation keys and its rewards."""
+        return json.loads(json.dumps({"evaluation": self.recipe.shared.get("evaluation", {}),
+                                      "sampling": {"seed": self.config.seed},  # the run's, by default
+                                      "rewards": {"entries": self.reward_entries()}}, default=str))
+
+    def outdated(self, plan: StagePlan, record: StageRecord | None) -> bool:
+        """Whether a finished stage's scores were measured with other settings (or not at all)."""
+        return (self.config is not None and plan.name in self.config.stages and record is not None
+                and record.generator is not None and record.evaluation_settings != self.settings())
+
+    def evaluate(self, stage: str, handle: ModelHandle, *, load_in_4bit: bool = False) -> dict[str, float] | None:
+        """Held-out scores of a stage's model (None where the recipe does not evaluate `stage`); an adapter loads on
+        its base as the stage trained it (`StagePlan.evaluation_4bit`: a stage may set its own `load_in_4bit`)."""
+        if self.config is None or stage not in self.config.stages:
+            return None
+        self.echo(f"[{stage}] evaluating on held-out prompts")
+        return evaluate_model(handle.model_path, self.prompts(), self.config, self.rewards(),
+                              adapter_path=handle.adapter_path, seed=self.config.seed, load_in_4bit=load_in_4bit)
+
+    def score(self, plan: StagePlan, record: StageRecord) -> StageRecord:
+        """`record` with its generator's held-out scores and the settings they were measured with."""
+        record.evaluation = (self.evaluate(plan.name, record.generator, load_in_4bit=plan.evaluation_4bit)
+                             if record.generator is not None else None)
+        record.evaluation_settings = self.settings() if record.evaluation is not None else None
+        return record
+
+    def rescored(self, plan: StagePlan, record: StageRecord | None) -> StageRecord | None:
+        """A finished stage's record, scored again (and written) where the evaluation settings changed since: the
+        evaluation is not part of a stage's fingerprint, so no training stage is redone for it."""
+        if not self.outdated(plan, record):
+            return record
+        write_record(plan.output_dir, self.score(plan, record))
+        return record
+
+    def base(self) -> dict[str, float] | None:
+        """The untrained model's held-out scores (cached in the run directory, keyed by the settings)."""
+        if self.config is None or "base" not in self.config.stages:
+            return None
+        path = self.recipe.run_dir / BASE_EVALUATION
+        key = digest({"model": self.base_model_path, "tiny": self.recipe.model.tiny, "evaluation": str(self.config),
+                      "rewards": self.rewards()})  # by default the RL stage's: an edit there counts too
+        try:
+            cached = json.loads(path.read_text())
+            if cached.get("key") == key:
+                return cached["results"]
+        except (OSError, ValueError):
+            pass
+        results = self.evaluate("base", ModelHandle(self.base_model_path))
+        path.write_text(json.dumps({"key": key, "results": results}, indent=2))
+        return results
 
 
 def evaluate_model(model_path: str, prompts: Any, config: EvaluationConfig, rewards: list[Any], *,
@@ -54,7 +132,7 @@ def evaluate_model(model_path: str, prompts: Any, config: EvaluationConfig, rewa
         rows = [prompts[i] for i in range(min(len(prompts), config.num_prompts or len(prompts)))]
         batch_size = config.batch_size
         if generator.describe()["backend"] == "transformers":
-            from .memory import GenerationSettings, adapter_rank, card_generation_batch
+            from ..trainers.memory import GenerationSettings, adapter_rank, card_generation_batch
 
             batch_size, why = card_generation_batch(model_path, GenerationSettings(
                 batch_size=config.batch_size, num_samples=config.num_samples, max_new_tokens=config.max_new_tokens,
@@ -167,7 +245,6 @@ BENCHMARKS: dict[str, dict[str, str]] = {
     "aime24": {"dataset_name": "HuggingFaceH4/aime_2024", "dataset_split": "train", "prompt_column": "problem",
                "solution_column": "answer"},
 }
-DEFAULT_REWARDS = ["format", "math"]
 EVALUATION_JSON, EVALUATION_MD = "evaluation.json", "report.md"
 
 
@@ -273,7 +350,7 @@ def recorded_evaluation(model_name_or_path: str) -> dict[str, Any] | None:
     `evaluation` keys and the reward entries it scored with, so that `trl-r1 evaluate` reproduces its figure;
     for an adapter folder, also `load_in_4bit` as the pipeline loaded its base (the stage's, else the model's)."""
     from .recipe import R1ModelConfig
-    from .stages import read_record
+    from .fingerprint import read_record
 
     for folder in (Path(model_name_or_path), Path(model_name_or_path).parent):
         record = read_record(folder) if folder.is_dir() else None

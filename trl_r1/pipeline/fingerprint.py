@@ -1,5 +1,5 @@
-"""What decides that a stage is done, resumes or is redone: its fingerprint over the typed settings that change
-what it computes, and where a redone stage's old outputs go.
+"""What decides that a stage is done, resumes or is redone: its record (`StageRecord`, `<stage>/stage.json`), its
+fingerprint over the typed settings that change what it computes, and where a redone stage's old outputs go.
 
 The settings are read back from the stage's parsed configs (the TRL / transformers dataclasses the recipe built),
 so `5e-5` and `5.0e-5` are one learning rate. Keys that only log, save, report or evaluate are left out in every
@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -29,7 +30,7 @@ class StagePlan(Protocol):
     kind: str
     args: Any
     config: Any
-    model_args: Any
+    model_args: R1ModelConfig | None
     section: dict[str, Any]
     fingerprint: str
     settings: dict[str, Any]
@@ -162,11 +163,12 @@ def keep_previous(output_dir: Path, stage: str) -> Path:
     return previous
 
 
-__all__ = ["BOOKKEEPING_KEYS", "changed_keys", "digest", "fingerprint_stages", "keep_previous", "next_previous",
-           "stage_settings", "typed_value"]
+__all__ = ["BOOKKEEPING_KEYS", "ModelHandle", "StageRecord", "changed_keys", "digest", "fingerprint_stages",
+           "keep_previous", "next_previous", "prepare_stage_dir", "read_record", "stage_settings", "stage_status",
+           "typed_value", "write_record"]
 
 
-RECORD_FILE = "stage.json"  # a stage's record (`stages.StageRecord`), written last when the stage finishes
+RECORD_FILE = "stage.json"  # a stage's record (`StageRecord`), written last when the stage finishes
 
 
 def unreadable_record(stage_dir: Path) -> str | None:
@@ -199,3 +201,77 @@ def record_notes(stages: list[StagePlan], done: set[str]) -> list[str]:
             notes.append(f"{plan.name}: {source} was modified after this stage finished: the stage is kept, trained "
                          f"on the file's earlier rows; run with --from-stage {plan.name} to train on the new ones")
     return notes
+
+
+@dataclass
+class ModelHandle:
+    """A model to start from: a full model directory, optionally with a LoRA adapter trained on top of it."""
+
+    model_path: str
+    adapter_path: str | None = None
+
+
+@dataclass
+class StageRecord:
+    """What `stage.json` holds."""
+
+    name: str
+    fingerprint: str
+    status: str = "running"  # running | done
+    outputs: dict[str, Any] = field(default_factory=dict)
+    metrics: dict[str, Any] = field(default_factory=dict)
+    evaluation: dict[str, Any] | None = None
+    seconds: float = 0.0
+    settings: dict[str, Any] | None = None  # the recipe keys its fingerprint covers: a redo names what changed
+    evaluation_settings: dict[str, Any] | None = None  # what `evaluation` was measured with: a change re-evaluates
+
+    @property
+    def handle(self) -> ModelHandle | None:
+        if "model_path" not in self.outputs:
+            return None
+        return ModelHandle(self.outputs["model_path"], self.outputs.get("adapter_path"))
+
+    @property
+    def generator(self) -> ModelHandle | None:
+        """What generates as this stage's model (its evaluation, rejection sampling from it): a LoRA stage's
+        adapter on the base it trained on, whatever the hand-off; the merged copy only starts the next training."""
+        if "adapter" in self.outputs and "adapter_base" in self.outputs:
+            return ModelHandle(self.outputs["adapter_base"], self.outputs["adapter"])
+        return self.handle
+
+
+def read_record(stage_dir: Path) -> StageRecord | None:
+    """The stage's record, or None if it never started (or the file is unreadable: the stage is redone)."""
+    try:
+        return StageRecord(**json.loads((stage_dir / RECORD_FILE).read_text()))
+    except (OSError, ValueError, TypeError):
+        return None
+
+
+def write_record(stage_dir: Path, record: StageRecord) -> None:
+    stage_dir.mkdir(parents=True, exist_ok=True)
+    tmp = stage_dir / (RECORD_FILE + ".tmp")
+    tmp.write_text(json.dumps(asdict(record), indent=2, default=str))
+    tmp.replace(stage_dir / RECORD_FILE)  # atomic: an interrupted write never leaves a half file
+
+
+def stage_status(plan: StagePlan, forced: bool = False) -> str:
+    """`done` (skip), `resume` (interrupted, same config), `stale` (config changed: redo) or `new`."""
+    record = read_record(plan.output_dir)
+    if record is None:
+        return "stale" if unreadable_record(plan.output_dir) else "new"  # an unreadable record: keep its files aside
+    if record.fingerprint != plan.fingerprint:
+        return "stale"
+    if forced:
+        return "stale"
+    return "done" if record.status == "done" else "resume"
+
+
+def prepare_stage_dir(plan: StagePlan, status: str) -> None:
+    """Move a stale stage's outputs aside (to `<stage>.previous`, numbered when taken: `fingerprint.keep_previous`) so that nothing of the old run is mixed in,
+    then mark the stage running. The main process alone calls it (moving directories is not shared work).
+    """
+    if status == "stale" and plan.output_dir.exists():
+        keep_previous(plan.output_dir, plan.name)
+    if status != "resume":
+        write_record(plan.output_dir, StageRecord(plan.name, plan.fingerprint, settings=plan.settings))

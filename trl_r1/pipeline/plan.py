@@ -15,12 +15,13 @@ maximum length is the usual case for long reasoning, and an upper end for short 
 same bound over the measured wall time. A rate measured on another card is scaled by the cards' datasheets
 (`trl_r1.pipeline.cards`: decoding by memory bandwidth, training by tensor compute). vLLM is not measured here:
 a vLLM stage on a GPU is timed at a published vLLM rate (`published` in `rates.jsonl`, its source named), always
-"projected"; on the CPU, at the transformers rate (an upper end). Memory: the memory model (`trl_r1.pipeline.memory`, through the preflight's `stage_peak`) for the
+"projected"; on the CPU, at the transformers rate (an upper end). Memory: the memory model (`trl_r1.trainers.memory`, through the preflight's `planned_peak`) for the
 card planned for.
 """
 
 from __future__ import annotations
 
+import inspect
 import json
 import math
 import textwrap
@@ -28,12 +29,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..toy.tiny import build_tiny_model
+from ..trainers.memory import USABLE_FRACTION, ModelShape, model_shape
 from .cards import KNOWN_CARDS, card_text, parse_card, speed_ratio
-from .preflight import PROMPT_TOKENS
+from .fingerprint import changed_keys, next_previous, read_record
+from .preflight import PROMPT_TOKENS, Run, planned_peak
+from .recipe import STAGE_REGISTRY
 
 if TYPE_CHECKING:
-    from .memory import ModelShape
-    from .recipe import R1ModelConfig, StagePlan
+    from .recipe import R1ModelConfig, SectionConfig, StagePlan
 
 WIDTH = 116  # the plan's line width; settings wrap, they are never cut
 PROJECTION_SPREAD = 1.5  # a projected rate's range: the scaled measured range, widened by this factor each way
@@ -188,7 +192,7 @@ def _weights(model_args: R1ModelConfig) -> str:
     return "nf4" if model_args.load_in_4bit else "float32" if model_args.dtype == "float32" else "bf16"
 
 
-def _device(config: Any, pipeline: Any) -> str | None:
+def _device(config: SectionConfig | None, pipeline: Run) -> str | None:
     """"CPU" for a stage that runs there (`use_cpu`, its own or the recipe's `training`), else None (the card)."""
     use_cpu = getattr(config, "use_cpu", None)
     if use_cpu is None:
@@ -196,15 +200,15 @@ def _device(config: Any, pipeline: Any) -> str | None:
     return "CPU" if use_cpu else None
 
 
-def dataset_rows(pipeline: Any, name: str, plan: StagePlan | None) -> int | None:
+def dataset_rows(pipeline: Run, name: str, plan: StagePlan | None) -> int | None:
     """A stage's dataset size as the preflight saw it, else its `max_samples`."""
-    schema = pipeline.schemas.get(name)
+    schema = pipeline.data.schemas.get(name)
     if schema is not None and schema.num_rows is not None:
         return schema.num_rows
     return getattr(plan.args, "max_samples", None) if plan is not None and plan.args is not None else None
 
 
-def training_cost(plan: StagePlan, pipeline: Any, rows: int | None, basis: str) -> StageCost:
+def training_cost(plan: StagePlan, pipeline: Run, rows: int | None, basis: str) -> StageCost:
     """SFT: the rows trained on (`max_steps` x batch, or epochs x rows), each at most `max_length` tokens."""
     c = plan.config
     batch = c.per_device_train_batch_size * c.gradient_accumulation_steps * pipeline.ranks.num_processes
@@ -220,7 +224,7 @@ def training_cost(plan: StagePlan, pipeline: Any, rows: int | None, basis: str) 
                      device=_device(c, pipeline))
 
 
-def rl_cost(plan: StagePlan, pipeline: Any) -> StageCost:
+def rl_cost(plan: StagePlan, pipeline: Run) -> StageCost:
     """RL: `max_steps` x completions per step (per device x accumulation x processes), generated once every
     `num_iterations` steps, `num_generations` per prompt, each <= `max_completion_length` tokens. Notes a
     dataset that the steps go through more than once."""
@@ -255,7 +259,7 @@ def rl_cost(plan: StagePlan, pipeline: Any) -> StageCost:
         prompt_tokens=PROMPT_TOKENS, device=_device(c, pipeline), notes=notes)
 
 
-def sampling_cost(pipeline: Any, prompts: int | None, num_samples: int, max_new_tokens: int, how: str,
+def sampling_cost(pipeline: Run, prompts: int | None, num_samples: int, max_new_tokens: int, how: str,
                   generation: tuple[str, str, bool], batch: int, passes: int = 1) -> StageCost:
     """`passes` x `prompts` x `num_samples` samples, each <= `max_new_tokens`, `batch` prompts per call."""
     samples = _times(_times(prompts, passes), num_samples)
@@ -265,7 +269,7 @@ def sampling_cost(pipeline: Any, prompts: int | None, num_samples: int, max_new_
                      device=_device(None, pipeline))
 
 
-def final_sft_cost(plan: StagePlan, pipeline: Any, sampled: StageCost | None, max_per_prompt: int | None) -> StageCost:
+def final_sft_cost(plan: StagePlan, pipeline: Run, sampled: StageCost | None, max_per_prompt: int | None) -> StageCost:
     """An SFT on the accepted samples (at most `max_per_prompt` of each prompt's), plus its own dataset."""
     accepted = None
     if sampled is not None and sampled.prompts:
@@ -276,7 +280,7 @@ def final_sft_cost(plan: StagePlan, pipeline: Any, sampled: StageCost | None, ma
     return training_cost(plan, pipeline, rows, f" (<= the accepted samples{mixed})")
 
 
-def rejection_sampling_cost(plan: StagePlan, pipeline: Any, prompt_rows: int | None) -> StageCost:
+def rejection_sampling_cost(plan: StagePlan, pipeline: Run, prompt_rows: int | None) -> StageCost:
     """`max_prompts` (or every prompt) x `num_samples`, each <= `max_new_tokens`."""
     c, recipe = plan.config, pipeline.recipe
     prompts = prompt_rows if c.max_prompts is None else c.max_prompts if prompt_rows is None else \
@@ -286,16 +290,16 @@ def rejection_sampling_cost(plan: StagePlan, pipeline: Any, prompt_rows: int | N
     vllm = plan.generation == "vllm"
     weights = "nf4" if plan.load_in_4bit else "float32" if recipe.model.dtype == "float32" else "bf16"
     return sampling_cost(pipeline, prompts, c.num_samples, c.max_new_tokens, how,
-                         ("vllm" if vllm else "transformers", weights, adapter), c.batch_size)
+                         ("vllm" if vllm else "transformers", weights, adapter), plan.generation_batch)
 
 
-def evaluation_cost(pipeline: Any) -> StageCost:
+def evaluation_cost(pipeline: Run) -> StageCost:
     """Every evaluation pass (`stages`, each a pass over the same prompts) x `num_prompts` x `num_samples`."""
     ev, recipe = pipeline.recipe.evaluation, pipeline.recipe
     rows = dataset_rows(pipeline, "evaluation", None)
     prompts = ev.num_prompts if rows is None else min(rows, ev.num_prompts or rows)
     passes = len([s for s in ev.stages if s == "base" or recipe.stage(s) is not None])
-    vllm = ev.backend == "vllm" or (ev.backend == "auto" and pipeline.vllm_installed and pipeline.card is not None)
+    vllm = recipe.evaluation_generation[0] == "vllm"
     weights = "float32" if recipe.model.dtype == "float32" else "bf16"
     adapter = bool(recipe.model.use_peft) and any(s != "base" for s in ev.stages)  # a trained stage's adapter
     return sampling_cost(pipeline, prompts, ev.num_samples, ev.max_new_tokens,
@@ -331,19 +335,13 @@ class StageTime:
     upper_end: bool = False
 
 
-def model_size(pipeline: Any) -> ModelShape | None:
+def model_size(pipeline: Run) -> ModelShape | None:
     """The base model's `ModelShape` (None when unknown): its config.json, or, for a tiny model a dry run has not
     built, the shape its `model.tiny` settings build (vocabulary approximate)."""
-    from ..toy.tiny import build_tiny_model
-    from .memory import ModelShape
-    from .memory import model_shape
-
     shape = model_shape(pipeline.base_model_path)
     tiny = pipeline.recipe.model.tiny
     if shape is not None or tiny is None:
         return shape
-    import inspect
-
     settings = {k: p.default for k, p in inspect.signature(build_tiny_model).parameters.items()
                 if p.default is not inspect.Parameter.empty}
     settings.update(tiny)
@@ -353,7 +351,7 @@ def model_size(pipeline: Any) -> ModelShape | None:
                       settings["vocab_size"], True)
 
 
-def stage_time(cost: StageCost, pipeline: Any) -> StageTime | str:
+def stage_time(cost: StageCost, pipeline: Run) -> StageTime | str:
     """The time of a stage from its cost and `RATES`, or why there is none."""
     shape = model_size(pipeline)
     if shape is None:
@@ -387,7 +385,7 @@ def stage_time(cost: StageCost, pipeline: Any) -> StageTime | str:
     return StageTime(tuple(total), parts, measured, upper)
 
 
-def time_lines(cost: StageCost, pipeline: Any) -> list[str]:
+def time_lines(cost: StageCost, pipeline: Run) -> list[str]:
     timed = stage_time(cost, pipeline)
     if isinstance(timed, str):
         return [f"time:     {timed}"]
@@ -397,11 +395,8 @@ def time_lines(cost: StageCost, pipeline: Any) -> list[str]:
     return lines + [f"          {part}" for part in timed.parts]
 
 
-def memory_line(plan: StagePlan | None, cost: StageCost, pipeline: Any) -> str | None:
+def memory_line(plan: StagePlan | None, cost: StageCost, pipeline: Run) -> str | None:
     """The memory model's peak for a stage (`plan` None: the evaluation) on the card planned for."""
-    from .memory import model_shape
-    from .preflight import generation_peak, stage_peak
-
     if (cost.device or "") == "CPU":
         return None
     shape = model_shape(pipeline.base_model_path)
@@ -410,14 +405,9 @@ def memory_line(plan: StagePlan | None, cost: StageCost, pipeline: Any) -> str |
     recipe, card = pipeline.recipe, pipeline.card
     card_gb = card[1] if card else 0.0  # no card: vLLM's share (a fraction of it) left out
     vllm = cost.generation is not None and cost.generation[0] == "vllm"
-    if plan is None:
-        peak = generation_peak(recipe.evaluation, shape, card_gb, load_in_4bit=False, adapter=False, vllm=vllm)
-    else:
-        peak = stage_peak(plan, recipe, shape, card_gb, vllm=vllm)
+    peak = planned_peak(recipe, plan, shape, card_gb, pipeline.longest_prompts)
     if peak is None:
         return "memory:   not projected: the memory model covers LoRA and QLoRA stages, not full fine-tuning"
-    from .memory import USABLE_FRACTION
-
     bytes_, what = peak
     config = recipe.evaluation if plan is None else plan.config
     share = getattr(config, "vllm_gpu_memory_utilization", None)
@@ -433,8 +423,8 @@ def memory_line(plan: StagePlan | None, cost: StageCost, pipeline: Any) -> str |
 # --------------------------------------------------------------------------------------------- the plan
 
 
-def model_line(plan: StagePlan, pipeline: Any) -> str | None:
-    """How this stage loads the model (a stage may override the recipe's model keys)."""
+def model_line(plan: StagePlan, pipeline: Run) -> str | None:
+    """How this stage loads the model (a stage may override the recipe's model keys), 4-bit as its plan decided."""
     model, recipe = plan.model_args, pipeline.recipe
     if model is None:
         if plan.kind != "rejection_sampling":
@@ -442,7 +432,7 @@ def model_line(plan: StagePlan, pipeline: Any) -> str | None:
         dtype = "bf16" if recipe.model.dtype == "bfloat16" else recipe.model.dtype
         return f"loads:    {'4-bit NF4' if plan.load_in_4bit else dtype} weights for sampling"
     dtype = model.dtype or "auto"
-    if model.load_in_4bit:
+    if plan.load_in_4bit:
         mode = f"QLoRA: 4-bit NF4 base ({dtype} compute) + LoRA r={model.lora_r}"
     elif model.use_peft:
         mode = f"LoRA r={model.lora_r} on the {dtype} base"
@@ -452,10 +442,11 @@ def model_line(plan: StagePlan, pipeline: Any) -> str | None:
 
 
 def decided_line(plan: StagePlan) -> str:
-    """What the run will do, as `preflight.resolve_stage` decided it once: the backend it generates with and why,
-    whether its model loads in 4 bits, its seed."""
+    """What the run will do, as `preflight.resolve_stage` decided it once: the backend it generates with and why, a
+    sampler's batch, its seed (whether its model loads in 4 bits is the `loads:` line's, `model_line`)."""
     parts = [f"generates with {plan.generation} ({plan.generation_why})"] if plan.generation else []
-    parts.append("a 4-bit base" if plan.load_in_4bit else "an unquantised base")
+    if plan.generation_batch is not None:
+        parts.append(f"{plan.generation_batch} prompts per generate call ({plan.generation_batch_why})")
     if plan.seed is not None:
         parts.append(f"seed {plan.seed}")
     return f"decided:  {'; '.join(parts)}"
@@ -480,7 +471,7 @@ def _wrap(line: str) -> list[str]:
     return textwrap.wrap(line, WIDTH, initial_indent=" " * 5, subsequent_indent=" " * 15)
 
 
-def cost_lines(cost: StageCost | None, pipeline: Any, plan: StagePlan | None) -> list[str]:
+def cost_lines(cost: StageCost | None, pipeline: Run, plan: StagePlan | None) -> list[str]:
     if cost is None:
         return []
     parts = []
@@ -503,7 +494,7 @@ def cost_lines(cost: StageCost | None, pipeline: Any, plan: StagePlan | None) ->
     return lines
 
 
-def final_model_line(pipeline: Any) -> str | None:
+def final_model_line(pipeline: Run) -> str | None:
     """Where the run's model ends up: the last stage that trains one, merged or as an adapter on its base."""
     trained = [p for p in pipeline.recipe.stages if p.model_args is not None]
     if not trained:
@@ -517,7 +508,7 @@ def final_model_line(pipeline: Any) -> str | None:
     return f"final model: the LoRA adapter in {last.output_dir}, on the base it names"
 
 
-def total_line(costs: list[StageCost], pipeline: Any) -> str:
+def total_line(costs: list[StageCost], pipeline: Run) -> str:
     """The time of every stage still to run, and of the evaluation."""
     timed = [stage_time(c, pipeline) for c in costs]
     known = [t for t in timed if isinstance(t, StageTime)]
@@ -533,10 +524,43 @@ def total_line(costs: list[StageCost], pipeline: Any) -> str:
             f"{unknown}; loading, merging and saving models not counted")
 
 
-def plan_lines(pipeline: Any, costs: dict[str, StageCost]) -> list[str]:
-    """The plan of a pipeline (`Pipeline.plan_lines`) with each stage's cost (`Stage.cost`): after the preflight,
-    whose schemas give the datasets' sizes."""
+def stage_notes(plan: StagePlan, pipeline: Run) -> list[str]:
+    """What the plan says under a stage besides its action: why a `redo` (the keys that changed, or the earlier
+    stage that is redone) and where its old outputs go; that a finished stage is evaluated again."""
+    status = pipeline.status[plan.name]
+    if status == "stale":
+        return [f"redo:     {redo_reason(plan, pipeline)}; its old outputs move to {next_previous(plan.output_dir)}"]
+    record = read_record(plan.output_dir) if status == "done" else None
+    if record is not None and pipeline.evaluation.outdated(plan, record):
+        changed = (changed_keys(record.evaluation_settings, pipeline.evaluation.settings())
+                   if record.evaluation_settings else [])
+        why = ", ".join(changed) if changed else "not evaluated with these settings"
+        return [f"evaluate: again ({why}); the trained model is kept"]
+    return []
+
+
+def redo_reason(plan: StagePlan, pipeline: Run) -> str:
+    record = read_record(plan.output_dir)
+    if record is not None and record.fingerprint == plan.fingerprint:
+        return f"--from-stage {pipeline.from_stage}"
+    if record is None or record.settings is None:
+        return "its settings changed (its stage.json is unreadable, or does not record which: an older trl-r1)"
+    changed = changed_keys(record.settings, plan.settings)
+    if changed:
+        return "changed: " + ", ".join(changed)
+    stages = pipeline.recipe.stages
+    earlier = [p.name for p in stages[:stages.index(plan)] if pipeline.status[p.name] != "done"]
+    return f"an earlier stage changed ({', '.join(earlier) or 'one no longer in the recipe'})"
+
+
+def plan_lines(pipeline: Run) -> list[str]:
+    """The plan of a run (`Pipeline.plan_lines`) with each stage's cost (`Stage.cost`): after the preflight, whose
+    schemas give the datasets' sizes."""
     recipe = pipeline.recipe
+    costs: dict[str, StageCost] = {}
+    for plan in recipe.stages:
+        if plan.config is not None:
+            costs[plan.name] = STAGE_REGISTRY[plan.name].cost(plan, pipeline, costs)
     model = recipe.model
     built = " (tiny, built locally)" if model.tiny is not None else ""
     card = (card_text(pipeline.card) if pipeline.card else "no GPU here and none named (--card): memory not checked")
@@ -551,7 +575,7 @@ def plan_lines(pipeline: Any, costs: dict[str, StageCost]) -> list[str]:
         status = pipeline.status[plan.name]
         action = {"done": "skip (done)", "resume": "resume", "stale": "redo", "new": "run"}[status]
         lines.append(f"{i}. {plan.name:<19}{plan.kind:<19}{action:<12}-> {plan.output_dir}")
-        lines += [f"     {note}" for note in pipeline.stage_notes(plan)]
+        lines += [f"     {note}" for note in stage_notes(plan, pipeline)]
         described = model_line(plan, pipeline)
         if described:
             lines.append(f"     {described}")

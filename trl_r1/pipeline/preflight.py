@@ -1,9 +1,9 @@
 """The preflight: every check that needs more than the recipe's text, before any work (and all of `--dry-run`).
 
-`Pipeline.preflight` runs them all and reports every problem at once, one per real mistake, each naming its
-stage (section) and key:
+`plan_problems` runs them all, in one call, and returns every problem at once, one per real mistake, each naming
+its stage (section) and key; what it could not check here goes into the run's notes:
 
-* data (`Stage.check_data`, through `Pipeline.check_columns`): each dataset's schema, from its real loader
+* data (`Stage.check_data`, through `dataset_problems`): each dataset's schema, from its real loader
   (`pipeline.data.load_stage_dataset`: a builder's or local file's real rows; a Hub id, or its local mirror
   under TRL_R1_DATA_DIR, streamed for its first rows on a dry run). A column a key names (`prompt_column`,
   `solution_column`, `dataset_text_field`) must exist; the columns a stage and its rewards need must exist; a
@@ -13,23 +13,290 @@ stage (section) and key:
 * the chat template (`templates.template_problems`; `missing_template_problems` where the tokenizer has none).
 * backends (`backend_problems`): vLLM where a stage asks for it, bitsandbytes where a stage loads 4-bit, the
   code sandbox (bubblewrap) where a reward runs programs; each error gives the install command.
-* memory (`memory_problems`): the memory model (`trl_r1.pipeline.memory`) must say each stage fits the card
-  this machine has (`torch.cuda`); without a GPU the check is skipped with a note.
+* memory (`memory_problems`): the memory model (`trl_r1.trainers.memory`) must say each stage fits the card
+  planned for (`--card`, else `torch.cuda`); without a GPU the check is skipped with a note.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import json
+import logging
 import math
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
 
-from ..data.scan import column_values
+import torch
+
+from ..data.fast_generation import fast_prompt_budget
+from ..data.loading import EmptyDatasetError, LocalDataError, SplitError
+from ..data.scan import (budget_problems, column_values, dataset_scan, duplicate_prompt_notes, held_out_problems,
+                         prompt_budget, seen_in_training, think_tag_notes)
+from ..trainers import memory
+from ..trainers.memory import model_shape
+from .cards import card_precision_problems, card_text, cpu_stage_notes
+from .fingerprint import record_notes
+from .recipe import STAGE_REGISTRY
+from .templates import TemplateReport, inspect_chat_template, template_problems
 
 if TYPE_CHECKING:
+    from datasets import Dataset
+    from transformers import PreTrainedTokenizerBase, TrainingArguments
+
+    from ..data.rejection_sampling import RejectionSamplingConfig
     from ..data.scan import PromptScan
-    from .memory import GRPOSettings, ModelShape
-    from .recipe import R1ModelConfig, Recipe, StagePlan
+    from .data import StageDatasets
+    from .fingerprint import ModelHandle, StageRecord
+    from ..trainers.memory import GRPOSettings, ModelShape
+    from .ranks import Ranks
+    from .recipe import DataArguments, EvaluationConfig, R1ModelConfig, Recipe, SectionConfig, StagePlan
+
+    Named = DataArguments | EvaluationConfig | SectionConfig | None  # a section's objects whose keys name data
+
+logger = logging.getLogger("trl_r1.pipeline")
+
+
+class Evaluating(Protocol):
+    """What the preflight and the plan read of the run's held-out evaluation (`evaluate.HeldOutEvaluation`)."""
+
+    def rewards(self) -> list[Any]: ...
+
+    def prompts(self) -> Dataset: ...
+
+    def settings(self) -> dict[str, Any]: ...
+
+    def outdated(self, plan: StagePlan, record: StageRecord | None) -> bool: ...
+
+
+class Run(Protocol):
+    """What the preflight, the plan and the stages read of a run (`runner.Pipeline`), and what the preflight fills
+    in for the plan (a protocol: the runner imports this module)."""
+
+    recipe: Recipe
+    base_model_path: str
+    dry_run: bool
+    elsewhere: bool  # the plan is for a card on another machine: what this one lacks is a note
+    detects_card: bool  # the card is this machine's own: what it lacks is an error
+    model_built_by_run: bool
+    card: tuple[str, float] | None
+    status: dict[str, str]
+    evaluation: Evaluating
+    notes: list[str]
+    data: StageDatasets
+    longest_prompts: dict[str, int]
+    evaluation_seen: int
+    tokenizer: PreTrainedTokenizerBase | None
+    context: tuple[int, str] | None
+    template: TemplateReport | None
+    from_stage: str | None
+    overridden: set[str]
+    ranks: Ranks
+    prefills_think: bool
+
+    def pending(self) -> list[StagePlan]: ...
+
+    def adapted(self, rewards: list[Any]) -> list[Any]: ...
+
+    def start_from(self, stages: tuple[str, ...]) -> ModelHandle: ...
+
+    def generator_from(self, stages: tuple[str, ...]) -> ModelHandle: ...
+
+    def output_of(self, stage: str, key: str) -> Any: ...
+
+
+def plan_problems(run: Run) -> list[str]:
+    """Every problem of the run's plan, checked before any work: the model, the chat template, each pending stage's
+    data (`Stage.check_data`) and the evaluation set's, values, backends, precision and memory on the card planned
+    for. What cannot be checked here becomes one of `run.notes`; a refusal that depends only on this machine is a
+    note too when the plan is for a card elsewhere (`run.elsewhere`)."""
+    recipe, pending = run.recipe, run.pending()
+    problems = (model_path_problems(run.base_model_path, built_by_run=run.model_built_by_run)
+                if recipe.model.tiny is None else [])
+    run.context = None if problems else model_context(run.base_model_path)
+    if run.context is not None:
+        problems += context_problems(recipe, pending, run.context)
+    run.template = None if problems else _template(run)
+    chat_stages = [s.name for s in pending if STAGE_REGISTRY[s.name].trains_on_chat]
+    if run.template is not None:
+        assistant_only = [s for s in chat_stages if getattr(recipe.stage(s).config, "assistant_only_loss", False)
+                          and not getattr(recipe.stage(s).config, "chat_template_path", None)]
+        problems += template_problems(run.template, sft_stages=chat_stages, assistant_only_stages=assistant_only)
+    run.notes += record_notes(recipe.stages, {p for p, s in run.status.items() if s == "done"})
+    for plan in pending:
+        problems += STAGE_REGISTRY[plan.name].check_data(plan, run)
+    if recipe.evaluation is not None:
+        problems += dataset_problems(run, "evaluation", run.evaluation.prompts, ("prompt",),
+                                     run.evaluation.rewards(), named=[recipe.evaluation])
+        problems += _held_out_problems(run)
+    if run.tokenizer is not None and run.tokenizer.chat_template is None:
+        problems += missing_template_problems(run.base_model_path, run.data.loaded, chat_stages)
+    problems += run_dir_problems(recipe.run_dir) + value_problems(recipe, pending)
+    problems += run_dir_model_problems(recipe.run_dir, run.base_model_path)
+    run.notes += [f"{plan.name}: learning_rate 0: this stage trains no weight (its outputs equal its inputs)"
+                  for plan in pending if plan.model_args is not None and getattr(plan.config, "learning_rate", None) == 0]
+    if recipe.model.use_peft and recipe.model.tiny is None:
+        problems += lora_target_problems(run.base_model_path, recipe.model.lora_target_modules)
+    rewards = {plan.name: STAGE_REGISTRY[plan.name].rewards(plan, run) for plan in pending
+               if hasattr(STAGE_REGISTRY[plan.name], "rewards")}
+    if recipe.evaluation is not None:
+        rewards["evaluation"] = run.evaluation.rewards()
+    machine = backend_problems(recipe, pending, rewards) + tracker_problems(pending)
+    # what follows from the recipe fails on any machine, the card planned for included
+    problems += generation_backend_problems(recipe, pending, run.notes, elsewhere=run.elsewhere)
+    if run.detects_card and run.card is None or run.elsewhere:
+        # bf16 on a card without it belongs with the recipe's problems (`card_precision_problems`); bf16 on this
+        # machine without a GPU is this machine's
+        machine += precision_problems(pending)
+    if run.card is not None:
+        problems += card_precision_problems(pending, run.card)
+        run.notes += cpu_stage_notes(pending, run.card)
+    if run.elsewhere:
+        run.notes += [f"this machine, not the GPU planned for: {p}" for p in machine]
+    else:
+        problems += machine
+    return problems + _memory_problems(run)
+
+
+def _template(run: Run) -> TemplateReport | None:
+    """The chat template's report (`templates.inspect_chat_template`), the tokenizer kept on `run`; None (and a
+    note) where the tokenizer cannot be loaded here, or has no template."""
+    from transformers import AutoTokenizer
+
+    tiny = run.recipe.model.tiny
+    try:
+        if tiny is not None and run.dry_run:  # its tokenizer alone (a second), the model is built by the run
+            from ..toy.tiny import build_tokenizer
+
+            run.tokenizer = build_tokenizer(**{k: tiny[k] for k in ("vocab_size", "prefill_think") if k in tiny})
+        else:
+            run.tokenizer = AutoTokenizer.from_pretrained(run.base_model_path)
+    except (OSError, ValueError) as exc:
+        logger.warning("cannot load the tokenizer of %s to check its chat template: %s", run.base_model_path, exc)
+        run.notes.append(f"chat template: not checked, the tokenizer of {run.base_model_path} cannot be loaded "
+                         f"here ({type(exc).__name__})")
+        return None
+    return None if run.tokenizer.chat_template is None else inspect_chat_template(run.tokenizer)
+
+
+def _held_out_problems(run: Run) -> list[str]:
+    """The evaluation set against each stage's training data (`data.scan.held_out_problems`)."""
+    held_out, recipe = run.data.loaded.get("evaluation"), run.recipe
+    if held_out is None or not hasattr(held_out, "column_names"):
+        return []
+    trained = {key: data for key, data in run.data.loaded.items()
+               if recipe.stage(key) is not None and hasattr(data, "column_names")}
+    ev = recipe.evaluation
+    same_source = frozenset(key for key in trained if (plan := recipe.stage(key)).args is not None
+                            and getattr(plan.args, "dataset_name", None) == ev.dataset_name
+                            and getattr(plan.args, "dataset_train_split", None) == ev.dataset_split)
+    problems, warnings = held_out_problems(held_out, trained, same_source)
+    run.evaluation_seen = seen_in_training(held_out, trained)  # the report then does not say held-out
+    for warning in warnings:
+        logger.warning(warning)
+    run.notes += warnings
+    return problems
+
+
+def _memory_problems(run: Run) -> list[str]:
+
+    if run.card is None:
+        run.notes.append("memory: no GPU here, so the memory model was not checked against a card (it is checked "
+                         "on the GPU machine)")
+        return []
+    shape = model_shape(run.base_model_path)
+    if shape is None:
+        run.notes.append(f"memory: no config.json for {run.base_model_path} at hand, so the memory model was not "
+                         "checked")
+        return []
+    return memory_problems(run.recipe, run.pending(), shape, run.card, longest_prompts=run.longest_prompts)
+
+
+PROMPT_COLUMNS = ("problem", "question", "query", "instruction", "input")  # what other datasets call the prompt
+
+
+def column_hint(needed: str, columns: list[str]) -> str:
+    """The key that maps a dataset's own prompt column (GSM8K's 'question', MATH's 'problem') to 'prompt'."""
+    found = [c for c in PROMPT_COLUMNS if c in columns] if needed == "prompt" else []
+    return f"; set prompt_column: {found[0]} (the column holding the prompt)" if found else ""
+
+
+def dataset_problems(run: Run, where: str, load: Callable[[], Dataset], needed: tuple[str, ...], rewards: list[Any],
+                     *, named: list[Named] = (), any_of: tuple[tuple[str, ...], ...] = ()) -> list[str]:
+    """Problems with a dataset's columns: a key of `named` (config objects) that names a column it lacks, the
+    stage's own needs (`needed`, and one of the `any_of` sets), and what its rewards declare they read. A key
+    naming a missing column is the one mistake: what would follow from it is not reported again."""
+    from ..rewards import get_reward_funcs
+    from ..rewards.base import column_problems, declared
+
+    problems = [p for obj in named if obj is not None for p in dataset_kwargs_problems(where, obj)]
+    if problems:
+        return problems
+    try:
+        dataset = load()
+        columns = list(dataset.column_names)
+    except ConnectionError as exc:  # no Hub here: a dry run says so; a run cannot train without the data
+        if not run.dry_run:
+            return [f"{where}: cannot load the dataset: {type(exc).__name__}: {exc}"]
+        run.notes.append(f"{where}: dataset not checked, the Hub is not reachable here ({exc})")
+        return []
+    except StopIteration:  # `datasets`' json builder on blank lines
+        return [f"{where}: the dataset has no rows"]
+    except EmptyDatasetError as exc:
+        return [f"{where}: the dataset has no rows ({exc})"]
+    except SplitError as exc:
+        return [f"{where}: key {split_key(named)!r}: {exc}"]
+    except LocalDataError as exc:
+        return [f"{where}: key 'dataset_name': {exc}"]
+    except Exception as exc:  # a dataset that cannot be loaded is reported, not a crash
+        return [f"{where}: cannot load the dataset: {type(exc).__name__}: {exc}"]
+    if not len(dataset):
+        return [f"{where}: the dataset has no rows after its split and max_samples ({rows_asked(named)}); "
+                "select at least one"]
+    published = run.data.schemas[where].columns if where in run.data.schemas else columns
+    problems = [p for obj in named if obj is not None
+                for p in column_key_problems(where, *set_column_keys(obj), published)]
+    if problems:
+        return problems
+    problems = [f"{where}: the dataset has no {c!r} column (columns: {columns}){column_hint(c, columns)}"
+                for c in needed if c not in columns]
+    if any_of and not any(set(c) <= set(columns) for c in any_of):
+        wanted = " or ".join(" + ".join(repr(c) for c in group) for group in any_of)
+        problems.append(f"{where}: the dataset has columns {columns}; it needs {wanted}")
+    for func in get_reward_funcs(rewards):
+        problems += [f"{where}: {problem}" for problem in column_problems(func, columns)]
+        if not problems:
+            read = (*declared(func, "required_columns"), *declared(func, "reference_columns"))
+            problems += missing_value_problems(where, dataset, [c for c in read if c in columns], named)
+    problems = unique(problems) + conversation_problems(where, dataset)
+    if not problems and "prompt" in needed and run.tokenizer is not None:
+        problems += _prompt_length_problems(run, where, dataset)
+    if not problems:
+        run.notes += duplicate_prompt_notes(where, dataset) + think_tag_notes(where, dataset)
+    return problems
+
+
+def _prompt_length_problems(run: Run, where: str, dataset: Dataset) -> list[str]:
+    """Prompts against the model's context, the stage's prompt budget and its fast path's
+    (`fast_prompt_problems`), from one scan of the data."""
+    problems = long_prompt_problems(where, dataset, run.tokenizer, run.context) if run.context is not None else []
+    plan = run.recipe.stage(where)
+    if problems or plan is None:
+        return problems
+    budget = prompt_budget(plan.config, run.context)
+    fast_key = getattr(plan.config, "fast_generation_max_prompt_length", None)
+    lengths = dataset_scan(where, dataset, run.tokenizer, budget[0] if budget else fast_key) \
+        if budget or fast_key else None
+    problems += budget_problems(where, dataset, run.tokenizer, budget, lengths)
+    if lengths is not None and fast_key:
+        run.longest_prompts[where] = lengths.longest
+        fast_problems, fast_notes = fast_prompt_problems(
+            plan, lengths, refuse=plan.config.fast_generation == "on" or run.card is not None)
+        problems += fast_problems
+        run.notes += fast_notes
+    return problems
+
 
 COLUMN_KEYS = ("prompt_column", "solution_column", "dataset_text_field")  # keys whose value names a column
 PROMPT_TOKENS = 512  # the prompt length the memory model and the plan assume (memory.GRPOSettings' default)
@@ -49,7 +316,7 @@ SHAREGPT_ROLES = {"human": "user", "gpt": "assistant", "bot": "assistant", "mode
 CHECKED_ROWS = 10_000  # rows the conversation checks read (a column slice: fast even on a large file)
 
 
-def conversation_problems(where: str, dataset: Any, rows: int = CHECKED_ROWS) -> list[str]:
+def conversation_problems(where: str, dataset: Dataset, rows: int = CHECKED_ROWS) -> list[str]:
     """The conversations a stage renders with the chat template, checked on the first `rows` rows, one problem per
     column naming the row and the fix: a `messages` column holds lists of {role, content} turns whose roles the
     template knows (ShareGPT's human/gpt are not), with text content and an assistant turn to learn from; a
@@ -71,7 +338,7 @@ def conversation_problems(where: str, dataset: Any, rows: int = CHECKED_ROWS) ->
     return problems
 
 
-def long_prompt_problems(where: str, dataset: Any, tokenizer: Any, context: tuple[int, str],
+def long_prompt_problems(where: str, dataset: Dataset, tokenizer: PreTrainedTokenizerBase, context: tuple[int, str],
                          rows: int = 1000) -> list[str]:
     """Prompts (the first `rows`, rendered as the stage renders them) that fill the model's whole context leave
     no room to generate: the run would fail or score empty completions. One line: how many, the first, the fix."""
@@ -100,7 +367,8 @@ def long_prompt_problems(where: str, dataset: Any, tokenizer: Any, context: tupl
             "tokens); shorten or drop them"]
 
 
-def short_max_length_problems(where: str, dataset: Any, tokenizer: Any, max_length: int, rows: int = 200) -> list[str]:
+def short_max_length_problems(where: str, dataset: Dataset, tokenizer: PreTrainedTokenizerBase, max_length: int,
+                              rows: int = 200) -> list[str]:
     """An SFT `max_length` below every one of the first `rows` examples (rendered with the chat template) drops
     them all (`stages.DropLongExamples`): the stage would fail after loading the model, or train on nothing."""
     if "messages" not in dataset.column_names or tokenizer.chat_template is None:
@@ -146,7 +414,7 @@ def _turns_problems(where: str, column: str, values: list[Any], *, needs_assista
     return []
 
 
-def dataset_kwargs_problems(where: str, obj: Any) -> list[str]:
+def dataset_kwargs_problems(where: str, obj: DataArguments | EvaluationConfig | SectionConfig) -> list[str]:
     """A `split` in `dataset_kwargs` is a builder function's argument; with a file, a saved dataset or a Hub id
     (often left over from a builder swapped out) `datasets` gets the split twice."""
     from ..data.loading import names_builder
@@ -159,12 +427,12 @@ def dataset_kwargs_problems(where: str, obj: Any) -> list[str]:
             f"remove it and set {split_key} instead"]
 
 
-def split_key(named: list[Any]) -> str:
+def split_key(named: list[Named]) -> str:
     """The key that picks the split of the dataset the config objects `named` describe."""
     return next(("dataset_train_split" for obj in named if hasattr(obj, "dataset_train_split")), "dataset_split")
 
 
-def rows_asked(named: list[Any]) -> str:
+def rows_asked(named: list[Named]) -> str:
     """The split and row limit the config objects `named` ask for, as the user wrote them."""
     obj = next((o for o in named if o is not None and hasattr(o, "dataset_name")), None)
     if obj is None:
@@ -174,7 +442,7 @@ def rows_asked(named: list[Any]) -> str:
     return f"split {split!r}" + (f", first {limit} rows" if limit else "")
 
 
-def missing_value_problems(where: str, dataset: Any, columns: list[str], named: list[Any]) -> list[str]:
+def missing_value_problems(where: str, dataset: Dataset, columns: list[str], named: list[Named]) -> list[str]:
     """Rows whose gold answer (or another column a reward needs) is empty: a reward skips each such row, so a
     share of the data would silently train or score on nothing. Any such row is an error, unless the stage sets
     `allow_missing_answers: true` (then the rewards skip those rows, as a visible choice)."""
@@ -201,7 +469,7 @@ def unique(problems: list[str]) -> list[str]:
     return list(dict.fromkeys(problems))
 
 
-def set_column_keys(obj: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+def set_column_keys(obj: Named) -> tuple[dict[str, Any], dict[str, Any]]:
     """(values, defaults) of the column-naming keys of a config dataclass."""
     values, defaults = {}, {}
     for f in dataclasses.fields(obj):
@@ -217,8 +485,6 @@ def model_path_problems(model_path: str, *, built_by_run: bool = False) -> list[
     be in the form ..."): a name that looks like a path never becomes a Hub id. A Hub id that cannot be reached
     offline is left to the tokenizer check's note. `built_by_run`: the run builds the model there (a smoke dry
     run names the folder its run builds the model in)."""
-    from pathlib import Path
-
     from huggingface_hub.errors import HFValidationError
     from huggingface_hub.utils import validate_repo_id
 
@@ -242,15 +508,12 @@ def model_path_problems(model_path: str, *, built_by_run: bool = False) -> list[
             "the Hub); fix the path, or give a Hub id 'org/name'"]
 
 
-def lora_target_problems(model_path: str, targets: Any) -> list[str]:
+def lora_target_problems(model_path: str, targets: list[str] | str | None) -> list[str]:
     """LoRA target names the model has no linear layer for (`qkv` on a model with q_proj/k_proj/v_proj): peft
     would refuse them at the first model load, after the base evaluation. Checked on a local model folder, whose
     config builds the model with empty weights (seconds); a Hub id is left to the run."""
-    from pathlib import Path
-
     if not isinstance(targets, list) or not (Path(model_path) / "config.json").is_file():
         return []
-    import torch
     from accelerate import init_empty_weights
     from transformers import AutoConfig, AutoModelForCausalLM
 
@@ -268,11 +531,9 @@ def lora_target_problems(model_path: str, targets: Any) -> list[str]:
             f"{linear}); use those names, or all-linear"]
 
 
-def run_dir_problems(run_dir: Any, key: str = "run_dir") -> list[str]:
+def run_dir_problems(run_dir: Path | str, key: str = "run_dir") -> list[str]:
     """A run_dir that is a file, or lies under one, fails here, not when the first stage writes its outputs.
     `key` is what the command calls it (`trl-r1 sft|grpo|ppo`: output_dir)."""
-    from pathlib import Path
-
     named = "run_dir (or --run-dir)" if key == "run_dir" else key
     for path in (Path(run_dir), *Path(run_dir).parents):
         if path.exists():
@@ -283,21 +544,17 @@ def run_dir_problems(run_dir: Any, key: str = "run_dir") -> list[str]:
     return []
 
 
-def run_dir_model_problems(run_dir: Any, model_path: str) -> list[str]:
+def run_dir_model_problems(run_dir: Path | str, model_path: str) -> list[str]:
     """A run_dir that is the base model's own folder: every stage would write its folders and records into it."""
-    from pathlib import Path
-
     if not Path(model_path).is_dir() or Path(run_dir).resolve() != Path(model_path).resolve():
         return []
     return [f"run_dir: {run_dir} is the folder of model_name_or_path {model_path}; the stages would write into the "
             "model's folder; give run_dir a folder of its own (e.g. runs/NAME)"]
 
 
-def checkpoint_problems(model_path: str, path: Any) -> list[str]:
+def checkpoint_problems(model_path: str, path: Path) -> list[str]:
     """A local `model_name_or_path` must be a model folder (its config.json), not a file, an empty folder or a
     LoRA adapter alone, which transformers would refuse at the first load, after the base evaluation."""
-    import json
-
     key = f"model: key 'model_name_or_path': {model_path!r}"
     if path.is_file():
         return [f"{key} is a file; give the folder that holds the model's config.json and weights"]
@@ -318,9 +575,6 @@ def checkpoint_problems(model_path: str, path: Any) -> list[str]:
 def model_context(model_path: str) -> tuple[int, str] | None:
     """(context length, where it was read) of a model: `max_position_embeddings` in its local config.json, or in
     the known config of a recipe model (trl_r1.rehearsal.models, offline); None when neither says."""
-    import json
-    from pathlib import Path
-
     from ..rehearsal.models import MODELS
 
     known = {name.lower(): spec for name, spec in MODELS.items()}
@@ -386,15 +640,6 @@ def install_hint(extra: str) -> str:
     return f"pip install '{spec}' (or `pip install -e '.[{extra}]'` in the trl-r1 clone)"
 
 
-def uses_vllm(plan: StagePlan, *, vllm_installed: bool, cuda: bool) -> bool:
-    """Whether a stage generates with vLLM: `use_vllm` (RL), or `backend: vllm`, or `auto` where vLLM runs."""
-    config = plan.config
-    if getattr(config, "use_vllm", False):
-        return True
-    backend = getattr(config, "backend", None)
-    return backend == "vllm" or (backend == "auto" and vllm_installed and cuda)
-
-
 def loads_4bit(plan: StagePlan, recipe: Recipe) -> bool:
     if plan.model_args is not None:
         return bool(plan.model_args.load_in_4bit)
@@ -403,8 +648,7 @@ def loads_4bit(plan: StagePlan, recipe: Recipe) -> bool:
     return False
 
 
-def backend_problems(recipe: Recipe, stages: list[StagePlan], rewards: dict[str, list[Any]], *,
-                     cuda: bool) -> list[str]:
+def backend_problems(recipe: Recipe, stages: list[StagePlan], rewards: dict[str, list[Any]]) -> list[str]:
     """One problem per missing backend, naming every stage (and key) that needs it, with the install command.
 
     `rewards` maps a stage (or "evaluation") to its reward entries."""
@@ -415,8 +659,8 @@ def backend_problems(recipe: Recipe, stages: list[StagePlan], rewards: dict[str,
     vllm_installed = importlib.util.find_spec("vllm") is not None
     if not vllm_installed:
         wanting = [f"{p.name} ({'use_vllm: true' if getattr(p.config, 'use_vllm', False) else 'backend: vllm'})"
-                   for p in stages if uses_vllm(p, vllm_installed=False, cuda=cuda)
-                   and p.config.vllm_fallback != "transformers"]
+                   for p in stages if (getattr(p.config, "use_vllm", False) or getattr(p.config, "backend", None)
+                                       == "vllm") and p.config.vllm_fallback != "transformers"]
         if recipe.evaluation is not None and recipe.evaluation.backend == "vllm" \
                 and recipe.evaluation.vllm_fallback != "transformers":
             wanting.append("evaluation (backend: vllm)")
@@ -483,7 +727,7 @@ def value_problems(recipe: Recipe, stages: list[StagePlan]) -> list[str]:
     return problems
 
 
-def sampling_problems(where: str, config: Any) -> list[str]:
+def sampling_problems(where: str, config: SectionConfig) -> list[str]:
     """RL values TRL takes and then fails on mid-run or trains nothing with: top_p outside (0, 1] (vLLM and
     generate reject it at the first rollout), a negative clip epsilon (the ratio clip inverts), num_iterations
     below 1 (no optimisation pass per batch), a reward weight that is not a finite number (NaN or inf poisons
@@ -506,7 +750,7 @@ def sampling_problems(where: str, config: Any) -> list[str]:
     return problems
 
 
-def lora_value_problems(model: Any) -> list[str]:
+def lora_value_problems(model: R1ModelConfig) -> list[str]:
     """LoRA values peft accepts and then trains wrongly with: rank below 1, a dropout outside [0, 1) (1 or more
     zeroes every adapter input), alpha at or below 0 (the adapter's scale alpha / r is 0 or flips its sign)."""
     if not model.use_peft:
@@ -563,7 +807,7 @@ def precision_problems(stages: list[StagePlan]) -> list[str]:
             "--smoke, or plan for a GPU with --dry-run --card NAME_OR_GB (e.g. --card 24)"]
 
 
-def resolve_generation(config: Any, model_args: R1ModelConfig, model: R1ModelConfig, *, four_bit: bool,
+def resolve_generation(config: SectionConfig | EvaluationConfig, model_args: R1ModelConfig, model: R1ModelConfig, *, four_bit: bool,
                        elsewhere: bool) -> tuple[str, str]:
     """(backend, why) a generating section (rl, rejection sampling, evaluation) will use: vLLM where it asks for it
     (`use_vllm`, `backend: vllm|auto`) and vLLM can serve it, else transformers; openai for an endpoint. An RL
@@ -590,9 +834,11 @@ def resolve_generation(config: Any, model_args: R1ModelConfig, model: R1ModelCon
                                use_bnb_nested_quant=model_args.use_bnb_nested_quant, this_machine=not elsewhere)
 
 
-def resolve_stage(plan: StagePlan, recipe: Recipe, *, elsewhere: bool) -> StagePlan:
-    """Fill in what `plan` will do (`StagePlan.generation`, `load_in_4bit`, `evaluation_4bit`), once, for the card
-    planned for (`elsewhere`) or this machine; returns `plan`."""
+def resolve_stage(plan: StagePlan, recipe: Recipe, *, elsewhere: bool, card: tuple[str, float] | None = None,
+                  shape: ModelShape | None = None) -> StagePlan:
+    """Fill in what `plan` will do (`StagePlan.generation`, `load_in_4bit`, `evaluation_4bit`, a sampler's
+    `generation_batch`), once, for the card planned for (`elsewhere`; `card`, and the base model's `shape`, size
+    the batch) or this machine; returns `plan`."""
     plan.load_in_4bit = loads_4bit(plan, recipe)
     model_args = plan.model_args or recipe.model
     # a LoRA stage is evaluated as its adapter on the base it trained on (`StageRecord.generator`), 4-bit as trained
@@ -601,7 +847,44 @@ def resolve_stage(plan: StagePlan, recipe: Recipe, *, elsewhere: bool) -> StageP
         four_bit = plan.load_in_4bit if plan.kind == "rejection_sampling" else plan.evaluation_4bit
         plan.generation, plan.generation_why = resolve_generation(plan.config, model_args, recipe.model,
                                                                   four_bit=four_bit, elsewhere=elsewhere)
+    if plan.kind == "rejection_sampling" and plan.config is not None:
+        plan.generation_batch, plan.generation_batch_why = sampling_batch(plan, recipe.model, card, shape)
     return plan
+
+
+def sampling_batch(plan: StagePlan, model: R1ModelConfig, card: tuple[str, float] | None,
+                   shape: ModelShape | None) -> tuple[int, str]:
+    """(prompts per `generate` call, why) of a rejection-sampling pass: with transformers on a card, the largest
+    batch the memory model fits (`memory.generation_batch_size`, each prompt's `num_samples` sequences of
+    `PROMPT_TOKENS` + `max_new_tokens`, from the model's adapter on its base); else the configured `batch_size`."""
+    config = plan.config
+    if plan.generation != "transformers" or card is None or shape is None:
+        why = "vLLM schedules its own batches" if plan.generation == "vllm" else \
+            "no card to size it for" if card is None else "the model's size is not known here"
+        return config.batch_size, f"the configured batch_size: {why}"
+    settings = memory.GenerationSettings(
+        batch_size=config.batch_size, num_samples=config.num_samples, max_new_tokens=config.max_new_tokens,
+        prompt_length=PROMPT_TOKENS, load_in_4bit=plan.load_in_4bit, lora_r=model.lora_r if model.use_peft else None,
+        fast=True)
+    fitted = memory.generation_batch_size(shape, settings, card[1])
+    if fitted < 1:
+        return config.batch_size, f"the configured batch_size: the memory model fits no batch on {card_text(card)}"
+    return fitted, (f"{fitted} prompts x {config.num_samples} samples of <= {PROMPT_TOKENS} + {config.max_new_tokens} "
+                    f"tokens fit in {memory.USABLE_FRACTION:.0%} of the {card_text(card)}, by the memory model")
+
+
+def resolve_plan(recipe: Recipe, *, elsewhere: bool, card: tuple[str, float] | None = None,
+                 base_model_path: str | None = None) -> Recipe:
+    """Every decision the run takes, made once for the card planned for (`elsewhere`, `card`) or this machine: each
+    stage's (`resolve_stage`) and the evaluation's backend (`Recipe.evaluation_generation`); returns `recipe`."""
+    sampling = any(plan.kind == "rejection_sampling" for plan in recipe.stages)
+    shape = model_shape(base_model_path) if card is not None and base_model_path and sampling else None
+    for plan in recipe.stages:
+        resolve_stage(plan, recipe, elsewhere=elsewhere, card=card, shape=shape)
+    model = recipe.model
+    recipe.evaluation_generation = None if recipe.evaluation is None else resolve_generation(
+        recipe.evaluation, model, model, four_bit=bool(model.load_in_4bit and model.use_peft), elsewhere=elsewhere)
+    return recipe
 
 
 def generation_backend_problems(recipe: Recipe, stages: list[StagePlan], notes: list[str], *,
@@ -620,9 +903,7 @@ def generation_backend_problems(recipe: Recipe, stages: list[StagePlan], notes: 
                    for p in stages if p.kind == "rejection_sampling"]
     if recipe.evaluation is not None:
         four_bit = bool(model.load_in_4bit and model.use_peft)
-        generating.append(("evaluation", recipe.evaluation,
-                           *resolve_generation(recipe.evaluation, model, model, four_bit=four_bit,
-                                               elsewhere=elsewhere), four_bit, "backend: vllm"))
+        generating.append(("evaluation", recipe.evaluation, *recipe.evaluation_generation, four_bit, "backend: vllm"))
     for where, config, backend, why, four_bit, asking in generating:
         wants = getattr(config, "use_vllm", False) or getattr(config, "backend", None) in ("vllm", "auto")
         if not wants or getattr(config, "base_url", None):
@@ -648,8 +929,6 @@ def generation_backend_problems(recipe: Recipe, stages: list[StagePlan], notes: 
 
 def card_memory_gb() -> tuple[str, float] | None:
     """(name, GB) of the GPU this process sees, None without one."""
-    import torch
-
     if not torch.cuda.is_available():
         return None
     props = torch.cuda.get_device_properties(0)
@@ -661,8 +940,6 @@ def stage_peak(plan: StagePlan, recipe: Recipe, shape: ModelShape, card_gb: floa
     """(estimated peak bytes, what was estimated) of one stage on a `card_gb` card, None where the memory model
     has no formula for it (full fine-tuning). An rl stage without vLLM counts the fast path as its trainer picks
     it (`rl_step_peak`)."""
-    from . import memory
-
     config = plan.config
     if plan.kind in ("sft", "grpo", "ppo"):
         model_args = plan.model_args
@@ -684,7 +961,7 @@ def stage_peak(plan: StagePlan, recipe: Recipe, shape: ModelShape, card_gb: floa
             vllm_gpu_memory_utilization=getattr(config, "vllm_gpu_memory_utilization", 0.3),
             vllm_enable_sleep_mode=bool(getattr(config, "vllm_enable_sleep_mode", False)))
         return rl_step_peak(config, settings, shape, card_gb, longest_prompt, vllm=vllm)
-    return generation_peak(config, shape, card_gb, load_in_4bit=plan.load_in_4bit,
+    return generation_peak(config, shape, card_gb, batch=plan.generation_batch, load_in_4bit=plan.load_in_4bit,
                            adapter=recipe.model.use_peft and recipe.model.adapter_handoff == "continue", vllm=vllm)
 
 
@@ -693,14 +970,11 @@ def stage_peak(plan: StagePlan, recipe: Recipe, shape: ModelShape, card_gb: floa
 FAST_PROMPT_CUT_LIMIT = 0.05
 
 
-def rl_step_peak(config: Any, settings: GRPOSettings, shape: ModelShape, card_gb: float,
+def rl_step_peak(config: TrainingArguments, settings: GRPOSettings, shape: ModelShape, card_gb: float,
                  longest_prompt: int | None, *, vllm: bool) -> tuple[float, str]:
     """An rl step's peak with the generation its trainer runs: the fast path (`fast_generation: on`, or `auto`
     where the memory model fits it, `memory.generation_path`) holds the merged copy and a static cache at the
     prompt budget from the data (`fast_prompt_budget`: the key, or the longest prompt rounded up), else plain."""
-    from ..data.fast_generation import fast_prompt_budget
-    from . import memory
-
     setting = getattr(config, "fast_generation", "off")
     if setting != "off" and not vllm:
         fast = dataclasses.replace(settings, fast_generation=True, fast_generation_prompt_length=fast_prompt_budget(
@@ -710,14 +984,13 @@ def rl_step_peak(config: Any, settings: GRPOSettings, shape: ModelShape, card_gb
     return memory.estimate_grpo_peak(shape, settings, card_gb=card_gb).peak, "RL step"
 
 
-def fast_prompt_problems(where: str, config: Any, lengths: PromptScan, *, refuse: bool) -> tuple[list[str], list[str]]:
+def fast_prompt_problems(plan: StagePlan, lengths: PromptScan, *, refuse: bool) -> tuple[list[str], list[str]]:
     """(problems, notes) of an rl stage's prompts against `fast_generation_max_prompt_length`: the fast path cuts a
     longer prompt from the left at run time (its end kept, counted in a WARNING). When the fast path will run
     (`refuse`: `on`, or `auto` on a card) and more than `FAST_PROMPT_CUT_LIMIT` of the prompts would be cut, the
     dry run refuses; fewer, or a path that may not run, are a note with the count."""
-    from ..data.fast_generation import fast_prompt_budget
-
-    if getattr(config, "fast_generation", "off") == "off" or getattr(config, "use_vllm", False) or not lengths.rows:
+    where, config = plan.name, plan.config
+    if getattr(config, "fast_generation", "off") == "off" or plan.generation == "vllm" or not lengths.rows:
         return [], []
     key = config.fast_generation_max_prompt_length
     cut = lengths.over(key)
@@ -735,40 +1008,40 @@ def fast_prompt_problems(where: str, config: Any, lengths: PromptScan, *, refuse
     return [], [f"{line} (counted in a WARNING at run time){'' if refuse else ' when the fast path runs'}"]
 
 
-def generation_peak(config: Any, shape: ModelShape, card_gb: float, *, load_in_4bit: bool, adapter: bool,
-                    vllm: bool) -> tuple[float, str]:
-    """A generation pass (rejection sampling, evaluation): vLLM's budget, or transformers' generate call."""
-    from . import memory
-
+def generation_peak(config: RejectionSamplingConfig | EvaluationConfig, shape: ModelShape, card_gb: float, *, load_in_4bit: bool, adapter: bool,
+                    vllm: bool, batch: int | None = None) -> tuple[float, str]:
+    """A generation pass (rejection sampling, evaluation): vLLM's budget, or transformers' generate call of
+    `batch` prompts (default: the section's `batch_size`)."""
     if vllm:
         share = config.vllm_gpu_memory_utilization or 0.9  # vLLM's default share
         return share * card_gb * 1e9, f"vLLM's budget ({share} of the card)"
-    settings = memory.GenerationSettings(batch_size=config.batch_size, num_samples=config.num_samples,
+    settings = memory.GenerationSettings(batch_size=batch or config.batch_size, num_samples=config.num_samples,
                                          max_new_tokens=config.max_new_tokens, prompt_length=PROMPT_TOKENS,
                                          load_in_4bit=load_in_4bit, lora_r=16 if adapter else None)
     return memory.estimate_generation_peak(shape, settings).peak, "transformers generation"
 
 
+def planned_peak(recipe: Recipe, plan: StagePlan | None, shape: ModelShape, card_gb: float,
+                 longest_prompts: dict[str, int]) -> tuple[float, str] | None:
+    """`stage_peak` of a stage (`plan` None: the evaluation) with the backend its plan decided; what the plan
+    prints and the preflight checks."""
+    if plan is None:
+        return generation_peak(recipe.evaluation, shape, card_gb, load_in_4bit=False, adapter=False,
+                               vllm=recipe.evaluation_generation[0] == "vllm")
+    return stage_peak(plan, recipe, shape, card_gb, vllm=plan.generation == "vllm",
+                      longest_prompt=longest_prompts.get(plan.name))
+
+
 def memory_problems(recipe: Recipe, stages: list[StagePlan], shape: ModelShape, card: tuple[str, float], *,
-                    vllm_installed: bool, longest_prompts: dict[str, int] | None = None) -> list[str]:
+                    longest_prompts: dict[str, int] | None = None) -> list[str]:
     """Each stage whose estimated peak exceeds the usable share of the card (memory.USABLE_FRACTION);
     `longest_prompts`: each stage's longest prompt in tokens, where the data was scanned."""
-    from . import memory
-
     name, card_gb = card
     usable = memory.USABLE_FRACTION * card_gb * 1e9
     problems = []
-    items = [(p.name, p) for p in stages]
-    if recipe.evaluation is not None:
-        items.append(("evaluation", None))
+    items = [(p.name, p) for p in stages] + ([("evaluation", None)] if recipe.evaluation is not None else [])
     for where, plan in items:
-        if plan is None:
-            ev = recipe.evaluation
-            vllm = ev.backend == "vllm" or (ev.backend == "auto" and vllm_installed)
-            peak = generation_peak(ev, shape, card_gb, load_in_4bit=False, adapter=False, vllm=vllm)
-        else:
-            peak = stage_peak(plan, recipe, shape, card_gb, vllm=plan.generation == "vllm",
-                              longest_prompt=(longest_prompts or {}).get(where))
+        peak = planned_peak(recipe, plan, shape, card_gb, longest_prompts or {})
         if peak is not None and peak[0] > usable:
             hint = ""
             if plan is not None and plan.kind in ("grpo", "ppo"):
@@ -782,18 +1055,16 @@ def memory_problems(recipe: Recipe, stages: list[StagePlan], shape: ModelShape, 
                             "docs/troubleshooting.md (out of memory)")
             continue
         config = recipe.evaluation if plan is None else plan.config
-        generating_with_vllm = (vllm if plan is None else plan.generation == "vllm"
-                                and getattr(config, "vllm_mode", "colocate") == "colocate")
-        if generating_with_vllm:
+        backend = recipe.evaluation_generation[0] if plan is None else plan.generation
+        if backend == "vllm" and getattr(config, "vllm_mode", "colocate") == "colocate":
             problems += vllm_cache_problems(where, config, shape, card, plan.load_in_4bit if plan else False)
     return problems
 
 
-def vllm_cache_problems(where: str, config: Any, shape: ModelShape, card: tuple[str, float], load_in_4bit: bool) -> list[str]:
+def vllm_cache_problems(where: str, config: SectionConfig | EvaluationConfig, shape: ModelShape, card: tuple[str, float],
+                        load_in_4bit: bool) -> list[str]:
     """vLLM refuses to start unless its share of the card holds the KV cache of one `vllm_max_model_length`
     sequence (default: the model's whole context) after its weights."""
-    from . import memory
-
     share = getattr(config, "vllm_gpu_memory_utilization", None) or 0.9  # TRL's default is set (0.3); vLLM's 0.9
     needed = getattr(config, "vllm_max_model_length", None) or shape.max_position_embeddings
     tokens = memory.vllm_kv_tokens(shape, card[1], share, load_in_4bit)
@@ -809,6 +1080,6 @@ __all__ = ["backend_problems", "card_memory_gb", "column_key_problems", "context
            "dataset_kwargs_problems", "fast_prompt_problems", "generation_backend_problems", "long_prompt_problems",
            "lora_target_problems", "lora_value_problems", "memory_problems", "missing_template_problems",
            "missing_value_problems", "model_context", "model_path_problems", "precision_problems",
-           "resolve_generation", "resolve_stage", "rows_asked", "run_dir_model_problems", "run_dir_problems",
+           "resolve_generation", "resolve_plan", "resolve_stage", "rows_asked", "run_dir_model_problems", "run_dir_problems",
            "sampling_problems", "short_max_length_problems", "split_key", "tracker_problems", "unique",
            "value_problems"]

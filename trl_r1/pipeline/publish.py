@@ -24,7 +24,7 @@ from typing import Any
 
 from .recipe import Recipe
 from .report import REPORT_JSON, evaluation_table
-from .stages import read_record
+from .fingerprint import read_record
 
 MODEL_FILES = ("config.json", "generation_config.json", "*.safetensors", "model.safetensors.index.json",
                "tokenizer*", "special_tokens_map.json", "vocab*", "merges.txt", "added_tokens.json",

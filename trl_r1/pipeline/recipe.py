@@ -27,7 +27,7 @@ import inspect
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from transformers import TrainingArguments
 from trl import ModelConfig
@@ -38,6 +38,12 @@ from ..data.generation import vllm_fallback_field
 from ..registry import Registry, resolve_import_path
 from ..rewards.aliases import REWARD_ALIASES
 from .fingerprint import changed_keys, fingerprint_stages
+
+if TYPE_CHECKING:
+    from ..data.rejection_sampling import RejectionSamplingConfig
+
+    # a stage's parsed config: a TRL trainer's (SFTConfig, R1GRPOConfig, R1PPOConfig) or the sampler's
+    SectionConfig = TrainingArguments | RejectionSamplingConfig
 from .fingerprint import digest as _digest
 
 PIPELINE_SET_KEYS = {"output_dir", "model_name_or_path", "adapter_path"}  # stage sections may not set these
@@ -247,8 +253,8 @@ class StagePlan:
 
     name: str
     kind: str  # sft | grpo | ppo | rejection_sampling
-    args: Any  # the stage's *Arguments dataclass
-    config: Any  # SFTConfig / R1GRPOConfig / R1PPOConfig / RejectionSamplingConfig
+    args: SFTStageArguments | RLStageArguments | RejectionSamplingStageArguments | None  # None: its section failed
+    config: SectionConfig | None
     model_args: R1ModelConfig | None
     output_dir: Path
     fingerprint: str = ""
@@ -260,6 +266,8 @@ class StagePlan:
     generation_why: str = ""  # why that backend (a fallback names what vLLM cannot do)
     load_in_4bit: bool = False  # the model it loads (trains, or samples from) is a 4-bit base
     evaluation_4bit: bool = False  # its held-out evaluation loads its adapter on a 4-bit base
+    generation_batch: int | None = None  # rejection sampling: prompts per generate call (`preflight.sampling_batch`)
+    generation_batch_why: str = ""  # how that batch follows from the card, the model and the lengths
 
     @property
     def seed(self) -> int | None:
@@ -276,6 +284,7 @@ class Recipe:
     evaluation: EvaluationConfig | None
     source: Path | None = None
     shared: dict[str, dict[str, Any]] = field(default_factory=dict)  # the user's model/training/evaluation keys
+    evaluation_generation: tuple[str, str] | None = None  # (backend, why), decided once (`preflight.resolve_plan`)
 
     def stage(self, name: str) -> StagePlan | None:
         return next((s for s in self.stages if s.name == name), None)
@@ -519,13 +528,13 @@ def plan_trainer_stage(name: str, kind: str, section: dict[str, Any], where: Pla
 
 def reward_weights(rewards: Any, stage: str, problems: list[str]) -> list[float] | None:
     """Resolve the reward list now (unknown names fail before any work); return the weights if any were set."""
-    from ..rewards import get_reward_funcs
+    from ..rewards import REWARD_REGISTRY, get_reward_funcs
 
     if not isinstance(rewards, list) or not rewards:
         problems.append(f"{stage}: key 'rewards' must be a non-empty list of names or {{name, weight}} mappings")
         return None
     foreign = [f"{stage}: key 'rewards': {name!r} is {REWARD_ALIASES[name].why}" for name in reward_names(rewards)
-               if name in REWARD_ALIASES and name not in reward_registry()]
+               if name in REWARD_ALIASES and name not in REWARD_REGISTRY]
     if foreign:
         problems += foreign
         return None
@@ -547,12 +556,6 @@ def reward_weights(rewards: Any, stage: str, problems: list[str]) -> list[float]
     except (TypeError, ValueError):
         problems.append(f"{stage}: key 'rewards': every weight must be a number, got {weights}")
         return None
-
-
-def reward_registry() -> Any:
-    from ..rewards import REWARD_REGISTRY
-
-    return REWARD_REGISTRY
 
 
 def reward_names(rewards: list[Any]) -> list[str]:

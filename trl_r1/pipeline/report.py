@@ -10,8 +10,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .intervals import paired_gain_interval
-from .stages import StageRecord, read_record
+from ..algorithms.intervals import paired_gain_interval
+from .fingerprint import StageRecord, read_record
 
 REPORT_MD, REPORT_JSON = "report.md", "report.json"
 CRITIC_METRICS = ("value_loss", "explained_variance")  # R1PPOTrainer's critic (verl's critic/vf_loss, vf_explained_var)

@@ -32,13 +32,13 @@ import contextlib
 import json
 import logging
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .fingerprint import RECORD_FILE, keep_previous, unreadable_record
+from .fingerprint import ModelHandle, StageRecord, prepare_stage_dir, read_record, stage_status, write_record
 from .plan import StageCost, dataset_rows, final_sft_cost, rejection_sampling_cost, rl_cost, training_cost
-from .preflight import short_max_length_problems
+from .preflight import Run, dataset_problems, short_max_length_problems
 from .recipe import (
     STAGE_REGISTRY,
     TRAINER_KINDS,
@@ -61,88 +61,22 @@ from .recipe import (
 )
 from .templates import prepare_assistant_only_loss
 
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from datasets import Dataset
+    from peft import PeftConfig
+    from transformers import BitsAndBytesConfig, PreTrainedModel, Trainer, TrainingArguments
+
+    from ..data.rejection_sampling import RejectionSamplingConfig
+
 logger = logging.getLogger("trl_r1.pipeline")
 
-STAGE_FILE = RECORD_FILE
 SMOKE_MAX_SAMPLES = 8  # `run --smoke`: the rows a stage keeps of its own dataset
 
 
 class StageError(RuntimeError):
     """A stage could not produce what the next one needs (reported without a traceback; re-run to retry)."""
-
-
-@dataclass
-class ModelHandle:
-    """A model to start from: a full model directory, optionally with a LoRA adapter trained on top of it."""
-
-    model_path: str
-    adapter_path: str | None = None
-
-
-@dataclass
-class StageRecord:
-    """What `stage.json` holds."""
-
-    name: str
-    fingerprint: str
-    status: str = "running"  # running | done
-    outputs: dict[str, Any] = field(default_factory=dict)
-    metrics: dict[str, Any] = field(default_factory=dict)
-    evaluation: dict[str, Any] | None = None
-    seconds: float = 0.0
-    settings: dict[str, Any] | None = None  # the recipe keys its fingerprint covers: a redo names what changed
-    evaluation_settings: dict[str, Any] | None = None  # what `evaluation` was measured with: a change re-evaluates
-
-    @property
-    def handle(self) -> ModelHandle | None:
-        if "model_path" not in self.outputs:
-            return None
-        return ModelHandle(self.outputs["model_path"], self.outputs.get("adapter_path"))
-
-    @property
-    def generator(self) -> ModelHandle | None:
-        """What generates as this stage's model (its evaluation, rejection sampling from it): a LoRA stage's
-        adapter on the base it trained on, whatever the hand-off; the merged copy only starts the next training."""
-        if "adapter" in self.outputs and "adapter_base" in self.outputs:
-            return ModelHandle(self.outputs["adapter_base"], self.outputs["adapter"])
-        return self.handle
-
-
-def read_record(stage_dir: Path) -> StageRecord | None:
-    """The stage's record, or None if it never started (or the file is unreadable: the stage is redone)."""
-    try:
-        return StageRecord(**json.loads((stage_dir / STAGE_FILE).read_text()))
-    except (OSError, ValueError, TypeError):
-        return None
-
-
-def write_record(stage_dir: Path, record: StageRecord) -> None:
-    stage_dir.mkdir(parents=True, exist_ok=True)
-    tmp = stage_dir / (STAGE_FILE + ".tmp")
-    tmp.write_text(json.dumps(asdict(record), indent=2, default=str))
-    tmp.replace(stage_dir / STAGE_FILE)  # atomic: an interrupted write never leaves a half file
-
-
-def stage_status(plan: StagePlan, forced: bool = False) -> str:
-    """`done` (skip), `resume` (interrupted, same config), `stale` (config changed: redo) or `new`."""
-    record = read_record(plan.output_dir)
-    if record is None:
-        return "stale" if unreadable_record(plan.output_dir) else "new"  # an unreadable record: keep its files aside
-    if record.fingerprint != plan.fingerprint:
-        return "stale"
-    if forced:
-        return "stale"
-    return "done" if record.status == "done" else "resume"
-
-
-def prepare_stage_dir(plan: StagePlan, status: str) -> None:
-    """Move a stale stage's outputs aside (to `<stage>.previous`, numbered when taken: `fingerprint.keep_previous`) so that nothing of the old run is mixed in,
-    then mark the stage running. The main process alone calls it (moving directories is not shared work).
-    """
-    if status == "stale" and plan.output_dir.exists():
-        keep_previous(plan.output_dir, plan.name)
-    if status != "resume":
-        write_record(plan.output_dir, StageRecord(plan.name, plan.fingerprint, settings=plan.settings))
 
 
 # --------------------------------------------------------------------------------------------- training
@@ -157,7 +91,7 @@ class TrainingResult:
     seconds: float
 
 
-def train(plan: StagePlan, start: ModelHandle, train_dataset: Any, *,
+def train(plan: StagePlan, start: ModelHandle, train_dataset: Dataset, *,
           reward_funcs: list[Any] | None = None, long_examples: "DropLongExamples | None" = None) -> TrainingResult:
     """Train one SFT / GRPO / PPO stage from `start`, resuming from its last checkpoint, and save it; with
     `long_examples`, the examples longer than `max_length` are dropped from what the trainer prepared.
@@ -201,8 +135,8 @@ def train(plan: StagePlan, start: ModelHandle, train_dataset: Any, *,
     return TrainingResult(start, metrics, seconds)
 
 
-def make_trainer(plan: StagePlan, start: ModelHandle, train_dataset: Any, *,
-                 reward_funcs: list[Any] | None = None) -> Any:
+def make_trainer(plan: StagePlan, start: ModelHandle, train_dataset: Dataset, *,
+                 reward_funcs: list[Any] | None = None) -> Trainer:
     """The TRL trainer a training stage runs, as its plan resolved it: vLLM generation only where
     `StagePlan.generation` says so, a 4-bit base where `StagePlan.load_in_4bit` does."""
     config = plan.config
@@ -218,7 +152,8 @@ def make_trainer(plan: StagePlan, start: ModelHandle, train_dataset: Any, *,
     return TRAINER_KINDS[plan.kind].trainer(**kwargs)
 
 
-def _model_for_trainer(model_args: R1ModelConfig, start: ModelHandle, config: Any) -> tuple[Any, Any, Any]:
+def _model_for_trainer(model_args: R1ModelConfig, start: ModelHandle, config: TrainingArguments
+                       ) -> tuple[PreTrainedModel | str, PeftConfig | None, BitsAndBytesConfig | None]:
     """(model, peft_config, quantization_config) for a TRL trainer constructor.
 
     A new adapter: the model path as a string (TRL loads it with `model_init_kwargs`, quantised if asked) and a
@@ -297,14 +232,14 @@ class DropLongExamples:
         self.stage, self.max_length = stage, max_length
 
     @contextlib.contextmanager
-    def untruncated(self, config: Any):
+    def untruncated(self, config: TrainingArguments) -> Iterator[None]:
         config.max_length = None
         try:
             yield
         finally:
             config.max_length = self.max_length
 
-    def __call__(self, trainer: Any) -> dict[str, Any]:
+    def __call__(self, trainer: Trainer) -> dict[str, Any]:
         dataset, limit = trainer.train_dataset, self.max_length
         kept = dataset.filter(lambda ids: [len(x) <= limit for x in ids], input_columns=["input_ids"], batched=True,
                               desc=f"{self.stage}: dropping examples longer than {limit} tokens")
@@ -343,17 +278,17 @@ class Stage:
     def check_recipe(self, plan: StagePlan, present: set[str], problems: list[str]) -> None:
         """Problems with what this stage needs from the recipe's other stages (none by default)."""
 
-    def check_data(self, plan: StagePlan, pipeline: Any) -> list[str]:
+    def check_data(self, plan: StagePlan, pipeline: Run) -> list[str]:
         return []
 
-    def cost(self, plan: StagePlan, pipeline: Any, costs: dict[str, StageCost]) -> StageCost | None:
+    def cost(self, plan: StagePlan, pipeline: Run, costs: dict[str, StageCost]) -> StageCost | None:
         """What the stage will spend, given the earlier stages' `costs` (None: not known before it runs)."""
         return None
 
-    def run(self, plan: StagePlan, pipeline: Any) -> Any:
+    def run(self, plan: StagePlan, pipeline: Run) -> Any:
         raise NotImplementedError
 
-    def record(self, plan: StagePlan, pipeline: Any, result: Any) -> StageRecord:
+    def record(self, plan: StagePlan, pipeline: Run, result: Any) -> StageRecord:
         raise NotImplementedError
 
     def smoke(self, section: dict[str, Any]) -> dict[str, Any]:
@@ -427,7 +362,7 @@ class SFTStage(TrainingStage):
         if plan.args.dataset_name is None:
             return []
         text_field = getattr(plan.config, "dataset_text_field", "text")  # TRL's SFTConfig: the text column's name
-        problems = pipeline.check_columns(plan.name, lambda: self.own_dataset(plan, pipeline), (), [],
+        problems = dataset_problems(pipeline, plan.name, lambda: self.own_dataset(plan, pipeline), (), [],
                                           named=[plan.args, plan.config],
                                           any_of=(("messages",), (text_field,), ("prompt", "completion")))
         if not problems and pipeline.tokenizer is not None and self.long_examples(plan) is not None:
@@ -440,7 +375,7 @@ class SFTStage(TrainingStage):
 
     def own_dataset(self, plan, pipeline):
         """The stage's `dataset_name`, loaded once."""
-        return pipeline.stage_data(plan.name, plan.args)
+        return pipeline.data.of(plan.name, plan.args)
 
     def dataset(self, plan, pipeline):
         """What the stage trains on."""
@@ -528,7 +463,7 @@ class RLStage(TrainingStage):
         return plan_trainer_stage(name, kind, section, where, RLStageArguments, problems)
 
     def prompts(self, plan, pipeline):
-        return pipeline.stage_data(plan.name, plan.args)
+        return pipeline.data.of(plan.name, plan.args)
 
     def rewards(self, plan, pipeline) -> list[Any]:
         return pipeline.adapted(plan.args.rewards)
@@ -537,7 +472,7 @@ class RLStage(TrainingStage):
         return rl_cost(plan, pipeline)
 
     def check_data(self, plan, pipeline):
-        return pipeline.check_columns(plan.name, lambda: self.prompts(plan, pipeline), ("prompt",),
+        return dataset_problems(pipeline, plan.name, lambda: self.prompts(plan, pipeline), ("prompt",),
                                       self.rewards(plan, pipeline), named=[plan.args])
 
     def run(self, plan, pipeline):
@@ -559,25 +494,6 @@ class RLStage(TrainingStage):
             return [f"{name}: every completion hit max_completion_length, so no token was trained on "
                     "(mask_truncated_completions masks them all)"]
         return []
-
-
-def rejection_sampling_batch(config: Any) -> int:
-    """Prompts per `generate` call of a transformers rejection-sampling pass, from the memory model on a GPU
-    (`memory.card_generation_batch`); the configured batch_size otherwise (and for vLLM and endpoints)."""
-    from ..data.generation import resolve_backend
-    from .memory import GenerationSettings, adapter_rank, card_generation_batch
-
-    if resolve_backend(config.backend, config.base_url, config.model_name_or_path, config.load_in_4bit) \
-            != "transformers":
-        return config.batch_size
-    import torch
-
-    batch, why = card_generation_batch(config.model_name_or_path, GenerationSettings(
-        batch_size=config.batch_size, num_samples=config.num_samples, max_new_tokens=config.max_new_tokens,
-        load_in_4bit=config.load_in_4bit, lora_r=adapter_rank(config.adapter_path),
-        fast=torch.cuda.is_available()))
-    logger.info("rejection sampling: %d prompts per generate call (%s)", batch, why)
-    return batch
 
 
 class RejectionSamplingStage(Stage):
@@ -622,13 +538,13 @@ class RejectionSamplingStage(Stage):
         if cfg.dataset_name is None:
             source = pipeline.recipe.stage(self.rewards_from)
             return STAGE_REGISTRY[source.name].prompts(source, pipeline)
-        return pipeline.load_data(plan.name, cfg.dataset_name, split=cfg.dataset_split, config=args.dataset_config,
+        return pipeline.data.load(plan.name, cfg.dataset_name, split=cfg.dataset_split, config=args.dataset_config,
                                   kwargs=args.dataset_kwargs)
 
     def check_data(self, plan, pipeline):
         if plan.config.dataset_name is None:
             return []
-        return pipeline.check_columns(plan.name, lambda: self.prompts(plan, pipeline), (plan.config.prompt_column,),
+        return dataset_problems(pipeline, plan.name, lambda: self.prompts(plan, pipeline), (plan.config.prompt_column,),
                                       self.rewards(plan, pipeline), named=[plan.config])
 
     def cost(self, plan, pipeline, costs):
@@ -636,18 +552,18 @@ class RejectionSamplingStage(Stage):
         rows = dataset_rows(pipeline, source.name, source) if source is not None else None
         return rejection_sampling_cost(plan, pipeline, rows)
 
-    def sampling_config(self, plan: StagePlan, pipeline: Any) -> Any:
-        """The sampler's config as the plan resolved it (`StagePlan.generation`, `load_in_4bit`), on the model
-        it samples from."""
+    def sampling_config(self, plan: StagePlan, pipeline: Run) -> RejectionSamplingConfig:
+        """The sampler's config as the plan resolved it (`StagePlan.generation`, `load_in_4bit`,
+        `generation_batch`), on the model it samples from."""
         start = pipeline.generator_from(self.starts_from)
-        config = replace(
+        logger.info("%s: %d prompts per generate call (%s)", plan.name, plan.generation_batch, plan.generation_batch_why)
+        return replace(
             plan.config, model_name_or_path=start.model_path, adapter_path=start.adapter_path,
             output_dir=str(plan.output_dir), backend=plan.generation, load_in_4bit=plan.load_in_4bit,
-            rewards=self.rewards(plan, pipeline),
+            batch_size=plan.generation_batch, rewards=self.rewards(plan, pipeline),
             think_prefilled=plan.section.get("think_prefilled", True if pipeline.prefills_think else
                                              plan.config.think_prefilled),
         )
-        return replace(config, batch_size=rejection_sampling_batch(config))
 
     def run(self, plan, pipeline):
         from ..data.rejection_sampling import rejection_sample
@@ -676,7 +592,7 @@ class RejectionSamplingStage(Stage):
         return [f"{name}: no sample was accepted"] if record and not record.outputs.get("num_accepted") else []
 
 
-def final_sft_dataset(plan: StagePlan, accepted_path: str | None, own: Any = None):
+def final_sft_dataset(plan: StagePlan, accepted_path: str | None, own: Dataset | None = None) -> Dataset:
     """The accepted samples (their `messages`), mixed with the recipe's `mix_datasets` and/or its own dataset."""
     import datasets
     from trl import DatasetMixtureConfig, get_dataset

@@ -16,9 +16,13 @@ import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..verifiers.format import THINK_OPEN, prompt_prefills_think
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
+    from trl import SFTConfig
 
 logger = logging.getLogger("trl_r1.pipeline")
 
@@ -35,7 +39,7 @@ class TemplateReport:
     training_template_error: str | None = None  # why assistant_only_loss cannot mask this template (None: it can)
 
 
-def inspect_chat_template(tokenizer: Any) -> TemplateReport:
+def inspect_chat_template(tokenizer: PreTrainedTokenizerBase) -> TemplateReport:
     """Render a probe conversation with `tokenizer`'s chat template.
 
     >>> from trl_r1.toy import build_tokenizer
@@ -81,7 +85,7 @@ def own_training_template(chat_template: str | None) -> str | None:
     return chat_template.replace(_LLAMA32_TURN, _LLAMA32_TRAINING_TURN)
 
 
-def training_chat_template(tokenizer: Any) -> str:
+def training_chat_template(tokenizer: PreTrainedTokenizerBase) -> str:
     """The template `SFTConfig(assistant_only_loss=True)` masks with: the tokenizer's own when it has generation
     markers, trl-r1's (`own_training_template`), or TRL's training version; a ValueError saying why otherwise.
 
@@ -110,7 +114,7 @@ def training_chat_template(tokenizer: Any) -> str:
                          "training version of it") from None
 
 
-def prepare_assistant_only_loss(config: Any, model_path: str, directory: Path) -> None:
+def prepare_assistant_only_loss(config: SFTConfig, model_path: str, directory: Path) -> None:
     """Point an SFT config with `assistant_only_loss` at trl-r1's training template when TRL would find none.
 
     Runs on every rank before the trainer is built: writes ``<directory>/training_chat_template.jinja`` (atomically,

@@ -152,7 +152,7 @@ class FastGenerationMixin:
             "policy; `auto` (default) is `on` on a GPU where the copy and its cache fit the free memory, else "
             "`off` (on CPU the compiled copy is slower than plain generate at SmolLM2's size and repays its compile only "
             "after thousands of decoding steps: docs/data.md). The memory model's verdict for a card: "
-            "trl_r1.pipeline.memory.generation_path.",
+            "trl_r1.trainers.memory.generation_path.",
             "choices": ["auto", "on", "off"],
         },
     )

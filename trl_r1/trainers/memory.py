@@ -45,7 +45,7 @@ baseline, which also counts host heap the GPU never sees), fitted by `fit_calibr
 (clamped at its physical floor, 2.0) and `CPU_OVERHEAD_GIB`; `MAX_CALIBRATION_ERROR` is the formula's error
 there. The vLLM terms are projections from vLLM's and TRL's documented behaviour: no point measures them.
 
-Run `python -m trl_r1.pipeline.memory` to print the GRPO tables of docs/memory.md.
+Run `python -m trl_r1.trainers.memory` to print the GRPO tables of docs/memory.md.
 """
 
 from __future__ import annotations
@@ -655,7 +655,7 @@ def markdown_table(settings: GRPOSettings = GRPOSettings()) -> str:
              "from vLLM's and TRL's documented behaviour)" if s.use_vllm else
              f"{'QLoRA' if s.load_in_4bit else 'LoRA on the bf16 base'}, generation with transformers")
     intro = (
-        f"Projected peak GPU memory of one GRPO step with TRL 1.16, {setup} (`trl_r1.pipeline.memory`, calibrated "
+        f"Projected peak GPU memory of one GRPO step with TRL 1.16, {setup} (`trl_r1.trainers.memory`, calibrated "
         f"on one-step peaks measured on an NVIDIA H200, within {MAX_GPU_CALIBRATION_ERROR:.0%} of each; "
         f"prompt {s.max_prompt_length} tokens, 32 completions per step, LoRA "
         f"r={s.lora_r} on all linear layers, 8-bit AdamW, gradient checkpointing). Each card column gives the "
@@ -698,7 +698,7 @@ def sft_markdown_table(settings: GRPOSettings = GRPOSettings()) -> str:
 
 
 def gpu_calibration_table(points: list[dict]) -> str:
-    """The measured GPU points beside the formula (`python -m trl_r1.pipeline.memory --gpu-points FILE`)."""
+    """The measured GPU points beside the formula (`python -m trl_r1.trainers.memory --gpu-points FILE`)."""
     lines = ["| card | versions (torch, transformers, TRL, PEFT, bitsandbytes) | model | step | tokens per micro-batch "
              "| measured peak reserved | formula (reserved) | error |", "|---|---|---|---|---|---|---|---|"]
     for point, measured, formula in gpu_calibration_error(points):
