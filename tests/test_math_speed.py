@@ -137,7 +137,7 @@ def test_plain_bounds_compare_in_process_as_sympys_sets(gold, answer, equivalent
     assert verdict(gold, answer) == (equivalent, None)
 
 
-@pytest.mark.parametrize("text", ["(1,2)", r"0<g(t)\le2", r"x<\infty", r"1\ne x<3", r"x<-2\lor x>3", r"e<3"])
+@pytest.mark.parametrize("text", ["(1,2)", r"0<g(t)\le2", r"x<\infty", r"1\ne x<3", r"x<-2\lor x>3", r"e<3", r"x<\frac{1}{0}"])
 def test_other_conditions_and_pairs_have_no_bounds_set(text):
     assert bounds_set(canonical(text)) is None
 

@@ -889,8 +889,9 @@ def bounds_set(text: str) -> tuple | None:
         opening, start, end, closing = interval.groups()
         if opening == "(" and closing == ")" and "infty" not in start + end:
             return None  # (1,2): a pair as much as an interval
-        low = -_INFINITY if start == "-\\infty" else parse_number(start).value
-        high = _INFINITY if end == "\\infty" else parse_number(end).value
+        low, high = (-_INFINITY if start == "-\\infty" else _bound(start)), (_INFINITY if end == "\\infty" else _bound(end))
+        if low is None or high is None:
+            return None
         return _interval(low, opening == "(" or low == -_INFINITY, high, closing == ")" or high == _INFINITY)
     condition = _SIMPLE_CONDITION.fullmatch(text)
     if condition is None:
@@ -909,7 +910,9 @@ def bounds_set(text: str) -> tuple | None:
     if len(relations) == 2 and "!=" in (relations[0][0], relations[1][0]):
         return None  # 1\ne x<3: left to the worker
     for operator, bound in relations:
-        value = parse_number(bound).value
+        value = _bound(bound)
+        if value is None:  # \frac{1}{0}
+            return None
         if operator == "!=":
             return (-_INFINITY, True, value, True), (value, True, _INFINITY, True)
         if operator in ("<", "<=") and value <= high:
@@ -917,6 +920,11 @@ def bounds_set(text: str) -> tuple | None:
         elif operator in (">", ">=") and value >= low:
             low, low_open = value, operator == ">" or (value == low and low_open)
     return _interval(low, low_open, high, high_open)
+
+
+def _bound(text: str) -> Fraction | None:
+    number = parse_number(text)
+    return None if number is None else number.value
 
 
 def _interval(low, low_open: bool, high, high_open: bool) -> tuple:
