@@ -116,7 +116,8 @@ def test_rational_functions_are_sampled_in_process_as_sympy_samples_them(gold, a
     assert verdict(gold, answer) == (equivalent, None)
 
 
-@pytest.mark.parametrize("gold,answer", [("x^2", "1/2x"), ("x^2", "x(x)"), ("e^2", "e^2"), ("xy", "yx"),
+@pytest.mark.parametrize("gold,answer", [("x^2", "1/2x"), ("x", "1/(x+(1))x"), ("x", r"x\div2x"),
+                                         ("x^2", "x(x)"), ("e^2", "e^2"), ("xy", "yx"),
                                          (r"\sqrt{x}", r"\sqrt{x}"), ("x_1", "x_1"), ("x", r"\frac{1}{x-1.3}+x")])
 def test_what_the_parser_may_read_otherwise_is_left_to_it(gold, answer):
     """``1/2x`` is 1/(2x) to latex2sympy, e and i are constants, ``x(x)`` may be a function; a point where a side

@@ -41,7 +41,7 @@ _OPENERS = {"(": ")", "[": "]", "{": "}"}
 SAMPLE_POINTS = (Fraction(13, 10), Fraction(-27, 10), Fraction(31, 7), Fraction(-5, 11))  # where variables are set
 # (`equivalence` samples at the same points, so both decide alike)
 _VARIABLE_ARITHMETIC = re.compile(  # arithmetic with one-letter variables (no e or i: constants to the parser)
-    r"(?:[\d.+\-*/^()\[\]{}]|\\(?:frac|cdot|times|div)(?![a-zA-Z])|[a-df-hj-zA-DF-HJ-Z](?![a-zA-Z\d.({\[]))+")
+    r"(?:[\d.+\-*/^()\[\]{}]|\\(?:frac|cdot|times)(?![a-zA-Z])|[a-df-hj-zA-DF-HJ-Z](?![a-zA-Z\d.({\[]))+")
 _DIVISOR = re.compile(r"/(?:\d+(?:\.\d+)?|[a-zA-Z]|\([^()]*\)|\{[^{}]*\})(?:\^(?:\d|\{[^{}]*\}))?")
 _PRECEDENCE = {"+": 1, "-": 1, "*": 2, "/": 2, "neg": 3, "^": 4}
 
@@ -378,8 +378,9 @@ def sampled_equal(gold: str, pred: str) -> bool | None:
     if any(len(text) > 200 or not _VARIABLE_ARITHMETIC.fullmatch(text) for text in texts):
         return None
     for text in texts:
-        for division in _DIVISOR.finditer(text):  # what follows a divisor must not multiply it implicitly
-            if re.match(r"[\w.({\[\\]", text[division.end():]):
+        for slash in re.finditer("/", text):  # a divisor read alike by both: nothing multiplies it implicitly
+            divisor = _DIVISOR.match(text, slash.start())
+            if divisor is None or re.match(r"[\w.({\[\\]", text[divisor.end():]):
                 return None
     letters = [set(re.findall(r"[a-zA-Z]", re.sub(r"\\[a-zA-Z]+", "", text))) for text in texts]
     if not letters[0]:
