@@ -5,7 +5,8 @@ else "the answer is ..."; hedged or multi-valued answers are wrong; with ``answe
 here, also a completion that is nothing but an answer or closes with an answer line, see `extraction`), settles plain numbers, choice letters, text
 answers, identical forms and exact arithmetic (see `exact`) in the calling process, and sends the rest to sympy in
 worker processes under a hard CPU-time and wall-clock limit (see `pool`). Inputs that would make sympy run away are recognised by rule and compared as
-text (see `screening.pathology`). `verify_batch` checks many pairs in parallel.
+text (see `screening.pathology`). `verify_batch` checks many pairs in parallel. A sympy verdict is remembered
+(`DECIDED_TASKS` distinct tasks), so an answer a GRPO group or a later epoch repeats is not parsed again.
 
 >>> verify(r"\\frac{\\pi}{4}", r"<think>...</think> So the angle is \\boxed{\\dfrac{\\pi}{4}}.")
 True
@@ -28,12 +29,14 @@ from __future__ import annotations
 import logging
 import re
 import threading
+from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from ...workers import default_workers
 from .exact import arithmetic_only
-from .extraction import ANSWER_POLICIES, final_answer, gold_answer
+from .extraction import ANSWER_POLICIES, Answer, final_answer, gold_answer
 from .pool import WorkerPool
 from .screening import (
     APPROXIMATIONS,
@@ -56,6 +59,8 @@ logger = logging.getLogger("trl_r1.verifiers.math")
 DEFAULT_TIMEOUT_S = 1.5  # hard limit of one sympy check in worker CPU seconds (the worker is killed past it)
 MAX_WALL_S = 1.8  # and in wall-clock seconds (or the CPU limit if larger): on a loaded machine too, no verdict takes
 # 2 s; a check starved of CPU past it fails (the price of the latency bound; the CPU limit alone let a check take 7.7 s)
+DECIDED_TASKS = 8_192  # sympy verdicts remembered (a few MB at most: tasks are short canonical texts)
+MAX_CACHED_GOLD_CHARS = 10_000  # a longer gold (a whole solution) is read each time, not kept
 MAX_ANSWER_CHARS = 5_000  # a longer "final answer" is an essay, not an answer: wrong without reading it
 
 
@@ -148,10 +153,17 @@ def finish_checks(
         else:
             verdicts.append(None)
             tasks.setdefault(item, []).append(index)
+    for task in list(tasks):
+        known = _decided.get(task)  # decided by an earlier call
+        if known is not None:
+            for index in tasks.pop(task):
+                verdicts[index] = known
     if tasks:
         outcomes = _pool(workers).run(list(tasks), timeout_s, wall_limit_s=max(timeout_s, MAX_WALL_S))
-        for indices, (status, value) in zip(tasks.values(), outcomes):
+        for task, indices, (status, value) in zip(tasks, tasks.values(), outcomes):
             verdict = Verdict(*value) if status == "ok" else Verdict(False, f"{status}: {value}")
+            if status == "ok":  # a timeout depends on the load, and is not remembered
+                _decided.put(task, verdict)
             for index in indices:
                 verdicts[index] = verdict
     for verdict in verdicts:
@@ -169,7 +181,8 @@ def _check_options(answer_policy: str, approximations: str) -> None:
 
 def _prepare(gold: str, completion: str, answer_policy: str, approximations: str | int) -> Verdict | SympyTask:
     """A verdict decided without sympy, or the canonical (gold, answer, approximations) task that needs it."""
-    gold_part = gold_answer(gold)
+    gold_part, gold_canonical = _read_gold(gold) if isinstance(gold, str) and len(gold) <= MAX_CACHED_GOLD_CHARS else (
+        _read_gold.__wrapped__(gold))
     if gold_part.text is None:
         return Verdict(None, gold_part.reason)
     allow_or = re.search(r"\bor\b", gold_part.text) is not None
@@ -181,9 +194,10 @@ def _prepare(gold: str, completion: str, answer_policy: str, approximations: str
     gold_unit, answer_unit = physical_unit(gold_part.text), physical_unit(answer.text)
     if gold_unit and answer_unit and gold_unit != answer_unit:
         return Verdict(False, f"units differ: {answer_unit} for {gold_unit}")
-    if false_chain(canonical(answer.text)):
+    answer_canonical = canonical(answer.text)
+    if false_chain(answer_canonical):
         return Verdict(False, "an equation chain with two different values")
-    gold_text, answer_text = strip_assignment(canonical(gold_part.text), canonical(answer.text))
+    gold_text, answer_text = strip_assignment(gold_canonical, answer_canonical)
     if indeterminate(answer_text) and not indeterminate(gold_text):
         return Verdict(False, "indeterminate form")
     if closed_at_infinity(answer_text) and not closed_at_infinity(gold_text):
@@ -194,6 +208,13 @@ def _prepare(gold: str, completion: str, answer_policy: str, approximations: str
     if equivalent is not None:
         return Verdict(equivalent, reason)
     return gold_text, answer_text, approximations
+
+
+@lru_cache(maxsize=1024)
+def _read_gold(gold: object) -> tuple[Answer, str | None]:
+    """The gold's answer and its canonical text, read once per gold string: a GRPO group shares one gold."""
+    part = gold_answer(gold)
+    return part, None if part.text is None else canonical(part.text)
 
 
 def _calculation(gold_text: str, answer_text: str) -> bool:
@@ -208,6 +229,31 @@ def _calculation(gold_text: str, answer_text: str) -> bool:
     return unevaluated_arithmetic(answer_text) if exact else plain_calculation(answer_text)
 
 
+class _DecidedTasks:
+    """The sympy verdicts of the last `size` distinct tasks, so a task seen again costs no worker round trip and no
+    parse: a GRPO group shares one gold and often one answer (identical tasks within one call run once anyway),
+    and every epoch asks the same prompts again. Thread-safe; a verdict is a pure function of its task."""
+
+    def __init__(self, size: int):
+        self.size = size
+        self._verdicts: OrderedDict[SympyTask, Verdict] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, task: SympyTask) -> Verdict | None:
+        with self._lock:
+            verdict = self._verdicts.get(task)
+            if verdict is not None:
+                self._verdicts.move_to_end(task)
+            return verdict
+
+    def put(self, task: SympyTask, verdict: Verdict) -> None:
+        with self._lock:
+            self._verdicts[task] = verdict
+            if len(self._verdicts) > self.size:
+                self._verdicts.popitem(last=False)
+
+
+_decided = _DecidedTasks(DECIDED_TASKS)
 _pools: dict[int, WorkerPool] = {}
 _pools_lock = threading.Lock()
 

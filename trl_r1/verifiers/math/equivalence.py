@@ -34,6 +34,7 @@ from latex2sympy2_extended import latex2sympy
 from latex2sympy2_extended.latex2sympy2 import _Latex2Sympy
 from latex2sympy2_extended.math_normalization import NormalizationConfig, normalize_latex
 
+from . import exact
 from .screening import approximates, parse_number, split_top_level
 
 PARSE_CONFIG = NormalizationConfig(basic_latex=True, units=False, malformed_operators=True, nits=False, boxed="none")
@@ -42,7 +43,7 @@ MAX_DECIMAL_DIGITS = 1_000  # a longer decimal answer to an irrational gold is r
 RELATIVE_TOLERANCE = sympy.Float("1e-20", DIGITS)
 CONFIRM_DIGITS = 120  # exact values that agree to RELATIVE_TOLERANCE are confirmed at this precision ...
 CONFIRM_TOLERANCE = sympy.Float("1e-100", CONFIRM_DIGITS)  # ... so sqrt(10^{50}+1) is not 10^{25}
-SAMPLE_POINTS = (sympy.Rational(13, 10), sympy.Rational(-27, 10), sympy.Rational(31, 7), sympy.Rational(-5, 11))
+SAMPLE_POINTS = tuple(sympy.Rational(p.numerator, p.denominator) for p in exact.SAMPLE_POINTS)
 _IMAGINARY = sympy.Symbol("i")
 
 
@@ -304,11 +305,45 @@ def _as_set(value):
         except AttributeError:  # latex2sympy's patched And, rebuilt from terms that collapse to one relation
             return None
     if _is_condition(value) and len(value.free_symbols) == 1:
+        bounds = _bounds_set(value)
+        if bounds is not None:
+            return bounds
         try:
             return value.as_set()
         except Exception:  # sympy cannot solve it: not comparable as a set
             return None
     return None
+
+
+def _bounds_set(condition):
+    """The set a condition made only of linear bounds on its one variable describes (``0<x\\le2``, ``-2\\le-x<0``,
+    ``x\\ne5``, joined by "and" and "or"), built directly: what sympy's `as_set` returns for it, without its solver
+    (which checks periodicity with `simplify`, 50-300 ms a condition); None for any other condition, left to sympy."""
+    if isinstance(condition, (sympy.And, sympy.Or)):
+        parts = [_bounds_set(arg) for arg in condition.args]
+        if any(part is None for part in parts):
+            return None
+        return (sympy.Intersection if isinstance(condition, sympy.And) else sympy.Union)(*parts)
+    if not isinstance(condition, sympy.core.relational.Relational) or isinstance(condition, sympy.Eq):
+        return None
+    (symbol,) = condition.free_symbols
+    difference = condition.lhs - condition.rhs  # a*x + b, compared with 0
+    constant, term = difference.as_independent(symbol, as_Add=True)
+    slope = term / symbol
+    if slope.free_symbols or not all(v.is_extended_real and v.is_finite for v in (slope, constant)) or slope.is_zero:
+        return None
+    operator = condition.rel_op
+    if slope.is_negative:
+        operator = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "!=": "!="}[operator]
+    elif not slope.is_positive:
+        return None
+    bound = -constant / slope
+    if operator == "!=":
+        return sympy.Union(sympy.Interval.open(-sympy.oo, bound), sympy.Interval.open(bound, sympy.oo))
+    closed = operator in ("<=", ">=")
+    if operator in ("<", "<="):
+        return sympy.Interval(-sympy.oo, bound, True, not closed)
+    return sympy.Interval(bound, sympy.oo, not closed, True)
 
 
 def _free_symbols(value) -> set:

@@ -2,8 +2,10 @@
 
 Most real answers are settled here in microseconds: identical canonical text, plain numbers (integers with
 thousands separators, decimals, percents, scientific notation, integer fractions) compared exactly with
-`fractions.Fraction`, multiple-choice letters and short text answers. What is left goes to sympy in a worker
-process. Inputs that would make sympy or Python's big integers run away are recognised by rule first and
+`fractions.Fraction`, multiple-choice letters and short text answers; and, with the verdict sympy would reach
+after a 5-300 ms parse, what cannot equal a plain number by its shape (`not_one_value`), conditions and intervals
+with plain bounds (`bounds_set`) and rational functions of one-letter variables (`exact.sampled_equal`). What is
+left goes to sympy in a worker process. Inputs that would make sympy or Python's big integers run away are recognised by rule first and
 compared as canonical text instead (see `pathology`), so they cost microseconds, not a timeout.
 """
 
@@ -15,7 +17,7 @@ import unicodedata
 from dataclasses import dataclass
 from fractions import Fraction
 
-from .exact import exact_value
+from .exact import exact_value, sampled_equal
 
 MAX_MATH_CHARS = 400  # longer answers are compared as text: no real final answer is that long
 MAX_NESTING = 12  # deeper bracket nesting is compared as text (deep recursion in the parser)
@@ -862,4 +864,109 @@ def quick_verdict(gold: str, pred: str, approximations: str | int = "reject") ->
         reason = pathology(text)
         if reason:
             return False, f"{side} compared as text: {reason}"
-    return None, None
+    if gold_number is not None:
+        reason = not_one_value(pred)
+        if reason:
+            return False, reason
+    gold_set, pred_set = bounds_set(gold), bounds_set(pred)
+    if gold_set is not None and (pred_set is not None or pred_number is not None):
+        return gold_set == pred_set, None  # a number is no set (the worker finds the same)
+    return sampled_equal(gold, pred), None
+
+
+_RELATION_SIGN = re.compile(r"[<>]|\\(?:[lg]eq?|[lg]t|neq?|[lg]eqslant)(?![a-zA-Z])")
+_WORDS_AND_NUMBER = re.compile(r"[A-Za-z']*(?:-?\d+(?:\.\d+)?)?[A-Za-z']*")
+_VARIABLE_LETTER = re.compile(r"[A-DF-HJ-Za-df-hj-z]")  # a letter that names no constant (e, i)
+
+
+def not_one_value(pred: str) -> str | None:
+    """Why a canonical answer cannot equal a plain-number gold, read from its shape (what sympy would conclude after
+    a 5-300 ms parse): a list of several items (``5,6``), a relation (``x\\ge5``, ``x\\ne5``), or words with at
+    most one number (``Likely5``, ``not5``: sympy reads each letter as a variable). None when its shape allows it.
+
+    >>> not_one_value("5,6"), not_one_value(r"x\\ne5"), not_one_value("not5"), not_one_value(r"\\sqrt{25}")
+    ('a list of several values', 'a relation, not a value', 'words, not a value', None)
+    """
+    if len(split_top_level(pred)) > 1:  # sympy reads it as a list: never one number
+        return "a list of several values"
+    if "\\text" in pred:  # the parser may drop a \text{...}: left to it
+        return None
+    if _RELATION_SIGN.search(pred):
+        return "a relation, not a value"
+    if _WORDS_AND_NUMBER.fullmatch(pred) and re.search(r"[A-Za-z]{2}", pred) and _VARIABLE_LETTER.search(pred):
+        return "words, not a value"  # a product of variables
+    return None
+
+
+_BOUND = r"-?\d+(?:\.\d+)?|-?\\frac\{\d+\}\{\d+\}"
+_CONDITION_VARIABLE = r"[a-df-hj-zA-DF-HJ-Z]"  # one letter that names no constant (e, i)
+_RELATION_OPERATOR = {"<": "<", ">": ">", "\\le": "<=", "\\leq": "<=", "\\leqslant": "<=", "\\lt": "<",
+                      "\\ge": ">=", "\\geq": ">=", "\\geqslant": ">=", "\\gt": ">", "\\ne": "!=", "\\neq": "!="}
+_OPERATOR = r"(<|>|\\(?:leqslant|geqslant|leq|geq|le|ge|lt|gt|neq|ne)(?![a-zA-Z]))\s?"  # a space before a letter
+_SIMPLE_CONDITION = re.compile(  # x<3, 3\ge x, -1<x\le\frac{5}{2}
+    rf"(?:(?P<low>{_BOUND}){_OPERATOR})?(?P<variable>{_CONDITION_VARIABLE}){_OPERATOR}(?P<high>{_BOUND})"
+    rf"|(?P<only>{_BOUND}){_OPERATOR}(?P<variable2>{_CONDITION_VARIABLE})"
+)
+_SIMPLE_INTERVAL = re.compile(rf"([(\[])(-\\infty|{_BOUND}),(\\infty|{_BOUND})([)\]])")
+_FLIPPED = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "!=": "!="}
+_INFINITY = math.inf
+
+
+def bounds_set(text: str) -> tuple | None:
+    """The set of reals a canonical answer describes when it is a condition on one variable with plain-number
+    bounds (``x<3``, ``3\\ge x``, ``-1<x\\le2``, ``x\\ne3``) or an interval with plain-number or infinite ends
+    (``[3,\\infty)``, ``(0,2]``): a tuple of (start, start open, end, end open) intervals, what the worker's
+    sets compare (`equivalence._bounds_set`); None for anything else. An open interval ``(a,b)`` with finite
+    ends, which is also a pair, is left to the worker.
+
+    >>> bounds_set(r"3\\ge x") == bounds_set(r"(-\\infty,3]"), bounds_set(r"x\\ne3")
+    (True, ((-inf, True, Fraction(3, 1), True), (Fraction(3, 1), True, inf, True)))
+    """
+    interval = _SIMPLE_INTERVAL.fullmatch(text)
+    if interval:
+        opening, start, end, closing = interval.groups()
+        if opening == "(" and closing == ")" and "infty" not in start + end:
+            return None  # (1,2): a pair as much as an interval
+        low, high = (-_INFINITY if start == "-\\infty" else _bound(start)), (_INFINITY if end == "\\infty" else _bound(end))
+        if low is None or high is None:
+            return None
+        return _interval(low, opening == "(" or low == -_INFINITY, high, closing == ")" or high == _INFINITY)
+    condition = _SIMPLE_CONDITION.fullmatch(text)
+    if condition is None:
+        return None
+    low, high = -_INFINITY, _INFINITY
+    low_open = high_open = True
+    relations = []  # (operator, bound) read as "variable OPERATOR bound"
+    groups = condition.groupdict()
+    ops = [g for g in condition.groups() if g is not None and g in _RELATION_OPERATOR]
+    if groups["only"] is not None:
+        relations.append((_FLIPPED[_RELATION_OPERATOR[ops[0]]], groups["only"]))
+    else:
+        if groups["low"] is not None:
+            relations.append((_FLIPPED[_RELATION_OPERATOR[ops[0]]], groups["low"]))
+        relations.append((_RELATION_OPERATOR[ops[-1]], groups["high"]))
+    if len(relations) == 2 and "!=" in (relations[0][0], relations[1][0]):
+        return None  # 1\ne x<3: left to the worker
+    for operator, bound in relations:
+        value = _bound(bound)
+        if value is None:  # \frac{1}{0}
+            return None
+        if operator == "!=":
+            return (-_INFINITY, True, value, True), (value, True, _INFINITY, True)
+        if operator in ("<", "<=") and value <= high:
+            high, high_open = value, operator == "<" or (value == high and high_open)
+        elif operator in (">", ">=") and value >= low:
+            low, low_open = value, operator == ">" or (value == low and low_open)
+    return _interval(low, low_open, high, high_open)
+
+
+def _bound(text: str) -> Fraction | None:
+    number = parse_number(text)
+    return None if number is None else number.value
+
+
+def _interval(low, low_open: bool, high, high_open: bool) -> tuple:
+    """One interval as `bounds_set` gives it: () when empty."""
+    if low > high or low == high and (low_open or high_open):
+        return ()
+    return ((low, low_open, high, high_open),)
