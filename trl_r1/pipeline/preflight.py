@@ -235,11 +235,41 @@ def model_path_problems(model_path: str, *, built_by_run: bool = False) -> list[
     except HFValidationError:
         hub_id = False
     if hub_id:
-        return []
+        return offline_model_problems(model_path)
     folder = path.absolute().parent
     missing = "" if folder.is_dir() else f", nor does its folder {folder}"
     return [f"model: key 'model_name_or_path': {model_path!r} does not exist{missing} (a path, so not looked up on "
             "the Hub); fix the path, or give a Hub id 'org/name'"]
+
+
+def hub_offline() -> bool:
+    """Whether the Hub is switched off here (HF_HUB_OFFLINE or TRANSFORMERS_OFFLINE, read now, not at import)."""
+    import os
+
+    from huggingface_hub.constants import is_offline_mode
+
+    return is_offline_mode() or any(os.environ.get(key, "").upper() in ("1", "ON", "YES", "TRUE")
+                                    for key in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"))
+
+
+def offline_model_problems(model_path: str) -> list[str]:
+    """A bare model name ('tinyy', no 'org/') with no such folder, no cached Hub snapshot and the Hub offline
+    cannot load anywhere this run goes: most likely a misspelt local folder, so an error here rather than a note
+    and a failed first stage. An 'org/name' id stays allowed (a laptop plans a run that downloads it on the GPU
+    machine; the tokenizer check notes that it was not read)."""
+    import difflib
+    from pathlib import Path
+
+    from huggingface_hub import try_to_load_from_cache
+
+    if "/" in model_path or not hub_offline() or isinstance(try_to_load_from_cache(model_path, "config.json"), str):
+        return []
+    close = difflib.get_close_matches(model_path, [p.name for p in Path(".").iterdir() if p.is_dir()], n=1,
+                                      cutoff=0.6)
+    hint = f"did you mean the folder {close[0]!r}? " if close else ""
+    return [f"model: key 'model_name_or_path': {model_path!r} is no folder here (paths are relative to "
+            f"{Path.cwd()}), and the Hub is offline (HF_HUB_OFFLINE) with no cached snapshot of it; {hint}fix the "
+            "name, or download it first (hf download <org/name>)"]
 
 
 def lora_target_problems(model_path: str, targets: Any) -> list[str]:
