@@ -19,3 +19,78 @@ def test_an_org_model_id_offline_still_plans(workdir, capsys, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     plan = passes(capsys, recipe(model={"model_name_or_path": "Qwen/Qwen2.5-0.5B-Instruct"}, evaluation=None))
     assert "Qwen/Qwen2.5-0.5B-Instruct" in plan
+
+
+def notes_of(plan: str) -> list[str]:
+    return [line[len("note: "):] for line in plan.splitlines() if line.startswith("note: ")]
+
+
+def test_vllm_importance_sampling_without_vllm_is_noted(workdir, capsys):
+    plan = passes(capsys, recipe(rl={"vllm_importance_sampling_correction": True}, evaluation=None))
+    assert any(n.startswith("rl: key 'vllm_importance_sampling_correction'") and "transformers" in n
+               and "changes nothing" in n for n in notes_of(plan)), plan
+
+
+@pytest.mark.parametrize(("keys", "named", "missing"), [
+    ({"loss_type": "dr_grpo"}, "loss_type", "advantage_estimator: dr_grpo"),
+    ({"advantage_estimator": "dr_grpo"}, "advantage_estimator", "loss_type: dr_grpo"),
+    ({"advantage_estimator": "rloo", "scale_rewards": "none"}, "scale_rewards", "changes nothing"),
+])
+def test_half_of_dr_grpo_is_noted_with_the_other_half(workdir, capsys, keys, named, missing):
+    plan = passes(capsys, recipe(rl=keys, evaluation=None))
+    assert any(n.startswith(f"rl: key '{named}'") and missing in n for n in notes_of(plan)), plan
+
+
+@pytest.mark.parametrize("keys", [{"loss_type": "dr_grpo", "advantage_estimator": "dr_grpo"},
+                                  {"loss_type": "dr_grpo", "scale_rewards": "none"}])
+def test_whole_dr_grpo_has_no_note(workdir, capsys, keys):
+    plan = passes(capsys, recipe(rl=keys, evaluation=None))
+    assert not any("Dr. GRPO" in n or "scale_rewards" in n for n in notes_of(plan)), plan
+
+
+def test_num_iterations_trains_each_generated_batch_that_often(workdir, capsys):
+    """It acts (TRL's mu: one generation per `num_iterations` steps, counted here) and the plan says so."""
+    import transformers
+
+    from tests.conftest import command
+    from trl_r1.cli import grpo_main
+
+    plan = passes(capsys, recipe(rl={"num_iterations": 2, "max_steps": 4}, evaluation=None, cold_start=None))
+    assert "each generated batch trained num_iterations=2 times" in " ".join(plan.split()), plan
+    calls = []
+    generate = transformers.GenerationMixin.generate
+
+    def counted(self, *args, **kwargs):
+        calls.append(1)
+        return generate(self, *args, **kwargs)
+
+    for iterations, expected in ((1, 4), (2, 2)):
+        calls.clear()
+        transformers.GenerationMixin.generate = counted
+        try:
+            code, err = command(capsys, grpo_main, [
+                "--model_name_or_path", "tiny", "--dataset_name", "prompts.jsonl", "--output_dir", f"out{iterations}",
+                "--use_cpu", "true", "--report_to", "none", "--max_steps", "4", "--per_device_train_batch_size", "4",
+                "--num_generations", "4", "--max_completion_length", "4", "--num_iterations", str(iterations),
+                "--save_strategy", "no", "--dtype", "float32", "--load_in_4bit", "false", "--use_peft", "false",
+                "--reward_funcs", "format", "math"])
+        finally:
+            transformers.GenerationMixin.generate = generate
+        assert code == 0, err[-2000:]
+        assert len(calls) == expected, (iterations, len(calls))
+
+
+def test_save_strategy_no_unquoted_in_yaml(workdir, capsys):
+    """YAML 1.1 reads `save_strategy: no` as false; TRL's parser then fails on SaveStrategy(False)."""
+    from pathlib import Path
+
+    import yaml
+
+    from tests.conftest import command
+    from trl_r1.cli import run_main
+
+    text = yaml.safe_dump(recipe(evaluation=None, rl=None)).replace("save_strategy: 'no'", "save_strategy: no")
+    assert "save_strategy: no\n" in text
+    Path("recipe.yaml").write_text(text)
+    code, err = command(capsys, run_main, ["recipe.yaml", "--dry-run"])
+    assert code == 0, err[-2000:]

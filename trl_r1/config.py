@@ -331,6 +331,9 @@ def coerce(value: Any, annotation: Any) -> Any:
 
     >>> coerce("1e-5", float), coerce(3, float | None), coerce("cosine", Literal["linear", "cosine"])
     (1e-05, 3.0, 'cosine')
+    >>> from transformers.trainer_utils import SaveStrategy
+    >>> coerce(False, SaveStrategy | str)  # `save_strategy: no`, unquoted
+    'no'
     >>> coerce("yes", bool)
     Traceback (most recent call last):
     ...
@@ -388,6 +391,8 @@ def coerce(value: Any, annotation: Any) -> Any:
         raise TypeError(f"expected str, got {_show(value)}")
     if isinstance(annotation, type) and issubclass(annotation, enum.Enum):
         allowed = [m.value for m in annotation]
+        if value is False and "no" in allowed:  # YAML 1.1 reads an unquoted `save_strategy: no` as false
+            return "no"
         if value in allowed or isinstance(value, annotation):
             return value
         raise TypeError(f"expected one of {allowed}, got {_show(value)}")

@@ -55,6 +55,7 @@ from .preflight import (
 from .ranks import Ranks
 from .cards import card_precision_problems, cpu_stage_notes
 from .fingerprint import next_previous, record_notes
+from .key_effects import ignored_key_notes
 from .recipe import Recipe, RecipeError, StagePlan, _digest, changed_keys
 from .stages import STAGE_REGISTRY, ModelHandle, StageRecord, prepare_stage_dir, read_record, stage_status, write_record
 from .templates import TemplateReport, adapt_rewards, inspect_chat_template, template_problems
@@ -221,6 +222,7 @@ class Pipeline:
         machine = backend_problems(self.recipe, self.pending(), self._rewards_by_stage(), cuda=self.card is not None)
         # what follows from the recipe fails on any machine, the card planned for included
         problems += generation_backend_problems(self.recipe, self.pending(), self.notes, elsewhere=self.elsewhere)
+        self.notes += ignored_key_notes(self.pending(), self.recipe.shared.get("training", {}))
         machine += tracker_problems(self.pending())
         if self._detects_card and self.card is None or self.elsewhere:
             # bf16 on a card without it belongs with the recipe's problems: the cards table (pipeline/cards.py,
