@@ -94,3 +94,29 @@ def test_save_strategy_no_unquoted_in_yaml(workdir, capsys):
     Path("recipe.yaml").write_text(text)
     code, err = command(capsys, run_main, ["recipe.yaml", "--dry-run"])
     assert code == 0, err[-2000:]
+
+
+def test_a_run_into_a_run_dir_in_use_refuses_and_touches_nothing(workdir, capsys):
+    """A second run while another holds the run_dir refuses in one line, before reading or moving anything; once
+    the first ends, the same command runs. A dry run only reads, so it still plans."""
+    from pathlib import Path
+
+    import yaml
+
+    from tests.conftest import command
+    from trl_r1.cli import run_main
+    from trl_r1.pipeline.run_lock import RunDirLock
+
+    Path("recipe.yaml").write_text(yaml.safe_dump(recipe(evaluation=None, rl=None)))
+    holder = RunDirLock(Path("runs/r"))
+    holder.acquire()
+    try:
+        code, err = command(capsys, run_main, ["recipe.yaml"])
+        assert code == 1 and "Traceback" not in err, err[-2000:]
+        assert "runs/r is in use by another trl-r1 run (pid" in err and "--run-dir" in err, err[-2000:]
+        assert not Path("runs/r/cold_start").exists()
+        assert command(capsys, run_main, ["recipe.yaml", "--dry-run"])[0] == 0
+    finally:
+        holder.release()
+    code, err = command(capsys, run_main, ["recipe.yaml"])
+    assert code == 0 and Path("runs/r/cold_start/stage.json").is_file(), err[-2000:]

@@ -52,9 +52,6 @@ def start_run(*argv: str):
                             stderr=subprocess.STDOUT, text=True, env=env)
 
 
-@pytest.mark.xfail(strict=True, reason="two `trl-r1 run` of one recipe started at once both train into the same "
-                   "run_dir and both exit 0 (checkpoints and stage.json written by two processes); expected the "
-                   "second to refuse, naming the run_dir that is in use")
 def test_two_runs_into_one_run_dir_at_once(workdir):
     from tests.conftest import recipe
 
