@@ -120,3 +120,47 @@ def test_a_run_into_a_run_dir_in_use_refuses_and_touches_nothing(workdir, capsys
         holder.release()
     code, err = command(capsys, run_main, ["recipe.yaml"])
     assert code == 0 and Path("runs/r/cold_start/stage.json").is_file(), err[-2000:]
+
+
+def test_ctrl_c_then_the_same_command_resumes_every_step_once(workdir):
+    """Ctrl-C in rl: exit 130 and one line naming the checkpoint the same command resumes from. A checkpoint cut
+    while saving (no trainer_state.json: a kill mid-save) is passed over, not resumed from into a traceback. The
+    resumed stage ends at max_steps with each step logged once."""
+    import json
+    import shutil
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    import yaml
+
+    Path("recipe.yaml").write_text(yaml.safe_dump(recipe(
+        evaluation=None, training={"save_strategy": "steps", "save_steps": 1, "logging_steps": 1},
+        rl={"max_steps": 40})))
+    argv = [sys.executable, "-m", "trl_r1.cli", "run", "recipe.yaml"]
+    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 180
+    while not Path("runs/r/rl/checkpoint-2/trainer_state.json").is_file():
+        assert process.poll() is None and time.monotonic() < deadline, process.communicate()[0][-2000:]
+        time.sleep(0.2)
+    process.send_signal(signal.SIGINT)
+    output = process.communicate(timeout=120)[0]
+    last = output.strip().splitlines()[-1]
+    assert process.returncode == 130 and "Traceback" not in output, output[-3000:]
+    whole = max(int(p.parent.name.split("-")[1]) for p in Path("runs/r/rl").glob("checkpoint-*/trainer_state.json"))
+    assert whole < 40, "the stage ended before the interrupt"
+    assert last == f"trl-r1 run: interrupted (Ctrl-C) in stage rl; run the same command again to resume from " \
+                   f"runs/r/rl/checkpoint-{whole}", last
+    cut = Path(f"runs/r/rl/checkpoint-{whole + 1}")  # what a kill mid-save leaves (a Ctrl-C there leaves one too)
+    cut.mkdir(exist_ok=True)
+    (cut / "trainer_state.json").unlink(missing_ok=True)
+    shutil.copy(f"runs/r/rl/checkpoint-{whole}/model.safetensors", cut)
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert f"checkpoint-{whole + 1} cut while saving" in done.stderr
+    assert f"resuming from runs/r/rl/checkpoint-{whole}" in done.stderr
+    state = json.loads(Path("runs/r/rl/trainer_state.json").read_text())
+    steps = [entry["step"] for entry in state["log_history"] if "loss" in entry]
+    assert state["global_step"] == 40 and steps == list(range(1, 41)), steps

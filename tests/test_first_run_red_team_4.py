@@ -64,9 +64,6 @@ def test_two_runs_into_one_run_dir_at_once(workdir):
     assert "runs/r" in refused.splitlines()[-1]
 
 
-@pytest.mark.xfail(strict=True, reason="Ctrl-C (SIGINT) during the rl stage ends in a ~90-line KeyboardInterrupt "
-                   "traceback (from wherever the stage was: the trainer, the math pool); expected one line: interrupted, run the same command "
-                   "again to resume from checkpoint-N")
 def test_ctrl_c_during_rl_says_how_to_resume(workdir):
     import signal
     import time

@@ -25,6 +25,7 @@ def run_recipe(recipe: Recipe | str | dict, *, from_stage: str | None = None, dr
     from .preflight import card_memory_gb
     from .runner import DETECT_CARD, Pipeline
 
+    from .interrupt import RunInterrupted, interrupted_line
     from .ranks import Ranks
     from .run_lock import RunDirLock
 
@@ -45,6 +46,9 @@ def run_recipe(recipe: Recipe | str | dict, *, from_stage: str | None = None, dr
                 for line in pipeline.plan_lines():
                     echo(line)
             return None
-        return pipeline.run()
+        try:
+            return pipeline.run()
+        except KeyboardInterrupt:
+            raise RunInterrupted(interrupted_line(recipe)) from None
     finally:
         lock.release()
