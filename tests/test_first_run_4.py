@@ -164,3 +164,16 @@ def test_ctrl_c_then_the_same_command_resumes_every_step_once(workdir):
     state = json.loads(Path("runs/r/rl/trainer_state.json").read_text())
     steps = [entry["step"] for entry in state["log_history"] if "loss" in entry]
     assert state["global_step"] == 40 and steps == list(range(1, 41)), steps
+
+
+def test_a_stage_evaluated_without_a_base_is_not_called_unevaluated():
+    """No base evaluation, the stage evaluated: its sentence gives its held-out figure and never says there is
+    none; its training-batch curves are named as such (the reward names are the held-out columns' too)."""
+    from trl_r1.pipeline.report import stage_changes
+
+    (sentence,) = stage_changes({"evaluation": {"rl": {"format_reward": 0.5, "format_reward/ci95": [0.3, 0.7]}},
+                                 "stages": [{"stage": "rl", "status": "done", "seconds": 9.0, "steps": 8,
+                                             "format_reward_first": 0.0, "format_reward_last": 0.25}]})
+    assert "no held-out" not in sentence, sentence
+    assert sentence == "rl: 8 steps; on its training batches: format_reward 0 -> 0.25; held-out format_reward 0.5 " \
+                       "[0.3, 0.7].", sentence
