@@ -177,3 +177,18 @@ def test_a_stage_evaluated_without_a_base_is_not_called_unevaluated():
     assert "no held-out" not in sentence, sentence
     assert sentence == "rl: 8 steps; on its training batches: format_reward 0 -> 0.25; held-out format_reward 0.5 " \
                        "[0.3, 0.7].", sentence
+
+
+def test_the_builders_count_line_says_one_prompt(workdir, capsys, caplog):
+    import logging
+
+    from tests.conftest import command
+    from trl_r1.cli import main
+
+    caplog.set_level(logging.INFO, logger="trl_r1")
+    code, err = command(capsys, main, ["rejection-sample", "--model_name_or_path", "tiny", "--dataset_name",
+                                       "prompts.jsonl", "--num_samples", "1", "--max_new_tokens", "4",
+                                       "--max_prompts", "1", "--output_dir", "rs"])
+    assert code == 0, err[-2000:]
+    assert any(r.getMessage().endswith("accepted from 1 prompt -> rs/sft.jsonl") and "/1 sample " in r.getMessage()
+               for r in caplog.records), [r.getMessage() for r in caplog.records]

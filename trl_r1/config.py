@@ -399,6 +399,15 @@ def coerce(value: Any, annotation: Any) -> Any:
     return value  # other annotations (classes, callables): the config's own __post_init__ checks them
 
 
+def counted(number: int, noun: str) -> str:
+    """`number` and `noun`, plural unless it is one (the count lines users read: "1 prompt", "3 prompts").
+
+    >>> counted(1, "prompt"), counted(0, "sample"), counted(1234, "row")
+    ('1 prompt', '0 samples', '1,234 rows')
+    """
+    return f"{number:,} {noun}{'' if number == 1 else 's'}"
+
+
 def _union_order(option: Any) -> int:
     """Try the strictest types first, so '3' for `int | str` becomes 3 but 'cosine' stays a string."""
     return {bool: 0, int: 1, float: 2}.get(option, 4 if option is str else 3)

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ..completion import Completion, prompt_to_text
+from ..config import counted
 from ..verifiers.format import Trace
 from . import filters as F
 from .filters import R1Filters
@@ -547,11 +548,12 @@ def _finalize(config: RejectionSamplingConfig, prompts: Any, records: list[dict[
     _write_jsonl(out / SFT, rows)
     prompt_stats.to_json(str(out / PROMPT_STATS), lines=True, force_ascii=False)
     (out / STATS).write_text(json.dumps(stats, indent=2))
-    logger.info("%s: %d/%d samples accepted from %d prompts -> %s", config.kind, stats["accepted"],
-                stats["generated"], stats["num_prompts"], out / SFT)
+    logger.info("%s: %d/%s accepted from %s -> %s", config.kind, stats["accepted"],
+                counted(stats["generated"], "sample"), counted(stats["num_prompts"], "prompt"), out / SFT)
     if stats["prompts_too_long"]:
-        logger.warning("%s: %d prompts longer than max_prompt_tokens=%s tokens were skipped (no samples)",
-                       config.kind, stats["prompts_too_long"], config.max_prompt_tokens)
+        logger.warning("%s: %s longer than max_prompt_tokens=%s tokens %s skipped (no samples)", config.kind,
+                       counted(stats["prompts_too_long"], "prompt"), config.max_prompt_tokens,
+                       "was" if stats["prompts_too_long"] == 1 else "were")
     return RejectionSamplingResult(sft, prompt_stats, stats, str(out))
 
 
