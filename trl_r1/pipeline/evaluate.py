@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..rewards.aliases import REWARD_ALIASES
+from ..rewards.aliases import reward_entries
 from ..verifiers.format import with_think_prefix
 from .intervals import bootstrap_interval, pass_at_k
 from .recipe import EvaluationConfig
@@ -250,21 +250,6 @@ def looks_like_local_path(name: str) -> bool:
     """
     parts = name.split("/")
     return name.startswith((".", "/", "~")) or len(parts) > 2 or (len(parts) == 2 and Path(parts[0]).is_dir())
-
-
-def reward_entries(values: list[Any]) -> list[Any]:
-    """`--rewards` as reward entries: comma-separated names split (`--rewards format,math`), and the names a TRL
-    user types (their function names, TRL's `think_format_reward`) read as this registry's entries.
-
-    >>> reward_entries(["think_format_reward,math", {"name": "code"}])
-    [{'name': 'format', 'require_answer': False}, 'math', {'name': 'code'}]
-    """
-    entries: list[Any] = []
-    for value in values:
-        names = [part.strip() for part in value.split(",") if part.strip()] if isinstance(value, str) else [value]
-        entries += [alias.entry if isinstance(name, str) and (alias := REWARD_ALIASES.get(name)) and alias.entry
-                    else name for name in names]
-    return entries
 
 
 def recorded_evaluation(model_name_or_path: str) -> dict[str, Any] | None:
