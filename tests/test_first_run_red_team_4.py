@@ -89,10 +89,6 @@ def test_a_run_dir_that_cannot_be_written_fails_the_dry_run(workdir, capsys):
     assert code == 2 and any("run_dir" in problem for problem in problems), (code, problems)
 
 
-@pytest.mark.xfail(strict=True, reason="a held-out folder named by a relative path (`dataset_name: split`), run "
-                   "from a directory without it: the dry run passes and reads a stale copy from the datasets cache "
-                   "(an offline 'Using the latest cached version' warning), so the run would evaluate on data that "
-                   "is not there; expected 'split: no such file or folder' naming evaluation.dataset_name")
 def test_a_relative_dataset_folder_missing_here_is_not_read_from_the_cache(workdir, capsys, monkeypatch):
     import shutil
 
@@ -133,9 +129,6 @@ def test_evaluate_a_stage_from_another_directory(workdir, capsys, monkeypatch):
     assert code == 0, err[-800:]
 
 
-@pytest.mark.xfail(strict=True, reason="`--dataset_name /abs/path/split` (a folder of train.jsonl/test.jsonl, as "
-                   "docs/quickstart.md sets up) fails: 'dataset_name: /abs/path/split does not exist; did you mean "
-                   "/abs/path/split?'; the same folder as a relative path, or an absolute file path, works")
 def test_evaluate_reads_a_dataset_folder_given_by_absolute_path(workdir, capsys):
     code, err = command(capsys, main, ["evaluate", "--model_name_or_path", "tiny", "--dataset_name",
                                        str(workdir / "split"), "--dataset_split", "test", "--num_prompts", "2",
