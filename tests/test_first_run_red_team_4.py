@@ -78,9 +78,6 @@ def test_ctrl_c_during_rl_says_how_to_resume(workdir):
     assert "checkpoint-" in output.splitlines()[-1]
 
 
-@pytest.mark.xfail(strict=True, reason="a run_dir that cannot be created (a read-only place) passes the dry run; the "
-                   "real run then ends in a FileNotFoundError traceback from mkdir; expected "
-                   "the dry run to fail naming run_dir")
 def test_a_run_dir_that_cannot_be_written_fails_the_dry_run(workdir, capsys):
     from tests.conftest import dry_run, recipe
 

@@ -307,9 +307,23 @@ def run_dir_problems(run_dir: Any, key: str = "run_dir") -> list[str]:
     for path in (Path(run_dir), *Path(run_dir).parents):
         if path.exists():
             if path.is_dir():
-                return []
+                return _unwritable_problems(run_dir, path, key)
             return [f"{key}: {run_dir} {'is' if path == Path(run_dir) else f'lies under {path}, which is'} a "
                     f"file, not a folder; give {named} a folder path"]
+    return []
+
+
+def _unwritable_problems(run_dir: Any, folder: Any, key: str) -> list[str]:
+    """`folder` (run_dir, or its nearest existing parent) must take a new folder: tried with a temporary one
+    (permission bits do not tell for root, a read-only mount or /proc), removed at once."""
+    import os
+    import tempfile
+
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".trl-r1-write-check-", dir=folder))
+    except OSError as exc:
+        return [f"{key}: cannot write {run_dir}: {folder} takes no new folder ({exc.strerror}); give "
+                f"{'run_dir (or --run-dir)' if key == 'run_dir' else key} a folder you can write"]
     return []
 
 
