@@ -236,3 +236,15 @@ def test_writing_a_default_down_keeps_the_finished_stages(workdir, capsys, overr
     assert code == 0
     assert "-> runs/r/rl" in plan
     assert "redo" not in plan, [line for line in plan.splitlines() if "redo" in line]
+
+
+@pytest.mark.xfail(strict=True, reason="`rl: {dataset_test_split: test}` in a recipe (TRL's key, which `trl-r1 grpo` "
+                   "takes: docs/quickstart.md) is 'unknown key; did you mean dataset_train_split?', a fix that "
+                   "would train on the wrong split; expected the recipe's way: an `evaluation:` section with "
+                   "dataset_split")
+def test_dataset_test_split_in_a_recipe_points_to_the_evaluation_section(workdir, capsys):
+    from tests.conftest import fails_once, recipe
+
+    problem = fails_once(capsys, recipe(evaluation=None, rl={"dataset_name": "split", "dataset_test_split": "test"}),
+                         "dataset_test_split")
+    assert "evaluation" in problem and "dataset_train_split" not in problem, problem
