@@ -238,10 +238,6 @@ def test_writing_a_default_down_keeps_the_finished_stages(workdir, capsys, overr
     assert "redo" not in plan, [line for line in plan.splitlines() if "redo" in line]
 
 
-@pytest.mark.xfail(strict=True, reason="`rl: {dataset_test_split: test}` in a recipe (TRL's key, which `trl-r1 grpo` "
-                   "takes: docs/quickstart.md) is 'unknown key; did you mean dataset_train_split?', a fix that "
-                   "would train on the wrong split; expected the recipe's way: an `evaluation:` section with "
-                   "dataset_split")
 def test_dataset_test_split_in_a_recipe_points_to_the_evaluation_section(workdir, capsys):
     from tests.conftest import fails_once, recipe
 

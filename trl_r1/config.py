@@ -233,6 +233,8 @@ FOREIGN_KEYS: dict[str, str] = {
     "max_prompt_length": "TRL 1.16's GRPOConfig has none (GRPO no longer truncates prompts): drop it and keep "
                          "long prompts out of the dataset (filter them, or set max_samples)",
     "max_seq_length": "TRL's old name for `max_length` (SFTConfig, renamed in TRL 0.20)",
+    "dataset_test_split": "TRL's held-out split key (`trl-r1 grpo|sft` take it): in a recipe the held-out set is the "
+                          "`evaluation:` section (dataset_name, dataset_split: test, stages: [...])",
     "evaluation_strategy": "transformers' old name for `eval_strategy`",
     "warmup_ratio": "transformers 4's share of steps spent warming up, gone in transformers 5: set `warmup_steps` "
                     "(a count of steps, or a float below 1 read as that share of the steps)",
