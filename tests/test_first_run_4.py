@@ -192,3 +192,27 @@ def test_the_builders_count_line_says_one_prompt(workdir, capsys, caplog):
     assert code == 0, err[-2000:]
     assert any(r.getMessage().endswith("accepted from 1 prompt -> rs/sft.jsonl") and "/1 sample " in r.getMessage()
                for r in caplog.records), [r.getMessage() for r in caplog.records]
+
+
+def test_a_touched_data_file_is_no_edit_but_a_changed_one_is(workdir, capsys):
+    import os
+    import shutil
+    from pathlib import Path
+
+    import yaml
+
+    from tests.conftest import command
+    from trl_r1.cli import run_main
+
+    data = recipe(rl=None, evaluation=None)
+    Path("recipe.yaml").write_text(yaml.safe_dump(data))
+    assert command(capsys, run_main, ["recipe.yaml"])[0] == 0
+    later = Path("runs/r/cold_start/stage.json").stat().st_mtime + 60
+    shutil.copy2("sft.jsonl", "copy.jsonl")
+    os.replace("copy.jsonl", "sft.jsonl")  # `cp -p` back over it: same rows, then a newer time
+    os.utime("sft.jsonl", (later, later))
+    assert not [n for n in notes_of(passes(capsys, data)) if "sft.jsonl" in n]
+    rows = Path("sft.jsonl").read_text().splitlines()
+    Path("sft.jsonl").write_text("\n".join(rows[::-1]) + "\n")  # same size, other order: an edit
+    os.utime("sft.jsonl", (later, later))
+    assert [n for n in notes_of(passes(capsys, data)) if "sft.jsonl was modified" in n]

@@ -54,7 +54,7 @@ from .preflight import (
 )
 from .ranks import Ranks
 from .cards import card_precision_problems, cpu_stage_notes
-from .fingerprint import next_previous, record_notes
+from .fingerprint import data_file, file_stamp, next_previous, record_notes
 from .key_effects import ignored_key_notes
 from .recipe import Recipe, RecipeError, StagePlan, _digest, changed_keys
 from .stages import STAGE_REGISTRY, ModelHandle, StageRecord, prepare_stage_dir, read_record, stage_status, write_record
@@ -463,6 +463,8 @@ class Pipeline:
             record.evaluation = self._evaluate(plan.name, record.generator)
             record.evaluation_settings = self._evaluation_settings() if record.evaluation is not None else None
         record.settings = plan.settings
+        if (source := data_file(plan)) is not None:  # a later edit of the file is noted, a touch is not
+            record.metrics["data_file"] = file_stamp(source)
         # what the other ranks waited for (merging, evaluation), next to the stage's own `seconds`
         record.metrics["main_process_seconds"] = {"record": round(handed_on - began, 3),
                                                   "evaluation": round(time.perf_counter() - handed_on, 3)}
