@@ -105,10 +105,6 @@ def test_a_relative_dataset_folder_missing_here_is_not_read_from_the_cache(workd
     assert code == 2 and any("split" in problem for problem in problems), (code, problems)
 
 
-@pytest.mark.xfail(strict=True, reason="`trl-r1 evaluate --model_name_or_path <abs path>/runs/r/rl` from another "
-                   "directory: the adapter's base was recorded relative to the run's folder (runs/r/cold_start/"
-                   "merged), so evaluate ends in 'OSError: Repo id must be in the form...' (a Hub lookup); expected "
-                   "the stage's figure, its base found beside it")
 def test_evaluate_a_stage_from_another_directory(workdir, capsys, monkeypatch):
     from tests.conftest import recipe
 

@@ -238,6 +238,10 @@ def resolve_model(model_name_or_path: str, base_model_name_or_path: str | None =
     base = base_model_name_or_path or json.loads(config.read_text()).get("base_model_name_or_path")
     if not base:
         raise ValueError(f"{config} names no base model; set base_model_name_or_path")
+    if not base_model_name_or_path and not Path(base).is_absolute() and not Path(base).is_dir():
+        # a run records its base relative to where it ran (runs/r/cold_start/merged): from another folder, the
+        # base is found beside the adapter, under the folder the run ran in
+        base = next((str(root / base) for root in path.resolve().parents if (root / base).is_dir()), base)
     return base, model_name_or_path
 
 
