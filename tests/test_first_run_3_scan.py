@@ -106,7 +106,7 @@ def test_a_builder_skips_one_13k_token_prompt_with_a_line_a_count_and_the_rule(w
     assert code in (0, None), caplog.text
     warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
     assert any("prompt 2 has" in w and "over max_prompt_tokens=4096: skipped, not cut" in w for w in warnings), warnings
-    assert any("1 prompts longer than max_prompt_tokens=4096 tokens were skipped" in w for w in warnings), warnings
+    assert any("1 prompt longer than max_prompt_tokens=4096 tokens was skipped" in w for w in warnings), warnings
     assert json.loads(Path("out/stats.json").read_text())["prompts_too_long"] == 1
 
 

@@ -42,7 +42,7 @@ def test_every_stage_gets_a_sentence_and_the_summary_gives_intervals_and_pass_at
         f"rl: {ACC} 0.41 -> 0.43 (+0.02, within noise); {FMT} 1 -> 1 (+0, within noise).",
         "rejection_sampling: kept 369 of 1600 samples (23.1%) from 400 prompts (310 with at least one kept); "
         f"rejected as incorrect:{ACC} (1100), near_duplicate (119), malformed (12).",
-        "final_sft: 50 steps, no held-out evaluation: loss 0.5 -> 0.31.",
+        "final_sft: 50 steps, no held-out evaluation; on its training batches: loss 0.5 -> 0.31.",
     ]
     summary = terminal_summary(report).splitlines()
     assert f"held-out {ACC} [95% CI]: base=0 [0, 0]  cold_start=0.41 [0.38, 0.44]  rl=0.43 [0.4, 0.46]" in summary
@@ -62,7 +62,7 @@ def test_a_run_without_evaluation_still_says_what_each_stage_did(tmp_path):
     write_stage(tmp_path, StageRecord("final_sft", "f", "running", seconds=4.0))
     report = write_report(tmp_path, ["rl", "final_sft"])
     assert stage_changes(report) == [
-        f"rl: 80 steps, no held-out evaluation: reward 0.2 -> 0.7, {ACC} 0.1 -> 0.5.",
+        f"rl: 80 steps, no held-out evaluation; on its training batches: reward 0.2 -> 0.7, {ACC} 0.1 -> 0.5.",
         "final_sft: running (not finished) after 4.0 s, no held-out evaluation and no logged metrics.",
     ]
     assert terminal_summary(report).splitlines()[-3:-1] == stage_changes(report)

@@ -479,6 +479,7 @@ def _exit_code(prog: str, work: Callable[[], None]) -> int:
     """Run a command's work; a bad recipe exits 2 and a failed stage 1, each with one clear line on stderr."""
     from .config import ConfigError
     from .pipeline import StageError
+    from .pipeline.interrupt import RunInterrupted
     from .pipeline.ranks import WorldSizeError, shut_down
 
     succeeded = False
@@ -488,7 +489,9 @@ def _exit_code(prog: str, work: Callable[[], None]) -> int:
     except ConfigError as exc:
         return _report_once(f"{prog}: {exc}", 2)
     except (StageError, WorldSizeError) as exc:
-        return _report_once(f"{prog}: {exc}", 1)
+        return _report_once(f"{prog}: {exc}", 130 if isinstance(exc, RunInterrupted) else 1)
+    except KeyboardInterrupt:  # outside a pipeline run (a builder, evaluate): the command's own line, no traceback
+        return _report_once(f"{prog}: interrupted (Ctrl-C)", 130)
     finally:
         shut_down(succeeded=succeeded)
     return 0

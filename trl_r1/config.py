@@ -233,6 +233,8 @@ FOREIGN_KEYS: dict[str, str] = {
     "max_prompt_length": "TRL 1.16's GRPOConfig has none (GRPO no longer truncates prompts): drop it and keep "
                          "long prompts out of the dataset (filter them, or set max_samples)",
     "max_seq_length": "TRL's old name for `max_length` (SFTConfig, renamed in TRL 0.20)",
+    "dataset_test_split": "TRL's held-out split key (`trl-r1 grpo|sft` take it): in a recipe the held-out set is the "
+                          "`evaluation:` section (dataset_name, dataset_split: test, stages: [...])",
     "evaluation_strategy": "transformers' old name for `eval_strategy`",
     "warmup_ratio": "transformers 4's share of steps spent warming up, gone in transformers 5: set `warmup_steps` "
                     "(a count of steps, or a float below 1 read as that share of the steps)",
@@ -331,6 +333,9 @@ def coerce(value: Any, annotation: Any) -> Any:
 
     >>> coerce("1e-5", float), coerce(3, float | None), coerce("cosine", Literal["linear", "cosine"])
     (1e-05, 3.0, 'cosine')
+    >>> from transformers.trainer_utils import SaveStrategy
+    >>> coerce(False, SaveStrategy | str)  # `save_strategy: no`, unquoted
+    'no'
     >>> coerce("yes", bool)
     Traceback (most recent call last):
     ...
@@ -388,10 +393,21 @@ def coerce(value: Any, annotation: Any) -> Any:
         raise TypeError(f"expected str, got {_show(value)}")
     if isinstance(annotation, type) and issubclass(annotation, enum.Enum):
         allowed = [m.value for m in annotation]
+        if value is False and "no" in allowed:  # YAML 1.1 reads an unquoted `save_strategy: no` as false
+            return "no"
         if value in allowed or isinstance(value, annotation):
             return value
         raise TypeError(f"expected one of {allowed}, got {_show(value)}")
     return value  # other annotations (classes, callables): the config's own __post_init__ checks them
+
+
+def counted(number: int, noun: str) -> str:
+    """`number` and `noun`, plural unless it is one (the count lines users read: "1 prompt", "3 prompts").
+
+    >>> counted(1, "prompt"), counted(0, "sample"), counted(1234, "row")
+    ('1 prompt', '0 samples', '1,234 rows')
+    """
+    return f"{number:,} {noun}{'' if number == 1 else 's'}"
 
 
 def _union_order(option: Any) -> int:

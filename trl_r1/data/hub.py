@@ -15,6 +15,7 @@ import json
 import shutil
 from pathlib import Path
 
+from ..config import counted
 from .layout import PROMPT_STATS, RUN, SFT, STATS
 
 _SIZES = [(1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M"),
@@ -135,7 +136,7 @@ ones, drop unreadable ones (mixed languages, long paragraphs, code blocks in the
 
 - **{source}:** `{model["model"]}`{adapter}{where}
 - **Prompts:** {f"`{config['dataset_name']}`" if config.get("dataset_name") else "an in-memory dataset"} (split `{config["dataset_split"]}`,
-  column `{config["prompt_column"]}`), {stats["num_prompts"]} prompts
+  column `{config["prompt_column"]}`), {counted(stats["num_prompts"], "prompt")}
 - **Samples:** {stats["generated"]} generated, **{stats["accepted"]} kept** (acceptance rate
   {stats["acceptance_rate"]:.1%}); {stats["passed"]} passed verification; {stats["truncated"]} were truncated
 - **Verification:** every kept sample scored at least {config["min_reward"]} on each of {rewards}

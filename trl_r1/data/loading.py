@@ -87,12 +87,18 @@ def load_dataset_spec(name: str, *, split: str = "train", config: str | None = N
             raise SplitError(f"split {split!r}: {name} holds one saved split ({str(dataset.split or 'train')!r}); "
                              "use it, or a slice of it ('train[:100]')")
         dataset = _sliced(dataset, split)
+    elif Path(name).expanduser().is_dir():  # a folder of data files (train.jsonl, test.jsonl), absolute or not
+        dataset = datasets.load_dataset(str(Path(name).expanduser()), config, split=split, **kwargs)
     elif looks_like_path(name):
         raise LocalDataError(_missing_path_message(name))
     else:
         from ..rehearsal.fixtures import mirror  # TRL_R1_DATA_DIR: a local mirror of the Hub repo, same loader
 
         name, kwargs = mirror(name, kwargs)
+        if "/" not in name and _hub_offline() and not Path(name).exists():
+            # offline, `datasets` would serve a bare name from its cache: a stale copy of a folder of that name
+            # read elsewhere, not data that is here
+            raise LocalDataError(_missing_path_message(name) + " (the Hub is offline, so it is not looked up there)")
         if streaming:  # `datasets` cannot stream a slice ("train[:-100]"); its base split has the same columns
             split = split.partition("[")[0]
         dataset = datasets.load_dataset(name, config, split=split, streaming=streaming, **kwargs)
@@ -113,6 +119,14 @@ def looks_like_path(name: str) -> bool:
     """Whether a `dataset_name` (or model name) was meant as a local path: it starts like one ('/', './',
     '../', '~') or ends in a data file's extension. Such a name is never sent to the Hub as an id."""
     return name.startswith(_PATH_PREFIXES) or Path(name).suffix.lower() in _FILE_BUILDERS
+
+
+def _hub_offline() -> bool:
+    """HF_HUB_OFFLINE / HF_DATASETS_OFFLINE, read now (the libraries read them once, at import)."""
+    import os
+
+    return any(os.environ.get(key, "").upper() in ("1", "ON", "YES", "TRUE")
+               for key in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"))
 
 
 def _missing_path_message(name: str) -> str:

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ..completion import Completion, prompt_to_text
+from ..config import counted
 from ..verifiers.format import Trace
 from . import filters as F
 from .filters import R1Filters
@@ -202,6 +203,7 @@ def build_sft_dataset(config: RejectionSamplingConfig, dataset: Any = None,
     _check_push(config)  # before anything is generated: a push that cannot happen fails now, not after hours
     prompts = _prompt_dataset(config, dataset)
     rewards = _rewards(config)  # before the model loads: a misspelt reward fails at once
+    _check_reward_columns(rewards, prompts.column_names)
     out = Path(config.output_dir)
     out.mkdir(parents=True, exist_ok=True)
     store = RecordStore(out / RECORDS)
@@ -222,6 +224,17 @@ def build_sft_dataset(config: RejectionSamplingConfig, dataset: Any = None,
     elif config.hub_dataset_id:
         push_to_hub(config.output_dir, config.hub_dataset_id, private=config.hub_private, license=config.license)
     return result
+
+
+def _check_reward_columns(rewards: list[Callable], columns: list[str]) -> None:
+    """A reward that cannot score any row (no gold column for `math`) would leave every sample unverified after
+    all the generation: a ConfigError naming the columns now (`solution_column` maps another gold column)."""
+    from ..config import ConfigError
+    from ..rewards.base import column_problems
+
+    problems = [f"rewards: {problem}" for reward in rewards for problem in column_problems(reward, columns)]
+    if problems:
+        raise ConfigError(problems)
 
 
 def _check_push(config: RejectionSamplingConfig) -> None:
@@ -262,9 +275,10 @@ def _rewards(config: RejectionSamplingConfig) -> list[Callable]:
     """The configured rewards; a ConfigError naming the key when one cannot be resolved."""
     from ..config import ConfigError
     from ..rewards import get_reward_funcs
+    from ..rewards.aliases import reward_entries
 
     try:
-        return get_reward_funcs(config.rewards)
+        return get_reward_funcs(reward_entries(config.rewards))  # `--rewards math,format` as evaluate reads it
     except (ValueError, TypeError, ImportError) as exc:
         raise ConfigError([f"rewards: {exc}"]) from exc
 
@@ -547,11 +561,12 @@ def _finalize(config: RejectionSamplingConfig, prompts: Any, records: list[dict[
     _write_jsonl(out / SFT, rows)
     prompt_stats.to_json(str(out / PROMPT_STATS), lines=True, force_ascii=False)
     (out / STATS).write_text(json.dumps(stats, indent=2))
-    logger.info("%s: %d/%d samples accepted from %d prompts -> %s", config.kind, stats["accepted"],
-                stats["generated"], stats["num_prompts"], out / SFT)
+    logger.info("%s: %d/%s accepted from %s -> %s", config.kind, stats["accepted"],
+                counted(stats["generated"], "sample"), counted(stats["num_prompts"], "prompt"), out / SFT)
     if stats["prompts_too_long"]:
-        logger.warning("%s: %d prompts longer than max_prompt_tokens=%s tokens were skipped (no samples)",
-                       config.kind, stats["prompts_too_long"], config.max_prompt_tokens)
+        logger.warning("%s: %s longer than max_prompt_tokens=%s tokens %s skipped (no samples)", config.kind,
+                       counted(stats["prompts_too_long"], "prompt"), config.max_prompt_tokens,
+                       "was" if stats["prompts_too_long"] == 1 else "were")
     return RejectionSamplingResult(sft, prompt_stats, stats, str(out))
 
 

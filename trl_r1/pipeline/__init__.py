@@ -25,17 +25,30 @@ def run_recipe(recipe: Recipe | str | dict, *, from_stage: str | None = None, dr
     from .preflight import card_memory_gb
     from .runner import DETECT_CARD, Pipeline
 
+    from .interrupt import RunInterrupted, interrupted_line
+    from .ranks import Ranks
+    from .run_lock import RunDirLock
+
     if not isinstance(recipe, Recipe):
         recipe = load_recipe(recipe, check_hardware=not dry_run)
-    pipeline = Pipeline(recipe, from_stage=from_stage, echo=echo, dry_run=dry_run, overridden=overridden,
-                        card=DETECT_CARD if card is None else card,
-                        elsewhere=card is not None and card_memory_gb() is None,
-                        model_built_by_run=model_built_by_run)
-    if dry_run:
+    ranks, lock = Ranks(), RunDirLock(recipe.run_dir)
+    if not dry_run:  # before the stages' status is read: a second run into this run_dir refuses
+        ranks.on_main(lock.acquire)
+    try:
+        pipeline = Pipeline(recipe, from_stage=from_stage, echo=echo, dry_run=dry_run, overridden=overridden,
+                            card=DETECT_CARD if card is None else card,
+                            elsewhere=card is not None and card_memory_gb() is None,
+                            model_built_by_run=model_built_by_run, ranks=ranks)
+        if dry_run:
+            try:
+                pipeline.preflight()
+            finally:  # the plan, with what the preflight saw, also when it found problems
+                for line in pipeline.plan_lines():
+                    echo(line)
+            return None
         try:
-            pipeline.preflight()
-        finally:  # the plan, with what the preflight saw, also when it found problems
-            for line in pipeline.plan_lines():
-                echo(line)
-        return None
-    return pipeline.run()
+            return pipeline.run()
+        except KeyboardInterrupt:
+            raise RunInterrupted(interrupted_line(recipe)) from None
+    finally:
+        lock.release()

@@ -27,7 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..rewards.aliases import REWARD_ALIASES
+from ..rewards.aliases import reward_entries
 from ..verifiers.format import with_think_prefix
 from ..algorithms.intervals import bootstrap_interval, pass_at_k
 from .fingerprint import ModelHandle, StageRecord, digest, write_record
@@ -315,6 +315,10 @@ def resolve_model(model_name_or_path: str, base_model_name_or_path: str | None =
     base = base_model_name_or_path or json.loads(config.read_text()).get("base_model_name_or_path")
     if not base:
         raise ValueError(f"{config} names no base model; set base_model_name_or_path")
+    if not base_model_name_or_path and not Path(base).is_absolute() and not Path(base).is_dir():
+        # a run records its base relative to where it ran (runs/r/cold_start/merged): from another folder, the
+        # base is found beside the adapter, under the folder the run ran in
+        base = next((str(root / base) for root in path.resolve().parents if (root / base).is_dir()), base)
     return base, model_name_or_path
 
 
@@ -327,21 +331,6 @@ def looks_like_local_path(name: str) -> bool:
     """
     parts = name.split("/")
     return name.startswith((".", "/", "~")) or len(parts) > 2 or (len(parts) == 2 and Path(parts[0]).is_dir())
-
-
-def reward_entries(values: list[Any]) -> list[Any]:
-    """`--rewards` as reward entries: comma-separated names split (`--rewards format,math`), and the names a TRL
-    user types (their function names, TRL's `think_format_reward`) read as this registry's entries.
-
-    >>> reward_entries(["think_format_reward,math", {"name": "code"}])
-    [{'name': 'format', 'require_answer': False}, 'math', {'name': 'code'}]
-    """
-    entries: list[Any] = []
-    for value in values:
-        names = [part.strip() for part in value.split(",") if part.strip()] if isinstance(value, str) else [value]
-        entries += [alias.entry if isinstance(name, str) and (alias := REWARD_ALIASES.get(name)) and alias.entry
-                    else name for name in names]
-    return entries
 
 
 def recorded_evaluation(model_name_or_path: str) -> dict[str, Any] | None:

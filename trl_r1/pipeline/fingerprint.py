@@ -196,8 +196,9 @@ def record_notes(stages: list[StagePlan], done: set[str]) -> list[str]:
             notes.append(f"{plan.name}: {record} cannot be read ({why[:80]}): the stage runs again and the files in "
                          f"its folder move to {next_previous(plan.output_dir)}")
             continue
-        source = Path(str(getattr(plan.args, "dataset_name", None) or getattr(plan.config, "dataset_name", "") or ""))
-        if plan.name in done and source.is_file() and source.stat().st_mtime > record.stat().st_mtime:
+        source = data_file(plan)
+        if (plan.name in done and source is not None and source.stat().st_mtime > record.stat().st_mtime
+                and file_changed(source, _recorded_stamp(record))):
             notes.append(f"{plan.name}: {source} was modified after this stage finished: the stage is kept, trained "
                          f"on the file's earlier rows; run with --from-stage {plan.name} to train on the new ones")
     return notes
@@ -275,3 +276,48 @@ def prepare_stage_dir(plan: StagePlan, status: str) -> None:
         keep_previous(plan.output_dir, plan.name)
     if status != "resume":
         write_record(plan.output_dir, StageRecord(plan.name, plan.fingerprint, settings=plan.settings))
+
+
+def data_file(plan: StagePlan) -> Path | None:
+    """The local data file a stage trains on, if it names one."""
+    source = Path(str(getattr(plan.args, "dataset_name", None) or getattr(plan.config, "dataset_name", "") or ""))
+    return source if str(source) not in ("", ".") and source.is_file() else None
+
+
+def file_stamp(path: Path) -> dict[str, Any]:
+    """What a finished stage records of its data file: size, modification time and content digest."""
+    import hashlib
+
+    with open(path, "rb") as f:
+        sha256 = hashlib.file_digest(f, "sha256").hexdigest()
+    stat = path.stat()
+    return {"path": str(path), "size": stat.st_size, "mtime": stat.st_mtime, "sha256": sha256}
+
+
+def file_changed(path: Path, stamp: dict[str, Any] | None) -> bool:
+    """Whether `path` differs from its recorded `stamp` in content: the same mtime, or another size, decides
+    without reading it; only a new mtime at the same size is hashed (a `cp -p` or `touch` leaves equal content).
+    Without a stamp (an older record), a newer file counts as changed.
+
+    >>> import tempfile
+    >>> path = Path(tempfile.mkdtemp()) / "rows.jsonl"
+    >>> _ = path.write_text('{"prompt": "1 + 1"}'); stamp = file_stamp(path)
+    >>> import os; os.utime(path, (stamp["mtime"] + 60, stamp["mtime"] + 60))  # touch
+    >>> file_changed(path, stamp)
+    False
+    >>> _ = path.write_text('{"prompt": "1 + 2"}'); file_changed(path, stamp)
+    True
+    """
+    if not stamp:
+        return True
+    stat = path.stat()
+    if stat.st_size != stamp.get("size"):
+        return True
+    return stat.st_mtime != stamp.get("mtime") and file_stamp(path)["sha256"] != stamp.get("sha256")
+
+
+def _recorded_stamp(record_file: Path) -> dict[str, Any] | None:
+    try:
+        return json.loads(record_file.read_text()).get("metrics", {}).get("data_file")
+    except (OSError, ValueError, AttributeError):
+        return None

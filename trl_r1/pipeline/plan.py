@@ -252,7 +252,8 @@ def rl_cost(plan: StagePlan, pipeline: Run) -> StageCost:
         prompts=prompts, samples=samples,
         generated_tokens=_times(samples, length), trained_tokens=_times(trained, length),
         basis=(f"{steps if steps is not None else 'unknown'} steps x {per_step} completions, {generations} per "
-               f"prompt, <= max_completion_length {length} tokens each (trained: the completion tokens)"),
+               f"prompt, <= max_completion_length {length} tokens each (trained: the completion tokens)"
+               + (f"; each generated batch trained num_iterations={iterations} times" if iterations > 1 else "")),
         generation=(plan.generation or "transformers", _weights(model_args),
                     bool(model_args.use_peft)),
         generation_batch=per_call, training=("grpo", _weights(model_args), bool(model_args.use_peft)),

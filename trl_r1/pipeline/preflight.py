@@ -38,6 +38,7 @@ from ..trainers import memory
 from ..trainers.memory import model_shape
 from .cards import card_precision_problems, card_text, cpu_stage_notes
 from .fingerprint import record_notes
+from .key_effects import ignored_key_notes
 from .recipe import STAGE_REGISTRY
 from .templates import TemplateReport, inspect_chat_template, template_problems
 
@@ -145,6 +146,7 @@ def plan_problems(run: Run) -> list[str]:
     machine = backend_problems(recipe, pending, rewards) + tracker_problems(pending)
     # what follows from the recipe fails on any machine, the card planned for included
     problems += generation_backend_problems(recipe, pending, run.notes, elsewhere=run.elsewhere)
+    run.notes += ignored_key_notes(pending, recipe.shared.get("training", {}))
     if run.detects_card and run.card is None or run.elsewhere:
         # bf16 on a card without it belongs with the recipe's problems (`card_precision_problems`); bf16 on this
         # machine without a GPU is this machine's
@@ -501,11 +503,41 @@ def model_path_problems(model_path: str, *, built_by_run: bool = False) -> list[
     except HFValidationError:
         hub_id = False
     if hub_id:
-        return []
+        return offline_model_problems(model_path)
     folder = path.absolute().parent
     missing = "" if folder.is_dir() else f", nor does its folder {folder}"
     return [f"model: key 'model_name_or_path': {model_path!r} does not exist{missing} (a path, so not looked up on "
             "the Hub); fix the path, or give a Hub id 'org/name'"]
+
+
+def hub_offline() -> bool:
+    """Whether the Hub is switched off here (HF_HUB_OFFLINE or TRANSFORMERS_OFFLINE, read now, not at import)."""
+    import os
+
+    from huggingface_hub.constants import is_offline_mode
+
+    return is_offline_mode() or any(os.environ.get(key, "").upper() in ("1", "ON", "YES", "TRUE")
+                                    for key in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"))
+
+
+def offline_model_problems(model_path: str) -> list[str]:
+    """A bare model name ('tinyy', no 'org/') with no such folder, no cached Hub snapshot and the Hub offline
+    cannot load anywhere this run goes: most likely a misspelt local folder, so an error here rather than a note
+    and a failed first stage. An 'org/name' id stays allowed (a laptop plans a run that downloads it on the GPU
+    machine; the tokenizer check notes that it was not read)."""
+    import difflib
+    from pathlib import Path
+
+    from huggingface_hub import try_to_load_from_cache
+
+    if "/" in model_path or not hub_offline() or isinstance(try_to_load_from_cache(model_path, "config.json"), str):
+        return []
+    close = difflib.get_close_matches(model_path, [p.name for p in Path(".").iterdir() if p.is_dir()], n=1,
+                                      cutoff=0.6)
+    hint = f"did you mean the folder {close[0]!r}? " if close else ""
+    return [f"model: key 'model_name_or_path': {model_path!r} is no folder here (paths are relative to "
+            f"{Path.cwd()}), and the Hub is offline (HF_HUB_OFFLINE) with no cached snapshot of it; {hint}fix the "
+            "name, or download it first (hf download <org/name>)"]
 
 
 def lora_target_problems(model_path: str, targets: list[str] | str | None) -> list[str]:
@@ -538,9 +570,23 @@ def run_dir_problems(run_dir: Path | str, key: str = "run_dir") -> list[str]:
     for path in (Path(run_dir), *Path(run_dir).parents):
         if path.exists():
             if path.is_dir():
-                return []
+                return _unwritable_problems(run_dir, path, key)
             return [f"{key}: {run_dir} {'is' if path == Path(run_dir) else f'lies under {path}, which is'} a "
                     f"file, not a folder; give {named} a folder path"]
+    return []
+
+
+def _unwritable_problems(run_dir: Path | str, folder: Path, key: str) -> list[str]:
+    """`folder` (run_dir, or its nearest existing parent) must take a new folder: tried with a temporary one
+    (permission bits do not tell for root, a read-only mount or /proc), removed at once."""
+    import os
+    import tempfile
+
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".trl-r1-write-check-", dir=folder))
+    except OSError as exc:
+        return [f"{key}: cannot write {run_dir}: {folder} takes no new folder ({exc.strerror}); give "
+                f"{'run_dir (or --run-dir)' if key == 'run_dir' else key} a folder you can write"]
     return []
 
 

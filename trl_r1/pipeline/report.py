@@ -291,7 +291,7 @@ def stage_changes(report: dict[str, Any]) -> list[str]:
         elif row.get("accepted") is not None:
             sentence = _rejection_sampling_change(row)
         else:
-            sentence = _training_change(row)
+            sentence = _training_change(row, evaluated=bool(values))
             if values:  # evaluated, with no earlier evaluation to compare with
                 sentence += ("; evaluation " if report.get("evaluation_seen_in_training") else "; held-out ") + ", ".join(f"{m} {_with_interval(values, m)}" for m in metrics
                                                       if m in values)
@@ -327,11 +327,16 @@ def _rejection_sampling_change(row: dict[str, Any]) -> str:
     return sentence
 
 
-def _training_change(row: dict[str, Any]) -> str:
-    """What a stage without held-out evaluation did, from its own logged curves (first -> last value).
+def _training_change(row: dict[str, Any], *, evaluated: bool = False) -> str:
+    """What a stage did by its own logged curves (first -> last value, on its training batches, which the reward
+    names share with the held-out columns). `evaluated`: its held-out figures follow (no base to compare with), so
+    it does not say there are none.
 
     >>> _training_change({"status": "done", "seconds": 12.0, "steps": 50, "loss_first": 2.1, "loss_last": 0.4})
-    '50 steps, no held-out evaluation: loss 2.1 -> 0.4'
+    '50 steps, no held-out evaluation; on its training batches: loss 2.1 -> 0.4'
+    >>> _training_change({"status": "done", "seconds": 12.0, "steps": 50, "loss_first": 2.1, "loss_last": 0.4},
+    ...                  evaluated=True)
+    '50 steps; on its training batches: loss 2.1 -> 0.4'
     >>> _training_change({"status": "running", "seconds": 3.0, "steps": None})
     'running (not finished) after 3.0 s, no held-out evaluation and no logged metrics'
     """
@@ -340,8 +345,10 @@ def _training_change(row: dict[str, Any]) -> str:
     else:
         done = f"{row['steps']} steps" if row.get("steps") else f"done in {row['seconds']} s"
     trends = [f"{key[:-len('_first')]} {_trend(row, key[:-len('_first')])}" for key in row if key.endswith("_first")]
-    return f"{done}, no held-out evaluation: " + ", ".join(trends) if trends else \
-        f"{done}, no held-out evaluation and no logged metrics"
+    done += "" if evaluated else ", no held-out evaluation"
+    if trends:
+        return f"{done}; on its training batches: " + ", ".join(trends)
+    return done if evaluated else f"{done} and no logged metrics"
 
 
 def _significance(previous: dict[str, Any], values: dict[str, Any], metric: str) -> str:

@@ -24,7 +24,8 @@ from .evaluate import HeldOutEvaluation
 from .preflight import card_memory_gb, plan_problems, resolve_plan
 from .ranks import Ranks
 from .recipe import Recipe, RecipeError, StagePlan
-from .fingerprint import ModelHandle, StageRecord, prepare_stage_dir, read_record, stage_status, write_record
+from .fingerprint import (ModelHandle, StageRecord, data_file, file_stamp, prepare_stage_dir, read_record, stage_status,
+                          write_record)
 from .stages import STAGE_REGISTRY, Stage
 from .templates import TemplateReport, adapt_rewards
 
@@ -181,6 +182,8 @@ class Pipeline:
         if record.generator is not None:
             self.evaluation.score(plan, record)
         record.settings = plan.settings
+        if (source := data_file(plan)) is not None:  # a later edit of the file is noted, a touch is not
+            record.metrics["data_file"] = file_stamp(source)
         # what the other ranks waited for (merging, evaluation), next to the stage's own `seconds`
         record.metrics["main_process_seconds"] = {"record": round(handed_on - began, 3),
                                                   "evaluation": round(time.perf_counter() - handed_on, 3)}

@@ -36,6 +36,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .checkpoints import last_complete_checkpoint
 from .fingerprint import ModelHandle, StageRecord, prepare_stage_dir, read_record, stage_status, write_record
 from .plan import StageCost, dataset_rows, final_sft_cost, rejection_sampling_cost, rl_cost, training_cost
 from .preflight import Run, dataset_problems, short_max_length_problems
@@ -98,14 +99,12 @@ def train(plan: StagePlan, start: ModelHandle, train_dataset: Dataset, *,
 
     Runs on every rank: TRL's trainer shards the batches across processes and saves on the main one.
     """
-    from transformers.trainer_utils import get_last_checkpoint
-
     from ..data.generation import release_accelerator_memory
     from ..trainers.trl_compat import shutdown_trainer_vllm
 
     config = plan.config
     plan.output_dir.mkdir(parents=True, exist_ok=True)
-    resume = get_last_checkpoint(str(plan.output_dir)) if any(plan.output_dir.glob("checkpoint-*")) else None
+    resume = last_complete_checkpoint(plan.output_dir)
     if resume:
         logger.info("%s: resuming from %s", plan.name, resume)
     trainer = None

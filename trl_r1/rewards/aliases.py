@@ -48,4 +48,19 @@ REWARD_ALIASES: dict[str, RewardAlias] = {
         "get_soft_overlong_punishment", "ioi_code", "cf_code", "code_format")},
 }
 
-__all__ = ["REWARD_ALIASES", "RewardAlias"]
+def reward_entries(values: list[Any]) -> list[Any]:
+    """`--rewards` as reward entries: comma-separated names split (`--rewards format,math`), and the names a TRL
+    user types (their function names, TRL's `think_format_reward`) read as this registry's entries.
+
+    >>> reward_entries(["think_format_reward,math", {"name": "code"}])
+    [{'name': 'format', 'require_answer': False}, 'math', {'name': 'code'}]
+    """
+    entries: list[Any] = []
+    for value in values:
+        names = [part.strip() for part in value.split(",") if part.strip()] if isinstance(value, str) else [value]
+        entries += [alias.entry if isinstance(name, str) and (alias := REWARD_ALIASES.get(name)) and alias.entry
+                    else name for name in names]
+    return entries
+
+
+__all__ = ["REWARD_ALIASES", "RewardAlias", "reward_entries"]

@@ -141,6 +141,7 @@ class _Worker:
         self.process = _spawn(
             [sys.executable, "-c", _WORKER_MAIN, target, str(memory_limit_bytes), str(os.getpid())],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, close_fds=True,
+            process_group=0,  # a terminal's Ctrl-C reaches the caller alone (which ends it); no worker traceback
         )
         self.tasks = Connection(os.dup(self.process.stdin.fileno()), readable=False)
         self.replies = Connection(os.dup(self.process.stdout.fileno()), writable=False)
