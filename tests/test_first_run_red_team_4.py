@@ -211,10 +211,6 @@ def test_the_plan_times_a_vllm_evaluation_at_the_vllm_rate(workdir, capsys):
     assert "transformers generation" not in evaluation and "vLLM" in evaluation, evaluation
 
 
-@pytest.mark.xfail(strict=True, reason="writing a default down (`--set training.seed=42`, `rl.learning_rate=1e-6`, "
-                   "`rl.temperature=1.0`, `rl.beta=0.0`: the defaults `trl-r1 grpo --help` and the plan print) "
-                   "redoes finished stages: 'changed: training.seed (unset) -> 42; its old outputs move to "
-                   ".previous'; the typed settings are the same, so nothing should be redone")
 @pytest.mark.parametrize("override", ["training.seed=42", "rl.learning_rate=1e-6", "rl.temperature=1.0",
                                       "rl.beta=0.0"])
 def test_writing_a_default_down_keeps_the_finished_stages(workdir, capsys, override):

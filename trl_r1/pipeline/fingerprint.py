@@ -1,5 +1,7 @@
 """What decides that a stage is done, resumes or is redone: its record (`StageRecord`, `<stage>/stage.json`), its
 fingerprint over the typed settings that change what it computes, and where a redone stage's old outputs go.
+A key written down at the value the stage holds without it (its config's default, where neither the pipeline nor
+the `training:` section fills it in) is left out: `seed: 42` or `beta: 0.0` written into a finished run redoes nothing.
 
 The settings are read back from the stage's parsed configs (the TRL / transformers dataclasses the recipe built),
 so `5e-5` and `5.0e-5` are one learning rate. Keys that only log, save, report or evaluate are left out in every
@@ -12,6 +14,7 @@ checkpoint stays meaningful when the shape changes and the product does not), an
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import logging
@@ -65,6 +68,33 @@ def typed_value(key: str, raw: Any, *parsed: Any) -> Any:
     return json.loads(json.dumps(raw, default=str))
 
 
+# keys the pipeline fills in when a recipe leaves them out (QLoRA's optimizer, checkpointing on, the rewards' weights,
+# each stage's folder, a sampler's seed from the run's): their class default is not what an unset key means
+PIPELINE_FILLED = frozenset({"optim", "gradient_checkpointing", "activation_checkpointing", "reward_weights",
+                             "output_dir", "seed"})
+_NO_DEFAULT = object()
+
+
+def class_default(key: str, *parsed: Any) -> Any:
+    """The value the first parsed config that has `key` holds when it is not given (its dataclass field's default,
+    as JSON would write it); a sentinel equal to nothing where no dataclass field has it or it has no default.
+
+    >>> from transformers import TrainingArguments
+    >>> class_default("learning_rate", TrainingArguments("o")), class_default("nope", TrainingArguments("o")) == 1
+    (5e-05, False)
+    """
+    for obj in parsed:
+        fields = {f.name: f for f in dataclasses.fields(obj)} if dataclasses.is_dataclass(obj) else {}
+        if key in fields:
+            field_ = fields[key]
+            if field_.default is not dataclasses.MISSING:
+                return json.loads(json.dumps(field_.default, default=str))
+            if field_.default_factory is not dataclasses.MISSING:
+                return json.loads(json.dumps(field_.default_factory(), default=str))
+            return _NO_DEFAULT
+    return _NO_DEFAULT
+
+
 def stage_settings(plan: StagePlan, model_section: dict[str, Any], training: dict[str, Any],
                    model_args: R1ModelConfig | None = None) -> dict[str, dict[str, Any]]:
     """`{section: {key: typed value}}` of what changes the stage's result.
@@ -72,27 +102,29 @@ def stage_settings(plan: StagePlan, model_section: dict[str, Any], training: dic
     >>> from pathlib import Path
     >>> from trl_r1.pipeline.recipe import StagePlan
     >>> from transformers import TrainingArguments
-    >>> config = TrainingArguments("o", learning_rate=5e-5, per_device_train_batch_size=2,
+    >>> config = TrainingArguments("o", learning_rate=1e-4, per_device_train_batch_size=2,
     ...                            gradient_accumulation_steps=4, use_cpu=True)
     >>> plan = StagePlan("cold_start", "sft", None, config, None, Path("o"), section={
-    ...     "learning_rate": "5e-5", "per_device_train_batch_size": 2, "gradient_accumulation_steps": 4,
-    ...     "logging_steps": 1})
+    ...     "learning_rate": "1e-4", "per_device_train_batch_size": 2, "gradient_accumulation_steps": 4,
+    ...     "logging_steps": 1, "weight_decay": 0.0})  # weight_decay 0.0: the default, written down
     >>> stage_settings(plan, {}, {})["cold_start"]
-    {'learning_rate': 5e-05, 'effective_batch (per_device_train_batch_size x gradient_accumulation_steps)': 8}
+    {'learning_rate': 0.0001, 'effective_batch (per_device_train_batch_size x gradient_accumulation_steps)': 8}
     """
     parsed = (plan.config, plan.args, plan.model_args)
     left_out = BOOKKEEPING_KEYS | SHAPE_ONLY_KEYS.get(plan.kind, frozenset())
 
-    def typed(section: dict[str, Any], *objs: Any) -> dict[str, Any]:
+    def typed(section: dict[str, Any], *objs: Any, inherited: dict[str, Any] | None = None) -> dict[str, Any]:
         kept = {key: typed_value(key, value, *objs) for key, value in section.items()
                 if key not in left_out and key not in BATCH_SHAPE_KEYS}
+        kept = {key: value for key, value in kept.items()  # a default written down changes nothing
+                if key in PIPELINE_FILLED or key in (inherited or {}) or value != class_default(key, *objs)}
         if any(key in section for key in BATCH_SHAPE_KEYS) and plan.config is not None:
             kept[EFFECTIVE_BATCH] = (getattr(plan.config, BATCH_SHAPE_KEYS[0], 1)
                                      * getattr(plan.config, BATCH_SHAPE_KEYS[1], 1))
         return kept
 
     return {"model": typed(model_section, model_args, plan.model_args), "training": typed(training, *parsed),
-            plan.name: typed(plan.section, *parsed)}
+            plan.name: typed(plan.section, *parsed, inherited={**model_section, **training})}
 
 
 def fingerprint_stages(stages: list[StagePlan], model_section: dict[str, Any], training: dict[str, Any],
