@@ -1,0 +1,56 @@
+"""Red-team cases against the fifth set of answer-form rules (labelled parts, an answer block's one sentence,
+yes/no with a reason): each is a wrong, hedged or self-contradicting answer the rules score as equivalent."""
+
+import pytest
+
+from trl_r1.verifiers.math import check
+
+POLICIES = ["marked", "bare"]
+
+
+def verdict(gold: str, completion: str, policy: str) -> bool | None:
+    return check(gold, completion, answer_policy=policy).equivalent
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize(
+    "completion",
+    [
+        r"Answer: \boxed{12}, check: \boxed{5}",  # 'check' labels a verification, not part (b)
+        r"First try: \boxed{12}, final: \boxed{5}",  # a first attempt and its replacement
+        r"Wrong: \boxed{12}, Right: \boxed{5}",  # the first box is disowned
+        r"Incorrect $= \boxed{12}$, correct $= \boxed{5}$",
+        r"(a) \boxed{12}, (a) \boxed{5}",  # two answers to (a), none to (b)
+        r"(a) \boxed{13}, no, (a) \boxed{12}, (b) \boxed{5}",  # three boxes for two parts
+    ],
+)
+@pytest.mark.xfail(strict=True, reason="labels that are not distinct part names are read as an ordered answer")
+def test_labels_that_are_not_parts_do_not_make_a_tuple(completion, policy):
+    assert verdict("(12, 5)", completion, policy) is False
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.xfail(strict=True, reason="a sentence whose only number is a step index scores as that number")
+def test_a_step_number_in_a_sentence_is_not_the_answer(policy):
+    assert verdict("2", "<answer>Step 2 gives the total.</answer>", policy) is False
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize("modal", ["might", "could", "should"])
+@pytest.mark.xfail(strict=True, reason="a modal verb hedges the sentence's number; only 'probably' is caught")
+def test_a_modal_sentence_is_hedged(modal, policy):
+    assert verdict("18", f"<answer>Janet {modal} make $18 per day.</answer>", policy) is False
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize(
+    "gold, answer",
+    [
+        ("No", "No, because yes."),  # the reason contradicts the verdict
+        ("No", "No, because it could be yes."),
+        ("Yes", "Yes, because n might be 2, or no."),  # 'or no' hedges both ways
+    ],
+)
+@pytest.mark.xfail(strict=True, reason="the reason after a yes/no is never read, so it can retract or hedge it")
+def test_a_yes_no_reason_that_retracts_or_hedges_is_wrong(gold, answer, policy):
+    assert verdict(gold, f"<answer>{answer}</answer>", policy) is False
