@@ -22,6 +22,9 @@ def verdict(gold: str, completion: str, policy: str) -> bool | None:
         r"Incorrect $= \boxed{12}$, correct $= \boxed{5}$",
         r"(a) \boxed{12}, (a) \boxed{5}",  # two answers to (a), none to (b)
         r"(a) \boxed{13}, no, (a) \boxed{12}, (b) \boxed{5}",  # three boxes for two parts
+        r"Mean $= \boxed{12}$, mean $= \boxed{5}$",  # one quantity answered twice
+        r"Old $= \boxed{12}$, new $= \boxed{5}$",  # a value and its revision
+        r"Before $= \boxed{12}$, after $= \boxed{5}$",
     ],
 )
 @pytest.mark.xfail(strict=True, reason="labels that are not distinct part names are read as an ordered answer")
@@ -30,13 +33,28 @@ def test_labels_that_are_not_parts_do_not_make_a_tuple(completion, policy):
 
 
 @pytest.mark.parametrize("policy", POLICIES)
-@pytest.mark.xfail(strict=True, reason="a sentence whose only number is a step index scores as that number")
-def test_a_step_number_in_a_sentence_is_not_the_answer(policy):
-    assert verdict("2", "<answer>Step 2 gives the total.</answer>", policy) is False
+@pytest.mark.parametrize(
+    "gold, sentence",
+    [
+        ("2", "Step 2 gives the total."),
+        ("2", "Case 2 holds."),
+        ("1", "Chapter 1 explains it."),
+        ("2024", "In 2024 Janet makes money."),
+    ],
+)
+@pytest.mark.xfail(strict=True, reason="a sentence whose only number is an index or a year scores as that number")
+def test_a_label_number_in_a_sentence_is_not_the_answer(gold, sentence, policy):
+    assert verdict(gold, f"<answer>{sentence}</answer>", policy) is False
 
 
 @pytest.mark.parametrize("policy", POLICIES)
-@pytest.mark.parametrize("modal", ["might", "could", "should"])
+@pytest.mark.xfail(strict=True, reason="a restricting tail ('on Mondays only') makes the sentence conditional")
+def test_a_restricted_sentence_is_conditional(policy):
+    assert verdict("18", "<answer>Janet makes $18 per day on Mondays only.</answer>", policy) is False
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize("modal", ["might", "could", "should", "would"])
 @pytest.mark.xfail(strict=True, reason="a modal verb hedges the sentence's number; only 'probably' is caught")
 def test_a_modal_sentence_is_hedged(modal, policy):
     assert verdict("18", f"<answer>Janet {modal} make $18 per day.</answer>", policy) is False
@@ -54,3 +72,16 @@ def test_a_modal_sentence_is_hedged(modal, policy):
 @pytest.mark.xfail(strict=True, reason="the reason after a yes/no is never read, so it can retract or hedge it")
 def test_a_yes_no_reason_that_retracts_or_hedges_is_wrong(gold, answer, policy):
     assert verdict(gold, f"<answer>{answer}</answer>", policy) is False
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize(
+    "gold, answer",
+    [
+        (r"\sqrt[3]{2}", r"\sqrt[3]2"),  # TeX's brace-less root argument with an index
+        (r"\sqrt{2}", r"2^\frac12"),  # TeX's brace-less \frac as an exponent
+    ],
+)
+@pytest.mark.xfail(strict=True, reason="brace-less TeX arguments beyond \\frac ab and \\sqrt N do not parse")
+def test_more_brace_less_tex_arguments_are_read(gold, answer, policy):
+    assert verdict(gold, rf"The answer is $\boxed{{{answer}}}$.", policy) is True
