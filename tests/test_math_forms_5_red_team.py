@@ -65,7 +65,7 @@ def test_a_modal_sentence_is_hedged(modal, policy):
     "gold, answer",
     [
         ("No", "No, because yes."),  # the reason contradicts the verdict
-        ("No", "No, because it could be yes."),
+        ("No", "No, because maybe not."),  # 'maybe' in the reason is not read as a hedge
         ("Yes", "Yes, because n might be 2, or no."),  # 'or no' hedges both ways
     ],
 )
@@ -85,3 +85,9 @@ def test_a_yes_no_reason_that_retracts_or_hedges_is_wrong(gold, answer, policy):
 @pytest.mark.xfail(strict=True, reason="brace-less TeX arguments beyond \\frac ab and \\sqrt N do not parse")
 def test_more_brace_less_tex_arguments_are_read(gold, answer, policy):
     assert verdict(gold, rf"The answer is $\boxed{{{answer}}}$.", policy) is True
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.xfail(strict=True, reason="'at first' marks a provisional answer, yet the statement after it is scored")
+def test_an_answer_held_at_first_is_provisional(policy):
+    assert verdict("5", "So at first, the answer is 5.", policy) is False
