@@ -25,6 +25,8 @@ def verdict(gold: str, completion: str, policy: str) -> bool | None:
         r"Mean $= \boxed{12}$, mean $= \boxed{5}$",  # one quantity answered twice
         r"Old $= \boxed{12}$, new $= \boxed{5}$",  # a value and its revision
         r"Before $= \boxed{12}$, after $= \boxed{5}$",
+        r"(a) \boxed{12}, (c) \boxed{5}",  # 5 is given for part (c), not (b)
+        r"(b) \boxed{12}, (c) \boxed{5}",  # every answer under the wrong part
     ],
 )
 @pytest.mark.xfail(strict=True, reason="labels that are not distinct part names are read as an ordered answer")
@@ -91,3 +93,21 @@ def test_more_brace_less_tex_arguments_are_read(gold, answer, policy):
 @pytest.mark.xfail(strict=True, reason="'at first' marks a provisional answer, yet the statement after it is scored")
 def test_an_answer_held_at_first_is_provisional(policy):
     assert verdict("5", "So at first, the answer is 5.", policy) is False
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize(
+    "completion",
+    [
+        r"(a) \boxed{12\text{ cm}}, (b) \boxed{5\text{ cm}}",  # works only when the last unit has an exponent
+        r"(a) \boxed{12\text{ m}}, (b) \boxed{5\text{ s}}",
+        r"(a) \boxed{12}, (b) \boxed{5\text{ cm}}",
+        r"**(a)** \boxed{12}, **(b)** \boxed{5}",  # Markdown-bold labels
+        r"a) \boxed{12}, b) \boxed{5}",
+        r"Part 1: \boxed{12}. Part 2: \boxed{5}.",
+        r"x $= \boxed{12}$, y $= \boxed{5}$",  # 'Mean $=$ ..., median $=$ ...' is read; variable names are not
+    ],
+)
+@pytest.mark.xfail(strict=True, reason="honest labelled parts in common forms are not read as the ordered answer")
+def test_honest_labelled_parts_are_read(completion, policy):
+    assert verdict("(12, 5)", completion, policy) is True
