@@ -111,3 +111,27 @@ def test_an_answer_held_at_first_is_provisional(policy):
 @pytest.mark.xfail(strict=True, reason="honest labelled parts in common forms are not read as the ordered answer")
 def test_honest_labelled_parts_are_read(completion, policy):
     assert verdict("(12, 5)", completion, policy) is True
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "Janet fails to make $18 per day.",  # negations other than 'not'/'never'/'no longer'
+        "Janet hardly makes $18 per day.",
+        "Nobody makes $18 per day.",
+        "Janet makes up to $18 per day.",  # a bound, like 'at most' (which is caught)
+        "Janet makes $18 per day plus tips.",  # the number is a part of the answer
+        "Janet makes $18 per day minus costs.",
+        "Janet makes $18ish per day.",
+        "Janet apparently makes $18 per day.",  # hedges other than 'probably'
+        "Janet seems to make $18 per day.",
+        "Janet makes $18 per day, supposedly.",
+        "Janet makes $18 per day, allegedly.",
+        "Janet makes $18 per day, presumably.",
+        "Janet makes $18 per day, likely.",
+    ],
+)
+@pytest.mark.xfail(strict=True, reason="a negated, bounded, partial or hedged sentence still answers its one number")
+def test_a_sentence_that_does_not_assert_the_number_is_wrong(sentence, policy):
+    assert verdict("18", f"<answer>{sentence}</answer>", policy) is False
