@@ -135,3 +135,19 @@ def test_honest_labelled_parts_are_read(completion, policy):
 @pytest.mark.xfail(strict=True, reason="a negated, bounded, partial or hedged sentence still answers its one number")
 def test_a_sentence_that_does_not_assert_the_number_is_wrong(sentence, policy):
     assert verdict("18", f"<answer>{sentence}</answer>", policy) is False
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize(
+    "gold, answer",
+    [
+        (r"(-\infty,a)\cup(b,\infty)", r"\mathbb{R}\setminus[a,b]"),  # letters for the ends
+        (r"\mathbb{R}\setminus[a,b]", r"(-\infty,a)\cup(b,\infty)"),  # the same, written as the gold
+        (r"(-\infty,-2)\cup(3,\infty)", r"\mathbb R\setminus[-2,3]"),  # \mathbb R without braces
+        (r"(-\infty,-2)\cup(3,\infty)", r"\mathbb{R}\backslash[-2,3]"),  # \backslash for set minus
+        (r"(-\infty,-2)\cup(3,\infty)", r"\mathbb{R}-[-2,3]"),
+    ],
+)
+@pytest.mark.xfail(strict=True, reason="the reals-minus-an-interval rule reads only numeric ends after \\mathbb{R}\\setminus")
+def test_the_reals_minus_an_interval_in_other_spellings(gold, answer, policy):
+    assert verdict(gold, rf"The answer is $\boxed{{{answer}}}$.", policy) is True
