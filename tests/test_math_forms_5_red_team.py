@@ -69,6 +69,9 @@ def test_a_modal_sentence_is_hedged(modal, policy):
         ("No", "No, because yes."),  # the reason contradicts the verdict
         ("No", "No, because maybe not."),  # 'maybe' in the reason is not read as a hedge
         ("Yes", "Yes, because n might be 2, or no."),  # 'or no' hedges both ways
+        ("Yes", "Yes, because it is not impossible, or is it?"),
+        ("No", "No, because 4 is even; on second thought, yes."),  # a retraction inside the sentence
+        ("No", "No, because 4 is even, perhaps."),
     ],
 )
 @pytest.mark.xfail(strict=True, reason="the reason after a yes/no is never read, so it can retract or hedge it")
@@ -151,3 +154,17 @@ def test_a_sentence_that_does_not_assert_the_number_is_wrong(sentence, policy):
 @pytest.mark.xfail(strict=True, reason="the reals-minus-an-interval rule reads only numeric ends after \\mathbb{R}\\setminus")
 def test_the_reals_minus_an_interval_in_other_spellings(gold, answer, policy):
     assert verdict(gold, rf"The answer is $\boxed{{{answer}}}$.", policy) is True
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize(
+    "completion",
+    [
+        r"The answer is $\boxed{\text{No}}$.",  # \boxed{No} is read; \text{No} inside the box is not
+        r"$\boxed{\text{No}}$, because 4 is even.",
+        "<answer>No \u2014 4 is even.</answer>",  # an em dash before the reason
+    ],
+)
+@pytest.mark.xfail(strict=True, reason="honest yes/no answers in common spellings score 0")
+def test_honest_yes_no_spellings_are_read(completion, policy):
+    assert verdict("No", completion, policy) is True
