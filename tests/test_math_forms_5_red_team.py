@@ -21,7 +21,6 @@ def verdict(gold: str, completion: str, policy: str) -> bool | None:
         r"Wrong: \boxed{12}, Right: \boxed{5}",  # the first box is disowned
         r"Incorrect $= \boxed{12}$, correct $= \boxed{5}$",
         r"(a) \boxed{12}, (a) \boxed{5}",  # two answers to (a), none to (b)
-        r"(a) \boxed{13}, no, (a) \boxed{12}, (b) \boxed{5}",  # three boxes for two parts
         r"Mean $= \boxed{12}$, mean $= \boxed{5}$",  # one quantity answered twice
         r"Old $= \boxed{12}$, new $= \boxed{5}$",  # a value and its revision
         r"Before $= \boxed{12}$, after $= \boxed{5}$",
@@ -29,7 +28,6 @@ def verdict(gold: str, completion: str, policy: str) -> bool | None:
         r"(b) \boxed{12}, (c) \boxed{5}",  # every answer under the wrong part
     ],
 )
-@pytest.mark.xfail(strict=True, reason="labels that are not distinct part names are read as an ordered answer")
 def test_labels_that_are_not_parts_do_not_make_a_tuple(completion, policy):
     assert verdict("(12, 5)", completion, policy) is False
 
@@ -44,20 +42,17 @@ def test_labels_that_are_not_parts_do_not_make_a_tuple(completion, policy):
         ("2024", "In 2024 Janet makes money."),
     ],
 )
-@pytest.mark.xfail(strict=True, reason="a sentence whose only number is an index or a year scores as that number")
 def test_a_label_number_in_a_sentence_is_not_the_answer(gold, sentence, policy):
     assert verdict(gold, f"<answer>{sentence}</answer>", policy) is False
 
 
 @pytest.mark.parametrize("policy", POLICIES)
-@pytest.mark.xfail(strict=True, reason="a restricting tail ('on Mondays only') makes the sentence conditional")
 def test_a_restricted_sentence_is_conditional(policy):
     assert verdict("18", "<answer>Janet makes $18 per day on Mondays only.</answer>", policy) is False
 
 
 @pytest.mark.parametrize("policy", POLICIES)
 @pytest.mark.parametrize("modal", ["might", "could", "should", "would"])
-@pytest.mark.xfail(strict=True, reason="a modal verb hedges the sentence's number; only 'probably' is caught")
 def test_a_modal_sentence_is_hedged(modal, policy):
     assert verdict("18", f"<answer>Janet {modal} make $18 per day.</answer>", policy) is False
 
@@ -74,7 +69,6 @@ def test_a_modal_sentence_is_hedged(modal, policy):
         ("No", "No, because 4 is even, perhaps."),
     ],
 )
-@pytest.mark.xfail(strict=True, reason="the reason after a yes/no is never read, so it can retract or hedge it")
 def test_a_yes_no_reason_that_retracts_or_hedges_is_wrong(gold, answer, policy):
     assert verdict(gold, f"<answer>{answer}</answer>", policy) is False
 
@@ -135,7 +129,6 @@ def test_honest_labelled_parts_are_read(completion, policy):
         "Janet makes $18 per day, likely.",
     ],
 )
-@pytest.mark.xfail(strict=True, reason="a negated, bounded, partial or hedged sentence still answers its one number")
 def test_a_sentence_that_does_not_assert_the_number_is_wrong(sentence, policy):
     assert verdict("18", f"<answer>{sentence}</answer>", policy) is False
 
@@ -151,7 +144,6 @@ def test_a_sentence_that_does_not_assert_the_number_is_wrong(sentence, policy):
         (r"(-\infty,-2)\cup(3,\infty)", r"\mathbb{R}-[-2,3]"),
     ],
 )
-@pytest.mark.xfail(strict=True, reason="the reals-minus-an-interval rule reads only numeric ends after \\mathbb{R}\\setminus")
 def test_the_reals_minus_an_interval_in_other_spellings(gold, answer, policy):
     assert verdict(gold, rf"The answer is $\boxed{{{answer}}}$.", policy) is True
 
@@ -160,11 +152,22 @@ def test_the_reals_minus_an_interval_in_other_spellings(gold, answer, policy):
 @pytest.mark.parametrize(
     "completion",
     [
-        r"The answer is $\boxed{\text{No}}$.",  # \boxed{No} is read; \text{No} inside the box is not
+        r"The answer is $\boxed{\text{No}}$.",  # \boxed{No} is read; \text{No} inside the box is not (not new)
         r"$\boxed{\text{No}}$, because 4 is even.",
-        "<answer>No \u2014 4 is even.</answer>",  # an em dash before the reason
     ],
 )
 @pytest.mark.xfail(strict=True, reason="honest yes/no answers in common spellings score 0")
 def test_honest_yes_no_spellings_are_read(completion, policy):
     assert verdict("No", completion, policy) is True
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_a_yes_no_with_an_em_dash_before_its_reason(policy):
+    assert verdict("No", "<answer>No \u2014 4 is even.</answer>", policy) is True
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_a_part_corrected_before_the_parts_are_listed(policy):
+    # a retraction between boxes ends the chain: what follows "no," is the answer, as "\\boxed{3}. Wait, actually
+    # \\boxed{4}" is 4 (the lead's call on the red team's case, which expected 0)
+    assert verdict("(12, 5)", r"(a) \boxed{13}, no, (a) \boxed{12}, (b) \boxed{5}", policy) is True

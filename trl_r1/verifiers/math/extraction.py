@@ -49,8 +49,26 @@ _BOX_SEPARATOR = re.compile(  # between boxes of one answer: a unit word, math d
     r"^(?:\s*[a-zA-Z]{2,}(?=\s*(?:,|;|and\b|\\text\{\s*and)))?"  # "\\boxed{1} papers and \\boxed{2} bins"
     r"(?:\s|\$|,|;|\\[()\[\]]|\b[a-zA-Z](?:_\{?\w+\}?)?\s*=|\((?:[a-h]|i{1,3}|iv|vi{0,3})\)|\b[a-zA-Z]{2,20}\s*\$?\s*[=:]|\\quad|\\qquad|\\text\{[^{}]{0,24}\b(?:and|or)\s*\}|\band\b|\bor\b|\\,|\\;)*$"
 )
+_DOUBTED_REASON = re.compile(r"(?i)\b(?:yes|no|not|might|could|may|or|thought|unless|except)\b|\?")
+_ASSERTED = re.compile(  # "Janet makes $18 per day.", "There are 24 ways.": a subject, a plain verb, then the number
+    r"(?P<subject>[A-Z][A-Za-z' ]{0,60}?)\s+(?:is|are|was|were|has|have|had|makes?|made|gets?|got|needs?|needed|takes?|"
+    r"took|costs?|earns?|earned|pays?|paid|spends?|spent|saves?|saved|sells?|sold|buys?|bought|weighs?|travels?|"
+    r"traveled|travelled|runs?|ran|reads?|scores?|scored|owns?|collects?|collected|equals?|contains?|holds?|uses?|"
+    r"used|receives?|received|drives?|drove|walks?|walked|eats?|ate)\s+(?P<number>\$?-?\d[\d,]*(?:\.\d+)?)"
+    r"(?:\s+[A-Za-z%']+){0,5}\s*\.?"
+)
+_NOT_ASSERTED = re.compile(  # words that negate, bound, hedge, restrict or index the sentence's number
+    r"(?i)\b(?:not|never|no|nobody|none|neither|nor|hardly|barely|scarcely|fails?|failed|might|could|should|would|may|"
+    r"can|must|seems?|appears?|apparently|supposedly|allegedly|presumably|likely|probably|about|around|roughly|"
+    r"approximately|nearly|almost|up|least|most|over|under|more|less|than|plus|minus|only|except|if|unless|when|"
+    r"maybe|perhaps|first|step|case|chapter|part|page|year|estimated?)\b"
+)
 _FIRST_PERSON = re.compile(r"(?i)\b(?:I|I'm|I'd|I've|my|me|believe|think|suppose|reckon|expect|feel)\b")
-_PART_LABEL = re.compile(r"\((?:[a-h]|i{1,3}|iv|vi{0,3})\)|\b[a-zA-Z]{2,20}\s*\$?\s*[=:]")  # "(b) ", "median = ": a part
+_PART_LABEL = re.compile(r"\((?:[a-h]|i{1,3}|iv|vi{0,3})\)\s*\$?\s*$|\b[a-zA-Z]{2,20}\s*\$?\s*[=:]\s*\$?\s*$")  # "(b) ", "median = "
+_PART_ORDER = ["a", "b", "c", "d", "e", "f", "g", "h", "i", "ii", "iii", "iv", "v", "vi", "vii", "viii"]
+_NOT_PARTS = frozenset(  # labels that judge, revise or check a value rather than name a part
+    "answer check checked first final try attempt wrong right correct incorrect old new before after initial guess "
+    "estimate result revised corrected previous earlier later original alternative also then now so".split())
 _STATEMENT = re.compile(  # "the (final) answer is", "Answer:", "**Final Answer**: ", "the answer to the problem is",
     # "the answer would be", "the answer is therefore", a "Final Answer" heading over its value, GSM8K's ####
     r"(?i)\banswer(?:\s+(?:to|for)\s+(?:the|this)\s+(?:question|problem))?\**\s*"
@@ -300,12 +318,12 @@ def _first_turn(completion: str) -> str:
     return completion[: turn.start()] if turn else completion
 
 
-def _sentence_value(content: str, needs_verb: bool = True) -> Answer | None:
+def _sentence_value(content: str) -> Answer | None:
     """The value a box holding a sentence states (``\\boxed{The answer is 12}`` -> 12), or None when the box holds no
     sentence with a number in it. A sentence with two different numbers (``\\boxed{12 apples and 13 pears}``) or a
-    hedge states none. An answer block's sentence (not `needs_verb`) may state it with any verb ("She needs 42 tiles")."""
+    hedge states none."""
     plain = _TEXT_WRAPPER.sub(r" \1 ", content)
-    if len(re.findall(r"(?<![\\A-Za-z])[A-Za-z]{2,}", plain)) < 2 or needs_verb and not _BOX_SENTENCE.search(plain):
+    if len(re.findall(r"(?<![\\A-Za-z])[A-Za-z]{2,}", plain)) < 2 or not _BOX_SENTENCE.search(plain):
         return None
     numbers = {float(n) for n in re.findall(r"\d+(?:\.\d+)?", digits_for_words(plain).replace(",", ""))}
     if not numbers:
@@ -324,10 +342,24 @@ def _sentence_value(content: str, needs_verb: bool = True) -> Answer | None:
     return Answer(value)
 
 
+def _asserted_number(block: str) -> Answer | None:
+    """The number an answer block's one sentence asserts with a plain verb ("Janet makes $18 per day.", "There are
+    24 ways."); None for a sentence that negates, bounds, hedges, restricts or indexes it ("Janet might make $18",
+    "up to $18", "$18 plus tips", "Step 2 gives the total") or speaks in the first person."""
+    asserted = _ASSERTED.fullmatch(block.strip())
+    if asserted is None or _NOT_ASSERTED.search(block) or _HEDGE.search(block) or _FIRST_PERSON.search(block):
+        return None
+    return Answer(asserted["number"].lstrip("$"))
+
+
 def _yes_no(text: str) -> Answer | None:
     """A yes/no answer given with its reason (``No, because 2047 = 23 \\times 89.``) is the yes or the no."""
-    match = re.match(r"(?i)\s*(yes|no)\s*[,.;:!]\s+\S", text)
-    return Answer(match.group(1).capitalize()) if match and not _RETRACTION.search(text, match.end() - 1) else None
+    match = re.match(r"(?i)\s*(yes|no)\s*[,.;:!—–-]\s*(?=\S)", text)
+    if not match:
+        return None
+    reason = text[match.end():]
+    doubt = _DOUBTED_REASON.search(reason) or _HEDGE.search(reason) or _RETRACTION.search(reason)
+    return None if doubt else Answer(match.group(1).capitalize())  # "No, because maybe not.": no commitment
 
 
 def _last_boxed(text: str, allow_or: bool = False) -> Answer | None:
@@ -348,9 +380,30 @@ def _last_boxed(text: str, allow_or: bool = False) -> Answer | None:
         if not allow_or and re.search(r"\bor\b", between):
             return Answer(None, "hedged: boxes joined by 'or'")
         chain.append(box)
-    values = list(dict.fromkeys(content for _, _, content in reversed(chain)))
-    labelled = any(_PART_LABEL.search(text[box[1]: later[0]]) for box, later in zip(chain[1:], chain))
-    return Answer(f"({', '.join(values)})" if labelled and len(values) > 1 else ", ".join(values))  # parts in order
+    chain.reverse()
+    labels = _part_labels(text, chain)
+    if labels == []:  # labelled, but not as distinct parts ("Wrong: \\boxed{12}, Right: \\boxed{5}"): the last box
+        return Answer(chain[-1][2])
+    values = list(dict.fromkeys(content for _, _, content in chain))
+    return Answer(f"({', '.join(values)})" if labels and len(values) > 1 else ", ".join(values))  # parts in order
+
+
+def _part_labels(text: str, chain: list[tuple[int, int, str]]) -> list[str] | None:
+    """The labels of chained boxes that answer the parts of a question, in order (``(a) \\boxed{12}, (b)
+    \\boxed{5}``, ``Mean $= \\boxed{6}$, median $= \\boxed{5}$``); None where no box is labelled; [] where the
+    labels are not distinct parts (a check, a first try and its revision, a part answered twice or skipped)."""
+    before = [text[max(0, chain[0][0] - 40): chain[0][0]]] + [text[a[1]: b[0]] for a, b in zip(chain, chain[1:])]
+    found = [_PART_LABEL.search(piece) for piece in before]
+    if not any(found[1:]):
+        return None
+    labels = [label.group().strip("()$=: ").lower() for label in found if label]
+    if len(labels) != len(chain) or len(set(labels)) != len(labels) or any(w in _NOT_PARTS for w in labels):
+        return []
+    letters = [label for label in labels if len(label) <= 4 and label in _PART_ORDER]
+    if letters and (len(letters) != len(labels) or letters != _PART_ORDER[_PART_ORDER.index(letters[0]):][: len(letters)]
+                    or letters[0] not in ("a", "i")):
+        return []
+    return labels
 
 
 def _layout_only(between: str) -> bool:
@@ -665,12 +718,8 @@ def final_answer(completion: str, allow_or: bool = False, policy: str = "marked"
             answer = Answer(_closing_statement(region))
         elif ANSWER_OPEN in completion:  # the block, or the value its one sentence states ("The total is 42.")
             sentence = not _SENTENCE_END.search(region.rstrip(". ")) and re.match(r"[A-Z][a-z]*\s[^\d=]*\bis\b", region)
-            prose = re.match(r"[A-Z][a-z']*\s", region.strip()) and re.search(r"\d", region)  # "Janet makes $18 per day."
-            stated = None if sentence or _CONDITION.search(region) else (
-                _yes_no(region) or (_sentence_value(region.strip().rstrip("."), needs_verb=False) if prose else None))
-            plain = stated is not None and stated.text and re.fullmatch(r"-?\d[\d,]*(?:\.\d+)?|Yes|No", stated.text) \
-                and not _FIRST_PERSON.search(region)  # "I believe it's 5" commits to nothing
-            answer = stated if plain else Answer(_copula_value(region) if sentence else region)
+            stated = None if sentence or _CONDITION.search(region) else _yes_no(region) or _asserted_number(region)
+            answer = stated if stated is not None else Answer(_copula_value(region) if sentence else region)
         elif policy == "bare" and _bare_answer(region) is not None:
             answer = Answer(_bare_answer(region))
         else:

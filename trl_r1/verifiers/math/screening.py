@@ -94,13 +94,14 @@ _ARRAY_MATRIX = re.compile(  # an array in brackets (or alone) is a matrix
 _DOTS_REPEATING = re.compile(r"(?<![\d.])(\d*)\.(\d*?)(\d)\3{2,}\s*(?:\\[lc]?dots|\.\.\.)")  # 0.999\ldots, 0.1666...
 _PART_LABEL = re.compile(r"(?:^|(?<=,))\s*\((?:[a-h]|i{1,3}|iv|vi{0,3})\)\s*")  # (a), (ii) before each part
 _SET_MINUS_INTERVAL = re.compile(  # \mathbb{R}\setminus[-2,3]: the reals outside an interval, as a union
-    r"\\mathbb\{R\}\s*\\setminus\s*(?:\\left)?([(\[])\s*(-?\d+(?:\.\d+)?)\s*,\s*(-?\d+(?:\.\d+)?)\s*(?:\\right)?([)\]])"
+    r"\\mathbb\s*\{?R\}?\s*(?:\\setminus|\\backslash|-)\s*(?:\\left)?([(\[])\s*(-?\d+(?:\.\d+)?|[a-zA-Z])\s*,\s*"
+    r"(-?\d+(?:\.\d+)?|[a-zA-Z])\s*(?:\\right)?([)\]])"
 )
 _TEX_TOKEN = r"(\d|[a-zA-Z]|\\(?:pi|alpha|beta|gamma|theta|phi|tau|infty)(?![a-zA-Z]))"  # a one-token argument TeX reads without braces
 _FRAC_TOKENS = re.compile(rf"\\frac\s?{_TEX_TOKEN}\s?{_TEX_TOKEN}")
 _FRAC_TOKEN_GROUP = re.compile(rf"\\frac\s?{_TEX_TOKEN}\s?\{{")
 _FRAC_GROUP_TOKEN = re.compile(rf"\\frac\s?\{{([^{{}}]*)\}}\s?{_TEX_TOKEN}")
-_SQRT_DIGITS = re.compile(r"\\sqrt\s?(\d+(?:\.\d+)?)")  # \sqrt13 is the root of 13 as every writer means it (TeX would take 1)
+_SQRT_DIGITS = re.compile(r"\\sqrt\s?(\d+)(?![.\d])")  # \sqrt13 is the root of 13 as every writer means it (TeX would take 1)
 _SET_MINUS_POINT = re.compile(r"\\mathbb\{R\}\s*\\setminus\s*\\\{\s*(-?\d+(?:\.\d+)?)\s*\\\}")  # \mathbb{R}\setminus\{0\}
 _REPEATING = re.compile(r"(?<![\d.])(\d*)\.(\d*)\\overline\{(\d+)\}")  # 0.1\overline{6}
 _TEXT_NUMBER = re.compile(r"\\text\{\s*([-\d.,]+)\s*\}")  # \text{18} is the number 18
