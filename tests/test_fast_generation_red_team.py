@@ -78,3 +78,93 @@ def test_refresh_follows_an_in_place_change_of_one_layers_lora_b(tiny_model_dir)
         layer.lora_B["default"].weight.add_(torch.randn_like(layer.lora_B["default"].weight))
     fast.refresh()
     _assert_serves(fast, policy, batch, _greedy(tokenizer))
+
+
+def test_refresh_sees_a_change_below_bf16_resolution(tiny_model_dir):
+    """An fp32 adapter moved by one part in 10^5 (below bf16's 2^-8): the fp32 copy must take it, bit for bit
+    what a copy built fresh from the moved adapter holds."""
+    policy = _policy(tiny_model_dir)
+    fast = MergedPolicy(policy)
+    layer = policy.base_model.model.model.layers[0].self_attn.q_proj
+    with torch.no_grad():
+        layer.lora_A["default"].weight.mul_(1 + 1e-5)
+    fast.refresh()
+    fresh = MergedPolicy(policy)
+    got = fast.model.model.layers[0].self_attn.q_proj.weight
+    want = fresh.model.model.layers[0].self_attn.q_proj.weight
+    assert not torch.equal(want, MergedPolicy(_policy(tiny_model_dir)).model.model.layers[0].self_attn.q_proj.weight)
+    assert torch.equal(got, want)
+
+
+def test_refresh_follows_a_change_and_its_reverse(tiny_model_dir):
+    """A step, a refresh, then the adapter put back to its earlier value: the copy must go back too."""
+    policy = _policy(tiny_model_dir)
+    tokenizer, batch = _batch(tiny_model_dir)
+    fast = MergedPolicy(policy)
+    saved = [p.detach().clone() for p in _lora_parameters(policy, "lora_A")]
+    with torch.no_grad():
+        for parameter in _lora_parameters(policy, "lora_A"):
+            parameter.add_(0.5 * torch.randn_like(parameter))
+    fast.refresh()
+    with torch.no_grad():
+        for parameter, old in zip(_lora_parameters(policy, "lora_A"), saved):
+            parameter.copy_(old)
+    fast.refresh()
+    _assert_serves(fast, policy, batch, _greedy(tokenizer))
+
+
+def test_refresh_after_the_adapter_is_reset_to_zero_serves_the_base(tiny_model_dir):
+    policy = _policy(tiny_model_dir)
+    tokenizer, batch = _batch(tiny_model_dir)
+    fast = MergedPolicy(policy)
+    with torch.no_grad():
+        for parameter in _lora_parameters(policy, "lora_B"):
+            parameter.zero_()
+    fast.refresh()
+    _assert_serves(fast, policy, batch, _greedy(tokenizer))
+    with torch.no_grad(), policy.disable_adapter():
+        base = policy(input_ids=batch.input_ids, attention_mask=batch.attention_mask).logits
+    assert torch.allclose(fast.model(input_ids=batch.input_ids, attention_mask=batch.attention_mask).logits, base,
+                          rtol=0, atol=1e-5 * base.abs().max().item())
+
+
+@pytest.mark.parametrize("fused", [False, True])
+def test_refresh_after_adamw_on_some_layers_only(tiny_model_dir, fused):
+    """A real optimizer (foreach or fused kernel: no version bump) on the lora_A of the attention layers only."""
+    policy = _policy(tiny_model_dir)
+    tokenizer, batch = _batch(tiny_model_dir)
+    fast = MergedPolicy(policy)
+    trained = [p for name, p in policy.named_parameters() if "self_attn" in name and "lora_A" in name]
+    optimizer = torch.optim.AdamW(trained, lr=0.05, fused=fused, foreach=None if fused else True)
+    for _ in range(2):
+        loss = policy(input_ids=batch.input_ids, attention_mask=batch.attention_mask,
+                      labels=batch.input_ids).loss
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        fast.refresh()
+    _assert_serves(fast, policy, batch, _greedy(tokenizer))
+
+
+def test_refresh_follows_set_adapter_to_a_second_adapter(tiny_model_dir):
+    policy = _policy(tiny_model_dir)
+    torch.manual_seed(1)
+    policy.add_adapter("other", LoraConfig(r=4, lora_alpha=16, target_modules="all-linear", init_lora_weights=False))
+    tokenizer, batch = _batch(tiny_model_dir)
+    fast = MergedPolicy(policy)
+    policy.set_adapter("other")
+    fast.refresh()
+    _assert_serves(fast, policy, batch, _greedy(tokenizer))
+
+
+def test_refresh_follows_a_disabled_adapter(tiny_model_dir):
+    """`with policy.disable_adapter():` (what TRL does for a reference model without a copy): the copy built
+    or refreshed inside it must serve what the policy serves there, the base."""
+    policy = _policy(tiny_model_dir)
+    tokenizer, batch = _batch(tiny_model_dir)
+    fast = MergedPolicy(policy)
+    with policy.disable_adapter():
+        fast.refresh()
+        _assert_serves(fast, policy, batch, _greedy(tokenizer))
+    fast.refresh()
+    _assert_serves(fast, policy, batch, _greedy(tokenizer))
