@@ -14,9 +14,10 @@ budget + max_new_tokens reset between calls, a one-token step compiled once: ind
 eager on CPU unless asked), with `grouped_query_attention` so no step copies the cache per head group; a recompile
 within a stage raises `FallbackToEager`.
 
-The copy costs ``parameters x 2`` bytes in bf16 (fp32 on CPU) plus the static cache of the whole batch at the
-budget and the CUDA-graph pool (`copy_bytes`, `static_cache_bytes`, `graph_pool_bytes`;
-`trl_r1.pipeline.memory.generation_path` decides where it fits).
+The copy costs ``parameters x 2`` bytes in bf16 (fp32 on CPU), plus what `refresh` keeps, the static cache of the
+whole batch at the budget and the CUDA-graph pool (`copy_bytes`, `refresh_state_bytes`, `static_cache_bytes`,
+`graph_pool_bytes`), all held through the stage; `trl_r1.trainers.step_memory.fast_generation_fits` decides where
+it fits, for the trainer's `auto` and the dry run alike.
 Sampler log-probs: none are returned (as TRL's own transformers path); TRL 1.16 applies its importance-sampling
 correction only with vLLM, and the copy's per-token log-probs agree with the policy's to rounding
 (``tests/test_fast_generation.py`` states the tolerance).
@@ -94,6 +95,17 @@ def fast_prompt_budget(max_prompt_length: int, longest_prompt: int | None) -> in
 def copy_bytes(num_params: int, dtype_bytes: int) -> int:
     """The copy's weights: every parameter in the generation dtype (bf16 on a GPU, fp32 on CPU)."""
     return num_params * dtype_bytes
+
+
+def refresh_state_bytes(lora_params: int, adapted_params: int, dtype_bytes: int, keep_base: bool) -> int:
+    """What `MergedPolicy` keeps beside the copy so `refresh` can tell what changed and rewrite it: a float32
+    snapshot of every LoRA tensor (`_adapter_state`), and with `keep_base` (its default on CPU) each adapted
+    layer's dequantized base in the copy's dtype.
+
+    >>> refresh_state_bytes(1000, 50_000, 4, keep_base=True), refresh_state_bytes(1000, 50_000, 2, keep_base=False)
+    (204000, 4000)
+    """
+    return lora_params * 4 + (adapted_params * dtype_bytes if keep_base else 0)
 
 
 def static_cache_bytes(sequences: int, length: int, num_layers: int, num_kv_heads: int, head_dim: int,
