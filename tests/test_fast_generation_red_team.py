@@ -317,3 +317,58 @@ def test_a_trained_base_parameter_outside_the_adapter_is_refreshed_or_refused(ti
         policy.base_model.model.model.norm.weight.mul_(-1.5)
     fast.refresh()
     _assert_serves(fast, policy, batch, _greedy(tokenizer))
+
+
+@pytest.fixture(scope="module")
+def scaled_model_dir(tiny_model_dir, tmp_path_factory):
+    """The scaled tiny model saved, so it can be loaded in 4-bit (bitsandbytes quantizes at load, on CPU too)."""
+    out = tmp_path_factory.mktemp("scaled")
+    _base(tiny_model_dir).save_pretrained(out)
+    AutoTokenizer.from_pretrained(tiny_model_dir).save_pretrained(out)
+    return str(out)
+
+
+def _qlora(path: str, compute_dtype: torch.dtype = torch.float32, seed: int = 0):
+    from transformers import BitsAndBytesConfig
+
+    quantization = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True,
+                                      bnb_4bit_compute_dtype=compute_dtype)
+    base = AutoModelForCausalLM.from_pretrained(path, quantization_config=quantization, dtype=compute_dtype)
+    torch.manual_seed(seed)
+    return get_peft_model(base, LoraConfig(r=4, lora_alpha=8, target_modules="all-linear", init_lora_weights=False))
+
+
+def _logit_gap(fast: MergedPolicy, policy, batch) -> float:
+    with torch.no_grad():
+        want = policy(input_ids=batch.input_ids, attention_mask=batch.attention_mask).logits
+        got = fast.model(input_ids=batch.input_ids, attention_mask=batch.attention_mask).logits
+    return (got.float() - want.float()).abs().max().item()
+
+
+@pytest.mark.parametrize("keep_base", [
+    pytest.param(True, marks=pytest.mark.xfail(strict=True, reason=(
+        "bitsandbytes' CPU repack at the policy's first forward turns quant_state.dtype to bf16, so the base "
+        "kept at build (dequantized in fp32 before it) differs by up to 1 bf16 ulp (0.005 on 1.36) from the "
+        "base a fresh copy dequantizes afterwards: a kept-base refresh is not bit for bit a fresh copy; "
+        "expected one base whichever way, e.g. the kept one re-taken after the repack"))),
+    False])
+def test_4bit_refresh_after_the_policy_ran_a_forward(scaled_model_dir, keep_base):
+    """bitsandbytes repacks a 4-bit weight for its CPU kernel at the first inference forward: a refresh after the
+    policy has generated (and a step) must dequantize the same base, kept or not: bit for bit a fresh copy, and
+    no further from the policy than at build (bitsandbytes' CPU kernel computes from a bf16 dequantization, so the
+    fp32 copy is some 5 % of the largest logit away from the 4-bit policy here from the start)."""
+    policy = _qlora(scaled_model_dir)
+    tokenizer, batch = _batch(scaled_model_dir)
+    fast = MergedPolicy(policy, keep_base=keep_base)
+    at_build = _logit_gap(fast, policy, batch)
+    policy.eval()
+    with torch.no_grad():
+        policy.generate(input_ids=batch.input_ids, attention_mask=batch.attention_mask,
+                        generation_config=_greedy(tokenizer, 2))
+        for parameter in _lora_parameters(policy, "lora_B"):
+            parameter.add_(0.3 * torch.randn_like(parameter))
+    fast.refresh()
+    assert _logit_gap(fast, policy, batch) <= 2 * at_build
+    fresh = MergedPolicy(policy, keep_base=not keep_base)
+    for (name, got), want in zip(fast.model.named_parameters(), fresh.model.parameters()):
+        assert torch.equal(got, want), name
