@@ -481,3 +481,41 @@ def test_right_padded_prompts_are_served_or_refused(tiny_model_dir):
         alone = tokenizer(prompt, return_tensors="pt")
         want = policy.generate(**alone, generation_config=config)[0, alone.input_ids.shape[1]:]
         assert produced[row, batch.input_ids.shape[1]:][: len(want)].tolist() == want.tolist(), row
+
+
+# ------------------------------------------------------------------------------------ generation settings
+
+@pytest.mark.parametrize("setting", [
+    {"repetition_penalty": 1.5}, {"min_new_tokens": 6}, {"no_repeat_ngram_size": 2},
+    {"bad_words_ids": [[466]]}, {"suppress_tokens": [466, 210]},
+    {"begin_suppress_tokens": [305, 304]}, {"forced_eos_token_id": 2}])
+def test_a_greedy_setting_is_honoured_or_refused(tiny_model_dir, setting):
+    """Settings TRL users pass through `generation_kwargs`: the copy must decode them as `generate` does or
+    refuse them, never ignore them."""
+    policy = _policy(tiny_model_dir)
+    tokenizer, batch = _batch(tiny_model_dir)
+    config = _greedy(tokenizer, 8, **setting)
+    fast = MergedPolicy(policy)
+    try:
+        produced = fast.generate(batch.input_ids, batch.attention_mask, config)
+    except (ValueError, NotImplementedError) as error:
+        assert next(iter(setting)) in str(error)
+        return
+    expected = policy.generate(input_ids=batch.input_ids, attention_mask=batch.attention_mask,
+                               generation_config=config)
+    assert produced.tolist() == expected.tolist()
+
+
+def test_num_return_sequences_is_honoured_or_refused(tiny_model_dir):
+    """Sampling with `num_return_sequences=2`: `generate` returns two rows per prompt."""
+    policy = _policy(tiny_model_dir)
+    tokenizer, batch = _batch(tiny_model_dir)
+    config = GenerationConfig(max_new_tokens=4, do_sample=True, num_return_sequences=2,
+                              eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id)
+    fast = MergedPolicy(policy)
+    try:
+        produced = fast.generate(batch.input_ids, batch.attention_mask, config)
+    except (ValueError, NotImplementedError) as error:
+        assert "num_return_sequences" in str(error)
+        return
+    assert produced.shape[0] == 2 * len(PROMPTS)
