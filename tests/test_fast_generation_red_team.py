@@ -519,3 +519,100 @@ def test_num_return_sequences_is_honoured_or_refused(tiny_model_dir):
         assert "num_return_sequences" in str(error)
         return
     assert produced.shape[0] == 2 * len(PROMPTS)
+
+
+@pytest.mark.parametrize("setting", [{"top_k": 1}, {"top_p": 1e-9}, {"min_p": 1.0}])
+def test_sampling_cut_to_one_token_is_greedy(tiny_model_dir, setting):
+    """Sampling whose warper leaves only the top token (TRL passes top_k, top_p, min_p through) must give the
+    greedy tokens, whatever the temperature: the warpers are applied, and after the temperature."""
+    policy = _policy(tiny_model_dir)
+    tokenizer, batch = _batch(tiny_model_dir)
+    fast = MergedPolicy(policy)
+    greedy = fast.generate(batch.input_ids, batch.attention_mask, _greedy(tokenizer))
+    config = GenerationConfig(max_new_tokens=8, do_sample=True, temperature=3.0, eos_token_id=tokenizer.eos_token_id,
+                              pad_token_id=tokenizer.pad_token_id, **setting)
+    torch.manual_seed(0)
+    assert fast.generate(batch.input_ids, batch.attention_mask, config).tolist() == greedy.tolist()
+
+
+# ------------------------------------------------------------------------------------ stages, compiled decoder
+
+def _sampling(tokenizer, max_new_tokens: int = 8) -> GenerationConfig:
+    return GenerationConfig(max_new_tokens=max_new_tokens, do_sample=True, temperature=1.0, top_p=0.9,
+                            eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id)
+
+
+def test_sampling_with_a_seed_is_reproducible_and_the_same_compiled_or_not(tiny_model_dir):
+    policy = _policy(tiny_model_dir)
+    tokenizer, batch = _batch(tiny_model_dir)
+    runs = []
+    for compile_ in (None, "eager", "eager"):
+        fast = MergedPolicy(policy, compile=compile_, prompt_budget=32)
+        fast.start_stage(batch_size=4, max_new_tokens=8)
+        torch.manual_seed(7)
+        runs.append(fast.generate(batch.input_ids, batch.attention_mask, _sampling(tokenizer)).tolist())
+    assert runs[0] == runs[1] == runs[2]
+    torch.manual_seed(8)
+    assert fast.generate(batch.input_ids, batch.attention_mask, _sampling(tokenizer)).tolist() != runs[0]
+
+
+def test_two_compiled_copies_interleaved_and_a_users_own_compile_beside_them(tiny_model_dir):
+    """Two stages' copies in one process, calls interleaved with mixed batches (a short last batch): one graph
+    each, every output the policy's own; the decoder's fail-on-recompile stance does not leak into a user's own
+    `torch.compile` function, which recompiles for new shapes as usual."""
+    policies = [_policy(tiny_model_dir, seed=seed) for seed in (0, 3)]
+    tokenizer, _ = _batch(tiny_model_dir)
+    copies = [MergedPolicy(policy, compile="eager", prompt_budget=32) for policy in policies]
+    for fast in copies:
+        fast.start_stage(batch_size=3, max_new_tokens=8)
+    calls = 0
+
+    @torch.compile(backend="eager", dynamic=False)
+    def users_own(x):
+        nonlocal calls
+        calls += 1
+        return x.sin() * 2
+
+    for prompts in (PROMPTS[:3], PROMPTS[1:4], PROMPTS[2:3]):
+        _, batch = _batch(tiny_model_dir, prompts)
+        for fast, policy in zip(copies, policies):
+            want = policy.generate(input_ids=batch.input_ids, attention_mask=batch.attention_mask,
+                                   generation_config=_greedy(tokenizer))
+            assert fast.generate(batch.input_ids, batch.attention_mask, _greedy(tokenizer)).tolist() == want.tolist()
+        users_own(torch.randn(len(prompts) + calls))
+    assert [fast.graphs_built for fast in copies] == [1, 1]
+    assert calls == 3  # `calls` is guarded, so every call recompiles: none is refused, no stance left behind
+
+
+def test_a_decoder_kept_after_its_stage_ended(tiny_model_dir):
+    """A reference to the previous stage's decoder used after `start_stage` began the next: it must still
+    generate the policy's tokens (or refuse), and not disturb the new stage's graph count."""
+    policy = _policy(tiny_model_dir)
+    tokenizer, batch = _batch(tiny_model_dir)
+    fast = MergedPolicy(policy, compile="eager", prompt_budget=32)
+    old = fast.start_stage(batch_size=4, max_new_tokens=8)
+    want = policy.generate(input_ids=batch.input_ids, attention_mask=batch.attention_mask,
+                           generation_config=_greedy(tokenizer))
+    assert fast.generate(batch.input_ids, batch.attention_mask, _greedy(tokenizer)).tolist() == want.tolist()
+    fast.start_stage(batch_size=4, max_new_tokens=8)
+    try:
+        stale = old.generate(batch.input_ids, batch.attention_mask, _greedy(tokenizer))
+    except (RuntimeError, ValueError) as error:
+        assert "stage" in str(error)
+    else:
+        assert stale.tolist() == want.tolist()
+    assert fast.generate(batch.input_ids, batch.attention_mask, _greedy(tokenizer)).tolist() == want.tolist()
+    assert fast.graphs_built == 1
+
+
+def test_a_recompile_mid_stage_raises_naming_the_cause_and_the_fix(tiny_model_dir):
+    """The copy switched to training mode mid-stage (a guard of the compiled step fails): never eager in
+    silence; the error names what changed and the fix."""
+    policy = _policy(tiny_model_dir)
+    tokenizer, batch = _batch(tiny_model_dir)
+    fast = MergedPolicy(policy, compile="eager", prompt_budget=32)
+    fast.generate(batch.input_ids, batch.attention_mask, _greedy(tokenizer))
+    fast.model.train()
+    with pytest.raises(FallbackToEager) as raised:
+        fast.generate(batch.input_ids, batch.attention_mask, _greedy(tokenizer))
+    assert "fast_generation: off" in str(raised.value)
