@@ -616,3 +616,53 @@ def test_a_recompile_mid_stage_raises_naming_the_cause_and_the_fix(tiny_model_di
     with pytest.raises(FallbackToEager) as raised:
         fast.generate(batch.input_ids, batch.attention_mask, _greedy(tokenizer))
     assert "fast_generation: off" in str(raised.value)
+
+
+def test_set_adapter_to_one_on_fewer_layers_restores_the_others(tiny_model_dir):
+    """A second adapter on q_proj only: after `set_adapter`, every other layer must be back to its base."""
+    policy = _policy(tiny_model_dir)
+    torch.manual_seed(2)
+    policy.add_adapter("other", LoraConfig(r=2, lora_alpha=4, target_modules=["q_proj"], init_lora_weights=False))
+    tokenizer, batch = _batch(tiny_model_dir)
+    fast = MergedPolicy(policy)
+    policy.set_adapter("other")
+    fast.refresh()
+    _assert_serves(fast, policy, batch, _greedy(tokenizer))
+    policy.set_adapter("default")
+    fast.refresh()
+    _assert_serves(fast, policy, batch, _greedy(tokenizer))
+
+
+def _tensors(value, seen=None) -> list:
+    """Every tensor reachable from an object's attributes, lists, tuples and dicts (not through modules)."""
+    seen = set() if seen is None else seen
+    if id(value) in seen:
+        return []
+    seen.add(id(value))
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, dict):
+        return [t for item in value.values() for t in _tensors(item, seen)]
+    if isinstance(value, (list, tuple)):
+        return [t for item in value for t in _tensors(item, seen)]
+    if hasattr(value, "__dict__") and not isinstance(value, (torch.nn.Module, type)):
+        return [t for item in vars(value).values() for t in _tensors(item, seen)]
+    return []
+
+
+@pytest.mark.parametrize("compile_", [None, "eager"])
+def test_dropping_the_copy_frees_its_weights_kept_base_and_cache(tiny_model_dir, compile_):
+    policy = _policy(tiny_model_dir)
+    tokenizer, batch = _batch(tiny_model_dir)
+    fast = MergedPolicy(policy, compile=compile_, prompt_budget=32, keep_base=True)
+    fast.generate(batch.input_ids, batch.attention_mask, _greedy(tokenizer))
+    held = [weakref.ref(t) for t in _tensors(fast) + list(fast.model.parameters())
+            if not any(t is p for p in policy.parameters())]
+    old_cache = [weakref.ref(t) for t in _tensors(fast.decoder)]
+    assert len(held) > len(list(fast.model.parameters())) and old_cache  # the kept bases and the cache are seen
+    fast.start_stage(batch_size=4, max_new_tokens=8)
+    gc.collect()
+    assert all(ref() is None for ref in old_cache if not any(ref() is p for p in fast.model.parameters()))
+    del fast
+    gc.collect()
+    assert all(ref() is None for ref in held)
