@@ -67,10 +67,35 @@ def merged_copy_unsupported_reason(policy: Any) -> str | None:
         if getattr(lora, "bias", "none") != "none" or getattr(lora, "lora_bias", False):
             return "the adapter trains biases"
     base = policy.get_base_model() if hasattr(policy, "get_base_model") else policy
+    unmerged = _unmerged_adapter_reason(base)
+    if unmerged:
+        return unmerged
     if getattr(base, "is_loaded_in_8bit", False):
         return "the base is in bitsandbytes 8-bit"
     if getattr(getattr(base, "config", None), "vision_config", None) is not None:
         return "vision-language models are not copied"
+    return None
+
+
+def _unmerged_adapter_reason(base: Any) -> str | None:
+    """Why an adapted layer of `base` would reach the copy without its delta, or None: the copy merges LoRA into
+    linear layers it holds a weight of its own for; an embedding's LoRA (PEFT's ``lora_embedding_A/B``) and a
+    LoRA on an output layer tied to the input embedding (one tensor in the copy, written once) would be dropped."""
+    tuner = _peft_layer_types()
+    if not tuner:
+        return None
+    import torch
+
+    embeddings = base.get_input_embeddings() if hasattr(base, "get_input_embeddings") else None
+    embedding_weight = getattr(embeddings, "weight", None)
+    for name, module in base.named_modules():
+        if not isinstance(module, tuner):
+            continue
+        layer = module.get_base_layer()
+        if isinstance(layer, torch.nn.Embedding):
+            return f"the adapter is on an embedding ({name}), which the copy does not merge"
+        if embedding_weight is not None and getattr(layer, "weight", None) is embedding_weight:
+            return f"the adapter is on {name}, tied to the input embedding, which the copy does not merge"
     return None
 
 
@@ -295,6 +320,10 @@ class StageDecoder:
         repeat = config.num_return_sequences or 1
         prompt_ids, prompt_mask = input_ids.repeat_interleave(repeat, 0), attention_mask.repeat_interleave(repeat, 0)
         ids, mask = prompt_ids.to(device), prompt_mask.to(device)
+        if not bool(mask[:, -1].all()):
+            raise ValueError("fast_generation: the prompts are right-padded (a row ends with padding); the decoder "
+                             "continues each prompt from the last column, so it needs them left-padded, as TRL pads "
+                             "them: set the tokenizer's padding_side='left'")
         lengths = mask.sum(-1)
         if int(lengths.max()) > self.prompt_budget:
             cut = int((lengths > self.prompt_budget).sum())
@@ -452,6 +481,8 @@ class MergedPolicy:
         self._bases: list[torch.Tensor | None] = [
             _dense(layer.get_base_layer().weight).to(target.dtype) if keep_base else None
             for target, layer in self._adapted]
+        #: whether each adapted layer's 4-bit weight was in bitsandbytes' CPU layout when its base was kept
+        self._bases_packed = [_cpu_packed(layer) for _, layer in self._adapted]
         #: each adapted layer's adapter state at its last rewrite (`_adapter_state`); None: never written
         self._written: list[tuple | None] = [None] * len(self._adapted)
         self.layers_rewritten = 0  # by the last refresh
@@ -477,17 +508,30 @@ class MergedPolicy:
         B @ A``, the base dequantized from the policy's 4-bit weight (or kept, `keep_base`) and PEFT's delta of the
         current adapter added; tensor addresses, and the compiled graphs that hold them, stay valid. Exact every
         time: never a running ``W += new delta - old delta``, which would accumulate rounding over a run. A layer
-        whose adapter is unchanged (no optimizer step touched it, `_adapter_state`) is left as it is. A policy
-        without an adapter is copied whole. Call after each optimizer step."""
+        whose adapter is unchanged (no optimizer step touched it, `_adapter_state`) is left as it is. A base tensor
+        trained beside the adapter (``requires_grad``: an unfrozen norm) is copied again; a kept base is re-taken
+        once bitsandbytes has repacked its 4-bit weight for the CPU kernel. A policy without an adapter is copied
+        whole. Call after each optimizer step."""
         import torch
 
         if self._all_trained:
             self._copy_all()
         self.layers_rewritten = 0
         with torch.no_grad():
+            if not self._all_trained:  # a base tensor trained beside the adapter (an unfrozen norm, say)
+                for target, source, attr in self._copied:
+                    value = getattr(source, attr)
+                    if getattr(value, "requires_grad", False):
+                        target.copy_(_dense(value))
             for index, ((target, layer), base) in enumerate(zip(self._adapted, self._bases)):
                 state = _adapter_state(layer)
-                if _same_state(state, self._written[index]):
+                if base is not None and _cpu_packed(layer) != self._bases_packed[index]:
+                    # bitsandbytes repacked the 4-bit weight for its CPU kernel (the policy's first inference
+                    # forward), which dequantizes it in bf16 from then on: the kept base is re-taken as a fresh
+                    # copy would take it
+                    base = self._bases[index] = _dense(layer.get_base_layer().weight).to(target.dtype)
+                    self._bases_packed[index] = _cpu_packed(layer)
+                elif _same_state(state, self._written[index]):
                     continue
                 adapters = [] if layer.disable_adapters or layer.merged else [
                     name for name in layer.active_adapters if name in layer.lora_A]
@@ -508,7 +552,7 @@ class MergedPolicy:
         copy keeps the weights it has and is never refreshed again (a fixed adapter: rejection sampling,
         evaluation)."""
         self.policy, self._adapted, self._copied, self._all_trained = None, [], [], False
-        self._bases, self._written = [], []
+        self._bases, self._bases_packed, self._written = [], [], []
 
     def start_stage(self, batch_size: int, max_new_tokens: int, prompt_budget: int | None = None) -> StageDecoder:
         """A new decoder (its own cache and graph) for a stage's fixed shape: its largest generation batch, its
@@ -567,6 +611,12 @@ def _same_state(state: tuple, written: tuple | None) -> bool:
 
     return written is not None and state[:4] == written[:4] and len(state[4]) == len(written[4]) and all(
         torch.equal(now, then) for now, then in zip(state[4], written[4]))
+
+
+def _cpu_packed(layer: Any) -> bool:
+    """Whether an adapted layer's 4-bit base weight is in bitsandbytes' CPU kernel layout (`_dense`)."""
+    state = getattr(layer.get_base_layer().weight, "quant_state", None)
+    return bool(getattr(state, "packing_format_for_cpu", False))
 
 
 def _dense(value: torch.Tensor) -> torch.Tensor:
