@@ -666,3 +666,23 @@ def test_dropping_the_copy_frees_its_weights_kept_base_and_cache(tiny_model_dir,
     del fast
     gc.collect()
     assert all(ref() is None for ref in held)
+
+
+def test_a_bf16_base_is_copied_exactly_into_an_fp32_copy(tiny_model_dir):
+    """A bf16 base with an fp32 adapter, copied in fp32 (the CPU default): the copy is the policy computed in
+    fp32 (its bf16 base values upcast), to fp32 rounding, at build and after a refresh; the bf16 policy's own
+    compute is noisier than that, so it is the upcast policy that is compared."""
+    import copy
+
+    torch.manual_seed(0)
+    policy = get_peft_model(_base(tiny_model_dir).to(torch.bfloat16),
+                            LoraConfig(r=4, lora_alpha=8, target_modules="all-linear", init_lora_weights=False))
+    tokenizer, batch = _batch(tiny_model_dir)
+    fast = MergedPolicy(policy)
+    assert next(fast.model.parameters()).dtype == torch.float32
+    _assert_serves(fast, copy.deepcopy(policy).float(), batch, _greedy(tokenizer))
+    with torch.no_grad():
+        for parameter in _lora_parameters(policy, "lora_B"):
+            parameter.add_(torch.randn_like(parameter))
+    fast.refresh()
+    _assert_serves(fast, copy.deepcopy(policy).float(), batch, _greedy(tokenizer))
