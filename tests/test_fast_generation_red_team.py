@@ -735,3 +735,40 @@ def test_a_mask_of_another_integer_dtype_needs_no_new_graph(tiny_model_dir, mask
     fast.generate(batch.input_ids, batch.attention_mask, _greedy(tokenizer))
     produced = fast.generate(batch.input_ids, batch.attention_mask.to(mask_dtype), _greedy(tokenizer))
     assert produced.tolist() == want.tolist() and fast.graphs_built == 1
+
+
+def test_a_policy_in_training_mode_with_dropout_and_checkpointing(tiny_model_dir):
+    """As the trainer holds it: train mode, attention and LoRA dropout, gradient checkpointing, use_cache off.
+    The copy must decode deterministically what the policy decodes in eval mode, compiled or not."""
+    torch.manual_seed(0)
+    base = _base(tiny_model_dir)
+    base.config.attention_dropout = 0.5
+    policy = get_peft_model(base, LoraConfig(r=4, lora_alpha=8, target_modules="all-linear",
+                                             init_lora_weights=False, lora_dropout=0.3))
+    policy.gradient_checkpointing_enable()
+    policy.config.use_cache = False
+    tokenizer, batch = _batch(tiny_model_dir)
+    policy.eval()
+    want = policy.generate(input_ids=batch.input_ids, attention_mask=batch.attention_mask,
+                           generation_config=_greedy(tokenizer)).tolist()
+    policy.train()
+    for fast in (MergedPolicy(policy), MergedPolicy(policy, compile="eager", prompt_budget=32)):
+        for _ in range(2):
+            assert fast.generate(batch.input_ids, batch.attention_mask, _greedy(tokenizer)).tolist() == want
+
+
+def test_a_full_fine_tune_is_refreshed_whole_in_place(tiny_model_dir):
+    """No adapter: every parameter trains (the tied embedding too); the compiled copy follows in place."""
+    policy = _base(tiny_model_dir)
+    tokenizer, batch = _batch(tiny_model_dir)
+    fast = MergedPolicy(policy, compile="eager", prompt_budget=32)
+    fast.start_stage(batch_size=4, max_new_tokens=8)
+    fast.generate(batch.input_ids, batch.attention_mask, _greedy(tokenizer))
+    addresses = [p.data_ptr() for p in fast.model.parameters()]
+    optimizer = torch.optim.SGD(policy.parameters(), lr=0.5)
+    policy(input_ids=batch.input_ids, attention_mask=batch.attention_mask, labels=batch.input_ids).loss.backward()
+    optimizer.step()
+    fast.refresh()
+    assert [p.data_ptr() for p in fast.model.parameters()] == addresses
+    _assert_serves(fast, policy, batch, _greedy(tokenizer))
+    assert fast.graphs_built == 1
