@@ -826,3 +826,22 @@ def test_grpo_evaluation_with_a_larger_eval_batch_does_not_kill_the_run(tiny_mod
     assert trainer.fast_generation
     trainer.train()
     assert any("eval_reward" in entry for entry in trainer.state.log_history)
+
+
+@pytest.mark.xfail(strict=True, reason="R1GRPOConfig(repetition_penalty=1.1, fast_generation='on') builds the trainer "
+                   "with the fast path chosen; the run then dies at its first generation with 'the compiled "
+                   "decoder does not implement {repetition_penalty: 1.1}'. Expected the refusal when the trainer "
+                   "is built, as for DoRA (and `auto` taking plain generate, which on a GPU would crash the same way)")
+def test_grpo_generation_settings_the_decoder_refuses_are_refused_when_the_trainer_is_built(tiny_model_dir, tmp_path):
+    from datasets import Dataset
+
+    from trl_r1.trainers import R1GRPOConfig, R1GRPOTrainer
+
+    prompts = Dataset.from_list([{"prompt": f"What is {a} + 1?"} for a in range(8)])
+    args = R1GRPOConfig(output_dir=str(tmp_path), use_cpu=True, bf16=False, report_to="none", save_strategy="no",
+                        per_device_train_batch_size=4, num_generations=4, max_completion_length=6, max_steps=1,
+                        repetition_penalty=1.1, disable_tqdm=True, seed=0, fast_generation="on")
+    with pytest.raises(ValueError, match="repetition_penalty"):
+        R1GRPOTrainer(model=str(tiny_model_dir), args=args, train_dataset=prompts,
+                      reward_funcs=lambda completions, **kw: [float(len(c)) for c in completions],
+                      peft_config=LoraConfig(r=4, target_modules="all-linear"))
