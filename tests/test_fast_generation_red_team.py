@@ -913,3 +913,20 @@ def test_without_a_pad_token_finished_rows_are_padded_as_generate_pads_them(tiny
     config = GenerationConfig(max_new_tokens=6, do_sample=False, eos_token_id=[int(first[0])])
     want = policy.generate(input_ids=batch.input_ids, attention_mask=batch.attention_mask, generation_config=config)
     assert MergedPolicy(policy).generate(batch.input_ids, batch.attention_mask, config).tolist() == want.tolist()
+
+
+def test_a_refresh_leaves_the_4bit_policys_own_forward_untouched(scaled_model_dir):
+    """`refresh` unpacks bitsandbytes' CPU layout to dequantize: on a copy of the state, so the policy (the trainer's
+    forward) computes exactly what it computed before, refresh after refresh."""
+    policy = _qlora(scaled_model_dir)
+    policy.eval()
+    _, batch = _batch(scaled_model_dir)
+    fast = MergedPolicy(policy, keep_base=False)
+    for _ in range(3):
+        with torch.no_grad():
+            for parameter in _lora_parameters(policy, "lora_A"):
+                parameter.mul_(1.001)
+            before = policy(input_ids=batch.input_ids, attention_mask=batch.attention_mask).logits
+            fast.refresh()
+            after = policy(input_ids=batch.input_ids, attention_mask=batch.attention_mask).logits
+        assert torch.equal(before, after)
