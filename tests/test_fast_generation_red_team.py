@@ -930,3 +930,12 @@ def test_a_refresh_leaves_the_4bit_policys_own_forward_untouched(scaled_model_di
             fast.refresh()
             after = policy(input_ids=batch.input_ids, attention_mask=batch.attention_mask).logits
         assert torch.equal(before, after)
+
+
+@pytest.mark.xfail(strict=True, reason="start_stage(batch_size, max_new_tokens) on a MergedPolicy built without a "
+                   "prompt budget raises a bare TypeError (NoneType + int) from StageDecoder; expected a ValueError "
+                   "naming prompt_budget, or a stage sized at the first call's prompts")
+def test_start_stage_without_any_prompt_budget_says_what_is_missing(tiny_model_dir):
+    fast = MergedPolicy(_policy(tiny_model_dir))
+    with pytest.raises(ValueError, match="prompt_budget"):
+        fast.start_stage(batch_size=4, max_new_tokens=8)
