@@ -939,3 +939,28 @@ def test_start_stage_without_any_prompt_budget_says_what_is_missing(tiny_model_d
     fast = MergedPolicy(_policy(tiny_model_dir))
     with pytest.raises(ValueError, match="prompt_budget"):
         fast.start_stage(batch_size=4, max_new_tokens=8)
+
+
+_SINGLE_QUANT_UNPACK = pytest.mark.xfail(strict=True, reason=(
+    "single-quantized 4-bit (bnb_4bit_use_double_quant=False), CPU: after the policy's first inference forward "
+    "repacks the weights, _dense() unpacks the down_proj layers (in 128 > out 64) wrongly (weight off by 0.85 on "
+    "1.36 while the layer itself still computes the original), so a copy built or refreshed (keep_base=False) "
+    "afterwards is off by 5-7 logits against 0.6-0.8 before; double quantization unpacks right"))
+
+
+@pytest.mark.parametrize("quant_type, double_quant", [
+    ("nf4", True), ("fp4", True),
+    pytest.param("nf4", False, marks=_SINGLE_QUANT_UNPACK), pytest.param("fp4", False, marks=_SINGLE_QUANT_UNPACK)])
+def test_a_copy_built_after_the_4bit_policy_ran_is_as_close_as_before(scaled_model_dir, quant_type, double_quant):
+    from transformers import BitsAndBytesConfig
+
+    quantization = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type=quant_type,
+                                      bnb_4bit_use_double_quant=double_quant, bnb_4bit_compute_dtype=torch.float32)
+    base = AutoModelForCausalLM.from_pretrained(scaled_model_dir, quantization_config=quantization,
+                                                dtype=torch.float32)
+    torch.manual_seed(0)
+    policy = get_peft_model(base, LoraConfig(r=4, lora_alpha=8, target_modules="all-linear",
+                                             init_lora_weights=False)).eval()
+    _, batch = _batch(scaled_model_dir)
+    before_forward = _logit_gap(MergedPolicy(policy, keep_base=False), policy, batch)  # this forward repacks
+    assert _logit_gap(MergedPolicy(policy, keep_base=False), policy, batch) <= 2 * before_forward
