@@ -964,3 +964,20 @@ def test_a_copy_built_after_the_4bit_policy_ran_is_as_close_as_before(scaled_mod
     _, batch = _batch(scaled_model_dir)
     before_forward = _logit_gap(MergedPolicy(policy, keep_base=False), policy, batch)  # this forward repacks
     assert _logit_gap(MergedPolicy(policy, keep_base=False), policy, batch) <= 2 * before_forward
+
+
+@pytest.mark.xfail(strict=True, reason="an aLoRA adapter (alora_invocation_tokens: the delta applies only from the "
+                   "invocation sequence on) is merged into every position: MergedPolicy builds silently and serves "
+                   "another model (logits off by ~15.6, other greedy tokens); expected a refusal at build time, as "
+                   "the vLLM path already refuses aLoRA")
+def test_an_activated_lora_is_served_or_refused(tiny_model_dir):
+    tokenizer, _ = _batch(tiny_model_dir)
+    invocation = tokenizer("<|im_start|>assistant\n", add_special_tokens=False).input_ids
+    policy = _policy(tiny_model_dir, target_modules=["q_proj", "k_proj", "v_proj"], task_type="CAUSAL_LM",
+                     alora_invocation_tokens=invocation)
+    _, batch = _batch(tiny_model_dir, [f"<|im_start|>user\n{p}<|im_end|>\n<|im_start|>assistant\n" for p in PROMPTS])
+    try:
+        fast = MergedPolicy(policy)
+    except (ValueError, NotImplementedError):
+        return
+    _assert_serves(fast, policy, batch, _greedy(tokenizer))
