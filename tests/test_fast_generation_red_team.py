@@ -649,3 +649,318 @@ def test_dropping_the_copy_frees_its_weights_kept_base_and_cache(tiny_model_dir,
     del fast
     gc.collect()
     assert all(ref() is None for ref in held)
+
+
+def test_a_bf16_base_is_copied_exactly_into_an_fp32_copy(tiny_model_dir):
+    """A bf16 base with an fp32 adapter, copied in fp32 (the CPU default): the copy is the policy computed in
+    fp32 (its bf16 base values upcast), to fp32 rounding, at build and after a refresh; the bf16 policy's own
+    compute is noisier than that, so it is the upcast policy that is compared."""
+    import copy
+
+    torch.manual_seed(0)
+    policy = get_peft_model(_base(tiny_model_dir).to(torch.bfloat16),
+                            LoraConfig(r=4, lora_alpha=8, target_modules="all-linear", init_lora_weights=False))
+    tokenizer, batch = _batch(tiny_model_dir)
+    fast = MergedPolicy(policy)
+    assert next(fast.model.parameters()).dtype == torch.float32
+    _assert_serves(fast, copy.deepcopy(policy).float(), batch, _greedy(tokenizer))
+    with torch.no_grad():
+        for parameter in _lora_parameters(policy, "lora_B"):
+            parameter.add_(torch.randn_like(parameter))
+    fast.refresh()
+    _assert_serves(fast, copy.deepcopy(policy).float(), batch, _greedy(tokenizer))
+
+
+@pytest.mark.parametrize("keep_base", [
+    pytest.param(True, marks=pytest.mark.xfail(strict=True, reason=(
+        "4-bit policy, kept base (the CPU default), then merge_adapter() and refresh(): a merged layer is written "
+        "as the kept pre-merge base with no delta, so the copy serves the base without the adapter (logits off "
+        "by ~19.7 against ~0.6 at build; ~0.5 from the adapter-disabled policy); expected the merged weight "
+        "(dequantized, as keep_base=False does) or a refusal"))),
+    False])
+def test_4bit_policy_merged_after_the_copy_was_built(scaled_model_dir, keep_base):
+    """PEFT's `merge_adapter()` on a 4-bit base (it warns of rounding, and re-quantizes base + delta): the copy
+    must follow the merged policy, no further from it than at build."""
+    policy = _qlora(scaled_model_dir)
+    _, batch = _batch(scaled_model_dir)
+    fast = MergedPolicy(policy, keep_base=keep_base)
+    at_build = _logit_gap(fast, policy, batch)
+    policy.merge_adapter()
+    fast.refresh()
+    assert _logit_gap(fast, policy, batch) <= 2 * at_build
+
+
+@pytest.mark.xfail(strict=True, reason="refresh() after release_policy() returns silently and the copy keeps the old "
+                   "adapter while the policy moved; expected a RuntimeError saying the policy was released")
+def test_refresh_after_release_policy_is_refused(tiny_model_dir):
+    policy = _policy(tiny_model_dir)
+    fast = MergedPolicy(policy)
+    fast.release_policy()
+    with torch.no_grad():
+        for parameter in _lora_parameters(policy, "lora_B"):
+            parameter.add_(1.0)
+    with pytest.raises(RuntimeError, match="releas"):
+        fast.refresh()
+
+
+@pytest.mark.xfail(strict=True, reason="a later call of the same shape with an int32 (or bool) attention mask, as a "
+                   "collator may build, makes the compiled step recompile on the mask's dtype: FallbackToEager "
+                   "('a bug or a changed model') ends the stage; expected the mask cast to the stage's dtype "
+                   "(one graph, the policy's tokens)")
+@pytest.mark.parametrize("mask_dtype", [torch.int32, torch.bool])
+def test_a_mask_of_another_integer_dtype_needs_no_new_graph(tiny_model_dir, mask_dtype):
+    policy = _policy(tiny_model_dir)
+    tokenizer, batch = _batch(tiny_model_dir)
+    want = policy.generate(input_ids=batch.input_ids, attention_mask=batch.attention_mask,
+                           generation_config=_greedy(tokenizer))
+    fast = MergedPolicy(policy, compile="eager", prompt_budget=32)
+    fast.start_stage(batch_size=4, max_new_tokens=8)
+    fast.generate(batch.input_ids, batch.attention_mask, _greedy(tokenizer))
+    produced = fast.generate(batch.input_ids, batch.attention_mask.to(mask_dtype), _greedy(tokenizer))
+    assert produced.tolist() == want.tolist() and fast.graphs_built == 1
+
+
+def test_a_policy_in_training_mode_with_dropout_and_checkpointing(tiny_model_dir):
+    """As the trainer holds it: train mode, attention and LoRA dropout, gradient checkpointing, use_cache off.
+    The copy must decode deterministically what the policy decodes in eval mode, compiled or not."""
+    torch.manual_seed(0)
+    base = _base(tiny_model_dir)
+    base.config.attention_dropout = 0.5
+    policy = get_peft_model(base, LoraConfig(r=4, lora_alpha=8, target_modules="all-linear",
+                                             init_lora_weights=False, lora_dropout=0.3))
+    policy.gradient_checkpointing_enable()
+    policy.config.use_cache = False
+    tokenizer, batch = _batch(tiny_model_dir)
+    policy.eval()
+    want = policy.generate(input_ids=batch.input_ids, attention_mask=batch.attention_mask,
+                           generation_config=_greedy(tokenizer)).tolist()
+    policy.train()
+    for fast in (MergedPolicy(policy), MergedPolicy(policy, compile="eager", prompt_budget=32)):
+        for _ in range(2):
+            assert fast.generate(batch.input_ids, batch.attention_mask, _greedy(tokenizer)).tolist() == want
+
+
+def test_a_full_fine_tune_is_refreshed_whole_in_place(tiny_model_dir):
+    """No adapter: every parameter trains (the tied embedding too); the compiled copy follows in place."""
+    policy = _base(tiny_model_dir)
+    tokenizer, batch = _batch(tiny_model_dir)
+    fast = MergedPolicy(policy, compile="eager", prompt_budget=32)
+    fast.start_stage(batch_size=4, max_new_tokens=8)
+    fast.generate(batch.input_ids, batch.attention_mask, _greedy(tokenizer))
+    addresses = [p.data_ptr() for p in fast.model.parameters()]
+    optimizer = torch.optim.SGD(policy.parameters(), lr=0.5)
+    policy(input_ids=batch.input_ids, attention_mask=batch.attention_mask, labels=batch.input_ids).loss.backward()
+    optimizer.step()
+    fast.refresh()
+    assert [p.data_ptr() for p in fast.model.parameters()] == addresses
+    _assert_serves(fast, policy, batch, _greedy(tokenizer))
+    assert fast.graphs_built == 1
+
+
+@pytest.mark.xfail(strict=True, reason="MergedPolicy builds from a GPT-2 LoRA policy (merged_copy_unsupported_reason "
+                   "says nothing), then the first generate crashes in StageDecoder.__init__ with AttributeError: "
+                   "'GPT2Config' object has no attribute 'num_key_value_heads' (the merged weights themselves are "
+                   "right); expected num_attention_heads as the fallback, or a refusal at build time")
+def test_a_gpt2_policy_with_fan_in_fan_out_lora(tiny_model_dir):
+    """Another architecture: GPT-2's Conv1D layers (weights stored [in, out], LoRA with fan_in_fan_out),
+    learned positions, no grouped-query attention; compiled, after a step on lora_B."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    tokenizer, batch = _batch(tiny_model_dir)
+    torch.manual_seed(0)
+    model = GPT2LMHeadModel(GPT2Config(vocab_size=len(tokenizer), n_embd=64, n_layer=2, n_head=4, n_positions=128,
+                                       eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id,
+                                       bos_token_id=tokenizer.eos_token_id)).eval()
+    with torch.no_grad():
+        for parameter in model.parameters():
+            if parameter.dim() == 2:
+                parameter.mul_(20)
+    policy = get_peft_model(model, LoraConfig(r=4, lora_alpha=8, target_modules=["c_attn", "c_proj", "c_fc"],
+                                              fan_in_fan_out=True, init_lora_weights=False))
+    fast = MergedPolicy(policy, compile="eager", prompt_budget=32)
+    _assert_serves(fast, policy, batch, _greedy(tokenizer))
+    with torch.no_grad():
+        for parameter in _lora_parameters(policy, "lora_B"):
+            parameter.add_(torch.randn_like(parameter))
+    fast.refresh()
+    _assert_serves(fast, policy, batch, _greedy(tokenizer))
+    assert fast.graphs_built == 1
+
+
+# ---------------------------------------------------------------------------------------------- in the trainer
+
+@pytest.mark.xfail(strict=True, reason="GRPO with fast_generation: on and an eval_dataset whose eval batch (8) is larger "
+                   "than the training generation batch (4): the first evaluation raises ValueError 'this stage's "
+                   "decoder holds 4 sequences x 6 new tokens; a call asked for 8 x 6' and the run dies after its "
+                   "first step; expected evaluation served (its own decoder, or plain generate, said in the log)")
+def test_grpo_evaluation_with_a_larger_eval_batch_does_not_kill_the_run(tiny_model_dir, tmp_path):
+    from datasets import Dataset
+
+    from trl_r1.trainers import R1GRPOConfig, R1GRPOTrainer
+
+    prompts = Dataset.from_list([{"prompt": f"What is {a} + 1?"} for a in range(8)])
+    args = R1GRPOConfig(output_dir=str(tmp_path), use_cpu=True, bf16=False, report_to="none", save_strategy="no",
+                        per_device_train_batch_size=4, num_generations=4, max_completion_length=6, max_steps=1,
+                        per_device_eval_batch_size=8, eval_strategy="steps", eval_steps=1, learning_rate=0.05,
+                        logging_steps=1, disable_tqdm=True, seed=0, fast_generation="on")
+    trainer = R1GRPOTrainer(model=str(tiny_model_dir), args=args, train_dataset=prompts, eval_dataset=prompts,
+                            reward_funcs=lambda completions, **kw: [float(len(c)) for c in completions],
+                            peft_config=LoraConfig(r=4, target_modules="all-linear"))
+    assert trainer.fast_generation
+    trainer.train()
+    assert any("eval_reward" in entry for entry in trainer.state.log_history)
+
+
+@pytest.mark.xfail(strict=True, reason="R1GRPOConfig(repetition_penalty=1.1, fast_generation='on') builds the trainer "
+                   "with the fast path chosen; the run then dies at its first generation with 'the compiled "
+                   "decoder does not implement {repetition_penalty: 1.1}'. Expected the refusal when the trainer "
+                   "is built, as for DoRA (and `auto` taking plain generate, which on a GPU would crash the same way)")
+def test_grpo_generation_settings_the_decoder_refuses_are_refused_when_the_trainer_is_built(tiny_model_dir, tmp_path):
+    from datasets import Dataset
+
+    from trl_r1.trainers import R1GRPOConfig, R1GRPOTrainer
+
+    prompts = Dataset.from_list([{"prompt": f"What is {a} + 1?"} for a in range(8)])
+    args = R1GRPOConfig(output_dir=str(tmp_path), use_cpu=True, bf16=False, report_to="none", save_strategy="no",
+                        per_device_train_batch_size=4, num_generations=4, max_completion_length=6, max_steps=1,
+                        repetition_penalty=1.1, disable_tqdm=True, seed=0, fast_generation="on")
+    with pytest.raises(ValueError, match="repetition_penalty"):
+        R1GRPOTrainer(model=str(tiny_model_dir), args=args, train_dataset=prompts,
+                      reward_funcs=lambda completions, **kw: [float(len(c)) for c in completions],
+                      peft_config=LoraConfig(r=4, target_modules="all-linear"))
+
+
+@pytest.mark.xfail(strict=True, reason="LoraConfig(trainable_token_indices=...) (PEFT's way to train new tokens' "
+                   "embeddings, e.g. added <think> tags): the copy takes the trained rows at build, but refresh() "
+                   "never looks at them again, so after a step the copy is stale (logits off by tens) with no "
+                   "warning; expected the rows refreshed, or a refusal at build like modules_to_save")
+def test_trainable_token_indices_are_refreshed_or_refused(tiny_model_dir):
+    tokenizer, batch = _batch(tiny_model_dir)
+    tokens = sorted(set(batch.input_ids.flatten().tolist()))[:6]
+    policy = _policy(tiny_model_dir, target_modules=["q_proj"], trainable_token_indices=tokens)
+    try:
+        fast = MergedPolicy(policy)
+    except (ValueError, NotImplementedError):
+        return
+    with torch.no_grad():
+        for name, parameter in policy.named_parameters():
+            if parameter.requires_grad and "lora_" not in name:
+                parameter.add_(torch.randn_like(parameter))
+    fast.refresh()
+    _assert_serves(fast, policy, batch, _greedy(tokenizer))
+
+
+@pytest.mark.xfail(strict=True, reason="LoraConfig(layer_replication=[[0, 2], [0, 2]]) (4 layers sharing 2 layers' "
+                   "weights): MergedPolicy(policy) raises a bare IndexError 'list index out of range'; expected a "
+                   "copy that serves the policy or a ValueError naming layer_replication")
+def test_layer_replication_is_served_or_refused_by_name(tiny_model_dir):
+    policy = _policy(tiny_model_dir, target_modules=["q_proj"], layer_replication=[[0, 2], [0, 2]])
+    tokenizer, batch = _batch(tiny_model_dir)
+    try:
+        fast = MergedPolicy(policy)
+    except ValueError as error:
+        assert "layer_replication" in str(error)
+        return
+    _assert_serves(fast, policy, batch, _greedy(tokenizer))
+
+
+@pytest.mark.parametrize("keep_base", [
+    pytest.param(None, marks=pytest.mark.xfail(strict=True, reason=(
+        "bf16 base, fp32 copy, kept base (the CPU default: a snapshot, the dtype differs), then merge_adapter() "
+        "and refresh(): the merged layers are written as the pre-merge base, no delta (logits off by ~15.5 "
+        "against 3e-5 at build); an fp32 base only escapes because its kept base aliases the live weight"))),
+    False])
+def test_a_bf16_policy_merged_after_the_copy_was_built(tiny_model_dir, keep_base):
+    import copy
+
+    torch.manual_seed(0)
+    policy = get_peft_model(_base(tiny_model_dir).to(torch.bfloat16),
+                            LoraConfig(r=4, lora_alpha=8, target_modules="all-linear", init_lora_weights=False))
+    tokenizer, batch = _batch(tiny_model_dir)
+    fast = MergedPolicy(policy, keep_base=keep_base)
+    policy.merge_adapter()
+    fast.refresh()
+    _assert_serves(fast, copy.deepcopy(policy).float(), batch, _greedy(tokenizer))
+
+
+@pytest.mark.xfail(strict=True, reason="no pad token in the call nor the model's generation_config (Llama-style): "
+                   "generate pads finished rows with the EOS id, the copy with token id 0 (a real token in most "
+                   "vocabularies: '!' in Llama-3); harmless where completions are cut at the first EOS (TRL, "
+                   "data/generation.py), but not 'like model.generate's output'")
+def test_without_a_pad_token_finished_rows_are_padded_as_generate_pads_them(tiny_model_dir):
+    policy = _policy(tiny_model_dir)
+    tokenizer, batch = _batch(tiny_model_dir)
+    policy.generation_config.pad_token_id = None
+    first = policy.generate(input_ids=batch.input_ids, attention_mask=batch.attention_mask,
+                            generation_config=GenerationConfig(max_new_tokens=1, do_sample=False))[:, -1]
+    config = GenerationConfig(max_new_tokens=6, do_sample=False, eos_token_id=[int(first[0])])
+    want = policy.generate(input_ids=batch.input_ids, attention_mask=batch.attention_mask, generation_config=config)
+    assert MergedPolicy(policy).generate(batch.input_ids, batch.attention_mask, config).tolist() == want.tolist()
+
+
+def test_a_refresh_leaves_the_4bit_policys_own_forward_untouched(scaled_model_dir):
+    """`refresh` unpacks bitsandbytes' CPU layout to dequantize: on a copy of the state, so the policy (the trainer's
+    forward) computes exactly what it computed before, refresh after refresh."""
+    policy = _qlora(scaled_model_dir)
+    policy.eval()
+    _, batch = _batch(scaled_model_dir)
+    fast = MergedPolicy(policy, keep_base=False)
+    for _ in range(3):
+        with torch.no_grad():
+            for parameter in _lora_parameters(policy, "lora_A"):
+                parameter.mul_(1.001)
+            before = policy(input_ids=batch.input_ids, attention_mask=batch.attention_mask).logits
+            fast.refresh()
+            after = policy(input_ids=batch.input_ids, attention_mask=batch.attention_mask).logits
+        assert torch.equal(before, after)
+
+
+@pytest.mark.xfail(strict=True, reason="start_stage(batch_size, max_new_tokens) on a MergedPolicy built without a "
+                   "prompt budget raises a bare TypeError (NoneType + int) from StageDecoder; expected a ValueError "
+                   "naming prompt_budget, or a stage sized at the first call's prompts")
+def test_start_stage_without_any_prompt_budget_says_what_is_missing(tiny_model_dir):
+    fast = MergedPolicy(_policy(tiny_model_dir))
+    with pytest.raises(ValueError, match="prompt_budget"):
+        fast.start_stage(batch_size=4, max_new_tokens=8)
+
+
+_SINGLE_QUANT_UNPACK = pytest.mark.xfail(strict=True, reason=(
+    "single-quantized 4-bit (bnb_4bit_use_double_quant=False), CPU: after the policy's first inference forward "
+    "repacks the weights, _dense() unpacks the down_proj layers (in 128 > out 64) wrongly (weight off by 0.85 on "
+    "1.36 while the layer itself still computes the original), so a copy built or refreshed (keep_base=False) "
+    "afterwards is off by 5-7 logits against 0.6-0.8 before; double quantization unpacks right"))
+
+
+@pytest.mark.parametrize("quant_type, double_quant", [
+    ("nf4", True), ("fp4", True),
+    pytest.param("nf4", False, marks=_SINGLE_QUANT_UNPACK), pytest.param("fp4", False, marks=_SINGLE_QUANT_UNPACK)])
+def test_a_copy_built_after_the_4bit_policy_ran_is_as_close_as_before(scaled_model_dir, quant_type, double_quant):
+    from transformers import BitsAndBytesConfig
+
+    quantization = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type=quant_type,
+                                      bnb_4bit_use_double_quant=double_quant, bnb_4bit_compute_dtype=torch.float32)
+    base = AutoModelForCausalLM.from_pretrained(scaled_model_dir, quantization_config=quantization,
+                                                dtype=torch.float32)
+    torch.manual_seed(0)
+    policy = get_peft_model(base, LoraConfig(r=4, lora_alpha=8, target_modules="all-linear",
+                                             init_lora_weights=False)).eval()
+    _, batch = _batch(scaled_model_dir)
+    before_forward = _logit_gap(MergedPolicy(policy, keep_base=False), policy, batch)  # this forward repacks
+    assert _logit_gap(MergedPolicy(policy, keep_base=False), policy, batch) <= 2 * before_forward
+
+
+@pytest.mark.xfail(strict=True, reason="an aLoRA adapter (alora_invocation_tokens: the delta applies only from the "
+                   "invocation sequence on) is merged into every position: MergedPolicy builds silently and serves "
+                   "another model (logits off by ~17 on 15, other greedy tokens); expected a refusal at build time, as "
+                   "the vLLM path already refuses aLoRA")
+def test_an_activated_lora_is_served_or_refused(tiny_model_dir):
+    tokenizer, _ = _batch(tiny_model_dir)
+    invocation = tokenizer("<|im_start|>assistant\n", add_special_tokens=False).input_ids
+    policy = _policy(tiny_model_dir, target_modules=["q_proj", "k_proj", "v_proj"], task_type="CAUSAL_LM",
+                     alora_invocation_tokens=invocation)
+    _, batch = _batch(tiny_model_dir, [f"<|im_start|>user\n{p}<|im_end|>\n<|im_start|>assistant\n" for p in PROMPTS])
+    try:
+        fast = MergedPolicy(policy)
+    except (ValueError, NotImplementedError):
+        return
+    _assert_serves(fast, policy, batch, _greedy(tokenizer))
