@@ -60,6 +60,10 @@ def merged_copy_unsupported_reason(policy: Any) -> str | None:
         lora = config[adapters[0]]
         if str(getattr(lora, "peft_type", "")) not in ("LORA", "PeftType.LORA"):
             return f"the adapter is {getattr(lora, 'peft_type', type(lora).__name__)}, not LoRA"
+        if getattr(lora, "alora_invocation_tokens", None):
+            return "an activated LoRA (alora_invocation_tokens) applies from its invocation on; a merge applies everywhere"
+        if getattr(lora, "layer_replication", None):
+            return "layer_replication shares base layers between adapted ones, which the copy does not hold"
         if getattr(lora, "use_dora", False):
             return "DoRA adapters are not merged by the copy"
         if getattr(lora, "modules_to_save", None):
@@ -319,7 +323,8 @@ class StageDecoder:
         device = self.model.device
         repeat = config.num_return_sequences or 1
         prompt_ids, prompt_mask = input_ids.repeat_interleave(repeat, 0), attention_mask.repeat_interleave(repeat, 0)
-        ids, mask = prompt_ids.to(device), prompt_mask.to(device)
+        # one mask dtype for every call: a collator's int32 or bool mask would otherwise be a new graph
+        ids, mask = prompt_ids.to(device), prompt_mask.to(device=device, dtype=torch.long)
         if not bool(mask[:, -1].all()):
             raise ValueError("fast_generation: the prompts are right-padded (a row ends with padding); the decoder "
                              "continues each prompt from the last column, so it needs them left-padded, as TRL pads "
@@ -514,6 +519,9 @@ class MergedPolicy:
         whole. Call after each optimizer step."""
         import torch
 
+        if self.policy is None:
+            raise RuntimeError("refresh() after release_policy(): the copy no longer follows the policy (it was "
+                               "released to free its 4-bit weights); build a new MergedPolicy to follow it")
         if self._all_trained:
             self._copy_all()
         self.layers_rewritten = 0
@@ -562,6 +570,9 @@ class MergedPolicy:
         self.decoder = None
         if self.model.device.type == "cuda":
             torch.cuda.empty_cache()
+        if not (prompt_budget or self.prompt_budget):
+            raise ValueError("start_stage: no prompt_budget, neither here nor when the MergedPolicy was built; pass "
+                             "the stage's prompt budget in tokens (or call generate, which sizes one from its prompts)")
         self.decoder = StageDecoder(self.model, batch_size, prompt_budget or self.prompt_budget, max_new_tokens,
                                     compile_backend(self.model.device.type, self.compile))
         return self.decoder
