@@ -534,14 +534,14 @@ def main(argv: list[str] | None = None) -> dict:
 
 def prepare_model(data: dict, args, env: dict, work: Path, vllm: bool) -> dict:
     """Build the recipe's model shape with random weights (reused when built before) and what a stage needs."""
-    from trl_r1.trainers.memory import ModelShape
+    from trl_r1.trainers.memory import spec_shape
     from trl_r1.rehearsal.models import build_model, model_spec
 
     name, size = data["model"]["model_name_or_path"], "ci" if args.dry_run else "full"
     model_dir = args.model_dir or str(Path(tempfile.gettempdir()) / "trl_r1_gpu" / f"{name.replace('/', '--')}-{size}")
     build_model(name, model_dir, size=size)
     return {"name": name, "size": size, "model_dir": model_dir, "work": work, "vllm": vllm,
-            "shape": ModelShape.from_config(name, model_spec(name).sized(size)),
+            "shape": spec_shape(name, model_spec(name).sized(size)),
             "card_memory_gb": env["card_memory_gb"],
             "prompt_words": max(1, args.prompt_tokens - 20)}  # the chat template's own tokens make up the rest
 

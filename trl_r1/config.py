@@ -220,6 +220,13 @@ def fields_of(cls: type) -> list[str]:
     return [f.name for f in dataclasses.fields(cls) if f.init]
 
 
+def checkpointing_key(cls: type) -> str:
+    """The name of a `TrainingArguments` subclass's gradient-checkpointing switch: transformers renamed
+    `gradient_checkpointing` (5.17, the GPU machines' version) to `activation_checkpointing` (5.24 keeps the old
+    name as an alias that warns)."""
+    return "activation_checkpointing" if "activation_checkpointing" in fields_of(cls) else "gradient_checkpointing"
+
+
 def pick(section: dict[str, Any], cls: type, exclude: list[str] = ()) -> dict[str, Any]:
     """The keys of `section` that `cls` has (minus `exclude`)."""
     names = set(fields_of(cls)) - set(exclude)

@@ -14,9 +14,10 @@ budget + max_new_tokens reset between calls, a one-token step compiled once: ind
 eager on CPU unless asked), with `grouped_query_attention` so no step copies the cache per head group; a recompile
 within a stage raises `FallbackToEager`.
 
-The copy costs ``parameters x 2`` bytes in bf16 (fp32 on CPU) plus the static cache of the whole batch at the
-budget and the CUDA-graph pool (`copy_bytes`, `static_cache_bytes`, `graph_pool_bytes`;
-`trl_r1.trainers.memory.generation_path` decides where it fits).
+The copy costs ``parameters x 2`` bytes in bf16 (fp32 on CPU), plus what `refresh` keeps, the static cache of the
+whole batch at the budget and the CUDA-graph pool (`copy_bytes`, `refresh_state_bytes`, `static_cache_bytes`,
+`graph_pool_bytes`), all held through the stage; `trl_r1.trainers.step_memory.fast_generation_fits` decides where
+it fits, for the trainer's `auto` and the dry run alike.
 Sampler log-probs: none are returned (as TRL's own transformers path); TRL 1.16 applies its importance-sampling
 correction only with vLLM, and the copy's per-token log-probs agree with the policy's to rounding
 (``tests/test_fast_generation.py`` states the tolerance).
@@ -59,6 +60,10 @@ def merged_copy_unsupported_reason(policy: Any) -> str | None:
         lora = config[adapters[0]]
         if str(getattr(lora, "peft_type", "")) not in ("LORA", "PeftType.LORA"):
             return f"the adapter is {getattr(lora, 'peft_type', type(lora).__name__)}, not LoRA"
+        if getattr(lora, "alora_invocation_tokens", None):
+            return "an activated LoRA (alora_invocation_tokens) applies from its invocation on; a merge applies everywhere"
+        if getattr(lora, "layer_replication", None):
+            return "layer_replication shares base layers between adapted ones, which the copy does not hold"
         if getattr(lora, "use_dora", False):
             return "DoRA adapters are not merged by the copy"
         if getattr(lora, "modules_to_save", None):
@@ -66,10 +71,35 @@ def merged_copy_unsupported_reason(policy: Any) -> str | None:
         if getattr(lora, "bias", "none") != "none" or getattr(lora, "lora_bias", False):
             return "the adapter trains biases"
     base = policy.get_base_model() if hasattr(policy, "get_base_model") else policy
+    unmerged = _unmerged_adapter_reason(base)
+    if unmerged:
+        return unmerged
     if getattr(base, "is_loaded_in_8bit", False):
         return "the base is in bitsandbytes 8-bit"
     if getattr(getattr(base, "config", None), "vision_config", None) is not None:
         return "vision-language models are not copied"
+    return None
+
+
+def _unmerged_adapter_reason(base: Any) -> str | None:
+    """Why an adapted layer of `base` would reach the copy without its delta, or None: the copy merges LoRA into
+    linear layers it holds a weight of its own for; an embedding's LoRA (PEFT's ``lora_embedding_A/B``) and a
+    LoRA on an output layer tied to the input embedding (one tensor in the copy, written once) would be dropped."""
+    tuner = _peft_layer_types()
+    if not tuner:
+        return None
+    import torch
+
+    embeddings = base.get_input_embeddings() if hasattr(base, "get_input_embeddings") else None
+    embedding_weight = getattr(embeddings, "weight", None)
+    for name, module in base.named_modules():
+        if not isinstance(module, tuner):
+            continue
+        layer = module.get_base_layer()
+        if isinstance(layer, torch.nn.Embedding):
+            return f"the adapter is on an embedding ({name}), which the copy does not merge"
+        if embedding_weight is not None and getattr(layer, "weight", None) is embedding_weight:
+            return f"the adapter is on {name}, tied to the input embedding, which the copy does not merge"
     return None
 
 
@@ -94,6 +124,17 @@ def fast_prompt_budget(max_prompt_length: int, longest_prompt: int | None) -> in
 def copy_bytes(num_params: int, dtype_bytes: int) -> int:
     """The copy's weights: every parameter in the generation dtype (bf16 on a GPU, fp32 on CPU)."""
     return num_params * dtype_bytes
+
+
+def refresh_state_bytes(lora_params: int, adapted_params: int, dtype_bytes: int, keep_base: bool) -> int:
+    """What `MergedPolicy` keeps beside the copy so `refresh` can tell what changed and rewrite it: a float32
+    snapshot of every LoRA tensor (`_adapter_state`), and with `keep_base` (its default on CPU) each adapted
+    layer's dequantized base in the copy's dtype.
+
+    >>> refresh_state_bytes(1000, 50_000, 4, keep_base=True), refresh_state_bytes(1000, 50_000, 2, keep_base=False)
+    (204000, 4000)
+    """
+    return lora_params * 4 + (adapted_params * dtype_bytes if keep_base else 0)
 
 
 def static_cache_bytes(sequences: int, length: int, num_layers: int, num_kv_heads: int, head_dim: int,
@@ -282,7 +323,12 @@ class StageDecoder:
         device = self.model.device
         repeat = config.num_return_sequences or 1
         prompt_ids, prompt_mask = input_ids.repeat_interleave(repeat, 0), attention_mask.repeat_interleave(repeat, 0)
-        ids, mask = prompt_ids.to(device), prompt_mask.to(device)
+        # one mask dtype for every call: a collator's int32 or bool mask would otherwise be a new graph
+        ids, mask = prompt_ids.to(device), prompt_mask.to(device=device, dtype=torch.long)
+        if not bool(mask[:, -1].all()):
+            raise ValueError("fast_generation: the prompts are right-padded (a row ends with padding); the decoder "
+                             "continues each prompt from the last column, so it needs them left-padded, as TRL pads "
+                             "them: set the tokenizer's padding_side='left'")
         lengths = mask.sum(-1)
         if int(lengths.max()) > self.prompt_budget:
             cut = int((lengths > self.prompt_budget).sum())
@@ -440,6 +486,8 @@ class MergedPolicy:
         self._bases: list[torch.Tensor | None] = [
             _dense(layer.get_base_layer().weight).to(target.dtype) if keep_base else None
             for target, layer in self._adapted]
+        #: whether each adapted layer's 4-bit weight was in bitsandbytes' CPU layout when its base was kept
+        self._bases_packed = [_cpu_packed(layer) for _, layer in self._adapted]
         #: each adapted layer's adapter state at its last rewrite (`_adapter_state`); None: never written
         self._written: list[tuple | None] = [None] * len(self._adapted)
         self.layers_rewritten = 0  # by the last refresh
@@ -465,17 +513,33 @@ class MergedPolicy:
         B @ A``, the base dequantized from the policy's 4-bit weight (or kept, `keep_base`) and PEFT's delta of the
         current adapter added; tensor addresses, and the compiled graphs that hold them, stay valid. Exact every
         time: never a running ``W += new delta - old delta``, which would accumulate rounding over a run. A layer
-        whose adapter is unchanged (no optimizer step touched it, `_adapter_state`) is left as it is. A policy
-        without an adapter is copied whole. Call after each optimizer step."""
+        whose adapter is unchanged (no optimizer step touched it, `_adapter_state`) is left as it is. A base tensor
+        trained beside the adapter (``requires_grad``: an unfrozen norm) is copied again; a kept base is re-taken
+        once bitsandbytes has repacked its 4-bit weight for the CPU kernel. A policy without an adapter is copied
+        whole. Call after each optimizer step."""
         import torch
 
+        if self.policy is None:
+            raise RuntimeError("refresh() after release_policy(): the copy no longer follows the policy (it was "
+                               "released to free its 4-bit weights); build a new MergedPolicy to follow it")
         if self._all_trained:
             self._copy_all()
         self.layers_rewritten = 0
         with torch.no_grad():
+            if not self._all_trained:  # a base tensor trained beside the adapter (an unfrozen norm, say)
+                for target, source, attr in self._copied:
+                    value = getattr(source, attr)
+                    if getattr(value, "requires_grad", False):
+                        target.copy_(_dense(value))
             for index, ((target, layer), base) in enumerate(zip(self._adapted, self._bases)):
                 state = _adapter_state(layer)
-                if _same_state(state, self._written[index]):
+                if base is not None and _cpu_packed(layer) != self._bases_packed[index]:
+                    # bitsandbytes repacked the 4-bit weight for its CPU kernel (the policy's first inference
+                    # forward), which dequantizes it in bf16 from then on: the kept base is re-taken as a fresh
+                    # copy would take it
+                    base = self._bases[index] = _dense(layer.get_base_layer().weight).to(target.dtype)
+                    self._bases_packed[index] = _cpu_packed(layer)
+                elif _same_state(state, self._written[index]):
                     continue
                 adapters = [] if layer.disable_adapters or layer.merged else [
                     name for name in layer.active_adapters if name in layer.lora_A]
@@ -496,7 +560,7 @@ class MergedPolicy:
         copy keeps the weights it has and is never refreshed again (a fixed adapter: rejection sampling,
         evaluation)."""
         self.policy, self._adapted, self._copied, self._all_trained = None, [], [], False
-        self._bases, self._written = [], []
+        self._bases, self._bases_packed, self._written = [], [], []
 
     def start_stage(self, batch_size: int, max_new_tokens: int, prompt_budget: int | None = None) -> StageDecoder:
         """A new decoder (its own cache and graph) for a stage's fixed shape: its largest generation batch, its
@@ -506,6 +570,9 @@ class MergedPolicy:
         self.decoder = None
         if self.model.device.type == "cuda":
             torch.cuda.empty_cache()
+        if not (prompt_budget or self.prompt_budget):
+            raise ValueError("start_stage: no prompt_budget, neither here nor when the MergedPolicy was built; pass "
+                             "the stage's prompt budget in tokens (or call generate, which sizes one from its prompts)")
         self.decoder = StageDecoder(self.model, batch_size, prompt_budget or self.prompt_budget, max_new_tokens,
                                     compile_backend(self.model.device.type, self.compile))
         return self.decoder
@@ -555,6 +622,12 @@ def _same_state(state: tuple, written: tuple | None) -> bool:
 
     return written is not None and state[:4] == written[:4] and len(state[4]) == len(written[4]) and all(
         torch.equal(now, then) for now, then in zip(state[4], written[4]))
+
+
+def _cpu_packed(layer: Any) -> bool:
+    """Whether an adapted layer's 4-bit base weight is in bitsandbytes' CPU kernel layout (`_dense`)."""
+    state = getattr(layer.get_base_layer().weight, "quant_state", None)
+    return bool(getattr(state, "packing_format_for_cpu", False))
 
 
 def _dense(value: torch.Tensor) -> torch.Tensor:

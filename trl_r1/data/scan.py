@@ -82,20 +82,19 @@ def prompt_lengths(prompts: list[Any], tokenizer: PreTrainedTokenizerBase) -> li
     return [next(counts) if text is not None else None for text in texts]
 
 
-def rows_over_budget(dataset: Any, tokenizer: PreTrainedTokenizerBase, budget: int,
-                     desc: str = "prompt lengths") -> list[tuple[int, int]]:
-    """(row, tokens) of every prompt of a `datasets.Dataset` longer than `budget` tokens, read in batches with a
-    progress bar (a list of the long rows only: the rest is counted, not kept)."""
+def dataset_prompt_lengths(dataset: Any, tokenizer: PreTrainedTokenizerBase,
+                           desc: str = "prompt lengths") -> list[int | None]:
+    """Each row's prompt length in tokens (`prompt_lengths`; None where it cannot be rendered) of a
+    `datasets.Dataset`, tokenized in batches with a progress bar: one tokenizing pass, one number a row, for every
+    check that needs the lengths (a trainer's over-budget skip and its fast-path prompt budget)."""
     from tqdm.auto import tqdm
 
-    over, start = [], 0
+    lengths: list[int | None] = []
     with tqdm(total=len(dataset), desc=desc, unit=" rows") as bar:
         for batch in iter_dataset_batches(dataset):
-            lengths = prompt_lengths([row.get("prompt") for row in batch], tokenizer)
-            over += [(start + i, n) for i, n in enumerate(lengths) if n is not None and n > budget]
-            start += len(batch)
+            lengths += prompt_lengths([row.get("prompt") for row in batch], tokenizer)
             bar.update(len(batch))
-    return over
+    return lengths
 
 
 @dataclass
@@ -255,9 +254,10 @@ def think_tag_notes(where: str, dataset: Any, tag: str = "<think>") -> list[str]
             "<think>...</think> before the answer"]
 
 
-__all__ = ["HELD_OUT_OVERLAP", "PromptScan", "budget_problems", "column_values", "dataset_scan",
+__all__ = ["HELD_OUT_OVERLAP", "PromptScan", "budget_problems", "column_values", "dataset_prompt_lengths",
+           "dataset_scan",
            "duplicate_prompt_notes", "held_out_problems", "iter_dataset_batches", "iter_file_batches", "normalized",
-           "prompt_budget", "prompt_lengths", "prompt_overlap", "rows_over_budget", "scan_prompts",
+           "prompt_budget", "prompt_lengths", "prompt_overlap", "scan_prompts",
            "seen_in_training", "think_tag_notes"]
 
 

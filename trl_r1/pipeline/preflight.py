@@ -301,7 +301,7 @@ def _prompt_length_problems(run: Run, where: str, dataset: Dataset) -> list[str]
 
 
 COLUMN_KEYS = ("prompt_column", "solution_column", "dataset_text_field")  # keys whose value names a column
-PROMPT_TOKENS = 512  # the prompt length the memory model and the plan assume (memory.GRPOSettings' default)
+PROMPT_TOKENS = 512  # the prompt length the memory model and the plan assume where the data was not scanned
 
 
 def column_key_problems(where: str, values: dict[str, Any], defaults: dict[str, Any],
@@ -1001,8 +1001,8 @@ def stage_peak(plan: StagePlan, recipe: Recipe, shape: ModelShape, card_gb: floa
             return memory.estimate_sft_peak(shape, settings).peak, "SFT step"
         colocate = vllm and getattr(config, "vllm_mode", "colocate") == "colocate"
         steps = getattr(config, "steps_per_generation", None) or config.gradient_accumulation_steps
-        settings = dataclasses.replace(
-            settings, max_prompt_length=PROMPT_TOKENS, max_completion_length=config.max_completion_length,
+        settings = dataclasses.replace(  # the data's longest prompt where it was scanned: what TRL trains on
+            settings, max_prompt_length=longest_prompt or PROMPT_TOKENS, max_completion_length=config.max_completion_length,
             gradient_accumulation_steps=steps, use_vllm=colocate,
             vllm_gpu_memory_utilization=getattr(config, "vllm_gpu_memory_utilization", 0.3),
             vllm_enable_sleep_mode=bool(getattr(config, "vllm_enable_sleep_mode", False)))
@@ -1019,13 +1019,14 @@ FAST_PROMPT_CUT_LIMIT = 0.05
 def rl_step_peak(config: TrainingArguments, settings: GRPOSettings, shape: ModelShape, card_gb: float,
                  longest_prompt: int | None, *, vllm: bool) -> tuple[float, str]:
     """An rl step's peak with the generation its trainer runs: the fast path (`fast_generation: on`, or `auto`
-    where the memory model fits it, `memory.generation_path`) holds the merged copy and a static cache at the
-    prompt budget from the data (`fast_prompt_budget`: the key, or the longest prompt rounded up), else plain."""
+    where `memory.fast_generation_fits`, the rule the trainer applies at run time) holds the merged copy and a
+    static cache at the prompt budget from the data (`fast_prompt_budget`: the key, or the longest prompt rounded
+    up) through the step, else plain."""
     setting = getattr(config, "fast_generation", "off")
     if setting != "off" and not vllm:
         fast = dataclasses.replace(settings, fast_generation=True, fast_generation_prompt_length=fast_prompt_budget(
             config.fast_generation_max_prompt_length, longest_prompt))
-        if setting == "on" or memory.generation_path(shape, fast, card_gb)[0] == "fast":
+        if setting == "on" or memory.fast_generation_fits(shape, fast, card_gb)[0]:
             settings = fast
     return memory.estimate_grpo_peak(shape, settings, card_gb=card_gb).peak, "RL step"
 

@@ -32,6 +32,7 @@ def build_toy_reasoner(output_dir: str | os.PathLike, base_model_dir: str | os.P
     from datasets import Dataset
     from trl import SFTConfig, SFTTrainer
 
+    from ..config import checkpointing_key
     from .arithmetic import problems
 
     learned = [problems("train")[i] for i in TRAINED]
@@ -40,7 +41,7 @@ def build_toy_reasoner(output_dir: str | os.PathLike, base_model_dir: str | os.P
     args = SFTConfig(
         output_dir=str(out / "_trainer"), max_steps=steps, per_device_train_batch_size=16, learning_rate=3e-3,
         lr_scheduler_type="constant", use_cpu=True, bf16=False, report_to="none", save_strategy="no",
-        logging_strategy="no", activation_checkpointing=False, disable_tqdm=True, seed=seed,
+        logging_strategy="no", disable_tqdm=True, seed=seed, **{checkpointing_key(SFTConfig): False},
     )
     trainer = SFTTrainer(model=str(base_model_dir), args=args, train_dataset=Dataset.from_list(rows * 8))
     trainer.train()

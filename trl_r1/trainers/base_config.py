@@ -149,10 +149,10 @@ class FastGenerationMixin:
             "help": "Generation without vLLM: `on` decodes from a copy of the policy with the LoRA adapter merged "
             "(a 4-bit base dequantized once, bf16 on a GPU; the adapted layers rewritten after each optimizer step) "
             "with a static KV cache compiled under CUDA graphs on a GPU; `off` keeps TRL's `generate` on the "
-            "policy; `auto` (default) is `on` on a GPU where the copy and its cache fit the free memory, else "
+            "policy; `auto` (default) is `on` on a GPU where the step's peak with the copy, its cache and graph pool "
+            "fits 90% of the card (trl_r1.trainers.step_memory.fast_generation_fits, the dry run's rule), else "
             "`off` (on CPU the compiled copy is slower than plain generate at SmolLM2's size and repays its compile only "
-            "after thousands of decoding steps: docs/data.md). The memory model's verdict for a card: "
-            "trl_r1.trainers.memory.generation_path.",
+            "after thousands of decoding steps: docs/data.md).",
             "choices": ["auto", "on", "off"],
         },
     )

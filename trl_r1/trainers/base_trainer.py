@@ -14,7 +14,6 @@ from ..algorithms import kl_controller, kl_penalty
 from ..registry import looks_like_import_path
 from ..rewards import REWARD_REGISTRY, get_reward_funcs
 from ..rewards.base import column_problems
-from .checks import without_long_prompts
 from .launch import check_world_size
 from .trl_compat import GRPOSeam
 
@@ -62,8 +61,6 @@ class R1TrainerBase(GRPOSeam):
         check_reward_columns(type(self).__name__, reward_funcs, train_dataset)
         super().__init__(model, reward_funcs, args, train_dataset, *more_args, **kwargs)
         check_world_size(self.accelerator.num_processes)
-        self.train_dataset = without_long_prompts(type(self).__name__, self.train_dataset, self.processing_class,
-                                                  self.args, getattr(self.model.config, "max_position_embeddings", None))
         self.kl_controller = kl_controller(self.args.kl_coef, self.args.kl_target, self.args.kl_horizon)
 
     def record_kl(self, stats: Tensor) -> None:

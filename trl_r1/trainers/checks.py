@@ -34,26 +34,28 @@ def check_train_dataset(dataset: Any) -> None:
         raise ValueError("train_dataset is empty: nothing to generate from.")
 
 
-def without_long_prompts(trainer: str, dataset: Any, tokenizer: Any, args: Any, context: int | None) -> Any:
-    """The dataset without the prompts longer than the generation budget (the model context, or
-    `vllm_max_model_length` with vLLM, less `max_completion_length`), with one WARNING line: their count, the first,
-    and the rule. TRL never cuts a prompt, so one such row crashes vLLM or fills the memory in `generate`; it is
-    skipped, not cut from the left (a cut math problem loses its question and would train on a wrong one), as
-    rejection sampling's `max_prompt_tokens` does. An iterable dataset passes unchecked (no length to scan)."""
-    from ..data.scan import prompt_budget, rows_over_budget
+def without_long_prompts(trainer: str, dataset: Any, lengths: list[int | None] | None, args: Any,
+                         context: int | None) -> tuple[Any, list[int | None] | None]:
+    """(the dataset, its rows' prompt `lengths`) without the prompts longer than the generation budget (the model
+    context, or `vllm_max_model_length` with vLLM, less `max_completion_length`), with one WARNING line: their
+    count, the first, and the rule. TRL never cuts a prompt, so one such row crashes vLLM or fills the memory in
+    `generate`; it is skipped, not cut from the left (a cut math problem loses its question and would train on a
+    wrong one), as rejection sampling's `max_prompt_tokens` does. `lengths`: each row's prompt length in tokens
+    (`data.scan.dataset_prompt_lengths`, the trainer's one pass); None (an iterable dataset) passes unchecked."""
+    from ..data.scan import prompt_budget
 
     budget = prompt_budget(args, (context, "max_position_embeddings") if context else None)
-    if budget is None or tokenizer is None or not hasattr(dataset, "select") or "prompt" not in dataset.column_names:
-        return dataset
-    over = rows_over_budget(dataset, getattr(tokenizer, "tokenizer", tokenizer), budget[0],
-                            desc=f"{trainer}: prompt lengths")
+    if budget is None or lengths is None:
+        return dataset, lengths
+    over = [(row, n) for row, n in enumerate(lengths) if n is not None and n > budget[0]]
     if not over:
-        return dataset
+        return dataset, lengths
     logger.warning("%s: %d of %d prompts are longer than the %d tokens a prompt may take (%s; first: row %d, %d "
                    "tokens): skipped, not cut (TRL does not cut prompts); shorten them or raise the limit to keep "
                    "them", trainer, len(over), len(dataset), budget[0], budget[1], over[0][0], over[0][1])
     long_rows = {row for row, _ in over}
-    return dataset.select([i for i in range(len(dataset)) if i not in long_rows])
+    kept = [i for i in range(len(dataset)) if i not in long_rows]
+    return dataset.select(kept), [lengths[i] for i in kept]
 
 
 def check_enough_prompts(dataset: Any, prompts_per_generation: int) -> None:

@@ -3,7 +3,8 @@ evaluation): the formula behind the recipes' card sizes. docs/memory.md explains
 
 Built on what TRL 1.16 allocates, term by term::
 
-    peak = weights + lora_state + max(generation + vllm_generating, training + vllm_training) + overhead
+    peak = weights + lora_state + fast path + max(generation + vllm_generating, training + vllm_training)
+           + overhead
 
 * weights: QLoRA stores a linear weight in NF4 with double quantisation, 4 + 8/64 + 32/(64*256) = 4.127 bits
   per parameter; LoRA without 4-bit keeps it in bf16. Embeddings (and an untied LM head) stay in bf16.
@@ -30,12 +31,16 @@ Built on what TRL 1.16 allocates, term by term::
   unmerged: its budget also holds `vllm_max_loras` adapter slots of rank `lora_r` in bf16 (`vllm_lora_bytes`).
 * a generation pass (`estimate_generation_peak`): weights (4-bit or bf16) + the adapter + the KV cache of
   `batch_size x num_samples` sequences + the prompts' prefill + the last-token logits.
-* fast generation (`fast_generation`, `trl_r1.data.fast_generation`): a copy of the policy in the compute dtype with
-  the adapter merged (every parameter, `copy_bytes`), held beside the 4-bit policy through the training step, and a
-  static KV cache of the whole generation batch at the stage's prompt budget (`fast_generation_prompt_length`: the
-  `fast_generation_max_prompt_length` key, or the data's longest prompt rounded up when the preflight's scan found it
-  shorter, `fast_prompt_budget`) + completion,
-  and the CUDA-graph pool (`graph_pool_bytes`; the grouped attention expands no K/V). `generation_path` says whether a stage generates so on a card, and why.
+* fast generation (`fast_generation`, `trl_r1.data.fast_generation`; `trl_r1.trainers.step_memory.fast_path_terms`),
+  all held from the first generation to the end of the stage, so beside the training step, not in the max: a copy
+  of the policy in the compute dtype with the adapter merged (every parameter, `copy_bytes`) and what its `refresh`
+  keeps (a float32 snapshot of the adapter; on CPU each adapted layer's dequantized base, `refresh_state_bytes`);
+  the static KV cache of the whole generation batch at the stage's prompt budget (`fast_generation_prompt_length`:
+  the `fast_generation_max_prompt_length` key, or the data's longest prompt rounded up when shorter,
+  `fast_prompt_budget`) + completion, and the CUDA-graph pool (`graph_pool_bytes`; the grouped attention expands
+  no K/V). One rule, `fast_generation_fits`, says whether that fits 90 % of a card, for the trainer's `auto` and
+  for the dry run (`generation_path`, `preflight.rl_step_peak`). The formula itself lives in
+  `trl_r1.trainers.step_memory` (a layer the trainer may import) and is re-exported here.
 
 Calibration. Primary: one-step peaks measured on a GPU (`benchmarks/data/gpu_points.jsonl`: card, versions,
 settings and `torch.cuda.max_memory_reserved()` of each point; `benchmarks/gpu.py` measures more). The formula's
@@ -56,29 +61,22 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..data.fast_generation import copy_bytes, graph_pool_bytes
+from ..trainers.step_memory import (  # noqa: F401 (the formula's names, re-exported: this module's API)
+    ACTIVATION_FACTOR, CUDA_CONTEXT_GIB, GIB, HEAD_TOKENS, HEAD_VOCAB, LORA_BYTES_PER_PARAM, MIN_ACTIVATION_FACTOR,
+    NF4_BITS, USABLE_FRACTION, VLLM_ASLEEP_FRACTION, GRPOSettings, MemoryEstimate, ModelShape, activation_terms,
+    estimate_grpo_peak, fast_generation_fits, fast_path_terms, finish_estimate, head_bytes, kv_bytes_per_token,
+    static_bytes, training_body, weight_bytes)
 
-GIB = 1024**3
-NF4_BITS = 4 + 8 / 64 + 32 / (64 * 256)
-LORA_BYTES_PER_PARAM = 4 + 4 + 2  # fp32 adapter weight + fp32 grad + two 8-bit AdamW states
 CARDS_GB = (24, 48, 80)
 COMPLETION_LENGTHS = (512, 1024, 2048, 4096, 8192, 16384)
 BATCH_SIZES = (4, 8, 16)
-USABLE_FRACTION = 0.9  # leave headroom for spikes the estimate does not see
-HEAD_TOKENS, HEAD_VOCAB = 4096, 32768  # TRL 1.16 fused log-prob head tile (chunked_logprob.TOKEN_CHUNK_SIZE, ...)
-CUDA_CONTEXT_GIB = 0.75
 # vLLM (projected, see the module docstring). Its working memory inside its budget: the profiling forward of the
 # 4096 tokens TRL batches per step (`max_num_batched_tokens=4096`), the sampler and CUDA graphs.
 VLLM_RUNTIME_GIB = 1.0
-# What a sleeping vLLM keeps (CUDA graphs, NCCL and cuBLAS buffers outside its sleep pool): vLLM's docs say sleep
-# releases "up to 90%+" of its memory.
-VLLM_ASLEEP_FRACTION = 0.1
 
-# How many bytes of activations (and their gradients) one layer's recompute holds, as a multiple of its forward
-# outputs, and the host memory a CPU process holds beyond the formula's terms (tokenizer, Python heap, allocator
-# arenas: CPU only, the GPU estimate has the CUDA context and 10 % instead): fitted by least squares on
+# The host memory a CPU process holds beyond the formula's terms (tokenizer, Python heap, allocator arenas: CPU only,
+# the GPU estimate has the CUDA context and 10 % instead): fitted with `ACTIVATION_FACTOR` by least squares on
 # CALIBRATION (`fit_calibration`, printed by `python benchmarks/memory.py`).
-MIN_ACTIVATION_FACTOR = 2.0  # one layer's outputs + their gradients
-ACTIVATION_FACTOR = 2.0  # the fit's value: the CPU points ask for less (clamped, see fit_calibration)
 CPU_OVERHEAD_GIB = 2.22
 # (trainer, mode, completion length, setup, measured CPU peak GiB above the process baseline) from that run.
 CALIBRATION: list[tuple[str, str, int, str, float]] = [
@@ -91,157 +89,23 @@ MAX_CALIBRATION_ERROR = 0.22  # the largest relative error of the formula on CAL
 MAX_GPU_CALIBRATION_ERROR = 0.22
 
 
-@dataclass(frozen=True)
-class ModelShape:
-    """The architecture numbers the estimate needs (from each model's config.json)."""
-
-    name: str
-    hidden_size: int
-    num_layers: int
-    intermediate_size: int
-    num_heads: int
-    num_kv_heads: int
-    head_dim: int
-    vocab_size: int
-    tie_embeddings: bool
-    max_completion: int = 16384  # what the model card says it generates (Qwen2.5: 8192)
-    max_position_embeddings: int = 32768  # the context: vLLM's default max_model_len
-
-    @classmethod
-    def from_spec(cls, name: str) -> "ModelShape":
-        from ..rehearsal.models import model_spec
-
-        return cls.from_config(name, model_spec(name).config)
-
-    @classmethod
-    def from_config(cls, name: str, c: dict) -> "ModelShape":
-        """From config.json values (`trl_r1.rehearsal.models.model_spec(name).sized(size)` for a rehearsal size)."""
-        from ..rehearsal.models import model_spec
-
-        return cls(name, c["hidden_size"], c["num_hidden_layers"], c["intermediate_size"], c["num_attention_heads"],
-                   c["num_key_value_heads"], c.get("head_dim") or c["hidden_size"] // c["num_attention_heads"],
-                   c["vocab_size"], c["tie_word_embeddings"],
-                   8192 if model_spec(name).family == "qwen2.5" else 16384, c["max_position_embeddings"])
-
-    @property
-    def linear_params_per_layer(self) -> int:
-        h, a, kv = self.hidden_size, self.num_heads * self.head_dim, self.num_kv_heads * self.head_dim
-        return h * a + 2 * h * kv + a * h + 3 * h * self.intermediate_size
-
-    @property
-    def embedding_params(self) -> int:
-        return self.vocab_size * self.hidden_size * (1 if self.tie_embeddings else 2)
-
-    @property
-    def num_params(self) -> int:
-        return self.num_layers * self.linear_params_per_layer + self.embedding_params
-
-    def lora_params(self, r: int) -> int:
-        """LoRA on all seven linear layers of every block: r x (in + out) each."""
-        h, a, kv, i = self.hidden_size, self.num_heads * self.head_dim, self.num_kv_heads * self.head_dim, \
-            self.intermediate_size
-        per_layer = (h + a) + 2 * (h + kv) + (a + h) + 2 * (h + i) + (i + h)
-        return self.num_layers * r * per_layer
-
-
 MODEL_IDS = ("Qwen/Qwen2.5-0.5B-Instruct", "Qwen/Qwen2.5-1.5B-Instruct", "Qwen/Qwen2.5-3B-Instruct",
              "Qwen/Qwen2.5-7B-Instruct", "Qwen/Qwen3-1.7B", "Qwen/Qwen3-4B", "Qwen/Qwen3-8B",
              "meta-llama/Llama-3.2-1B-Instruct", "meta-llama/Llama-3.2-3B-Instruct")
 
 
+def spec_shape(name: str, config: dict | None = None) -> ModelShape:
+    """A recipe model's `ModelShape` from `trl_r1.rehearsal.models` (its config.json values, or `config`: a
+    rehearsal size's, `model_spec(name).sized(size)`)."""
+    from ..rehearsal.models import model_spec
+
+    spec = model_spec(name)
+    return ModelShape.from_config(name, config or spec.config, 8192 if spec.family == "qwen2.5" else 16384)
+
+
 def model_shapes() -> dict[str, ModelShape]:
     """Every recipe model's shape, from `trl_r1.rehearsal.models` (the config.json values)."""
-    return {name: ModelShape.from_spec(name) for name in MODEL_IDS}
-
-
-@dataclass(frozen=True)
-class GRPOSettings:
-    """The knobs that move the peak (names as in GRPOConfig / ModelConfig)."""
-
-    max_prompt_length: int = 512
-    max_completion_length: int = 1024
-    per_device_train_batch_size: int = 8  # completions per micro-batch
-    gradient_accumulation_steps: int = 4  # generation batch = per_device_train_batch_size x this
-    lora_r: int = 16
-    load_in_4bit: bool = True
-    gradient_checkpointing: bool = True
-    dtype_bytes: int = 2  # bf16 on a GPU; 4 for the float32 CPU runs of the calibration
-    use_vllm: bool = False  # TRL's colocate mode (server mode puts vLLM on another GPU: nothing on this one)
-    vllm_gpu_memory_utilization: float = 0.3  # TRL's default
-    vllm_enable_sleep_mode: bool = False
-    # vLLM serves the base (4-bit with bitsandbytes when load_in_4bit) and the LoRA adapter unmerged, in
-    # `vllm_max_loras` slots of rank lora_r, instead of the trainer pushing merged weights
-    vllm_lora_adapter: bool = False
-    vllm_max_loras: int = 1  # vLLM's `max_loras` default
-    # generation from a merged copy of the policy with a static KV cache (without vLLM; trl_r1.data.fast_generation)
-    fast_generation: bool = False
-    # the prompt budget its static cache holds (`fast_prompt_budget`: the key, or the data's longest prompt rounded
-    # up when shorter); None: max_prompt_length
-    fast_generation_prompt_length: int | None = None
-
-
-@dataclass(frozen=True)
-class MemoryEstimate:
-    """Each term of the peak, in bytes."""
-
-    weights: float
-    lora_state: float
-    generation: float
-    training: float
-    overhead: float
-    vllm_generating: float = 0.0  # vLLM's budget while it generates (colocate)
-    vllm_training: float = 0.0  # what vLLM keeps during the training step: its budget, or its residue asleep
-    policy_copy: float = 0.0  # fast generation's merged copy of the policy, held through the training step too
-
-    @property
-    def generation_peak(self) -> float:
-        return self.weights + self.lora_state + self.policy_copy + self.generation + self.vllm_generating \
-            + self.overhead
-
-    @property
-    def training_peak(self) -> float:
-        return self.weights + self.lora_state + self.policy_copy + self.training + self.vllm_training + self.overhead
-
-    @property
-    def peak(self) -> float:
-        return max(self.generation_peak, self.training_peak)
-
-    @property
-    def peak_gib(self) -> float:
-        return self.peak / GIB
-
-    @property
-    def reserved(self) -> float:
-        """The peak less the CUDA context: what `torch.cuda.max_memory_reserved()` reports (the trainer's caching
-        allocator; vLLM colocate's share counted in)."""
-        return self.peak - (CUDA_CONTEXT_GIB * GIB if self.overhead else 0.0)
-
-
-def activation_terms(shape: ModelShape, settings: GRPOSettings) -> tuple[float, float]:
-    """(bytes kept between layers, bytes of one layer's recompute) for one training micro-batch."""
-    s, h = settings, shape.hidden_size
-    tokens = s.per_device_train_batch_size * (s.max_prompt_length + s.max_completion_length)
-    attention = shape.num_heads * shape.head_dim + 2 * shape.num_kv_heads * shape.head_dim + h
-    one_layer = tokens * (2 * h + attention + 3 * shape.intermediate_size) * s.dtype_bytes
-    if s.gradient_checkpointing:
-        return shape.num_layers * tokens * h * s.dtype_bytes, one_layer
-    return 0.0, shape.num_layers * one_layer  # without checkpointing every layer's activations are kept
-
-
-def weight_bytes(shape: ModelShape, load_in_4bit: bool, dtype_bytes: int = 2) -> float:
-    """The base model's weights: linear layers in NF4 or the compute dtype, embeddings in the compute dtype."""
-    linear_bytes = NF4_BITS / 8 if load_in_4bit else dtype_bytes
-    return shape.num_layers * shape.linear_params_per_layer * linear_bytes + shape.embedding_params * dtype_bytes
-
-
-def kv_bytes_per_token(shape: ModelShape, dtype_bytes: int = 2) -> int:
-    """K and V of every layer for one token."""
-    return 2 * shape.num_layers * shape.num_kv_heads * shape.head_dim * dtype_bytes
-
-
-def static_bytes(shape: ModelShape, s: GRPOSettings) -> tuple[float, float]:
-    """(weights, LoRA state) in bytes: what the step holds whatever its lengths."""
-    return weight_bytes(shape, s.load_in_4bit, s.dtype_bytes), shape.lora_params(s.lora_r) * LORA_BYTES_PER_PARAM
+    return {name: spec_shape(name) for name in MODEL_IDS}
 
 
 def vllm_lora_bytes(shape: ModelShape, settings: GRPOSettings) -> float:
@@ -264,77 +128,6 @@ def vllm_kv_tokens(shape: ModelShape, card_gb: float, utilization: float, load_i
     free = utilization * card_gb * 1e9 - weight_bytes(shape, load_in_4bit) - lora_bytes - VLLM_RUNTIME_GIB * GIB
     return max(0, int(free // kv_bytes_per_token(shape)))
 
-
-def _training_body(shape: ModelShape, s: GRPOSettings, factor: float) -> float:
-    kept, one_layer = activation_terms(shape, s)
-    largest_weight = shape.hidden_size * shape.intermediate_size * s.dtype_bytes if s.load_in_4bit else 0
-    # sdpa's boolean [batch, 1, length, length] mask: transformers builds it when a padded batch has several
-    # sequences (one sequence runs with is_causal and no mask); it grows with the square of the length
-    length, batch = s.max_prompt_length + s.max_completion_length, s.per_device_train_batch_size
-    mask = batch * length * length if batch > 1 else 0
-    return kept + factor * one_layer + largest_weight + mask
-
-
-def _finish(weights, lora_state, generation, training, cpu: bool, vllm: tuple[float, float] = (0.0, 0.0),
-            policy_copy: float = 0.0) -> MemoryEstimate:
-    """Add the overhead: none on CPU (see cpu_estimate_gib), else the CUDA context + 10 % of what the trainer's
-    caching allocator holds (vLLM's budget is its own pool)."""
-    if cpu:
-        return MemoryEstimate(weights, lora_state, generation, training, 0.0, *vllm, policy_copy)
-    subtotal = weights + lora_state + policy_copy + max(generation, training)
-    return MemoryEstimate(weights, lora_state, generation, training, CUDA_CONTEXT_GIB * GIB + 0.1 * subtotal, *vllm,
-                          policy_copy)
-
-
-def estimate_grpo_peak(shape: ModelShape, settings: GRPOSettings = GRPOSettings(), *,
-                       activation_factor: float | None = None, cpu: bool = False,
-                       card_gb: float | None = None) -> MemoryEstimate:
-    """Peak GPU memory of one GRPO step (see the module docstring for each term); `card_gb` sizes vLLM's budget
-    when `settings.use_vllm`.
-
-    >>> shapes = model_shapes()
-    >>> small = estimate_grpo_peak(shapes["Qwen/Qwen2.5-0.5B-Instruct"])
-    >>> big = estimate_grpo_peak(shapes["Qwen/Qwen2.5-7B-Instruct"])
-    >>> 1 < small.peak_gib < big.peak_gib < 40
-    True
-    >>> longer = estimate_grpo_peak(shapes["Qwen/Qwen2.5-0.5B-Instruct"], GRPOSettings(max_completion_length=4096))
-    >>> longer.peak > small.peak and longer.weights == small.weights
-    True
-    """
-    factor = ACTIVATION_FACTOR if activation_factor is None else activation_factor
-    s = settings
-    weights, lora_state = static_bytes(shape, s)
-    seq = s.max_prompt_length + s.max_completion_length
-    sequences = s.per_device_train_batch_size * s.gradient_accumulation_steps
-    training = _training_body(shape, s, factor) + head_bytes(shape, s.per_device_train_batch_size
-                                                              * s.max_completion_length, s.dtype_bytes)
-    if not s.use_vllm:
-        if s.fast_generation:  # the stage's one static cache (prompt budget + completion) and its CUDA-graph pool
-            seq = (s.fast_generation_prompt_length or s.max_prompt_length) + s.max_completion_length
-        generation = sequences * seq * kv_bytes_per_token(shape, s.dtype_bytes) + sequences * shape.vocab_size * 4
-        if s.fast_generation:
-            generation += _fast_path_pool(shape, sequences, seq, s.dtype_bytes)
-        policy_copy = copy_bytes(shape.num_params, s.dtype_bytes) if s.fast_generation else 0.0
-        return _finish(weights, lora_state, generation, training, cpu, policy_copy=policy_copy)
-    if card_gb is None:
-        raise ValueError("use_vllm: vLLM's budget is a share of the card, pass card_gb")
-    budget = s.vllm_gpu_memory_utilization * card_gb * 1e9  # holds vllm_lora_bytes too (see vllm_kv_tokens)
-    asleep = VLLM_ASLEEP_FRACTION * budget if s.vllm_enable_sleep_mode else budget
-    return _finish(weights, lora_state, 0.0, training, cpu, (budget, asleep))
-
-
-def _fast_path_pool(shape: ModelShape, sequences: int, cache_length: int, dtype_bytes: int) -> int:
-    """The fast path's CUDA-graph pool (`trl_r1.data.fast_generation.graph_pool_bytes`) at a stage's shape."""
-    return graph_pool_bytes(sequences, cache_length, shape.num_heads, shape.intermediate_size, shape.vocab_size,
-                            dtype_bytes)
-
-
-def head_bytes(shape: ModelShape, tokens: int, dtype_bytes: int = 2) -> float:
-    """TRL 1.16's fused, chunked log-prob head: one `[min(tokens, 4096), 32768]` tile in the forward and one in the
-    backward, never the `[tokens, vocab]` logits."""
-    return 2 * min(tokens, HEAD_TOKENS) * min(shape.vocab_size, HEAD_VOCAB) * dtype_bytes
-
-
 def estimate_sft_peak(shape: ModelShape, settings: GRPOSettings = GRPOSettings(), *,
                       activation_factor: float | None = None, cpu: bool = False,
                       full_logits: bool = False) -> MemoryEstimate:
@@ -354,11 +147,11 @@ def estimate_sft_peak(shape: ModelShape, settings: GRPOSettings = GRPOSettings()
     s = settings
     weights, lora_state = static_bytes(shape, s)
     tokens = s.per_device_train_batch_size * (s.max_prompt_length + s.max_completion_length)
-    training = _training_body(shape, s, factor) + head_bytes(shape, tokens, s.dtype_bytes)
+    training = training_body(shape, s, factor) + head_bytes(shape, tokens, s.dtype_bytes)
     if full_logits:
         upcast = 4 if s.dtype_bytes != 4 else 0  # float32 runs have no separate upcast
         training += tokens * shape.vocab_size * (s.dtype_bytes + upcast + 4)
-    return _finish(weights, lora_state, 0.0, training, cpu)
+    return finish_estimate(weights, lora_state, 0.0, training, cpu)
 
 
 SFT_LENGTHS = (4096, 8192, 16384, 32768)  # open-r1 trains its distilled models at 32k
@@ -402,8 +195,8 @@ def fits(shape: ModelShape, card_gb: int, settings: GRPOSettings) -> tuple[GRPOS
 
 def generation_path(shape: ModelShape, settings: GRPOSettings, card_gb: float) -> tuple[str, str]:
     """How a GRPO stage generates on a card, and why: ``"vllm"`` (its settings say so), ``"fast"`` (a merged copy
-    of the policy with a static KV cache, under CUDA graphs: `fast_generation: on`) when the step's estimated peak
-    with the copy fits in 90% of the card, else ``"plain"`` (TRL's `generate` on the policy, 4-bit where it is).
+    of the policy with a static KV cache, under CUDA graphs) where `fast_generation_fits` (the rule the trainer's
+    `auto` applies too), else ``"plain"`` (TRL's `generate` on the policy, 4-bit where it is).
 
     >>> qwen = model_shapes()["Qwen/Qwen2.5-1.5B-Instruct"]
     >>> generation_path(qwen, GRPOSettings(), 24)[0], generation_path(qwen, GRPOSettings(), 4)[0]
@@ -411,16 +204,15 @@ def generation_path(shape: ModelShape, settings: GRPOSettings, card_gb: float) -
     """
     if settings.use_vllm:
         return "vllm", "use_vllm: vLLM generates"
-    limit = USABLE_FRACTION * card_gb * 1e9
-    fast = estimate_grpo_peak(shape, replace(settings, fast_generation=True), card_gb=card_gb)
-    copy_gib = fast.policy_copy / GIB
-    if fast.peak <= limit:
-        return "fast", (f"the merged copy ({copy_gib:.1f} GiB) and a static KV cache fit: estimated peak "
-                        f"{fast.peak / 1e9:.1f} GB of {USABLE_FRACTION:.0%} x {card_gb:g} GB")
+    fits_card, fast = fast_generation_fits(shape, settings, card_gb)
+    held = f"the merged copy ({fast.policy_copy / GIB:.1f} GiB) and its decoder ({fast.decoder / GIB:.1f} GiB)"
+    if fits_card:
+        return "fast", (f"{held} fit beside the training step: estimated peak {fast.peak / 1e9:.1f} GB of "
+                        f"{USABLE_FRACTION:.0%} x {card_gb:g} GB")
     plain = estimate_grpo_peak(shape, replace(settings, fast_generation=False), card_gb=card_gb)
-    return "plain", (f"with the merged copy ({copy_gib:.1f} GiB) the estimated peak is {fast.peak / 1e9:.1f} GB, over "
-                     f"{USABLE_FRACTION:.0%} x {card_gb:g} GB; {'4-bit ' if settings.load_in_4bit else ''}generate "
-                     f"on the policy peaks at {plain.peak / 1e9:.1f} GB")
+    return "plain", (f"with {held} held through the training step the estimated peak is {fast.peak / 1e9:.1f} GB, "
+                     f"over {USABLE_FRACTION:.0%} x {card_gb:g} GB; {'4-bit ' if settings.load_in_4bit else ''}"
+                     f"generate on the policy peaks at {plain.peak / 1e9:.1f} GB")
 
 
 @dataclass(frozen=True)
@@ -454,10 +246,11 @@ def estimate_generation_peak(shape: ModelShape, settings: GenerationSettings = G
     generation = (sequences * (prompt + s.max_new_tokens) * kv_bytes_per_token(shape) + prefill
                   + sequences * shape.vocab_size * 4 + dequantised)
     if s.fast:
-        generation += _fast_path_pool(shape, sequences, prompt + s.max_new_tokens, 2)
-        return _finish(copy_bytes(shape.num_params, 2), 0.0, generation, 0.0, cpu=False)
+        generation += graph_pool_bytes(sequences, prompt + s.max_new_tokens, shape.num_heads, shape.intermediate_size,
+                                       shape.vocab_size, 2)
+        return finish_estimate(copy_bytes(shape.num_params, 2), 0.0, generation, 0.0, cpu=False)
     adapter = shape.lora_params(s.lora_r) * 4 if s.lora_r else 0
-    return _finish(weight_bytes(shape, s.load_in_4bit), adapter, generation, 0.0, cpu=False)
+    return finish_estimate(weight_bytes(shape, s.load_in_4bit), adapter, generation, 0.0, cpu=False)
 
 
 def generation_batch_size(shape: ModelShape, settings: GenerationSettings, card_gb: float,
@@ -490,20 +283,14 @@ def model_shape(model_path: str):
 
     known = {name.lower(): name for name in MODELS}
     if model_path.lower() in known:
-        return ModelShape.from_spec(known[model_path.lower()])
+        return spec_shape(known[model_path.lower()])
     try:
         from transformers import AutoConfig
 
         c = AutoConfig.from_pretrained(model_path)
     except (OSError, ValueError):
         return None
-    c = getattr(c, "text_config", c)
-    heads = c.num_attention_heads
-    return ModelShape(model_path, c.hidden_size, c.num_hidden_layers, c.intermediate_size, heads,
-                      getattr(c, "num_key_value_heads", None) or heads,
-                      getattr(c, "head_dim", None) or c.hidden_size // heads, c.vocab_size,
-                      bool(getattr(c, "tie_word_embeddings", False)),
-                      max_position_embeddings=getattr(c, "max_position_embeddings", 32768))
+    return ModelShape.from_model_config(model_path, c)
 
 
 def adapter_rank(adapter_path: str | None) -> int | None:

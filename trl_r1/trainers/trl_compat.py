@@ -41,6 +41,7 @@ optimizer stepped. For this it overrides `GRPOTrainer._generate_single_turn` and
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import json
 import logging
@@ -48,7 +49,7 @@ import math
 import os
 import time
 from contextlib import contextmanager, nullcontext
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
 import trl
@@ -70,7 +71,11 @@ from trl.trainer.utils import (  # noqa: F401 (create_model_from_path: for the p
 )
 
 from ..data.generation import lora_max_rank, lora_unservable_reason
-from .checks import CheckedReward, check_enough_prompts, check_reward_values, check_train_dataset
+from .checks import (CheckedReward, check_enough_prompts, check_reward_values, check_train_dataset,
+                     without_long_prompts)
+
+if TYPE_CHECKING:
+    from .step_memory import GRPOSettings, ModelShape
 
 logger = logging.getLogger("trl_r1.trainers")
 
@@ -347,26 +352,64 @@ class AdapterSyncVLLMGeneration(VLLMGeneration):
 # ----- generation without vLLM: a merged copy of the policy ----------------------------------------------------------
 
 
+def train_prompt_lengths(dataset: Any, processing_class: Any) -> list[int | None] | None:
+    """Each training prompt's length in tokens as TRL renders it, in one tokenizing pass at the trainer's build
+    (`data.scan.dataset_prompt_lengths`); the over-budget skip and the fast path's prompt budget both read it. None
+    where there is nothing to measure (an iterable dataset, no 'prompt' column, no tokenizer)."""
+    from ..data.scan import dataset_prompt_lengths
+
+    tokenizer = getattr(processing_class, "tokenizer", processing_class)
+    if tokenizer is None or not hasattr(dataset, "select") or "prompt" not in (dataset.column_names or []):
+        return None
+    return dataset_prompt_lengths(dataset, tokenizer, desc="training prompts: lengths")
+
+
+def longest_train_prompt(trainer: Any) -> int | None:
+    """The longest training prompt in tokens (`train_prompt_lengths`), None when unmeasured."""
+    lengths = [n for n in (getattr(trainer, "train_prompt_lengths", None) or ()) if n is not None]
+    return max(lengths) if lengths else None
+
+
 def fast_generation_prompt_budget(trainer: Any) -> int:
     """The rl stage's prompt budget for its decoder: ``fast_generation_max_prompt_length``, or the training data's
-    longest prompt rounded up when shorter (`fast_prompt_budget`; one tokenizing pass over the prompts, as the
-    preflight's scan), so the static cache holds what the data needs. Kept on the trainer."""
+    longest prompt rounded up when shorter (`fast_prompt_budget`), so the static cache holds what the data needs."""
     from ..data.fast_generation import fast_prompt_budget
-    from ..data.scan import dataset_scan
 
-    if getattr(trainer, "_fast_prompt_budget", None) is None:
-        key = trainer.args.fast_generation_max_prompt_length
-        dataset = trainer.train_dataset
-        tokenizer = getattr(trainer.processing_class, "tokenizer", trainer.processing_class)
-        lengths = dataset_scan("rl", dataset, tokenizer, key) if hasattr(dataset, "column_names") else None
-        trainer._fast_prompt_budget = fast_prompt_budget(key, lengths.longest if lengths else None)
-    return trainer._fast_prompt_budget
+    return fast_prompt_budget(trainer.args.fast_generation_max_prompt_length, longest_train_prompt(trainer))
 
 
-def fast_generation_choice(trainer: Any) -> tuple[bool, str]:
-    """Whether TRL's transformers generation runs on a merged copy of the policy (`fast_generation`), and why."""
-    from ..data.fast_generation import (copy_bytes, graph_pool_bytes, merged_copy_unsupported_reason,
-                                        static_cache_bytes)
+def rl_step_figures(trainer: Any) -> tuple[ModelShape, GRPOSettings]:
+    """The memory model's figures of this trainer's step (`trainers.step_memory`), as the dry run takes them from
+    the recipe (`pipeline.preflight.stage_peak`): the policy's shape, its LoRA rank and 4-bit base, TRL's generation
+    batch, the completion length, the data's longest prompt (the model's default, 512, where unmeasured) and the
+    fast path's prompt budget."""
+    from .step_memory import GRPOSettings, ModelShape
+
+    policy = trainer.accelerator.unwrap_model(trainer.model)
+    base = policy.get_base_model() if hasattr(policy, "get_base_model") else policy
+    args = trainer.args
+    longest = longest_train_prompt(trainer)
+    settings = GRPOSettings(
+        max_completion_length=trainer.max_completion_length,
+        per_device_train_batch_size=args.per_device_train_batch_size,
+        gradient_accumulation_steps=args.steps_per_generation,
+        lora_r=lora_max_rank(policy.peft_config[policy.active_adapter]),
+        load_in_4bit=bool(getattr(base, "is_loaded_in_4bit", False)),
+        gradient_checkpointing=bool(args.gradient_checkpointing),
+        fast_generation_prompt_length=fast_generation_prompt_budget(trainer))
+    if longest is not None:
+        settings = dataclasses.replace(settings, max_prompt_length=longest)
+    return ModelShape.from_model_config(model_name(base), base.config), settings
+
+
+def fast_generation_choice(trainer: Any, card_gb: float | None = None) -> tuple[bool, str]:
+    """Whether TRL's transformers generation runs on a merged copy of the policy (`fast_generation`), and why.
+
+    ``auto`` decides on a card (this process's GPU, or a `card_gb` one) by the dry run's own rule,
+    `step_memory.fast_generation_fits` on `rl_step_figures`: the step's peak with the copy, its refresh state, the
+    static cache at the prompt budget and the graph pool held through the training step, within 90 % of the card."""
+    from ..data.fast_generation import merged_copy_unsupported_reason
+    from .step_memory import USABLE_FRACTION, fast_generation_fits
 
     setting = getattr(trainer.args, "fast_generation", "off")
     if setting == "off":
@@ -379,24 +422,19 @@ def fast_generation_choice(trainer: Any) -> tuple[bool, str]:
         reason = "a sharded policy (DeepSpeed / FSDP) is not copied"
     if reason is None and setting == "auto":
         device = trainer.accelerator.device
-        if device.type != "cuda":
+        if card_gb is None and device.type != "cuda":
             reason = ("auto: on CPU the copy is no faster than plain generate past a tiny model, compiled or not "
                       "(docs/data.md, benchmarks/generation.py)")
+        elif not getattr(policy, "peft_config", None):
+            reason = "auto: the memory model covers LoRA and QLoRA policies, not a full fine-tune (set on or off)"
         else:
-            config = policy.config.get_text_config() if hasattr(policy.config, "get_text_config") else policy.config
-            head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
-            sequences = trainer.args.per_device_train_batch_size * trainer.args.steps_per_generation
-            length = fast_generation_prompt_budget(trainer) + trainer.max_completion_length
-            params = sum(p.numel() * (2 if type(p).__name__ == "Params4bit" else 1)  # two 4-bit values a byte
-                         for n, p in policy.named_parameters() if "lora_" not in n)
-            needed = copy_bytes(params, 2) + static_cache_bytes(
-                sequences, length, config.num_hidden_layers, config.num_key_value_heads, head_dim, 2
-            ) + graph_pool_bytes(sequences, length, config.num_attention_heads, config.intermediate_size,
-                                 config.vocab_size, 2)
-            free = torch.cuda.mem_get_info(device)[0]
-            if needed > free / 2:  # the training step still needs its activations beside the copy
-                reason = (f"auto: the copy and its static cache ({needed / 2**30:.1f} GiB) exceed half the free "
-                          f"memory ({free / 2**30:.1f} GiB)")
+            card_gb = card_gb or torch.cuda.mem_get_info(device)[1] / 1e9
+            fits, estimate = fast_generation_fits(*rl_step_figures(trainer), card_gb)
+            if not fits:
+                reason = (f"auto: with the merged copy ({estimate.policy_copy / 2**30:.1f} GiB) and its decoder "
+                          f"({estimate.decoder / 2**30:.1f} GiB) held through the training step, the memory model "
+                          f"puts the step's peak at {estimate.peak / 1e9:.1f} GB, over {USABLE_FRACTION:.0%} of the "
+                          f"{card_gb:.0f} GB card (the dry run's rule, step_memory.fast_generation_fits)")
     if reason:
         if setting == "on":
             raise ValueError(f"fast_generation: on, but the policy cannot generate from a merged copy: {reason}; "
@@ -530,6 +568,11 @@ class GRPOSeam(GRPOTrainer):
         ]
         self.train_dataset = render_prefilled_prompts(self.train_dataset, self.processing_class,
                                                       self.chat_template_kwargs)
+        #: each training prompt's length in tokens, from one pass (`train_prompt_lengths`): the over-budget skip and
+        #: the fast path's prompt budget (taken over the prompts that are kept) both read it
+        self.train_dataset, self.train_prompt_lengths = without_long_prompts(
+            type(self).__name__, self.train_dataset, train_prompt_lengths(self.train_dataset, self.processing_class),
+            self.args, getattr(self.model.config, "max_position_embeddings", None))
         #: whether TRL's transformers generation runs on a merged copy of the policy, and why (logged)
         self.fast_generation, self.fast_generation_reason = fast_generation_choice(self)
         self.fast_policy_generation = FastPolicyGeneration(self) if self.fast_generation else None
