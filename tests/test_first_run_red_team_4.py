@@ -158,9 +158,6 @@ def processes_running(fragment: str) -> list[int]:
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="SIGKILL of `trl-r1 run --num_processes 2` (its whole process group, as a "
-                   "scheduler or `kill -9 -PGID` does) leaves both ranks running as orphans in their own sessions, "
-                   "still training and writing checkpoint-* into run_dir; a rerun then trains beside them")
 def test_killing_a_two_rank_run_stops_its_ranks(workdir):
     import os
     import signal
@@ -194,10 +191,6 @@ def test_killing_a_two_rank_run_stops_its_ranks(workdir):
             os.kill(pid, signal.SIGKILL)
 
 
-@pytest.mark.xfail(strict=True, reason="`trl-r1 run recipes/qwen2.5-1.5b-instruct/math.yaml --dry-run --card 24`: "
-                   "the plan says evaluation generates with vLLM, but times it at the transformers rate (245-552 "
-                   "tok/s from an H200: 9.9 h of the 1.6 days) and gives the transformers peak (14.2 GB), where the "
-                   "recipe's header says evaluation with vLLM is ~19.2 GB; rejection sampling is timed at vLLM's rate")
 def test_the_plan_times_a_vllm_evaluation_at_the_vllm_rate(workdir, capsys):
     from tests.conftest import ROOT
     from trl_r1.cli import run_main

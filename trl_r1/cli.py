@@ -83,8 +83,28 @@ def _usage() -> str:
     return "\n".join(lines)
 
 
+LAUNCHER_PID = "TRL_R1_LAUNCHER_PID"
+
+
+def die_with_launcher() -> None:
+    """In a rank that `launch_ranks` started, ask Linux to kill this process when its launcher dies: torchelastic
+    starts each rank in a session of its own, so a SIGKILL of the launcher's process group (a scheduler, `kill -9
+    -PGID`) would leave the ranks training as orphans into the run_dir. Nothing is lost that a kill of the whole
+    run would not lose; the next run resumes from the last checkpoint."""
+    launcher = os.environ.get(LAUNCHER_PID)
+    if launcher is None or not sys.platform.startswith("linux") or os.getppid() != int(launcher):
+        return
+    import ctypes
+
+    PR_SET_PDEATHSIG = 1
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != int(launcher):  # the launcher died before the request took effect
+        os._exit(1)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    die_with_launcher()
     if not argv or argv[0] in ("-h", "--help", "help"):
         print(_usage())
         return 0
@@ -586,6 +606,7 @@ def launch_ranks(prog: str, arguments: list[str]) -> int:
 
     # its "failed (exitcode: N) local_rank: R" error line says what our one line says
     logging.getLogger("torch.distributed.elastic.multiprocessing.api").setLevel(logging.CRITICAL)
+    os.environ[LAUNCHER_PID] = str(os.getpid())  # each rank dies with this process (`die_with_launcher`)
     try:
         launch_command(launch_command_parser().parse_args(arguments))
     except ChildFailedError as exc:
