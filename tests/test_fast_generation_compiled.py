@@ -119,8 +119,10 @@ def test_a_prompt_over_the_budget_is_cut_from_the_left_and_counted(caplog):
         expected = model.generate(input_ids=ids[:1, -10:], attention_mask=mask[:1, -10:],
                                   generation_config=_greedy(5))
     assert torch.equal(got[0, 16:], expected[0, 10:])
-    with pytest.raises(ValueError, match="holds 2 sequences x 5 new tokens; a call asked for 3 x 5"):
-        fast.generate(ids.repeat(2, 1)[:3], mask.repeat(2, 1)[:3], _greedy(5))
+    wider = fast.generate(ids.repeat(2, 1)[:3], mask.repeat(2, 1)[:3], _greedy(5))  # 3 rows, a 2-row decoder
+    assert torch.equal(wider[:2, : got.size(1)], got) and torch.equal(wider[2, : got.size(1)], got[0])  # in parts
+    with pytest.raises(ValueError, match="holds 2 sequences x 5 new tokens; a call asked for 2 x 6"):
+        fast.generate(ids, mask, _greedy(6))
 
 
 def _expands_over(graph, length, head_dim=16):

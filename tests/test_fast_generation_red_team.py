@@ -783,10 +783,6 @@ def test_a_gpt2_policy_with_fan_in_fan_out_lora(tiny_model_dir):
 
 # ---------------------------------------------------------------------------------------------- in the trainer
 
-@pytest.mark.xfail(strict=True, reason="GRPO with fast_generation: on and an eval_dataset whose eval batch (8) is larger "
-                   "than the training generation batch (4): the first evaluation raises ValueError 'this stage's "
-                   "decoder holds 4 sequences x 6 new tokens; a call asked for 8 x 6' and the run dies after its "
-                   "first step; expected evaluation served (its own decoder, or plain generate, said in the log)")
 def test_grpo_evaluation_with_a_larger_eval_batch_does_not_kill_the_run(tiny_model_dir, tmp_path):
     from datasets import Dataset
 
@@ -805,10 +801,6 @@ def test_grpo_evaluation_with_a_larger_eval_batch_does_not_kill_the_run(tiny_mod
     assert any("eval_reward" in entry for entry in trainer.state.log_history)
 
 
-@pytest.mark.xfail(strict=True, reason="R1GRPOConfig(repetition_penalty=1.1, fast_generation='on') builds the trainer "
-                   "with the fast path chosen; the run then dies at its first generation with 'the compiled "
-                   "decoder does not implement {repetition_penalty: 1.1}'. Expected the refusal when the trainer "
-                   "is built, as for DoRA (and `auto` taking plain generate, which on a GPU would crash the same way)")
 def test_grpo_generation_settings_the_decoder_refuses_are_refused_when_the_trainer_is_built(tiny_model_dir, tmp_path):
     from datasets import Dataset
 

@@ -236,18 +236,28 @@ def _fresh_function(function: types.FunctionType) -> types.FunctionType:
     return types.FunctionType(function.__code__.replace(), function.__globals__, function.__name__)
 
 
+def unsupported_settings(config: GenerationConfig) -> dict[str, Any]:
+    """The generation settings the compiled decoder does not implement, with their values (none: it serves them).
+
+    >>> from transformers import GenerationConfig
+    >>> unsupported_settings(GenerationConfig(repetition_penalty=1.1, top_p=0.9))
+    {'repetition_penalty': 1.1}
+    """
+    return {name: getattr(config, name, None) for name, neutral in (
+        ("num_beams", 1), ("repetition_penalty", 1.0), ("no_repeat_ngram_size", 0), ("bad_words_ids", None),
+        ("typical_p", 1.0), ("epsilon_cutoff", 0.0), ("eta_cutoff", 0.0), ("suppress_tokens", None),
+        ("begin_suppress_tokens", None), ("forced_eos_token_id", None), ("forced_bos_token_id", None),
+        ("min_length", 0))
+        if getattr(config, name, neutral) not in (neutral, None)}
+
+
 def _sampling_processors(config: GenerationConfig) -> list:
     """The logits warpers `generate` applies for TRL's sampling settings (public transformers classes); settings
     the decoder does not implement are refused, not ignored."""
     from transformers.generation import (MinPLogitsWarper, TemperatureLogitsWarper, TopKLogitsWarper,
                                          TopPLogitsWarper)
 
-    unsupported = {name: getattr(config, name, None) for name, neutral in (
-        ("num_beams", 1), ("repetition_penalty", 1.0), ("no_repeat_ngram_size", 0), ("bad_words_ids", None),
-        ("typical_p", 1.0), ("epsilon_cutoff", 0.0), ("eta_cutoff", 0.0), ("suppress_tokens", None),
-        ("begin_suppress_tokens", None), ("forced_eos_token_id", None), ("forced_bos_token_id", None),
-        ("min_length", 0))
-        if getattr(config, name, neutral) not in (neutral, None)}
+    unsupported = unsupported_settings(config)
     if unsupported:
         raise ValueError(f"fast_generation: the compiled decoder does not implement {unsupported}; "
                          "set fast_generation: off for these generation settings")
@@ -315,6 +325,9 @@ class StageDecoder:
 
         rows = input_ids.size(0) * (config.num_return_sequences or 1)
         new_tokens = config.max_new_tokens
+        per_call = self.batch_size // (config.num_return_sequences or 1)
+        if rows > self.batch_size and per_call and new_tokens is not None and new_tokens <= self.max_new_tokens:
+            return self._in_parts(input_ids, attention_mask, config, per_call)  # an eval batch larger than the stage's
         if rows > self.batch_size or new_tokens is None or new_tokens > self.max_new_tokens:
             raise ValueError(f"fast_generation: this stage's decoder holds {self.batch_size} sequences x "
                              f"{self.max_new_tokens} new tokens; a call asked for {rows} x {new_tokens} (build the "
@@ -379,6 +392,19 @@ class StageDecoder:
             last = int((~done).any(0).nonzero().max()) + 1 if (~done).any() else 0
             kept = kept[:, :last]
         return torch.cat([prompt_ids, kept.to(prompt_ids.device)], dim=1)
+
+    def _in_parts(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, config: GenerationConfig,
+                  per_call: int) -> torch.Tensor:
+        """A call of more prompts than the decoder holds (an evaluation batch larger than the training one), decoded
+        `per_call` prompts at a time by the same graph; the parts' continuations padded to one width, as `generate`
+        pads its batch."""
+        import torch
+
+        parts = [self.generate(input_ids[i: i + per_call], attention_mask[i: i + per_call], config)
+                 for i in range(0, input_ids.size(0), per_call)]
+        width = max(part.size(1) for part in parts)
+        pad_id = config.pad_token_id if config.pad_token_id is not None else 0
+        return torch.cat([torch.nn.functional.pad(part, (0, width - part.size(1)), value=pad_id) for part in parts])
 
     def _compiled_step(self, token: torch.Tensor, mask: torch.Tensor, position: torch.Tensor,
                        cache_position: torch.Tensor) -> torch.Tensor:

@@ -408,7 +408,7 @@ def fast_generation_choice(trainer: Any, card_gb: float | None = None) -> tuple[
     ``auto`` decides on a card (this process's GPU, or a `card_gb` one) by the dry run's own rule,
     `step_memory.fast_generation_fits` on `rl_step_figures`: the step's peak with the copy, its refresh state, the
     static cache at the prompt budget and the graph pool held through the training step, within 90 % of the card."""
-    from ..data.fast_generation import merged_copy_unsupported_reason
+    from ..data.fast_generation import merged_copy_unsupported_reason, unsupported_settings
     from .step_memory import USABLE_FRACTION, fast_generation_fits
 
     setting = getattr(trainer.args, "fast_generation", "off")
@@ -418,6 +418,9 @@ def fast_generation_choice(trainer: Any, card_gb: float | None = None) -> tuple[
         return False, "generation runs on vLLM or transformers' continuous batching"
     policy = trainer.accelerator.unwrap_model(trainer.model)
     reason = merged_copy_unsupported_reason(policy)
+    settings = unsupported_settings(trainer.generation_config) if hasattr(trainer, "generation_config") else {}
+    if reason is None and settings:  # refused now, not at the first generation after the model loaded
+        reason = f"the compiled decoder does not implement the generation settings {settings}"
     if reason is None and (trainer.is_deepspeed_enabled or trainer.is_fsdp_enabled):
         reason = "a sharded policy (DeepSpeed / FSDP) is not copied"
     if reason is None and setting == "auto":
