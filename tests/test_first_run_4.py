@@ -216,3 +216,24 @@ def test_a_touched_data_file_is_no_edit_but_a_changed_one_is(workdir, capsys):
     Path("sft.jsonl").write_text("\n".join(rows[::-1]) + "\n")  # same size, other order: an edit
     os.utime("sft.jsonl", (later, later))
     assert [n for n in notes_of(passes(capsys, data)) if "sft.jsonl was modified" in n]
+
+
+def test_a_training_key_the_stage_sets_itself_is_not_in_its_fingerprint():
+    """`--set rl.max_steps=60` with `training.max_steps: 1`: the redo names rl.max_steps (not "training.max_steps
+    40 -> 60"), and an edit of the shared value the stage overrides redoes nothing (red team 4, LOW)."""
+    from pathlib import Path
+
+    from transformers import TrainingArguments
+
+    from trl_r1.pipeline.fingerprint import changed_keys, fingerprint_stages
+    from trl_r1.pipeline.recipe import StagePlan
+
+    def plans(rl_steps: int, shared_steps: int) -> list[StagePlan]:
+        config = TrainingArguments("o", max_steps=rl_steps, use_cpu=True)
+        stage = [StagePlan("rl", "grpo", None, config, None, Path("r/rl"), section={"max_steps": rl_steps})]
+        fingerprint_stages(stage, {}, {"max_steps": shared_steps, "learning_rate": 1e-4})
+        return stage
+
+    before, after = plans(40, 1)[0], plans(60, 1)[0]
+    assert changed_keys(before.settings, after.settings) == ["rl.max_steps 40 -> 60"]
+    assert plans(40, 7)[0].fingerprint == before.fingerprint

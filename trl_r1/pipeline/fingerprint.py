@@ -123,7 +123,8 @@ def stage_settings(plan: StagePlan, model_section: dict[str, Any], training: dic
                                      * getattr(plan.config, BATCH_SHAPE_KEYS[1], 1))
         return kept
 
-    return {"model": typed(model_section, model_args, plan.model_args), "training": typed(training, *parsed),
+    shared = {key: value for key, value in training.items() if key not in plan.section}  # a key the stage sets is its own
+    return {"model": typed(model_section, model_args, plan.model_args), "training": typed(shared, *parsed),
             plan.name: typed(plan.section, *parsed, inherited={**model_section, **training})}
 
 
