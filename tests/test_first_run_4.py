@@ -237,3 +237,13 @@ def test_a_training_key_the_stage_sets_itself_is_not_in_its_fingerprint():
     before, after = plans(40, 1)[0], plans(60, 1)[0]
     assert changed_keys(before.settings, after.settings) == ["rl.max_steps 40 -> 60"]
     assert plans(40, 7)[0].fingerprint == before.fingerprint
+
+
+def test_an_uneven_grpo_batch_names_the_keys_the_recipe_sets(workdir, capsys):
+    """num_generations 3 with per_device_train_batch_size 4: TRL names generation_batch_size, a key the user never
+    set; the problem names its factors (red team 4, LOW)."""
+    from tests.conftest import fails_once, recipe
+
+    problem = fails_once(capsys, recipe(evaluation=None, rl={"num_generations": 3, "per_device_train_batch_size": 4}),
+                         "generation_batch_size")
+    assert "per_device_train_batch_size" in problem and "--num_processes" in problem, problem

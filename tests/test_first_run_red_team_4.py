@@ -130,16 +130,15 @@ def test_evaluate_reads_a_dataset_folder_given_by_absolute_path(workdir, capsys)
     assert Path("eval/report.md").is_file()
 
 
-@pytest.mark.xfail(strict=True, reason="`--dry-run --num_processes 2` refuses rl with per_device_train_batch_size 4 "
-                   "and num_generations 8 ('generation_batch_size (4) must be divisible by num_generations (8)'), "
-                   "though 2 ranks make 8 completions a step and `trl-r1 run --num_processes 2` trains it (exit 0); "
-                   "the dry run ignores the process count (and names a key the user never set)")
 def test_the_dry_run_counts_the_processes_in_the_grpo_batch(workdir, capsys):
     from tests.conftest import dry_run, recipe
 
     data = recipe(evaluation=None, rl={"num_generations": 8, "per_device_train_batch_size": 4})
-    code, problems, _ = dry_run(capsys, data, "--num_processes", "2")
+    code, problems, plan = dry_run(capsys, data, "--num_processes", "2")
     assert (code, problems) == (0, [])
+    assert "ranks:   2" in plan  # the plan is for the processes asked for
+    code, problems, _ = dry_run(capsys, data)  # one process makes 4 completions a step: still refused
+    assert code == 2 and any("num_generations" in p for p in problems), problems
 
 
 def processes_running(fragment: str) -> list[int]:

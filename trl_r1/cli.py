@@ -155,10 +155,13 @@ def run_main(argv: list[str] | None = None) -> int:
     def work() -> None:
         from .pipeline import load_recipe, run_recipe
 
+        from .trainers.trl_compat import planned_world_size
+
         data = recipe_data(args)
-        run_recipe(load_recipe(data, check_hardware=_checks_hardware(args)), from_stage=args.from_stage,
-                   dry_run=args.dry_run, overridden=[item.partition("=")[0] for item in args.set], card=card,
-                   model_built_by_run=args.smoke)
+        with planned_world_size(args.num_processes if args.dry_run else 1):  # the batch checks of N processes
+            run_recipe(load_recipe(data, check_hardware=_checks_hardware(args)), from_stage=args.from_stage,
+                       dry_run=args.dry_run, overridden=[item.partition("=")[0] for item in args.set], card=card,
+                       model_built_by_run=args.smoke, num_processes=args.num_processes)
         if args.smoke and not args.dry_run:  # did the smoke run train on real tokens and accept samples?
             from .pipeline.smoke import check_smoke_run, smoke_limits
             from .pipeline.stages import StageError

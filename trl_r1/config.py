@@ -324,8 +324,19 @@ def build(where: str, cls: type, values: dict[str, Any], problems: list[str], ch
             return built
         return cls(**coerced)
     except (ValueError, TypeError) as exc:
-        problems.append(f"{where}: {exc}")
+        hint = _batch_hint(str(exc), values)
+        problems.append(f"{where}: {str(exc).rstrip('.') if hint else exc}{hint}")
         return None
+
+
+def _batch_hint(message: str, values: dict[str, Any]) -> str:
+    """What TRL's batch check means in the keys a recipe sets: `generation_batch_size` is a product the user rarely
+    sets, so the fix names its factors."""
+    if "generation_batch_size" not in message or "generation_batch_size" in values:
+        return ""
+    return ("; generation_batch_size is per_device_train_batch_size x processes (--num_processes) x "
+            "steps_per_generation (default gradient_accumulation_steps): set per_device_train_batch_size to a "
+            "multiple of num_generations, or change num_generations")
 
 
 def _type_hints(cls: type) -> dict[str, Any]:

@@ -16,12 +16,13 @@ __all__ = ["STAGE_REGISTRY", "Recipe", "RecipeError", "Stage", "StageError", "lo
 
 def run_recipe(recipe: Recipe | str | dict, *, from_stage: str | None = None, dry_run: bool = False,
                overridden: list[str] = (), echo=print, card: tuple[str, float] | None = None,
-               model_built_by_run: bool = False) -> dict[str, Any] | None:
+               model_built_by_run: bool = False, num_processes: int = 1) -> dict[str, Any] | None:
     """Run a recipe; returns the report dict. With `dry_run`, run the whole preflight (building nothing), print
     the plan and raise RecipeError listing the problems found, if any. `overridden`: the keys a command line set
     (`section.key`, or `key`), marked in the plan. `card`: (name, GB) of the GPU to plan for (`--card`), instead
     of this machine's; on a machine without a GPU what it lacks is then a note. `model_built_by_run`: the model
-    path is where the run builds the model (`--smoke --dry-run`)."""
+    path is where the run builds the model (`--smoke --dry-run`). `num_processes`: the processes a dry run plans
+    for (a run itself is launched in them)."""
     from .preflight import card_memory_gb
     from .runner import DETECT_CARD, Pipeline
 
@@ -31,7 +32,7 @@ def run_recipe(recipe: Recipe | str | dict, *, from_stage: str | None = None, dr
 
     if not isinstance(recipe, Recipe):
         recipe = load_recipe(recipe, check_hardware=not dry_run)
-    ranks, lock = Ranks(), RunDirLock(recipe.run_dir)
+    ranks, lock = Ranks(planned=num_processes if dry_run else 1), RunDirLock(recipe.run_dir)
     if not dry_run:  # before the stages' status is read: a second run into this run_dir refuses
         ranks.on_main(lock.acquire)
     try:

@@ -211,7 +211,7 @@ def dataset_rows(pipeline: Run, name: str, plan: StagePlan | None) -> int | None
 def training_cost(plan: StagePlan, pipeline: Run, rows: int | None, basis: str) -> StageCost:
     """SFT: the rows trained on (`max_steps` x batch, or epochs x rows), each at most `max_length` tokens."""
     c = plan.config
-    batch = c.per_device_train_batch_size * c.gradient_accumulation_steps * pipeline.ranks.num_processes
+    batch = c.per_device_train_batch_size * c.gradient_accumulation_steps * pipeline.ranks.training_processes
     if c.max_steps and c.max_steps > 0:
         samples, how = c.max_steps * batch, f"{c.max_steps} steps x {batch} sequences"
     else:
@@ -229,7 +229,7 @@ def rl_cost(plan: StagePlan, pipeline: Run) -> StageCost:
     `num_iterations` steps, `num_generations` per prompt, each <= `max_completion_length` tokens. Notes a
     dataset that the steps go through more than once."""
     c = plan.config
-    per_step = c.per_device_train_batch_size * c.gradient_accumulation_steps * pipeline.ranks.num_processes
+    per_step = c.per_device_train_batch_size * c.gradient_accumulation_steps * pipeline.ranks.training_processes
     generations = getattr(c, "num_generations", None) or 1
     iterations = getattr(c, "num_iterations", 1) or 1
     rows = dataset_rows(pipeline, plan.name, plan)
@@ -566,8 +566,8 @@ def plan_lines(pipeline: Run) -> list[str]:
     built = " (tiny, built locally)" if model.tiny is not None else ""
     card = (card_text(pipeline.card) if pipeline.card else "no GPU here and none named (--card): memory not checked")
     lines = [f"run_dir: {recipe.run_dir}", f"model:   {pipeline.base_model_path}{built}", f"card:    {card}"]
-    if pipeline.ranks.distributed:
-        lines.append(f"ranks:   {pipeline.ranks.num_processes} (training data-parallel, the rest on the main process)")
+    if pipeline.ranks.training_processes > 1:
+        lines.append(f"ranks:   {pipeline.ranks.training_processes} (training data-parallel, the rest on the main process)")
     shared = recipe.shared
     for section in ("model", "training"):
         lines += settings_lines(f"{section}:", shared.get(section, {}), section, pipeline.overridden)

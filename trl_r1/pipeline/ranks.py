@@ -27,8 +27,9 @@ WAIT_TIMEOUT = timedelta(hours=int(os.environ.get("TRL_R1_RANK_TIMEOUT_HOURS", "
 class Ranks:
     """This run's processes (accelerate's `PartialState` when launched with several), or just this one."""
 
-    def __init__(self):
+    def __init__(self, planned: int = 1):
         self.num_processes, self.is_main, self.process_index = 1, True, 0
+        self.planned = planned  # the processes a dry run plans for (`--num_processes N`), running in this one
         if intended_world_size() > 1:
             from accelerate import PartialState
 
@@ -36,6 +37,11 @@ class Ranks:
             self.num_processes, self.is_main = state.num_processes, state.is_main_process
             self.process_index = state.process_index
         check_world_size(self.num_processes)
+
+    @property
+    def training_processes(self) -> int:
+        """The processes the training stages run on: those running, or those a dry run plans for."""
+        return max(self.num_processes, self.planned)
 
     @property
     def distributed(self) -> bool:

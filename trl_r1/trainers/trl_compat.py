@@ -41,6 +41,7 @@ optimizer stepped. For this it overrides `GRPOTrainer._generate_single_turn` and
 
 from __future__ import annotations
 
+
 import dataclasses
 import inspect
 import json
@@ -49,6 +50,7 @@ import math
 import os
 import time
 from contextlib import contextmanager, nullcontext
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
@@ -842,3 +844,21 @@ class GRPOSeam(GRPOTrainer):
             with open(path) as f:
                 state = json.load(f)
         self.load_checkpoint_state(state, checkpoint)
+
+
+@contextmanager
+def planned_world_size(processes: int) -> Iterator[None]:
+    """Within it, TRL's and transformers' configs see `processes` as their world size: they check a batch against
+    `TrainingArguments.world_size` (the processes running now), and a dry run for `--num_processes N` runs in one
+    process but must check the batch of N (`generation_batch_size` divisible by `num_generations`)."""
+    from transformers import TrainingArguments
+
+    if processes <= 1:
+        yield
+        return
+    running = TrainingArguments.__dict__["world_size"]
+    TrainingArguments.world_size = property(lambda self: processes)
+    try:
+        yield
+    finally:
+        TrainingArguments.world_size = running
