@@ -384,8 +384,9 @@ def test_prompts_over_the_budget_come_back_whole_and_are_counted(tiny_model_dir,
 def test_a_batch_larger_than_the_stage_is_served_or_refused(tiny_model_dir):
     policy = _policy(tiny_model_dir)
     tokenizer, batch = _batch(tiny_model_dir)
-    fast = MergedPolicy(policy, prompt_budget=16)
-    fast.start_stage(batch_size=2, max_new_tokens=8, prompt_budget=16)
+    width = batch.input_ids.size(1)  # every prompt within the budget: only the batch is larger than the stage's
+    fast = MergedPolicy(policy, prompt_budget=width)
+    fast.start_stage(batch_size=2, max_new_tokens=8, prompt_budget=width)
     try:
         produced = fast.generate(batch.input_ids, batch.attention_mask, _greedy(tokenizer))
     except (ValueError, RuntimeError) as error:

@@ -69,7 +69,7 @@ def typed_value(key: str, raw: Any, *parsed: Any) -> Any:
 
 
 # keys the pipeline fills in when a recipe leaves them out (QLoRA's optimizer, checkpointing on, the rewards' weights,
-# each stage's folder, a sampler's seed from the run's): their class default is not what an unset key means
+# each stage's folder, a stage section's seed from the run's): their class default is not what an unset key means
 PIPELINE_FILLED = frozenset({"optim", "gradient_checkpointing", "activation_checkpointing", "reward_weights",
                              "output_dir", "seed"})
 _NO_DEFAULT = object()
@@ -113,18 +113,21 @@ def stage_settings(plan: StagePlan, model_section: dict[str, Any], training: dic
     parsed = (plan.config, plan.args, plan.model_args)
     left_out = BOOKKEEPING_KEYS | SHAPE_ONLY_KEYS.get(plan.kind, frozenset())
 
-    def typed(section: dict[str, Any], *objs: Any, inherited: dict[str, Any] | None = None) -> dict[str, Any]:
+    def typed(section: dict[str, Any], *objs: Any, inherited: dict[str, Any] | None = None,
+              filled: frozenset[str] = PIPELINE_FILLED) -> dict[str, Any]:
         kept = {key: typed_value(key, value, *objs) for key, value in section.items()
                 if key not in left_out and key not in BATCH_SHAPE_KEYS}
         kept = {key: value for key, value in kept.items()  # a default written down changes nothing
-                if key in PIPELINE_FILLED or key in (inherited or {}) or value != class_default(key, *objs)}
+                if key in filled or key in (inherited or {}) or value != class_default(key, *objs)}
         if any(key in section for key in BATCH_SHAPE_KEYS) and plan.config is not None:
             kept[EFFECTIVE_BATCH] = (getattr(plan.config, BATCH_SHAPE_KEYS[0], 1)
                                      * getattr(plan.config, BATCH_SHAPE_KEYS[1], 1))
         return kept
 
     shared = {key: value for key, value in training.items() if key not in plan.section}  # a key the stage sets is its own
-    return {"model": typed(model_section, model_args, plan.model_args), "training": typed(shared, *parsed),
+    # the run's seed is the training section's, else TrainingArguments' 42: there, 42 written down is the default
+    return {"model": typed(model_section, model_args, plan.model_args),
+            "training": typed(shared, *parsed, filled=PIPELINE_FILLED - {"seed"}),
             plan.name: typed(plan.section, *parsed, inherited={**model_section, **training})}
 
 
