@@ -78,7 +78,7 @@ def test_the_memory_model_counts_what_refresh_keeps_as_the_copy_holds_it(tiny_mo
                             LoraConfig(r=4, target_modules="all-linear"))
     fast = MergedPolicy(policy)  # on CPU it keeps the bases
     kept = sum(base.numel() * base.element_size() for base in fast._bases)
-    snapshot = sum(t.numel() * t.element_size() for state in fast._written for t in state[4])
+    snapshot = sum(t.numel() * t.element_size() for state, _ in fast._written for t in state[4])
     lora = sum(p.numel() for name, p in policy.named_parameters() if "lora_" in name)
     adapted = sum(target.numel() for target, _ in fast._adapted)
     assert kept + snapshot == refresh_state_bytes(lora, adapted, 4, keep_base=True) > 0

@@ -78,6 +78,9 @@ def merged_copy_unsupported_reason(policy: Any) -> str | None:
         return "the base is in bitsandbytes 8-bit"
     if getattr(getattr(base, "config", None), "vision_config", None) is not None:
         return "vision-language models are not copied"
+    if not (getattr(base, "_supports_attention_backend", False) and getattr(base, "_can_compile_fullgraph", False)):
+        return (f"the model type {getattr(base.config, 'model_type', '?')!r} ({type(base).__name__}) has no "
+                "pluggable attention or no static-cache compile in transformers, which the copy's decoder needs")
     return None
 
 
@@ -275,6 +278,20 @@ def _sampling_processors(config: GenerationConfig) -> list:
     return processors
 
 
+def _pad_id(config: GenerationConfig) -> int:
+    """The id finished rows are padded with, as `generate` pads them: the pad token, else the (first) EOS; 0 when
+    there is neither (no row finishes then: it only fills the masked left of short prompts).
+
+    >>> from transformers import GenerationConfig
+    >>> _pad_id(GenerationConfig(eos_token_id=[7, 9])), _pad_id(GenerationConfig(pad_token_id=3, eos_token_id=7))
+    (7, 3)
+    """
+    if config.pad_token_id is not None:
+        return config.pad_token_id
+    eos = config.eos_token_id
+    return (eos if isinstance(eos, int) else eos[0]) if eos not in (None, []) else 0
+
+
 class StageDecoder:
     """One compiled decoder for one stage: a fixed batch, a fixed cache (`prompt_budget` + `max_new_tokens`), one
     `StaticCache` reset (never rebuilt) between calls, so one graph (one CUDA graph) serves every call.
@@ -299,9 +316,10 @@ class StageDecoder:
         self.max_new_tokens, self.backend = max_new_tokens, backend
         self.cache_length = prompt_budget + max_new_tokens
         self.cache = StaticCache(config=model.config, max_cache_len=self.cache_length)
-        self.cache.early_initialization(batch_size, model.config.num_key_value_heads,
-                                        getattr(model.config, "head_dim", None)
-                                        or model.config.hidden_size // model.config.num_attention_heads,
+        config = model.config.get_text_config()
+        heads = config.num_attention_heads  # no num_key_value_heads (GPT-2): every head has its own K/V
+        self.cache.early_initialization(batch_size, getattr(config, "num_key_value_heads", None) or heads,
+                                        getattr(config, "head_dim", None) or config.hidden_size // heads,
                                         model.dtype, model.device) if hasattr(self.cache, "early_initialization") \
             else None
         import inspect
@@ -352,7 +370,7 @@ class StageDecoder:
         # right-align every prompt into the fixed prompt budget (left padding), then pad the batch
         width = min(ids.size(1), self.prompt_budget)
         ids, mask = ids[:, -width:], mask[:, -width:]
-        pad_id = config.pad_token_id if config.pad_token_id is not None else 0
+        pad_id = _pad_id(config)
         ids = torch.nn.functional.pad(ids, (self.prompt_budget - width, 0), value=pad_id)
         mask = torch.nn.functional.pad(mask, (self.prompt_budget - width, 0), value=0)
         if rows < self.batch_size:
@@ -403,7 +421,7 @@ class StageDecoder:
         parts = [self.generate(input_ids[i: i + per_call], attention_mask[i: i + per_call], config)
                  for i in range(0, input_ids.size(0), per_call)]
         width = max(part.size(1) for part in parts)
-        pad_id = config.pad_token_id if config.pad_token_id is not None else 0
+        pad_id = _pad_id(config)
         return torch.cat([torch.nn.functional.pad(part, (0, width - part.size(1)), value=pad_id) for part in parts])
 
     def _compiled_step(self, token: torch.Tensor, mask: torch.Tensor, position: torch.Tensor,
@@ -507,14 +525,13 @@ class MergedPolicy:
             model.tie_weights()
         if not self._all_trained:
             self._copy_all()  # the frozen weights, once
-        keep_base = device.type != "cuda" if keep_base is None else keep_base
-        #: each adapted layer's dequantized base (`keep_base`), else None: dequantized again at each refresh
-        self._bases: list[torch.Tensor | None] = [
-            _dense(layer.get_base_layer().weight).to(target.dtype) if keep_base else None
-            for target, layer in self._adapted]
-        #: whether each adapted layer's 4-bit weight was in bitsandbytes' CPU layout when its base was kept
-        self._bases_packed = [_cpu_packed(layer) for _, layer in self._adapted]
-        #: each adapted layer's adapter state at its last rewrite (`_adapter_state`); None: never written
+        #: keep each adapted layer's dequantized base (`_kept_base`) rather than dequantize it at each refresh
+        self.keep_base = device.type != "cuda" if keep_base is None else keep_base
+        #: each adapted layer's kept base, or None (not kept, or dropped while the layer is merged)
+        self._bases: list[torch.Tensor | None] = [None] * len(self._adapted)
+        #: the base weight each kept base was taken from (`_weight_origin`)
+        self._bases_origin: list[tuple | None] = [None] * len(self._adapted)
+        #: each adapted layer's adapter state and base weight at its last rewrite; None: never written
         self._written: list[tuple | None] = [None] * len(self._adapted)
         self.layers_rewritten = 0  # by the last refresh
         self.refresh()
@@ -539,10 +556,14 @@ class MergedPolicy:
         B @ A``, the base dequantized from the policy's 4-bit weight (or kept, `keep_base`) and PEFT's delta of the
         current adapter added; tensor addresses, and the compiled graphs that hold them, stay valid. Exact every
         time: never a running ``W += new delta - old delta``, which would accumulate rounding over a run. A layer
-        whose adapter is unchanged (no optimizer step touched it, `_adapter_state`) is left as it is. A base tensor
-        trained beside the adapter (``requires_grad``: an unfrozen norm) is copied again; a kept base is re-taken
-        once bitsandbytes has repacked its 4-bit weight for the CPU kernel. A policy without an adapter is copied
-        whole. Call after each optimizer step."""
+        whose adapter and base weight are unchanged (no optimizer step touched it, `_adapter_state`, and its base
+        is the same tensor, `_weight_origin`) is left as it is. A layer PEFT merged (``merge_adapter()``) is its
+        merged base weight, dequantized, and a kept base is dropped while it holds deltas and re-taken from the
+        unmerged weight (`_kept_base`). A base tensor trained beside the adapter (``requires_grad``: an unfrozen
+        norm) is copied again. A policy without an adapter is copied whole. Call after each optimizer step.
+
+        Not seen: a 16/32-bit weight merged and unmerged in place between two refreshes (same tensor, same state)
+        keeps a kept base that differs from the policy's ``W + delta - delta`` by that rounding."""
         import torch
 
         if self.policy is None:
@@ -557,36 +578,57 @@ class MergedPolicy:
                     value = getattr(source, attr)
                     if getattr(value, "requires_grad", False):
                         target.copy_(_dense(value))
-            for index, ((target, layer), base) in enumerate(zip(self._adapted, self._bases)):
-                state = _adapter_state(layer)
-                if base is not None and _cpu_packed(layer) != self._bases_packed[index]:
-                    # bitsandbytes repacked the 4-bit weight for its CPU kernel (the policy's first inference
-                    # forward), which dequantizes it in bf16 from then on: the kept base is re-taken as a fresh
-                    # copy would take it
-                    base = self._bases[index] = _dense(layer.get_base_layer().weight).to(target.dtype)
-                    self._bases_packed[index] = _cpu_packed(layer)
-                elif _same_state(state, self._written[index]):
+            for index, (target, layer) in enumerate(self._adapted):
+                written = (_adapter_state(layer), _weight_origin(layer))
+                if self._written[index] is not None and _same_state(written[0], self._written[index][0]) \
+                        and _same_origin(written[1], self._written[index][1]):
                     continue
-                adapters = [] if layer.disable_adapters or layer.merged else [
-                    name for name in layer.active_adapters if name in layer.lora_A]
-                deltas = [layer.get_delta_weight(name).to(target.dtype) for name in adapters]  # PEFT's own
-                if base is None:
-                    target.copy_(_dense(layer.get_base_layer().weight))
-                elif deltas:  # one pass: the kept base plus the first delta, written into the copy's tensor
-                    torch.add(base, deltas.pop(0), out=target)
-                else:
-                    target.copy_(base)
-                for delta in deltas:
-                    target.add_(delta)
-                self._written[index] = state
+                self._write(index, target, layer)
+                self._written[index] = written
                 self.layers_rewritten += 1
+
+    def _write(self, index: int, target: torch.Tensor, layer: Any) -> None:
+        """Write into `target` the weight `layer` computes with, PEFT's three cases: merged (its base weight holds
+        the merged deltas, and a disabled adapter is unmerged at the layer's next forward), else its base plus the
+        deltas of its active adapters (none when disabled)."""
+        import torch
+
+        weight = layer.get_base_layer().weight
+        merged = [name for name in layer.merged_adapters if name in layer.lora_A]
+        if merged:
+            self._bases[index] = self._bases_origin[index] = None  # holds deltas: re-taken once unmerged
+            target.copy_(_dense(weight))
+            for name in merged if layer.disable_adapters else []:
+                target.sub_(layer.get_delta_weight(name).to(target.dtype))
+            return
+        deltas = [] if layer.disable_adapters else [layer.get_delta_weight(name).to(target.dtype)  # PEFT's own
+                                                    for name in layer.active_adapters if name in layer.lora_A]
+        base = self._kept_base(index, target, weight) if self.keep_base else None
+        if base is None:
+            target.copy_(_dense(weight))
+        elif deltas:  # one pass: the kept base plus the first delta, written into the copy's tensor
+            torch.add(base, deltas.pop(0), out=target)
+        else:
+            target.copy_(base)
+        for delta in deltas:
+            target.add_(delta)
+
+    def _kept_base(self, index: int, target: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+        """An unmerged layer's dequantized base weight, taken again whenever the weight is another tensor than the
+        one it was taken from: bitsandbytes repacked it for its CPU kernel (which computes with bf16 block scales
+        from then on), PEFT merged or unmerged into it (a new 4-bit weight), a safe merge replaced its data."""
+        origin = self._bases_origin[index]
+        if self._bases[index] is None or not _same_origin(_weight_origin_of(weight), origin):
+            self._bases[index] = _dense(weight).to(target.dtype)
+            self._bases_origin[index] = _weight_origin_of(weight)
+        return self._bases[index]
 
     def release_policy(self) -> None:
         """Drop every reference to the policy (its 4-bit weights and adapter can be freed) and the kept bases: the
         copy keeps the weights it has and is never refreshed again (a fixed adapter: rejection sampling,
         evaluation)."""
         self.policy, self._adapted, self._copied, self._all_trained = None, [], [], False
-        self._bases, self._bases_packed, self._written = [], [], []
+        self._bases, self._bases_origin, self._written = [], [], []
 
     def start_stage(self, batch_size: int, max_new_tokens: int, prompt_budget: int | None = None) -> StageDecoder:
         """A new decoder (its own cache and graph) for a stage's fixed shape: its largest generation batch, its
@@ -639,7 +681,8 @@ def _adapter_state(layer: Any) -> tuple:
     counters."""
     tensors = tuple(param.detach().clone() for name in layer.active_adapters if name in layer.lora_A
                     for param in (layer.lora_A[name].weight, layer.lora_B[name].weight))
-    return (layer.disable_adapters, layer.merged, tuple(layer.active_adapters), tuple(layer.scaling.items()), tensors)
+    return (layer.disable_adapters, tuple(layer.merged_adapters), tuple(layer.active_adapters),
+            tuple(layer.scaling.items()), tensors)
 
 
 def _same_state(state: tuple, written: tuple | None) -> bool:
@@ -650,22 +693,48 @@ def _same_state(state: tuple, written: tuple | None) -> bool:
         torch.equal(now, then) for now, then in zip(state[4], written[4]))
 
 
-def _cpu_packed(layer: Any) -> bool:
-    """Whether an adapted layer's 4-bit base weight is in bitsandbytes' CPU kernel layout (`_dense`)."""
-    state = getattr(layer.get_base_layer().weight, "quant_state", None)
-    return bool(getattr(state, "packing_format_for_cpu", False))
+def _weight_origin(layer: Any) -> tuple:
+    """Which tensor an adapted layer's base weight is (`_weight_origin_of`)."""
+    return _weight_origin_of(layer.get_base_layer().weight)
+
+
+def _weight_origin_of(weight: torch.Tensor) -> tuple:
+    """Which tensor `weight` is: the parameter (by weak reference: a freed one's id can be reused) and its storage
+    address. Another one means other values (a repack, a 4-bit merge, a safe merge). An in-place write (PEFT's
+    merge into a 16/32-bit weight) keeps both, so the merged state is tracked apart (`_adapter_state`)."""
+    import weakref
+
+    return weakref.ref(weight), weight.data_ptr()
+
+
+def _same_origin(now: tuple, then: tuple | None) -> bool:
+    return then is not None and now[0]() is then[0]() is not None and now[1] == then[1]
 
 
 def _dense(value: torch.Tensor) -> torch.Tensor:
     """A tensor as the layer computes with it: a bitsandbytes 4-bit weight dequantized (its own kernel, on CPU
     too), anything else as it is. bitsandbytes repacks a 4-bit weight for its CPU kernel at the first inference
-    forward (`packing_format_for_cpu`); that layout is unpacked first, on a copy of the state (the layer keeps its
-    own)."""
+    forward (`packing_format_for_cpu`), which from then on computes with its block scales in bf16 (transposed, a
+    double-quantized absmax dequantized first); `_unpacked_for_cpu` takes that layout back."""
     if type(value).__name__ == "Params4bit":
-        from bitsandbytes.functional import _convert_weight_packed_for_cpu_inverse, dequantize_4bit
+        from bitsandbytes.functional import dequantize_4bit
 
         data, state = value.data, value.quant_state
         if getattr(state, "packing_format_for_cpu", False):
-            data, state = _convert_weight_packed_for_cpu_inverse(data, copy.copy(state))
+            data, state = _unpacked_for_cpu(data, state)
         return dequantize_4bit(data, state)
     return value.data if hasattr(value, "data") else value
+
+
+def _unpacked_for_cpu(data: torch.Tensor, state: Any) -> tuple[torch.Tensor, Any]:
+    """A CPU-packed 4-bit weight and its state in bitsandbytes' ordinary layout, on a copy of the state (the layer
+    keeps its own). bitsandbytes' own inverse restores the block scales only when it re-quantizes them (double
+    quantization: a second rounding the layer never computes with) and leaves a single-quantized weight's scales
+    transposed; here they are untransposed, as the layer's kernel reads them, in either case."""
+    from bitsandbytes.functional import _convert_weight_packed_for_cpu_inverse
+
+    state = copy.copy(state)
+    state.original_nested = False  # keep the bf16 scales the CPU kernel computes with; no re-quantization
+    data, state = _convert_weight_packed_for_cpu_inverse(data, state)
+    state.absmax = state.absmax.T.reshape(-1).float()  # [in / blocksize, out] -> the row-major blocks
+    return data, state
