@@ -281,15 +281,20 @@ def test_a_merged_policy_is_copied_once_not_twice(tiny_model_dir):
     _assert_serves(fast, policy, batch, _greedy(tokenizer))
 
 
-def test_a_policy_merged_after_the_copy_was_built(tiny_model_dir):
-    """Built from the unmerged policy, then `merge_adapter()` (as TRL's vLLM sync does) and a refresh."""
+@pytest.mark.parametrize("keep_base", [None, False])
+def test_a_policy_merged_after_the_copy_was_built(tiny_model_dir, keep_base):
+    """Built from the unmerged policy, then `merge_adapter()` (as TRL's vLLM sync does), a step on lora_B (the
+    merged layer ignores it) and a refresh; then `unmerge_adapter()` (PEFT subtracts the new delta) and a refresh."""
     policy = _policy(tiny_model_dir)
     tokenizer, batch = _batch(tiny_model_dir)
-    fast = MergedPolicy(policy, keep_base=False)
+    fast = MergedPolicy(policy, keep_base=keep_base)
     policy.merge_adapter()
     with torch.no_grad():
         for parameter in _lora_parameters(policy, "lora_B"):
             parameter.add_(torch.randn_like(parameter))
+    fast.refresh()
+    _assert_serves(fast, policy, batch, _greedy(tokenizer))
+    policy.unmerge_adapter()
     fast.refresh()
     _assert_serves(fast, policy, batch, _greedy(tokenizer))
 
@@ -674,15 +679,26 @@ def test_a_bf16_base_is_copied_exactly_into_an_fp32_copy(tiny_model_dir):
 
 @pytest.mark.parametrize("keep_base", [True, False])
 def test_4bit_policy_merged_after_the_copy_was_built(scaled_model_dir, keep_base):
-    """PEFT's `merge_adapter()` on a 4-bit base (it warns of rounding, and re-quantizes base + delta): the copy
-    must follow the merged policy, no further from it than at build."""
-    policy = _qlora(scaled_model_dir)
-    _, batch = _batch(scaled_model_dir)
+    """PEFT's `merge_adapter()` on a 4-bit base (it warns of rounding, and re-quantizes base + delta), in train
+    mode (bitsandbytes computes from its plain layout): the copy serves the merged policy, and after
+    `unmerge_adapter()` the unmerged one. Merged again, then an inference forward repacks the merged weights for
+    bitsandbytes' CPU kernel: the refresh that follows serves them once (bit for bit what a fresh copy holds), not
+    as a re-taken base plus the delta again."""
+    policy = _qlora(scaled_model_dir).train()  # no dropout anywhere: train mode computes as eval, unpacked
+    tokenizer, batch = _batch(scaled_model_dir)
     fast = MergedPolicy(policy, keep_base=keep_base)
-    at_build = _logit_gap(fast, policy, batch)
-    policy.merge_adapter()
+    _assert_serves(fast, policy, batch, _greedy(tokenizer), rtol=1e-4)
+    for change in (policy.merge_adapter, policy.unmerge_adapter, policy.merge_adapter):
+        change()
+        fast.refresh()
+        _assert_serves(fast, policy, batch, _greedy(tokenizer), rtol=1e-4)
+    policy.eval()
+    with torch.no_grad():
+        policy(input_ids=batch.input_ids, attention_mask=batch.attention_mask)  # repacks every 4-bit weight
     fast.refresh()
-    assert _logit_gap(fast, policy, batch) <= 2 * at_build
+    fresh = MergedPolicy(policy, keep_base=not keep_base)
+    for (name, got), want in zip(fast.model.named_parameters(), fresh.model.parameters()):
+        assert torch.equal(got, want), name
 
 
 def test_refresh_after_release_policy_is_refused(tiny_model_dir):
@@ -772,6 +788,19 @@ def test_a_gpt2_policy_with_fan_in_fan_out_lora(tiny_model_dir):
     assert fast.graphs_built == 1
 
 
+@pytest.mark.parametrize("model_type, config", [
+    ("bloom", {"hidden_size": 32, "n_layer": 2, "n_head": 4}),  # no pluggable attention
+    ("ctrl", {"n_embd": 32, "n_layer": 2, "n_head": 4, "dff": 64})])  # no static-cache compile
+def test_a_model_type_the_decoder_cannot_run_is_refused_at_build_by_name(tiny_model_dir, model_type, config):
+    from transformers import AutoConfig
+
+    tokenizer, _ = _batch(tiny_model_dir)
+    model = AutoModelForCausalLM.from_config(AutoConfig.for_model(model_type, vocab_size=len(tokenizer), **config))
+    policy = get_peft_model(model, LoraConfig(r=4, target_modules="all-linear"))
+    with pytest.raises(ValueError, match=f"model type '{model_type}'"):
+        MergedPolicy(policy)
+
+
 # ---------------------------------------------------------------------------------------------- in the trainer
 
 def test_grpo_evaluation_with_a_larger_eval_batch_does_not_kill_the_run(tiny_model_dir, tmp_path):
@@ -836,6 +865,8 @@ def test_layer_replication_is_served_or_refused_by_name(tiny_model_dir):
 
 @pytest.mark.parametrize("keep_base", [None, False])
 def test_a_bf16_policy_merged_after_the_copy_was_built(tiny_model_dir, keep_base):
+    """A bf16 base (the kept base is an fp32 snapshot, not the live weight): merged, then unmerged (PEFT's
+    ``W + delta - delta`` in bf16, not W again), each followed by a refresh."""
     import copy
 
     torch.manual_seed(0)
@@ -843,9 +874,10 @@ def test_a_bf16_policy_merged_after_the_copy_was_built(tiny_model_dir, keep_base
                             LoraConfig(r=4, lora_alpha=8, target_modules="all-linear", init_lora_weights=False))
     tokenizer, batch = _batch(tiny_model_dir)
     fast = MergedPolicy(policy, keep_base=keep_base)
-    policy.merge_adapter()
-    fast.refresh()
-    _assert_serves(fast, copy.deepcopy(policy).float(), batch, _greedy(tokenizer))
+    for change in (policy.merge_adapter, policy.unmerge_adapter):
+        change()
+        fast.refresh()
+        _assert_serves(fast, copy.deepcopy(policy).float(), batch, _greedy(tokenizer))
 
 
 def test_without_a_pad_token_finished_rows_are_padded_as_generate_pads_them(tiny_model_dir):
@@ -856,7 +888,12 @@ def test_without_a_pad_token_finished_rows_are_padded_as_generate_pads_them(tiny
                             generation_config=GenerationConfig(max_new_tokens=1, do_sample=False))[:, -1]
     config = GenerationConfig(max_new_tokens=6, do_sample=False, eos_token_id=[int(first[0])])
     want = policy.generate(input_ids=batch.input_ids, attention_mask=batch.attention_mask, generation_config=config)
-    assert MergedPolicy(policy).generate(batch.input_ids, batch.attention_mask, config).tolist() == want.tolist()
+    width = batch.input_ids.size(1)
+    assert want.size(1) > width + 1 and (want[0, width:] == first[0]).all()  # row 0 ends at once, padded with EOS
+    fast = MergedPolicy(policy, prompt_budget=width)
+    assert fast.generate(batch.input_ids, batch.attention_mask, config).tolist() == want.tolist()
+    fast.start_stage(batch_size=2, max_new_tokens=6)  # in parts: each part padded to the batch's width
+    assert fast.generate(batch.input_ids, batch.attention_mask, config).tolist() == want.tolist()
 
 
 def test_a_refresh_leaves_the_4bit_policys_own_forward_untouched(scaled_model_dir):
@@ -896,6 +933,40 @@ def test_a_copy_built_after_the_4bit_policy_ran_is_as_close_as_before(scaled_mod
     _, batch = _batch(scaled_model_dir)
     before_forward = _logit_gap(MergedPolicy(policy, keep_base=False), policy, batch)  # this forward repacks
     assert _logit_gap(MergedPolicy(policy, keep_base=False), policy, batch) <= 2 * before_forward
+
+
+@pytest.mark.parametrize("quant_type", ["nf4", "fp4"])
+@pytest.mark.parametrize("double_quant", [True, False])
+@pytest.mark.parametrize("shape", [(64, 128), (128, 64), (96, 192)])
+def test_a_cpu_packed_4bit_weight_dequantizes_as_bitsandbytes_dequantizes_it(quant_type, double_quant, shape):
+    """After bitsandbytes repacks a 4-bit weight for its CPU kernel (an inference forward), the copy's
+    dequantization equals `bitsandbytes.functional.dequantize_4bit` of the same weight before the repack, with the
+    block scales the kernel now computes with (rounded to bf16, as the repack stores them)."""
+    import copy
+
+    import bitsandbytes as bnb
+    from bitsandbytes.functional import dequantize_4bit, dequantize_blockwise
+
+    from trl_r1.data.fast_generation import _dense
+
+    torch.manual_seed(0)
+    out_features, in_features = shape
+    layer = bnb.nn.Linear4bit(in_features, out_features, bias=False, compute_dtype=torch.float32,
+                              quant_type=quant_type, compress_statistics=double_quant)
+    layer.weight = bnb.nn.Params4bit(20 * torch.randn(shape), requires_grad=False, quant_type=quant_type,
+                                     compress_statistics=double_quant).to("cpu")
+    data, state = layer.weight.data.clone(), copy.deepcopy(layer.weight.quant_state)
+    plain = dequantize_4bit(data, state)
+    assert torch.equal(_dense(layer.weight), plain)  # before the repack: bitsandbytes' own
+    layer.eval()
+    with torch.no_grad():
+        layer(torch.randn(2, in_features))
+    if not getattr(layer.weight.quant_state, "packing_format_for_cpu", False):
+        pytest.skip("this CPU has no AVX512-BF16 kernel: bitsandbytes does not repack")
+    scales = dequantize_blockwise(state.absmax, state.state2) + state.offset if state.nested else state.absmax
+    state.absmax, state.nested = scales.to(torch.bfloat16).float(), False
+    assert torch.equal(_dense(layer.weight), dequantize_4bit(data, state))
+    assert torch.allclose(_dense(layer.weight), plain, rtol=2**-8, atol=0)
 
 
 def test_an_activated_lora_is_served_or_refused(tiny_model_dir):
