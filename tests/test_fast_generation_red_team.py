@@ -2,9 +2,10 @@
 
 Each case builds a real PEFT policy on the tiny Qwen2-shaped model (its weights scaled up so greedy decoding has
 no near-ties for float32 rounding to flip, its LoRA tensors random so the adapter moves the output), changes it the
-way a training run or a user could, and asserts that the merged copy generates what the policy generates (greedy
-tokens equal, logits close) or refuses clearly. A case that shows a defect is `xfail(strict=True)` with what
-happens against what is expected.
+way a training run or a user could, and asserts one outcome per case (`_serves_through`): the merged copy
+generates what the policy generates (greedy tokens equal, logits close), or, for a case the copy does not
+implement, it refuses at build or at the call naming the cause. A refusal where serving is expected fails, and so
+does serving where a refusal is expected (the refusal list then needs updating with the case's test).
 """
 
 import gc
@@ -170,149 +171,107 @@ def test_refresh_follows_a_disabled_adapter(tiny_model_dir):
     _assert_serves(fast, policy, batch, _greedy(tokenizer))
 
 
-def _trained_bias_step(policy, batch):
-    with torch.no_grad():
-        for name, parameter in policy.named_parameters():
-            if parameter.requires_grad and "lora_" not in name:
-                parameter.add_(torch.randn_like(parameter))
+def _serves_through(path: str, policy, *steps, refused: str | None = None, **options) -> MergedPolicy | None:
+    """The case's whole check: with `refused` (a cause), the copy must be refused at build, naming it; else it
+    must be built (a refusal fails), serve the policy, and serve it again after each of `steps` (a change a run or a
+    user makes to the policy) and a refresh. `options` go to `MergedPolicy`; the copy is returned."""
+    tokenizer, batch = _batch(path)
+    if refused:
+        with pytest.raises(ValueError, match=refused):
+            MergedPolicy(policy, **options)
+        return
+    fast = MergedPolicy(policy, **options)
+    _assert_serves(fast, policy, batch, _greedy(tokenizer))
+    for step in steps:
+        with torch.no_grad():
+            step(policy)
+        fast.refresh()
+        _assert_serves(fast, policy, batch, _greedy(tokenizer))
+    return fast
 
 
-def test_lora_bias_is_merged_or_refused(tiny_model_dir):
-    """`LoraConfig(lora_bias=True)`: lora_B carries a bias, part of the delta PEFT adds."""
+def _train_base_tensors(policy) -> None:
+    """A step on every trained tensor that is not a LoRA matrix (biases, modules_to_save, trainable tokens)."""
+    for name, parameter in policy.named_parameters():
+        if parameter.requires_grad and "lora_" not in name:
+            parameter.add_(torch.randn_like(parameter))
+
+
+def _move_lora_b(policy) -> None:
+    for parameter in _lora_parameters(policy, "lora_B"):
+        parameter.add_(torch.randn_like(parameter))
+
+
+def test_lora_bias_is_refused_by_name(tiny_model_dir):
+    """`LoraConfig(lora_bias=True)`: lora_B carries a bias, part of the delta PEFT adds; the copy merges no bias."""
     policy = _policy(tiny_model_dir, lora_bias=True)
     with torch.no_grad():
         for name, parameter in policy.named_parameters():
             if "lora_B" in name and name.endswith("bias"):
                 parameter.normal_()
-    tokenizer, batch = _batch(tiny_model_dir)
-    try:
-        fast = MergedPolicy(policy)
-    except (ValueError, NotImplementedError):
-        return  # refused at build time: acceptable
-    _assert_serves(fast, policy, batch, _greedy(tokenizer))
+    _serves_through(tiny_model_dir, policy, refused="trains biases")
 
 
 @pytest.mark.parametrize("bias", ["all", "lora_only"])
-def test_trained_base_biases_are_refreshed_or_refused(tiny_model_dir, bias):
-    """`LoraConfig(bias=...)` trains the base layers' own biases (Qwen2's q/k/v have one): a step that moves them
-    must reach the copy."""
-    policy = _policy(tiny_model_dir, bias=bias)
-    tokenizer, batch = _batch(tiny_model_dir)
-    try:
-        fast = MergedPolicy(policy)
-    except (ValueError, NotImplementedError):
-        return
-    _trained_bias_step(policy, batch)
-    fast.refresh()
-    _assert_serves(fast, policy, batch, _greedy(tokenizer))
+def test_trained_base_biases_are_refused_by_name(tiny_model_dir, bias):
+    """`LoraConfig(bias=...)` trains the base layers' own biases (Qwen2's q/k/v have one)."""
+    _serves_through(tiny_model_dir, _policy(tiny_model_dir, bias=bias), _train_base_tensors, refused="trains biases")
 
 
-def test_modules_to_save_is_refreshed_or_refused(tiny_model_dir):
+def test_modules_to_save_is_refused_by_name(tiny_model_dir):
     """A trained `modules_to_save` (the final norm here): its trained copy is what the policy computes with."""
     policy = _policy(tiny_model_dir, target_modules=["q_proj", "v_proj"], modules_to_save=["norm"])
-    tokenizer, batch = _batch(tiny_model_dir)
-    try:
-        fast = MergedPolicy(policy)
-    except (ValueError, NotImplementedError):
-        return
-    _trained_bias_step(policy, batch)
-    fast.refresh()
-    _assert_serves(fast, policy, batch, _greedy(tokenizer))
+    _serves_through(tiny_model_dir, policy, _train_base_tensors, refused="modules_to_save")
 
 
-def test_dora_is_merged_or_refused(tiny_model_dir):
-    policy = _policy(tiny_model_dir, use_dora=True)
-    tokenizer, batch = _batch(tiny_model_dir)
-    try:
-        fast = MergedPolicy(policy)
-    except (ValueError, NotImplementedError):
-        return
-    _assert_serves(fast, policy, batch, _greedy(tokenizer))
+def test_dora_is_refused_by_name(tiny_model_dir):
+    _serves_through(tiny_model_dir, _policy(tiny_model_dir, use_dora=True), refused="DoRA")
 
 
 def test_rslora_and_per_module_alpha_and_rank(tiny_model_dir):
     policy = _policy(tiny_model_dir, use_rslora=True, rank_pattern={"down_proj": 8},
                      alpha_pattern={"q_proj": 32, "o_proj": 2})
-    tokenizer, batch = _batch(tiny_model_dir)
-    fast = MergedPolicy(policy)
-    _assert_serves(fast, policy, batch, _greedy(tokenizer))
+    _serves_through(tiny_model_dir, policy, _move_lora_b)
 
 
-def test_lora_on_a_tied_lm_head_leaves_the_input_embedding_alone(tiny_model_dir):
+def test_lora_on_a_tied_lm_head_is_refused_by_name(tiny_model_dir):
     """The tiny model ties lm_head to embed_tokens. LoRA on lm_head changes the output projection only; a copy
-    that writes base + delta into the shared tensor changes the input embedding too."""
+    that wrote base + delta into the shared tensor would change the input embedding too."""
     policy = _policy(tiny_model_dir, target_modules=["q_proj", "lm_head"])
-    tokenizer, batch = _batch(tiny_model_dir)
-    try:
-        fast = MergedPolicy(policy)
-    except (ValueError, NotImplementedError):
-        return
-    _assert_serves(fast, policy, batch, _greedy(tokenizer))
+    _serves_through(tiny_model_dir, policy, refused="tied to the input embedding")
 
 
-def test_lora_on_the_embedding_is_merged_or_refused(tiny_model_dir):
+def test_lora_on_the_embedding_is_refused_by_name(tiny_model_dir):
     policy = _policy(tiny_model_dir, target_modules=["q_proj", "embed_tokens"])
-    tokenizer, batch = _batch(tiny_model_dir)
-    try:
-        fast = MergedPolicy(policy)
-    except (ValueError, NotImplementedError):
-        return
-    _assert_serves(fast, policy, batch, _greedy(tokenizer))
-    with torch.no_grad():
-        for parameter in policy.base_model.model.model.embed_tokens.lora_embedding_B.values():
-            parameter.add_(torch.randn_like(parameter))
-    fast.refresh()
-    _assert_serves(fast, policy, batch, _greedy(tokenizer))
+    _serves_through(tiny_model_dir, policy, refused="on an embedding")
 
 
 def test_a_merged_policy_is_copied_once_not_twice(tiny_model_dir):
     """`policy.merge_adapter()` (PEFT writes the delta into the base weight and skips the LoRA branch): a copy
     of base + delta would count the delta twice. After `unmerge_adapter()` a refresh must follow back."""
     policy = _policy(tiny_model_dir)
-    tokenizer, batch = _batch(tiny_model_dir)
     policy.merge_adapter()
-    try:
-        fast = MergedPolicy(policy)
-    except (ValueError, NotImplementedError):
-        return
-    _assert_serves(fast, policy, batch, _greedy(tokenizer))
-    policy.unmerge_adapter()
-    fast.refresh()
-    _assert_serves(fast, policy, batch, _greedy(tokenizer))
+    _serves_through(tiny_model_dir, policy, lambda policy: policy.unmerge_adapter(), _move_lora_b)
 
 
 @pytest.mark.parametrize("keep_base", [None, False])
 def test_a_policy_merged_after_the_copy_was_built(tiny_model_dir, keep_base):
-    """Built from the unmerged policy, then `merge_adapter()` (as TRL's vLLM sync does), a step on lora_B (the
-    merged layer ignores it) and a refresh; then `unmerge_adapter()` (PEFT subtracts the new delta) and a refresh."""
-    policy = _policy(tiny_model_dir)
-    tokenizer, batch = _batch(tiny_model_dir)
-    fast = MergedPolicy(policy, keep_base=keep_base)
-    policy.merge_adapter()
-    with torch.no_grad():
-        for parameter in _lora_parameters(policy, "lora_B"):
-            parameter.add_(torch.randn_like(parameter))
-    fast.refresh()
-    _assert_serves(fast, policy, batch, _greedy(tokenizer))
-    policy.unmerge_adapter()
-    fast.refresh()
-    _assert_serves(fast, policy, batch, _greedy(tokenizer))
+    """Built from the unmerged policy, then `merge_adapter()` (as TRL's vLLM sync does) with a step on lora_B (the
+    merged layer ignores it); then `unmerge_adapter()` (PEFT subtracts the new delta), each followed by a refresh."""
+    def merge_and_step(policy):
+        policy.merge_adapter()
+        _move_lora_b(policy)
+
+    _serves_through(tiny_model_dir, _policy(tiny_model_dir), merge_and_step,
+                    lambda policy: policy.unmerge_adapter(), keep_base=keep_base)
 
 
-def test_a_trained_base_parameter_outside_the_adapter_is_refreshed_or_refused(tiny_model_dir):
+def test_a_trained_base_parameter_outside_the_adapter_is_refreshed(tiny_model_dir):
     """A user unfreezes the final norm beside the LoRA (requires_grad, no modules_to_save): after a step the
     policy computes with the new norm."""
     policy = _policy(tiny_model_dir, target_modules=["q_proj", "v_proj"])
     policy.base_model.model.model.norm.weight.requires_grad_(True)
-    tokenizer, batch = _batch(tiny_model_dir)
-    try:
-        fast = MergedPolicy(policy)
-    except (ValueError, NotImplementedError):
-        return
-    with torch.no_grad():
-        policy.base_model.model.model.norm.weight.mul_(-1.5)
-    fast.refresh()
-    _assert_serves(fast, policy, batch, _greedy(tokenizer))
+    _serves_through(tiny_model_dir, policy, lambda policy: policy.base_model.model.model.norm.weight.mul_(-1.5))
 
 
 @pytest.fixture(scope="module")
@@ -386,36 +345,25 @@ def test_prompts_over_the_budget_come_back_whole_and_are_counted(tiny_model_dir,
     assert produced[:, width:].tolist() == cut[:, 4:].tolist()
 
 
-def test_a_batch_larger_than_the_stage_is_served_or_refused(tiny_model_dir):
+def test_a_batch_larger_than_the_stage_is_served_in_parts(tiny_model_dir):
     policy = _policy(tiny_model_dir)
     tokenizer, batch = _batch(tiny_model_dir)
     width = batch.input_ids.size(1)  # every prompt within the budget: only the batch is larger than the stage's
-    fast = MergedPolicy(policy, prompt_budget=width)
+    fast = MergedPolicy(policy, compile="eager", prompt_budget=width)
     fast.start_stage(batch_size=2, max_new_tokens=8, prompt_budget=width)
-    try:
-        produced = fast.generate(batch.input_ids, batch.attention_mask, _greedy(tokenizer))
-    except (ValueError, RuntimeError) as error:
-        assert "batch" in str(error)
-        return
+    produced = fast.generate(batch.input_ids, batch.attention_mask, _greedy(tokenizer))
     expected = policy.generate(input_ids=batch.input_ids, attention_mask=batch.attention_mask,
                                generation_config=_greedy(tokenizer))
-    assert produced.tolist() == expected.tolist()
+    assert produced.tolist() == expected.tolist() and fast.graphs_built == 1
 
 
-def test_more_new_tokens_than_the_stage_are_served_or_refused(tiny_model_dir):
+def test_more_new_tokens_than_the_stage_are_refused_by_name(tiny_model_dir):
     policy = _policy(tiny_model_dir)
     tokenizer, batch = _batch(tiny_model_dir)
     fast = MergedPolicy(policy, prompt_budget=16)
     fast.start_stage(batch_size=4, max_new_tokens=4, prompt_budget=16)
-    config = _greedy(tokenizer, 12)
-    try:
-        produced = fast.generate(batch.input_ids, batch.attention_mask, config)
-    except (ValueError, RuntimeError) as error:
-        assert "max_new_tokens" in str(error)
-        return
-    expected = policy.generate(input_ids=batch.input_ids, attention_mask=batch.attention_mask,
-                               generation_config=config)
-    assert produced.tolist() == expected.tolist()
+    with pytest.raises(ValueError, match="max_new_tokens"):
+        fast.generate(batch.input_ids, batch.attention_mask, _greedy(tokenizer, 12))
 
 
 @pytest.mark.parametrize("max_new_tokens", [1, 2])
@@ -454,60 +402,46 @@ def test_pad_equal_to_eos(tiny_model_dir):
     _assert_serves(fast, policy, batch, config)
 
 
-def test_right_padded_prompts_are_served_or_refused(tiny_model_dir):
-    """TRL left-pads; a right-padded batch decoded as if left-padded continues after the pads. Expected: each
-    row continues its own prompt (as one-by-one generation does) or a clear refusal."""
+def test_right_padded_prompts_are_refused_naming_the_fix(tiny_model_dir):
+    """TRL left-pads; a right-padded batch decoded as if left-padded would continue after the pads."""
     policy = _policy(tiny_model_dir)
     tokenizer, batch = _batch(tiny_model_dir, side="right")
-    fast = MergedPolicy(policy)
-    config = _greedy(tokenizer, 6)
-    try:
-        produced = fast.generate(batch.input_ids, batch.attention_mask, config)
-    except ValueError as error:
-        assert "pad" in str(error)
-        return
-    for row, prompt in enumerate(PROMPTS):
-        alone = tokenizer(prompt, return_tensors="pt")
-        want = policy.generate(**alone, generation_config=config)[0, alone.input_ids.shape[1]:]
-        assert produced[row, batch.input_ids.shape[1]:][: len(want)].tolist() == want.tolist(), row
+    with pytest.raises(ValueError, match="padding_side='left'"):
+        MergedPolicy(policy).generate(batch.input_ids, batch.attention_mask, _greedy(tokenizer, 6))
 
 
 # ------------------------------------------------------------------------------------ generation settings
 
-@pytest.mark.parametrize("setting", [
-    {"repetition_penalty": 1.5}, {"min_new_tokens": 6}, {"no_repeat_ngram_size": 2},
-    {"bad_words_ids": [[466]]}, {"suppress_tokens": [466, 210]},
-    {"begin_suppress_tokens": [305, 304]}, {"forced_eos_token_id": 2}])
-def test_a_greedy_setting_is_honoured_or_refused(tiny_model_dir, setting):
-    """Settings TRL users pass through `generation_kwargs`: the copy must decode them as `generate` does or
-    refuse them, never ignore them."""
+@pytest.mark.parametrize("setting, served", [
+    ({"repetition_penalty": 1.5}, False), ({"min_new_tokens": 6}, True), ({"no_repeat_ngram_size": 2}, False),
+    ({"bad_words_ids": [[466]]}, False), ({"suppress_tokens": [466, 210]}, False),
+    ({"begin_suppress_tokens": [305, 304]}, False), ({"forced_eos_token_id": 2}, False)])
+def test_a_greedy_setting_is_honoured_or_refused_by_name(tiny_model_dir, setting, served):
+    """Settings TRL users pass through `generation_kwargs`: the copy decodes them as `generate` does (those it
+    implements) or refuses them by name, never ignores them."""
     policy = _policy(tiny_model_dir)
     tokenizer, batch = _batch(tiny_model_dir)
     config = _greedy(tokenizer, 8, **setting)
     fast = MergedPolicy(policy)
-    try:
-        produced = fast.generate(batch.input_ids, batch.attention_mask, config)
-    except (ValueError, NotImplementedError) as error:
-        assert next(iter(setting)) in str(error)
+    if not served:
+        with pytest.raises(ValueError, match=next(iter(setting))):
+            fast.generate(batch.input_ids, batch.attention_mask, config)
         return
     expected = policy.generate(input_ids=batch.input_ids, attention_mask=batch.attention_mask,
                                generation_config=config)
-    assert produced.tolist() == expected.tolist()
+    assert fast.generate(batch.input_ids, batch.attention_mask, config).tolist() == expected.tolist()
 
 
-def test_num_return_sequences_is_honoured_or_refused(tiny_model_dir):
-    """Sampling with `num_return_sequences=2`: `generate` returns two rows per prompt."""
+def test_num_return_sequences_is_honoured(tiny_model_dir):
+    """Sampling with `num_return_sequences=2`: `generate` returns two rows per prompt, each row's prompt first."""
     policy = _policy(tiny_model_dir)
     tokenizer, batch = _batch(tiny_model_dir)
     config = GenerationConfig(max_new_tokens=4, do_sample=True, num_return_sequences=2,
                               eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id)
-    fast = MergedPolicy(policy)
-    try:
-        produced = fast.generate(batch.input_ids, batch.attention_mask, config)
-    except (ValueError, NotImplementedError) as error:
-        assert "num_return_sequences" in str(error)
-        return
-    assert produced.shape[0] == 2 * len(PROMPTS)
+    produced = MergedPolicy(policy).generate(batch.input_ids, batch.attention_mask, config)
+    width = batch.input_ids.size(1)
+    assert produced[:, :width].tolist() == batch.input_ids.repeat_interleave(2, 0).tolist()
+    assert produced.size(1) > width
 
 
 @pytest.mark.parametrize("setting", [{"top_k": 1}, {"top_p": 1e-9}, {"min_p": 1.0}])
@@ -574,8 +508,8 @@ def test_two_compiled_copies_interleaved_and_a_users_own_compile_beside_them(tin
 
 
 def test_a_decoder_kept_after_its_stage_ended(tiny_model_dir):
-    """A reference to the previous stage's decoder used after `start_stage` began the next: it must still
-    generate the policy's tokens (or refuse), and not disturb the new stage's graph count."""
+    """A reference to the previous stage's decoder used after `start_stage` began the next: it still generates the
+    policy's tokens, and does not disturb the new stage's graph count."""
     policy = _policy(tiny_model_dir)
     tokenizer, batch = _batch(tiny_model_dir)
     fast = MergedPolicy(policy, compile="eager", prompt_budget=32)
@@ -584,12 +518,7 @@ def test_a_decoder_kept_after_its_stage_ended(tiny_model_dir):
                            generation_config=_greedy(tokenizer))
     assert fast.generate(batch.input_ids, batch.attention_mask, _greedy(tokenizer)).tolist() == want.tolist()
     fast.start_stage(batch_size=4, max_new_tokens=8)
-    try:
-        stale = old.generate(batch.input_ids, batch.attention_mask, _greedy(tokenizer))
-    except (RuntimeError, ValueError) as error:
-        assert "stage" in str(error)
-    else:
-        assert stale.tolist() == want.tolist()
+    assert old.generate(batch.input_ids, batch.attention_mask, _greedy(tokenizer)).tolist() == want.tolist()
     assert fast.generate(batch.input_ids, batch.attention_mask, _greedy(tokenizer)).tolist() == want.tolist()
     assert fast.graphs_built == 1
 
@@ -778,13 +707,7 @@ def test_a_gpt2_policy_with_fan_in_fan_out_lora(tiny_model_dir):
                 parameter.mul_(20)
     policy = get_peft_model(model, LoraConfig(r=4, lora_alpha=8, target_modules=["c_attn", "c_proj", "c_fc"],
                                               fan_in_fan_out=True, init_lora_weights=False))
-    fast = MergedPolicy(policy, compile="eager", prompt_budget=32)
-    _assert_serves(fast, policy, batch, _greedy(tokenizer))
-    with torch.no_grad():
-        for parameter in _lora_parameters(policy, "lora_B"):
-            parameter.add_(torch.randn_like(parameter))
-    fast.refresh()
-    _assert_serves(fast, policy, batch, _greedy(tokenizer))
+    fast = _serves_through(tiny_model_dir, policy, _move_lora_b, compile="eager", prompt_budget=32)
     assert fast.graphs_built == 1
 
 
@@ -836,31 +759,17 @@ def test_grpo_generation_settings_the_decoder_refuses_are_refused_when_the_train
                       peft_config=LoraConfig(r=4, target_modules="all-linear"))
 
 
-def test_trainable_token_indices_are_refreshed_or_refused(tiny_model_dir):
-    tokenizer, batch = _batch(tiny_model_dir)
+def test_trainable_token_indices_are_refused_by_name(tiny_model_dir):
+    """`trainable_token_indices` trains some rows of the embedding (PEFT's token adapter on embed_tokens)."""
+    _, batch = _batch(tiny_model_dir)
     tokens = sorted(set(batch.input_ids.flatten().tolist()))[:6]
     policy = _policy(tiny_model_dir, target_modules=["q_proj"], trainable_token_indices=tokens)
-    try:
-        fast = MergedPolicy(policy)
-    except (ValueError, NotImplementedError):
-        return
-    with torch.no_grad():
-        for name, parameter in policy.named_parameters():
-            if parameter.requires_grad and "lora_" not in name:
-                parameter.add_(torch.randn_like(parameter))
-    fast.refresh()
-    _assert_serves(fast, policy, batch, _greedy(tokenizer))
+    _serves_through(tiny_model_dir, policy, _train_base_tensors, refused="on an embedding")
 
 
-def test_layer_replication_is_served_or_refused_by_name(tiny_model_dir):
+def test_layer_replication_is_refused_by_name(tiny_model_dir):
     policy = _policy(tiny_model_dir, target_modules=["q_proj"], layer_replication=[[0, 2], [0, 2]])
-    tokenizer, batch = _batch(tiny_model_dir)
-    try:
-        fast = MergedPolicy(policy)
-    except ValueError as error:
-        assert "layer_replication" in str(error)
-        return
-    _assert_serves(fast, policy, batch, _greedy(tokenizer))
+    _serves_through(tiny_model_dir, policy, refused="layer_replication")
 
 
 @pytest.mark.parametrize("keep_base", [None, False])
@@ -969,14 +878,9 @@ def test_a_cpu_packed_4bit_weight_dequantizes_as_bitsandbytes_dequantizes_it(qua
     assert torch.allclose(_dense(layer.weight), plain, rtol=2**-8, atol=0)
 
 
-def test_an_activated_lora_is_served_or_refused(tiny_model_dir):
+def test_an_activated_lora_is_refused_by_name(tiny_model_dir):
     tokenizer, _ = _batch(tiny_model_dir)
     invocation = tokenizer("<|im_start|>assistant\n", add_special_tokens=False).input_ids
     policy = _policy(tiny_model_dir, target_modules=["q_proj", "k_proj", "v_proj"], task_type="CAUSAL_LM",
                      alora_invocation_tokens=invocation)
-    _, batch = _batch(tiny_model_dir, [f"<|im_start|>user\n{p}<|im_end|>\n<|im_start|>assistant\n" for p in PROMPTS])
-    try:
-        fast = MergedPolicy(policy)
-    except (ValueError, NotImplementedError):
-        return
-    _assert_serves(fast, policy, batch, _greedy(tokenizer))
+    _serves_through(tiny_model_dir, policy, refused="activated LoRA")
