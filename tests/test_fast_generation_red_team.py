@@ -158,11 +158,15 @@ def test_refresh_follows_set_adapter_to_a_second_adapter(tiny_model_dir):
     _assert_serves(fast, policy, batch, _greedy(tokenizer))
 
 
-def test_refresh_follows_a_disabled_adapter(tiny_model_dir):
+@pytest.mark.parametrize("merged", [False, True])
+def test_refresh_follows_a_disabled_adapter(tiny_model_dir, merged):
     """`with policy.disable_adapter():` (what TRL does for a reference model without a copy): the copy built
-    or refreshed inside it must serve what the policy serves there, the base."""
+    or refreshed inside it must serve what the policy serves there, the base; a merged policy is unmerged by
+    its next forward there (PEFT), so the copy serves the base too."""
     policy = _policy(tiny_model_dir)
     tokenizer, batch = _batch(tiny_model_dir)
+    if merged:
+        policy.merge_adapter()
     fast = MergedPolicy(policy)
     with policy.disable_adapter():
         fast.refresh()

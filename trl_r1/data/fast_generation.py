@@ -617,10 +617,9 @@ class MergedPolicy:
         """An unmerged layer's dequantized base weight, taken again whenever the weight is another tensor than the
         one it was taken from: bitsandbytes repacked it for its CPU kernel (which computes with bf16 block scales
         from then on), PEFT merged or unmerged into it (a new 4-bit weight), a safe merge replaced its data."""
-        origin = self._bases_origin[index]
-        if self._bases[index] is None or not _same_origin(_weight_origin_of(weight), origin):
-            self._bases[index] = _dense(weight).to(target.dtype)
-            self._bases_origin[index] = _weight_origin_of(weight)
+        origin = _weight_origin_of(weight)
+        if self._bases[index] is None or not _same_origin(origin, self._bases_origin[index]):
+            self._bases[index], self._bases_origin[index] = _dense(weight).to(target.dtype), origin
         return self._bases[index]
 
     def release_policy(self) -> None:
