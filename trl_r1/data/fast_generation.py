@@ -579,7 +579,7 @@ class MergedPolicy:
                     if getattr(value, "requires_grad", False):
                         target.copy_(_dense(value))
             for index, (target, layer) in enumerate(self._adapted):
-                written = (_adapter_state(layer), _weight_origin(layer))
+                written = (_adapter_state(layer), _weight_origin(layer.get_base_layer().weight))
                 if self._written[index] is not None and _same_state(written[0], self._written[index][0]) \
                         and _same_origin(written[1], self._written[index][1]):
                     continue
@@ -617,7 +617,7 @@ class MergedPolicy:
         """An unmerged layer's dequantized base weight, taken again whenever the weight is another tensor than the
         one it was taken from: bitsandbytes repacked it for its CPU kernel (which computes with bf16 block scales
         from then on), PEFT merged or unmerged into it (a new 4-bit weight), a safe merge replaced its data."""
-        origin = _weight_origin_of(weight)
+        origin = _weight_origin(weight)
         if self._bases[index] is None or not _same_origin(origin, self._bases_origin[index]):
             self._bases[index], self._bases_origin[index] = _dense(weight).to(target.dtype), origin
         return self._bases[index]
@@ -692,12 +692,7 @@ def _same_state(state: tuple, written: tuple | None) -> bool:
         torch.equal(now, then) for now, then in zip(state[4], written[4]))
 
 
-def _weight_origin(layer: Any) -> tuple:
-    """Which tensor an adapted layer's base weight is (`_weight_origin_of`)."""
-    return _weight_origin_of(layer.get_base_layer().weight)
-
-
-def _weight_origin_of(weight: torch.Tensor) -> tuple:
+def _weight_origin(weight: torch.Tensor) -> tuple:
     """Which tensor `weight` is: the parameter (by weak reference: a freed one's id can be reused) and its storage
     address. Another one means other values (a repack, a 4-bit merge, a safe merge). An in-place write (PEFT's
     merge into a 16/32-bit weight) keeps both, so the merged state is tracked apart (`_adapter_state`)."""
