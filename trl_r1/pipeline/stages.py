@@ -512,13 +512,15 @@ class RejectionSamplingStage(Stage):
             return None
         args = build(name, args_cls, pick(section, args_cls), problems)
         values = {k: v for k, v in section.items() if k not in fields_of(args_cls)}
-        values["output_dir"] = str(where.output_dir)
+        filled = {"output_dir": str(where.output_dir), "seed": run_seed({})}  # `StagePlan.filled`
+        values["output_dir"] = filled["output_dir"]
         values["model_name_or_path"] = "<rl checkpoint>"  # the pipeline sets the real path when the stage runs
         values.setdefault("seed", run_seed(where.training))
         if "rewards" in values:
             reward_weights(values["rewards"], name, problems)
         config = build(name, config_cls, values, problems)
-        return StagePlan(name, "rejection_sampling", args, config, None, where.output_dir, section=section)
+        return StagePlan(name, "rejection_sampling", args, config, None, where.output_dir, section=section,
+                         filled=filled)
 
     def check_recipe(self, plan, present, problems):
         if not present & set(self.starts_from):
