@@ -266,7 +266,7 @@ class StagePlan:
     generation_why: str = ""  # why that backend (a fallback names what vLLM cannot do)
     load_in_4bit: bool = False  # the model it loads (trains, or samples from) is a 4-bit base
     evaluation_4bit: bool = False  # its held-out evaluation loads its adapter on a 4-bit base
-    generation_batch: int | None = None  # rejection sampling: prompts per generate call (`preflight.sampling_batch`)
+    generation_batch: int | None = None  # rejection sampling: prompts per generate call (`preflight.size_generation`)
     generation_batch_why: str = ""  # how that batch follows from the card, the model and the lengths
 
     @property
@@ -285,6 +285,7 @@ class Recipe:
     source: Path | None = None
     shared: dict[str, dict[str, Any]] = field(default_factory=dict)  # the user's model/training/evaluation keys
     evaluation_generation: tuple[str, str] | None = None  # (backend, why), decided once (`preflight.resolve_plan`)
+    evaluation_batch: tuple[int, str] | None = None  # (prompts per generate call, why) (`preflight.size_generation`)
 
     def stage(self, name: str) -> StagePlan | None:
         return next((s for s in self.stages if s.name == name), None)
