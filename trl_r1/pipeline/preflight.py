@@ -35,7 +35,7 @@ from ..data.loading import EmptyDatasetError, LocalDataError, SplitError
 from ..data.scan import (budget_problems, column_values, dataset_scan, duplicate_prompt_notes, held_out_problems,
                          prompt_budget, seen_in_training, think_tag_notes)
 from ..trainers import memory
-from ..trainers.memory import model_shape
+from ..trainers.memory import card_memory_gb, model_shape
 from .cards import card_precision_problems, card_text, cpu_stage_notes
 from .fingerprint import record_notes
 from .key_effects import ignored_key_notes
@@ -282,13 +282,15 @@ def dataset_problems(run: Run, where: str, load: Callable[[], Dataset], needed: 
 
 def _prompt_length_problems(run: Run, where: str, dataset: Dataset) -> list[str]:
     """Prompts against the model's context, the stage's prompt budget and its fast path's
-    (`fast_prompt_problems`), from one scan of the data."""
+    (`fast_prompt_problems`), from one scan of the data, which also records the longest (`run.longest_prompts`)."""
     problems = long_prompt_problems(where, dataset, run.tokenizer, run.context) if run.context is not None else []
     plan = run.recipe.stage(where)
     if problems:
         return problems
     budget = prompt_budget(plan.config, run.context) if plan is not None else None
-    fast_key = getattr(plan and plan.config, "fast_generation_max_prompt_length", None)
+    if plan is None and run.recipe.evaluation.num_prompts:  # the evaluation generates for its first prompts only
+        dataset = dataset.select(range(min(len(dataset), run.recipe.evaluation.num_prompts)))
+    fast_key = getattr(plan.config, "fast_generation_max_prompt_length", None) if plan is not None else None
     # the whole set's longest prompt: what the memory model and the batches are sized for (`prompt_tokens`)
     lengths = dataset_scan(where, dataset, run.tokenizer, budget[0] if budget else fast_key or PROMPT_TOKENS)
     if lengths is not None:
@@ -517,7 +519,6 @@ def offline_model_problems(model_path: str) -> list[str]:
     and a failed first stage. An 'org/name' id stays allowed (a laptop plans a run that downloads it on the GPU
     machine; the tokenizer check notes that it was not read)."""
     import difflib
-    from pathlib import Path
 
     from huggingface_hub import try_to_load_from_cache
 
@@ -957,14 +958,6 @@ def generation_backend_problems(recipe: Recipe, stages: list[StagePlan], notes: 
 
 
 # --------------------------------------------------------------------------------------------- memory
-
-
-def card_memory_gb() -> tuple[str, float] | None:
-    """(name, GB) of the GPU this process sees, None without one."""
-    if not torch.cuda.is_available():
-        return None
-    props = torch.cuda.get_device_properties(0)
-    return props.name, props.total_memory / 1e9
 
 
 def stage_peak(plan: StagePlan, recipe: Recipe, shape: ModelShape, card_gb: float, *, vllm: bool,

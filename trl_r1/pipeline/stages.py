@@ -109,13 +109,9 @@ def train(plan: StagePlan, start: ModelHandle, train_dataset: Dataset, *,
         logger.info("%s: resuming from %s", plan.name, resume)
     trainer = None
     try:  # the vLLM engine TRL starts with the trainer is freed whether training succeeds or raises
-        if long_examples is None:
+        with long_examples.untruncated(config) if long_examples is not None else contextlib.nullcontext():
             trainer = make_trainer(plan, start, train_dataset, reward_funcs=reward_funcs)
-            dropped = {}
-        else:
-            with long_examples.untruncated(config):
-                trainer = make_trainer(plan, start, train_dataset, reward_funcs=reward_funcs)
-            dropped = {"long_examples": long_examples(trainer)}
+        dropped = {"long_examples": long_examples(trainer)} if long_examples is not None else {}
         began = time.perf_counter()
         result = trainer.train(resume_from_checkpoint=resume)
         trainer.save_model(str(plan.output_dir))
