@@ -29,6 +29,8 @@ def test_the_recipe_records_what_it_filled_in():
     ("rl", {"optim": "adamw_torch"}, True),  # TrainingArguments' default: not what the pipeline gives a 4-bit stage
     ("rl", {"activation_checkpointing": True}, False),
     ("rl", {"activation_checkpointing": False}, True),
+    ("rl", {"gradient_checkpointing": True}, False),  # the name before transformers 5's rename
+    ("rl", {"gradient_checkpointing": False}, True),
     ("rejection_sampling", {"seed": 42}, False),  # the run's seed
     ("rejection_sampling", {"seed": 0}, True),  # RejectionSamplingConfig's default, which the pipeline overrides
 ])

@@ -79,7 +79,7 @@ class HeldOutEvaluation:
         self.echo(f"[{stage}] evaluating on held-out prompts")
         return evaluate_model(handle.model_path, self.prompts(), self.config, self.rewards(),
                               adapter_path=handle.adapter_path, seed=self.config.seed, load_in_4bit=load_in_4bit,
-                              batch_size=self.recipe.evaluation_batch[0])
+                              batch_size=self.recipe.evaluation_batch[0] if self.recipe.evaluation_batch else None)
 
     def score(self, plan: StagePlan, record: StageRecord) -> StageRecord:
         """`record` with its generator's held-out scores and the settings they were measured with."""
