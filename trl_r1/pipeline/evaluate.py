@@ -414,14 +414,11 @@ def given_values(argv: list[str]) -> dict[str, Any]:
 def evaluate_command(args: EvaluateArguments) -> dict[str, Any]:
     """Run `trl-r1 evaluate` with parsed arguments; returns {"settings", "evaluation": {model: metrics}} and
     writes evaluation.json and report.md into `output_dir` when set."""
-    from .data import load_stage_dataset
+    from .data import StageDatasets
 
     model, adapter = resolve_model(args.model_name_or_path, args.base_model_name_or_path)
     rewards = _adapted(reward_entries(args.rewards or DEFAULT_REWARDS), adapter or model)
-    prompts, _ = load_stage_dataset(args.dataset_name, split=args.dataset_split, config=args.dataset_config,
-                                    kwargs=args.dataset_kwargs, max_samples=getattr(args, "max_samples", None),
-                                    rename={"prompt_column": args.prompt_column,
-                                            "solution_column": args.solution_column})
+    prompts = StageDatasets(streaming=False).of("evaluation", args, split_attribute="dataset_split")
     results = evaluate_model(model, prompts, args, rewards, adapter_path=adapter, load_in_4bit=args.load_in_4bit,
                              seed=args.seed)
     settings = {k: v for k, v in asdict(args).items() if k != "stages"}

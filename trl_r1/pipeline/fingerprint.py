@@ -293,9 +293,7 @@ def stage_status(plan: StagePlan, forced: bool = False) -> str:
     record = read_record(plan.output_dir)
     if record is None:
         return "stale" if unreadable_record(plan.output_dir) else "new"  # an unreadable record: keep its files aside
-    if record.fingerprint != plan.fingerprint:
-        return "stale"
-    if forced:
+    if record.fingerprint != plan.fingerprint or forced:
         return "stale"
     return "done" if record.status == "done" else "resume"
 
@@ -318,8 +316,6 @@ def data_file(plan: StagePlan) -> Path | None:
 
 def file_stamp(path: Path) -> dict[str, Any]:
     """What a finished stage records of its data file: size, modification time and content digest."""
-    import hashlib
-
     with open(path, "rb") as f:
         sha256 = hashlib.file_digest(f, "sha256").hexdigest()
     stat = path.stat()
