@@ -95,7 +95,8 @@ def test_rejection_sampling_runs_at_the_batch_its_plan_sized_for_the_card(tmp_pa
             "rl": {"dataset_name": "trl_r1.toy.arithmetic:arithmetic_dataset", "rewards": ["math"]},
             "rejection_sampling": {"backend": "transformers", "batch_size": 2, "num_samples": 4,
                                    "max_new_tokens": max_new_tokens}}, check_hardware=False)
-        pipeline = Pipeline(recipe, echo=lambda _: None, card=("NVIDIA H100", 80.0), elsewhere=True)
+        pipeline = Pipeline(recipe, echo=lambda _: None, card=("NVIDIA H100", 80.0), elsewhere=True, dry_run=True)
+        pipeline.preflight()
         plan = recipe.stage("rejection_sampling")
         config = STAGE_REGISTRY[plan.name].sampling_config(plan, pipeline)
         printed = " ".join(" ".join(pipeline.plan_lines()).split())
@@ -106,3 +107,68 @@ def test_rejection_sampling_runs_at_the_batch_its_plan_sized_for_the_card(tmp_pa
     assert short[0] == short[1] and long[0] == long[1]  # the run samples at the planned batch
     assert short[0] > long[0] > 2  # sized by the memory model for the H100 and the lengths, not the configured 2
     assert "1024 tokens fit in" in short[2] and "NVIDIA H100" in short[2]
+
+
+def long_prompts(count: int, words: int):
+    from trl_r1.toy.arithmetic import arithmetic_dataset
+
+    rows = arithmetic_dataset("test", num_rows=count).to_list()
+    return datasets.Dataset.from_list([{**row, "prompt": [{"role": "user", "content": "Think. " * words
+                                                          + row["prompt"][-1]["content"]}]} for row in rows])
+
+
+def evaluation_plan(words: int, card=("NVIDIA L4", 24.0)) -> Pipeline:
+    """A dry run's plan of a recipe whose held-out prompts carry `words` extra words, for `card` (elsewhere)."""
+    from tests.conftest import recipe
+
+    long_prompts(4, words).to_json("held_out.jsonl")
+    data = recipe(rl=None, rejection_sampling={"dataset_name": "held_out.jsonl",
+                                                                 "backend": "transformers", "max_new_tokens": 8},
+                  evaluation={"dataset_name": "held_out.jsonl", "dataset_split": "train", "backend": "transformers", "batch_size": 2,
+                              "stages": ["base"]})
+    pipeline = Pipeline(load_recipe(data, check_hardware=False), echo=lambda _: None, card=card, elsewhere=True,
+                        dry_run=True)
+    pipeline.preflight()
+    return pipeline
+
+
+def test_the_evaluation_runs_at_the_batch_its_plan_decided(workdir, caplog):
+    """Issue 34: the held-out evaluation's prompts per generate call are decided once on the plan (for the card
+    planned for), printed on its `decided:` line, and the evaluation the run starts generates at that batch."""
+    import logging
+
+    from trl_r1.pipeline.fingerprint import ModelHandle
+
+    pipeline = evaluation_plan(words=2)
+    batch, why = pipeline.recipe.evaluation_batch
+    assert batch > 2 and "NVIDIA L4" in why  # sized by the memory model for the card, not the configured 2
+    printed = " ".join(" ".join(pipeline.plan_lines()).split())
+    evaluation = printed[printed.index(" evaluation: "):]
+    assert f"decided: generates with transformers" in evaluation
+    assert f"{batch} prompts per generate call ({why}); seed 42" in evaluation
+    with caplog.at_level(logging.INFO, logger="trl_r1.pipeline"):
+        pipeline.evaluation.evaluate("base", ModelHandle(pipeline.base_model_path))
+    assert f"evaluation: {batch} prompts per generate call (the run's plan)" in caplog.text
+
+
+def test_long_prompts_raise_the_planned_generation_memory(workdir):
+    """Issue 34: rejection sampling and the evaluation are sized at the data's longest prompt (the scan the rl
+    stage's figure already uses), not an assumed 512 tokens: longer prompts raise the memory line's figure and
+    lower the batch the plan decides."""
+    from trl_r1.pipeline.preflight import PROMPT_TOKENS, planned_peak
+    from trl_r1.trainers.memory import model_shape
+
+    figures = {}
+    for words in (2, 250):
+        pipeline = evaluation_plan(words)
+        recipe, shape = pipeline.recipe, model_shape(pipeline.base_model_path)
+        sampling = recipe.stage("rejection_sampling")
+        figures[words] = (pipeline.longest_prompts["evaluation"],
+                          planned_peak(recipe, None, shape, 24.0, pipeline.longest_prompts)[0],
+                          planned_peak(recipe, sampling, shape, 24.0, pipeline.longest_prompts)[0],
+                          recipe.evaluation_batch[0], sampling.generation_batch)
+        assert f"<= {figures[words][0]} + 8 tokens" in sampling.generation_batch_why
+    short, long = figures[2], figures[250]
+    assert short[0] < PROMPT_TOKENS < long[0]
+    assert long[1] > short[1] and long[2] > short[2]  # the evaluation's and the sampler's peaks
+    assert long[3] <= short[3] and long[4] <= short[4]

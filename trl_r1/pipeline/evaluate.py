@@ -78,7 +78,8 @@ class HeldOutEvaluation:
             return None
         self.echo(f"[{stage}] evaluating on held-out prompts")
         return evaluate_model(handle.model_path, self.prompts(), self.config, self.rewards(),
-                              adapter_path=handle.adapter_path, seed=self.config.seed, load_in_4bit=load_in_4bit)
+                              adapter_path=handle.adapter_path, seed=self.config.seed, load_in_4bit=load_in_4bit,
+                              batch_size=self.recipe.evaluation_batch[0] if self.recipe.evaluation_batch else None)
 
     def score(self, plan: StagePlan, record: StageRecord) -> StageRecord:
         """`record` with its generator's held-out scores and the settings they were measured with."""
@@ -114,8 +115,11 @@ class HeldOutEvaluation:
 
 
 def evaluate_model(model_path: str, prompts: Any, config: EvaluationConfig, rewards: list[Any], *,
-                   adapter_path: str | None = None, load_in_4bit: bool = False, seed: int = 0) -> dict[str, float]:
-    """Mean reward per reward function (and length statistics) of `model_path` on `prompts` (a `prompt` column)."""
+                   adapter_path: str | None = None, load_in_4bit: bool = False, seed: int = 0,
+                   batch_size: int | None = None) -> dict[str, float]:
+    """Mean reward per reward function (and length statistics) of `model_path` on `prompts` (a `prompt` column),
+    `batch_size` prompts per generate call (a run's plan decides it, `preflight.size_generation`; None: the most
+    the memory model fits on this machine's GPU, else the configured `batch_size`)."""
     from tqdm.auto import tqdm
 
     from ..data.generation import SamplingParams, load_generator, vllm_engine_kwargs
@@ -130,15 +134,16 @@ def evaluate_model(model_path: str, prompts: Any, config: EvaluationConfig, rewa
     try:  # the engine is freed before the next stage starts one
         params = SamplingParams(config.num_samples, config.max_new_tokens, config.temperature, config.top_p)
         rows = [prompts[i] for i in range(min(len(prompts), config.num_prompts or len(prompts)))]
-        batch_size = config.batch_size
-        if generator.describe()["backend"] == "transformers":
+        why = "the run's plan" if batch_size else "the configured batch_size"
+        if batch_size is None and generator.describe()["backend"] == "transformers":
             from ..trainers.memory import GenerationSettings, adapter_rank, card_generation_batch
 
             batch_size, why = card_generation_batch(model_path, GenerationSettings(
                 batch_size=config.batch_size, num_samples=config.num_samples, max_new_tokens=config.max_new_tokens,
                 load_in_4bit=load_in_4bit, lora_r=adapter_rank(adapter_path),
                 fast=bool(generator.describe().get("fast_generation"))))
-            logger.info("evaluation: %d prompts per generate call (%s)", batch_size, why)
+        batch_size = batch_size or config.batch_size
+        logger.info("evaluation: %d prompts per generate call (%s)", batch_size, why)
         scores: dict[str, list[float | None]] = {name: [] for name in names}  # prompt-major: k samples per prompt
         lengths: list[int] = []
         firsts: list[tuple[Any, str]] = []  # (prompt, its first completion) of the first SAMPLES_SHOWN prompts
@@ -409,14 +414,11 @@ def given_values(argv: list[str]) -> dict[str, Any]:
 def evaluate_command(args: EvaluateArguments) -> dict[str, Any]:
     """Run `trl-r1 evaluate` with parsed arguments; returns {"settings", "evaluation": {model: metrics}} and
     writes evaluation.json and report.md into `output_dir` when set."""
-    from .data import load_stage_dataset
+    from .data import StageDatasets
 
     model, adapter = resolve_model(args.model_name_or_path, args.base_model_name_or_path)
     rewards = _adapted(reward_entries(args.rewards or DEFAULT_REWARDS), adapter or model)
-    prompts, _ = load_stage_dataset(args.dataset_name, split=args.dataset_split, config=args.dataset_config,
-                                    kwargs=args.dataset_kwargs, max_samples=getattr(args, "max_samples", None),
-                                    rename={"prompt_column": args.prompt_column,
-                                            "solution_column": args.solution_column})
+    prompts = StageDatasets(streaming=False).of("evaluation", args, split_attribute="dataset_split")
     results = evaluate_model(model, prompts, args, rewards, adapter_path=adapter, load_in_4bit=args.load_in_4bit,
                              seed=args.seed)
     settings = {k: v for k, v in asdict(args).items() if k != "stages"}

@@ -1,7 +1,7 @@
 """What decides that a stage is done, resumes or is redone: its record (`StageRecord`, `<stage>/stage.json`), its
 fingerprint over the typed settings that change what it computes, and where a redone stage's old outputs go.
-A key written down at the value the stage holds without it (its config's default, where neither the pipeline nor
-the `training:` section fills it in) is left out: `seed: 42` or `beta: 0.0` written into a finished run redoes nothing.
+A key written down at the value the stage holds without it (what the recipe filled in for it, `StagePlan.filled`,
+else its config's default, where the `training:` section does not set it) is left out: `seed: 42` or `beta: 0.0` written into a finished run redoes nothing.
 
 The settings are read back from the stage's parsed configs (the TRL / transformers dataclasses the recipe built),
 so `5e-5` and `5.0e-5` are one learning rate. Keys that only log, save, report or evaluate are left out in every
@@ -35,6 +35,7 @@ class StagePlan(Protocol):
     config: Any
     model_args: R1ModelConfig | None
     section: dict[str, Any]
+    filled: dict[str, Any]  # what the pipeline gives a key the recipe leaves out
     fingerprint: str
     settings: dict[str, Any]
     output_dir: Path
@@ -68,10 +69,6 @@ def typed_value(key: str, raw: Any, *parsed: Any) -> Any:
     return json.loads(json.dumps(raw, default=str))
 
 
-# keys the pipeline fills in when a recipe leaves them out (QLoRA's optimizer, checkpointing on, the rewards' weights,
-# each stage's folder, a stage section's seed from the run's): their class default is not what an unset key means
-PIPELINE_FILLED = frozenset({"optim", "gradient_checkpointing", "activation_checkpointing", "reward_weights",
-                             "output_dir", "seed"})
 _NO_DEFAULT = object()
 
 
@@ -114,20 +111,19 @@ def stage_settings(plan: StagePlan, model_section: dict[str, Any], training: dic
     left_out = BOOKKEEPING_KEYS | SHAPE_ONLY_KEYS.get(plan.kind, frozenset())
 
     def typed(section: dict[str, Any], *objs: Any, inherited: dict[str, Any] | None = None,
-              filled: frozenset[str] = PIPELINE_FILLED) -> dict[str, Any]:
+              filled: dict[str, Any] = plan.filled) -> dict[str, Any]:
         kept = {key: typed_value(key, value, *objs) for key, value in section.items()
                 if key not in left_out and key not in BATCH_SHAPE_KEYS}
         kept = {key: value for key, value in kept.items()  # a default written down changes nothing
-                if key in filled or key in (inherited or {}) or value != class_default(key, *objs)}
+                if key in (inherited or {}) or value != (filled[key] if key in filled else class_default(key, *objs))}
         if any(key in section for key in BATCH_SHAPE_KEYS) and plan.config is not None:
             kept[EFFECTIVE_BATCH] = (getattr(plan.config, BATCH_SHAPE_KEYS[0], 1)
                                      * getattr(plan.config, BATCH_SHAPE_KEYS[1], 1))
         return kept
 
     shared = {key: value for key, value in training.items() if key not in plan.section}  # a key the stage sets is its own
-    # the run's seed is the training section's, else TrainingArguments' 42: there, 42 written down is the default
-    return {"model": typed(model_section, model_args, plan.model_args),
-            "training": typed(shared, *parsed, filled=PIPELINE_FILLED - {"seed"}),
+    return {"model": typed(model_section, model_args, plan.model_args, filled={}),
+            "training": typed(shared, *parsed),
             plan.name: typed(plan.section, *parsed, inherited={**model_section, **training})}
 
 
@@ -297,9 +293,7 @@ def stage_status(plan: StagePlan, forced: bool = False) -> str:
     record = read_record(plan.output_dir)
     if record is None:
         return "stale" if unreadable_record(plan.output_dir) else "new"  # an unreadable record: keep its files aside
-    if record.fingerprint != plan.fingerprint:
-        return "stale"
-    if forced:
+    if record.fingerprint != plan.fingerprint or forced:
         return "stale"
     return "done" if record.status == "done" else "resume"
 
@@ -322,8 +316,6 @@ def data_file(plan: StagePlan) -> Path | None:
 
 def file_stamp(path: Path) -> dict[str, Any]:
     """What a finished stage records of its data file: size, modification time and content digest."""
-    import hashlib
-
     with open(path, "rb") as f:
         sha256 = hashlib.file_digest(f, "sha256").hexdigest()
     stat = path.stat()

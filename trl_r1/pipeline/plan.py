@@ -291,7 +291,7 @@ def rejection_sampling_cost(plan: StagePlan, pipeline: Run, prompt_rows: int | N
     vllm = plan.generation == "vllm"
     weights = "nf4" if plan.load_in_4bit else "float32" if recipe.model.dtype == "float32" else "bf16"
     return sampling_cost(pipeline, prompts, c.num_samples, c.max_new_tokens, how,
-                         ("vllm" if vllm else "transformers", weights, adapter), plan.generation_batch)
+                         ("vllm" if vllm else "transformers", weights, adapter), plan.generation_batch or c.batch_size)
 
 
 def evaluation_cost(pipeline: Run) -> StageCost:
@@ -305,7 +305,8 @@ def evaluation_cost(pipeline: Run) -> StageCost:
     adapter = bool(recipe.model.use_peft) and any(s != "base" for s in ev.stages)  # a trained stage's adapter
     return sampling_cost(pipeline, prompts, ev.num_samples, ev.max_new_tokens,
                          f"{passes} evaluation(s) x {_n(prompts)} prompts",
-                         ("vllm" if vllm else "transformers", weights, adapter), ev.batch_size, passes)
+                         ("vllm" if vllm else "transformers", weights, adapter),
+                         recipe.evaluation_batch[0] if recipe.evaluation_batch else ev.batch_size, passes)
 
 
 # --------------------------------------------------------------------------------------------- time and memory
@@ -442,14 +443,15 @@ def model_line(plan: StagePlan, pipeline: Run) -> str | None:
     return f"loads:    {mode}, adapter_handoff={model.adapter_handoff}"
 
 
-def decided_line(plan: StagePlan) -> str:
-    """What the run will do, as `preflight.resolve_stage` decided it once: the backend it generates with and why, a
-    sampler's batch, its seed (whether its model loads in 4 bits is the `loads:` line's, `model_line`)."""
-    parts = [f"generates with {plan.generation} ({plan.generation_why})"] if plan.generation else []
-    if plan.generation_batch is not None:
-        parts.append(f"{plan.generation_batch} prompts per generate call ({plan.generation_batch_why})")
-    if plan.seed is not None:
-        parts.append(f"seed {plan.seed}")
+def decided_line(generation: tuple[str | None, str], batch: tuple[int | None, str], seed: int | None) -> str:
+    """What the run will do, as the plan decided it once (`preflight.resolve_stage`, `size_generation`): the
+    backend a stage or the evaluation generates with and why, its prompts per generate call and why, its seed
+    (whether its model loads in 4 bits is the `loads:` line's, `model_line`)."""
+    parts = [f"generates with {generation[0]} ({generation[1]})"] if generation[0] else []
+    if batch[0] is not None:
+        parts.append(f"{batch[0]} prompts per generate call ({batch[1]})")
+    if seed is not None:
+        parts.append(f"seed {seed}")
     return f"decided:  {'; '.join(parts)}"
 
 
@@ -580,7 +582,8 @@ def plan_lines(pipeline: Run) -> list[str]:
         described = model_line(plan, pipeline)
         if described:
             lines.append(f"     {described}")
-        lines += _wrap(decided_line(plan))
+        lines += _wrap(decided_line((plan.generation, plan.generation_why),
+                                    (plan.generation_batch, plan.generation_batch_why), plan.seed))
         lines += settings_lines("settings:", plan.section, plan.name, pipeline.overridden)
         cost = costs.get(plan.name)
         lines += cost_lines(cost, pipeline, plan)
@@ -591,6 +594,7 @@ def plan_lines(pipeline: Run) -> list[str]:
         stages = [s for s in ev.stages if s == "base" or recipe.stage(s) is not None]
         lines.append(f"evaluation: {ev.dataset_name} [{ev.dataset_split}], {ev.num_prompts} prompts x {ev.num_samples} "
                      f"samples at T={ev.temperature}, after each of {', '.join(stages)}")
+        lines += _wrap(decided_line(recipe.evaluation_generation, recipe.evaluation_batch or (None, ""), ev.seed))
         lines += settings_lines("settings:", shared.get("evaluation", {}), "evaluation", pipeline.overridden)
         cost = evaluation_cost(pipeline)
         lines += cost_lines(cost, pipeline, None)

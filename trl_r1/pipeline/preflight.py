@@ -35,11 +35,11 @@ from ..data.loading import EmptyDatasetError, LocalDataError, SplitError
 from ..data.scan import (budget_problems, column_values, dataset_scan, duplicate_prompt_notes, held_out_problems,
                          prompt_budget, seen_in_training, think_tag_notes)
 from ..trainers import memory
-from ..trainers.memory import model_shape
+from ..trainers.memory import card_memory_gb, model_shape
 from .cards import card_precision_problems, card_text, cpu_stage_notes
 from .fingerprint import record_notes
 from .key_effects import ignored_key_notes
-from .recipe import STAGE_REGISTRY
+from .recipe import STAGE_REGISTRY, same_text_once
 from .templates import TemplateReport, inspect_chat_template, template_problems
 
 if TYPE_CHECKING:
@@ -143,7 +143,7 @@ def plan_problems(run: Run) -> list[str]:
                if hasattr(STAGE_REGISTRY[plan.name], "rewards")}
     if recipe.evaluation is not None:
         rewards["evaluation"] = run.evaluation.rewards()
-    machine = backend_problems(recipe, pending, rewards) + tracker_problems(pending)
+    machine = backend_problems(pending, rewards) + tracker_problems(pending)
     # what follows from the recipe fails on any machine, the card planned for included
     problems += generation_backend_problems(recipe, pending, run.notes, elsewhere=run.elsewhere)
     run.notes += ignored_key_notes(pending, recipe.shared.get("training", {}))
@@ -158,6 +158,7 @@ def plan_problems(run: Run) -> list[str]:
         run.notes += [f"this machine, not the GPU planned for: {p}" for p in machine]
     else:
         problems += machine
+    size_generation(run)
     return problems + _memory_problems(run)
 
 
@@ -258,7 +259,7 @@ def dataset_problems(run: Run, where: str, load: Callable[[], Dataset], needed: 
                 "select at least one"]
     published = run.data.schemas[where].columns if where in run.data.schemas else columns
     problems = [p for obj in named if obj is not None
-                for p in column_key_problems(where, *set_column_keys(obj), published)]
+                for p in column_key_problems(where, obj, published)]
     if problems:
         return problems
     problems = [f"{where}: the dataset has no {c!r} column (columns: {columns}){column_hint(c, columns)}"
@@ -281,18 +282,21 @@ def dataset_problems(run: Run, where: str, load: Callable[[], Dataset], needed: 
 
 def _prompt_length_problems(run: Run, where: str, dataset: Dataset) -> list[str]:
     """Prompts against the model's context, the stage's prompt budget and its fast path's
-    (`fast_prompt_problems`), from one scan of the data."""
+    (`fast_prompt_problems`), from one scan of the data, which also records the longest (`run.longest_prompts`)."""
     problems = long_prompt_problems(where, dataset, run.tokenizer, run.context) if run.context is not None else []
     plan = run.recipe.stage(where)
-    if problems or plan is None:
+    if problems:
         return problems
-    budget = prompt_budget(plan.config, run.context)
-    fast_key = getattr(plan.config, "fast_generation_max_prompt_length", None)
-    lengths = dataset_scan(where, dataset, run.tokenizer, budget[0] if budget else fast_key) \
-        if budget or fast_key else None
+    budget = prompt_budget(plan.config, run.context) if plan is not None else None
+    if plan is None and run.recipe.evaluation.num_prompts:  # the evaluation generates for its first prompts only
+        dataset = dataset.select(range(min(len(dataset), run.recipe.evaluation.num_prompts)))
+    fast_key = getattr(plan.config, "fast_generation_max_prompt_length", None) if plan is not None else None
+    # the whole set's longest prompt: what the memory model and the batches are sized for (`prompt_tokens`)
+    lengths = dataset_scan(where, dataset, run.tokenizer, budget[0] if budget else fast_key or PROMPT_TOKENS)
+    if lengths is not None:
+        run.longest_prompts[where] = lengths.longest
     problems += budget_problems(where, dataset, run.tokenizer, budget, lengths)
     if lengths is not None and fast_key:
-        run.longest_prompts[where] = lengths.longest
         fast_problems, fast_notes = fast_prompt_problems(
             plan, lengths, refuse=plan.config.fast_generation == "on" or run.card is not None)
         problems += fast_problems
@@ -304,13 +308,13 @@ COLUMN_KEYS = ("prompt_column", "solution_column", "dataset_text_field")  # keys
 PROMPT_TOKENS = 512  # the prompt length the memory model and the plan assume where the data was not scanned
 
 
-def column_key_problems(where: str, values: dict[str, Any], defaults: dict[str, Any],
-                        columns: list[str]) -> list[str]:
-    """A key that names a column the dataset does not have is an error (`solution_column: answr` would otherwise
-    be ignored and another column silently scored). Keys left at their default are checked by what needs them."""
-    return [f"{where}: key {key!r}: the dataset has no {value!r} column (columns: {columns})"
-            for key, value in values.items()
-            if key in COLUMN_KEYS and value != defaults.get(key) and value not in columns]
+def column_key_problems(where: str, obj: Named, columns: list[str]) -> list[str]:
+    """A key of the config dataclass `obj` that names a column the dataset does not have is an error
+    (`solution_column: answr` would otherwise be ignored and another column silently scored). Keys left at their
+    default are checked by what needs them."""
+    return [f"{where}: key {f.name!r}: the dataset has no {value!r} column (columns: {columns})"
+            for f in dataclasses.fields(obj)
+            if f.name in COLUMN_KEYS and (value := getattr(obj, f.name)) != f.default and value not in columns]
 
 
 CHAT_ROLES = ("system", "user", "assistant", "tool", "developer")  # the roles chat templates render
@@ -424,9 +428,8 @@ def dataset_kwargs_problems(where: str, obj: DataArguments | EvaluationConfig | 
     name, kwargs = getattr(obj, "dataset_name", None), getattr(obj, "dataset_kwargs", None)
     if not name or not isinstance(kwargs, dict) or "split" not in kwargs or names_builder(name):
         return []
-    split_key = "dataset_train_split" if hasattr(obj, "dataset_train_split") else "dataset_split"
     return [f"{where}: key 'dataset_kwargs': 'split' is an argument of a builder function, not of {name!r}; "
-            f"remove it and set {split_key} instead"]
+            f"remove it and set {split_key([obj])} instead"]
 
 
 def split_key(named: list[Named]) -> str:
@@ -469,16 +472,6 @@ def missing_value_problems(where: str, dataset: Dataset, columns: list[str], nam
 def unique(problems: list[str]) -> list[str]:
     """`problems` without repeats, in order (one mistake reported once)."""
     return list(dict.fromkeys(problems))
-
-
-def set_column_keys(obj: Named) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(values, defaults) of the column-naming keys of a config dataclass."""
-    values, defaults = {}, {}
-    for f in dataclasses.fields(obj):
-        if f.name in COLUMN_KEYS:
-            values[f.name] = getattr(obj, f.name)
-            defaults[f.name] = f.default
-    return values, defaults
 
 
 def model_path_problems(model_path: str, *, built_by_run: bool = False) -> list[str]:
@@ -526,7 +519,6 @@ def offline_model_problems(model_path: str) -> list[str]:
     and a failed first stage. An 'org/name' id stays allowed (a laptop plans a run that downloads it on the GPU
     machine; the tokenizer check notes that it was not read)."""
     import difflib
-    from pathlib import Path
 
     from huggingface_hub import try_to_load_from_cache
 
@@ -566,27 +558,21 @@ def lora_target_problems(model_path: str, targets: list[str] | str | None) -> li
 def run_dir_problems(run_dir: Path | str, key: str = "run_dir") -> list[str]:
     """A run_dir that is a file, or lies under one, fails here, not when the first stage writes its outputs.
     `key` is what the command calls it (`trl-r1 sft|grpo|ppo`: output_dir)."""
-    named = "run_dir (or --run-dir)" if key == "run_dir" else key
-    for path in (Path(run_dir), *Path(run_dir).parents):
-        if path.exists():
-            if path.is_dir():
-                return _unwritable_problems(run_dir, path, key)
-            return [f"{key}: {run_dir} {'is' if path == Path(run_dir) else f'lies under {path}, which is'} a "
-                    f"file, not a folder; give {named} a folder path"]
-    return []
-
-
-def _unwritable_problems(run_dir: Path | str, folder: Path, key: str) -> list[str]:
-    """`folder` (run_dir, or its nearest existing parent) must take a new folder: tried with a temporary one
-    (permission bits do not tell for root, a read-only mount or /proc), removed at once."""
     import os
     import tempfile
 
-    try:
-        os.rmdir(tempfile.mkdtemp(prefix=".trl-r1-write-check-", dir=folder))
+    named = "run_dir (or --run-dir)" if key == "run_dir" else key
+    folder = next((path for path in (Path(run_dir), *Path(run_dir).parents) if path.exists()), None)
+    if folder is not None and not folder.is_dir():
+        return [f"{key}: {run_dir} {'is' if folder == Path(run_dir) else f'lies under {folder}, which is'} a "
+                f"file, not a folder; give {named} a folder path"]
+    try:  # run_dir, or its nearest existing parent, must take a new folder: permission bits do not tell for root,
+        # a read-only mount or /proc, so one is made and removed at once
+        if folder is not None:
+            os.rmdir(tempfile.mkdtemp(prefix=".trl-r1-write-check-", dir=folder))
     except OSError as exc:
-        return [f"{key}: cannot write {run_dir}: {folder} takes no new folder ({exc.strerror}); give "
-                f"{'run_dir (or --run-dir)' if key == 'run_dir' else key} a folder you can write"]
+        return [f"{key}: cannot write {run_dir}: {folder} takes no new folder ({exc.strerror}); give {named} a "
+                "folder you can write"]
     return []
 
 
@@ -686,34 +672,15 @@ def install_hint(extra: str) -> str:
     return f"pip install '{spec}' (or `pip install -e '.[{extra}]'` in the trl-r1 clone)"
 
 
-def loads_4bit(plan: StagePlan, recipe: Recipe) -> bool:
-    if plan.model_args is not None:
-        return bool(plan.model_args.load_in_4bit)
-    if plan.kind == "rejection_sampling":
-        return bool(plan.section.get("load_in_4bit", recipe.model.load_in_4bit))
-    return False
-
-
-def backend_problems(recipe: Recipe, stages: list[StagePlan], rewards: dict[str, list[Any]]) -> list[str]:
-    """One problem per missing backend, naming every stage (and key) that needs it, with the install command.
+def backend_problems(stages: list[StagePlan], rewards: dict[str, list[Any]]) -> list[str]:
+    """One problem per missing backend (bitsandbytes, the code sandbox; vLLM is `generation_backend_problems`'),
+    naming every stage (and key) that needs it, with the install command.
 
     `rewards` maps a stage (or "evaluation") to its reward entries."""
     from ..rewards import get_reward_funcs
     from ..rewards.base import declared
 
     problems = []
-    vllm_installed = importlib.util.find_spec("vllm") is not None
-    if not vllm_installed:
-        wanting = [f"{p.name} ({'use_vllm: true' if getattr(p.config, 'use_vllm', False) else 'backend: vllm'})"
-                   for p in stages if (getattr(p.config, "use_vllm", False) or getattr(p.config, "backend", None)
-                                       == "vllm") and p.config.vllm_fallback != "transformers"]
-        if recipe.evaluation is not None and recipe.evaluation.backend == "vllm" \
-                and recipe.evaluation.vllm_fallback != "transformers":
-            wanting.append("evaluation (backend: vllm)")
-        if wanting:
-            problems.append(f"{', '.join(wanting)}: vLLM is not installed; install it with {install_hint('vllm')}, "
-                            "or generate with transformers (use_vllm: false / backend: transformers), or set "
-                            "vllm_fallback: transformers to fall back where vLLM cannot serve")
     quantised = [p.name for p in stages if p.load_in_4bit]
     if quantised and importlib.util.find_spec("bitsandbytes") is None:
         problems.append(f"{', '.join(quantised)}: load_in_4bit: true needs bitsandbytes, which is not installed; "
@@ -768,7 +735,7 @@ def value_problems(recipe: Recipe, stages: list[StagePlan]) -> list[str]:
             at_least("temperature", 0, "makes every completion of a prompt the same, so every advantage is 0 and "
                      "nothing is learned; sample with a temperature above 0 (R1: 0.6 to 1.0)", strict=True)
         problems += sampling_problems(where, config)
-    problems = _grouped(problems)
+    problems = same_text_once(problems, {plan.name for plan in stages})  # a shared key's mistake, once
     problems += lora_value_problems(recipe.model)
     return problems
 
@@ -830,16 +797,6 @@ def tracker_problems(stages: list[StagePlan]) -> list[str]:
             "training.report_to: none" for tracker, names in missing.items()]
 
 
-def _grouped(problems: list[str]) -> list[str]:
-    """'stage: text' problems with the same text as one line naming every stage (a `training:` key that every
-    stage inherits is one mistake, reported once)."""
-    stages: dict[str, list[str]] = {}
-    for problem in problems:
-        stage, _, text = problem.partition(": ")
-        stages.setdefault(text, []).append(stage)
-    return [f"{', '.join(names)}: {text}" for text, names in stages.items()]
-
-
 def precision_problems(stages: list[StagePlan]) -> list[str]:
     """On a machine without a GPU: one problem naming every trainer stage set to train in bf16 or fp16 (TRL
     defaults `bf16` to true), with the fix, instead of transformers' error once per stage when the run starts."""
@@ -880,12 +837,11 @@ def resolve_generation(config: SectionConfig | EvaluationConfig, model_args: R1M
                                use_bnb_nested_quant=model_args.use_bnb_nested_quant, this_machine=not elsewhere)
 
 
-def resolve_stage(plan: StagePlan, recipe: Recipe, *, elsewhere: bool, card: tuple[str, float] | None = None,
-                  shape: ModelShape | None = None) -> StagePlan:
-    """Fill in what `plan` will do (`StagePlan.generation`, `load_in_4bit`, `evaluation_4bit`, a sampler's
-    `generation_batch`), once, for the card planned for (`elsewhere`; `card`, and the base model's `shape`, size
-    the batch) or this machine; returns `plan`."""
-    plan.load_in_4bit = loads_4bit(plan, recipe)
+def resolve_stage(plan: StagePlan, recipe: Recipe, *, elsewhere: bool) -> StagePlan:
+    """Fill in what `plan` will do (`StagePlan.generation`, `load_in_4bit`, `evaluation_4bit`), once, for the card
+    planned for (`elsewhere`) or this machine; returns `plan`. Its batch waits for the data (`size_generation`)."""
+    plan.load_in_4bit = bool(plan.model_args.load_in_4bit) if plan.model_args is not None else bool(  # a sampler's own
+        plan.kind == "rejection_sampling" and plan.section.get("load_in_4bit", recipe.model.load_in_4bit))
     model_args = plan.model_args or recipe.model
     # a LoRA stage is evaluated as its adapter on the base it trained on (`StageRecord.generator`), 4-bit as trained
     plan.evaluation_4bit = bool(model_args.use_peft and model_args.load_in_4bit)
@@ -893,40 +849,61 @@ def resolve_stage(plan: StagePlan, recipe: Recipe, *, elsewhere: bool, card: tup
         four_bit = plan.load_in_4bit if plan.kind == "rejection_sampling" else plan.evaluation_4bit
         plan.generation, plan.generation_why = resolve_generation(plan.config, model_args, recipe.model,
                                                                   four_bit=four_bit, elsewhere=elsewhere)
-    if plan.kind == "rejection_sampling" and plan.config is not None:
-        plan.generation_batch, plan.generation_batch_why = sampling_batch(plan, recipe.model, card, shape)
     return plan
 
 
-def sampling_batch(plan: StagePlan, model: R1ModelConfig, card: tuple[str, float] | None,
-                   shape: ModelShape | None) -> tuple[int, str]:
-    """(prompts per `generate` call, why) of a rejection-sampling pass: with transformers on a card, the largest
-    batch the memory model fits (`memory.generation_batch_size`, each prompt's `num_samples` sequences of
-    `PROMPT_TOKENS` + `max_new_tokens`, from the model's adapter on its base); else the configured `batch_size`."""
-    config = plan.config
-    if plan.generation != "transformers" or card is None or shape is None:
-        why = "vLLM schedules its own batches" if plan.generation == "vllm" else \
+def size_generation(run: Run) -> None:
+    """Each transformers generation pass's prompts per `generate` call, decided once the data is scanned: a
+    sampler's (`StagePlan.generation_batch`) and the held-out evaluation's (`Recipe.evaluation_batch`)."""
+    recipe, shape = run.recipe, model_shape(run.base_model_path) if run.card is not None else None
+    for plan in recipe.stages:
+        if plan.kind == "rejection_sampling" and plan.config is not None:
+            plan.generation_batch, plan.generation_batch_why = generation_batch(
+                plan.config, plan.generation, run.card, shape, load_in_4bit=plan.load_in_4bit,
+                lora_r=recipe.model.lora_r if recipe.model.use_peft else None,
+                prompt_tokens=prompt_tokens(recipe, plan, run.longest_prompts))
+    if recipe.evaluation is not None:  # sized for the merged copy it decodes from: the same for every stage's model
+        recipe.evaluation_batch = generation_batch(recipe.evaluation, recipe.evaluation_generation[0], run.card, shape,
+                                                   load_in_4bit=False, lora_r=None,
+                                                   prompt_tokens=prompt_tokens(recipe, None, run.longest_prompts))
+
+
+def prompt_tokens(recipe: Recipe, plan: StagePlan | None, longest_prompts: dict[str, int]) -> int:
+    """The prompt length a generation pass (`plan` None: the evaluation) is sized for: the data's longest prompt
+    where it was scanned (a sampler without data of its own: the prompts of the stage it takes them from), else
+    `PROMPT_TOKENS`."""
+    if plan is None:
+        return longest_prompts.get("evaluation") or PROMPT_TOKENS
+    source = plan.name if getattr(plan.config, "dataset_name", None) else STAGE_REGISTRY[plan.name].rewards_from
+    return longest_prompts.get(source) or PROMPT_TOKENS
+
+
+def generation_batch(config: RejectionSamplingConfig | EvaluationConfig, backend: str | None,
+                     card: tuple[str, float] | None, shape: ModelShape | None, *, load_in_4bit: bool,
+                     lora_r: int | None, prompt_tokens: int) -> tuple[int, str]:
+    """(prompts per `generate` call, why) of a generation pass: with transformers on a card, the largest batch the
+    memory model fits (`memory.generation_batch_size`, each prompt's `num_samples` sequences of `prompt_tokens` +
+    `max_new_tokens`, decoded from the merged copy); else the configured `batch_size`."""
+    if backend != "transformers" or card is None or shape is None:
+        why = "vLLM schedules its own batches" if backend == "vllm" else \
             "no card to size it for" if card is None else "the model's size is not known here"
         return config.batch_size, f"the configured batch_size: {why}"
     settings = memory.GenerationSettings(
         batch_size=config.batch_size, num_samples=config.num_samples, max_new_tokens=config.max_new_tokens,
-        prompt_length=PROMPT_TOKENS, load_in_4bit=plan.load_in_4bit, lora_r=model.lora_r if model.use_peft else None,
-        fast=True)
+        prompt_length=prompt_tokens, load_in_4bit=load_in_4bit, lora_r=lora_r, fast=True)
     fitted = memory.generation_batch_size(shape, settings, card[1])
     if fitted < 1:
         return config.batch_size, f"the configured batch_size: the memory model fits no batch on {card_text(card)}"
-    return fitted, (f"{fitted} prompts x {config.num_samples} samples of <= {PROMPT_TOKENS} + {config.max_new_tokens} "
+    return fitted, (f"{fitted} prompts x {config.num_samples} samples of <= {prompt_tokens} + {config.max_new_tokens} "
                     f"tokens fit in {memory.USABLE_FRACTION:.0%} of the {card_text(card)}, by the memory model")
 
 
-def resolve_plan(recipe: Recipe, *, elsewhere: bool, card: tuple[str, float] | None = None,
-                 base_model_path: str | None = None) -> Recipe:
-    """Every decision the run takes, made once for the card planned for (`elsewhere`, `card`) or this machine: each
-    stage's (`resolve_stage`) and the evaluation's backend (`Recipe.evaluation_generation`); returns `recipe`."""
-    sampling = any(plan.kind == "rejection_sampling" for plan in recipe.stages)
-    shape = model_shape(base_model_path) if card is not None and base_model_path and sampling else None
+def resolve_plan(recipe: Recipe, *, elsewhere: bool) -> Recipe:
+    """Every decision the run takes before its data is read, made once for the card planned for (`elsewhere`) or
+    this machine: each stage's (`resolve_stage`) and the evaluation's backend (`Recipe.evaluation_generation`);
+    returns `recipe`. The batches follow from the data (`size_generation`, in the preflight)."""
     for plan in recipe.stages:
-        resolve_stage(plan, recipe, elsewhere=elsewhere, card=card, shape=shape)
+        resolve_stage(plan, recipe, elsewhere=elsewhere)
     model = recipe.model
     recipe.evaluation_generation = None if recipe.evaluation is None else resolve_generation(
         recipe.evaluation, model, model, four_bit=bool(model.load_in_4bit and model.use_peft), elsewhere=elsewhere)
@@ -938,11 +915,11 @@ def generation_backend_problems(recipe: Recipe, stages: list[StagePlan], notes: 
     """For each generating stage (rl, rejection sampling, evaluation), the backend it will use and why (a note
     in the plan, from `resolve_stage`), and a problem where it asks for vLLM, vLLM cannot serve it and its
     `vllm_fallback` is not `transformers`: the run stops before any model loads, naming the key. With `elsewhere`
-    (`--card` on another machine) the recipe is checked as on that card and what this machine lacks is a note
-    (vLLM not installed here at all is `backend_problems`' to report)."""
+    (`--card` on another machine) the recipe is checked as on that card and what this machine lacks is a note,
+    vLLM not installed here included (one line naming every section that asks for it)."""
     from ..data.generation import is_vllm_available, vllm_unsupported_reason
 
-    model, problems, lacks_here = recipe.model, [], {}
+    model, problems, lacks_here, uninstalled, installed = recipe.model, [], {}, [], is_vllm_available()
     generating = [(p.name, p.config, p.generation, p.generation_why, p.evaluation_4bit, "use_vllm: true")
                   for p in stages if hasattr(p.config, "use_vllm")]
     generating += [(p.name, p.config, p.generation, p.generation_why, p.load_in_4bit, "backend: vllm")
@@ -956,29 +933,31 @@ def generation_backend_problems(recipe: Recipe, stages: list[StagePlan], notes: 
             notes.append(f"generation: {where}: {backend} (as the recipe says)")
             continue
         here = elsewhere and backend == "vllm" and vllm_unsupported_reason(model.model_name_or_path, four_bit)
-        if here and is_vllm_available():  # vLLM missing here altogether: `backend_problems`' note says so once
+        if here and installed:  # vLLM missing here altogether: the `uninstalled` line says so once
             lacks_here.setdefault(here, []).append(where)
         notes.append(f"generation: {where}: {backend} ({why})")
         explicit = getattr(config, "backend", "vllm") == "vllm"  # `auto` falls back by design
-        machine_lacks_vllm = not elsewhere and not is_vllm_available()  # `backend_problems`' one problem
-        if backend != "vllm" and explicit and config.vllm_fallback != "transformers" and not machine_lacks_vllm:
+        refuses = explicit and config.vllm_fallback != "transformers"
+        if refuses and not installed:
+            uninstalled.append(f"{where} ({asking})")  # one problem for all, below
+        if refuses and backend != "vllm" and (elsewhere or installed):
             problems.append(f"{where} ({asking}): vLLM cannot generate {'on that card' if elsewhere else 'here'}: "
                             f"{why}. Fix that, or set vllm_fallback: transformers in {where} to generate with "
                             "transformers (much slower)")
     notes += [f"this machine, not the GPU planned for: {', '.join(wheres)}: {reason}"
               for reason, wheres in lacks_here.items()]
+    if uninstalled:
+        missing = (f"{', '.join(uninstalled)}: vLLM is not installed; install it with {install_hint('vllm')}, or "
+                   "generate with transformers (use_vllm: false / backend: transformers), or set vllm_fallback: "
+                   "transformers to fall back where vLLM cannot serve")
+        if elsewhere:
+            notes.append(f"this machine, not the GPU planned for: {missing}")
+        else:
+            problems.append(missing)
     return problems
 
 
 # --------------------------------------------------------------------------------------------- memory
-
-
-def card_memory_gb() -> tuple[str, float] | None:
-    """(name, GB) of the GPU this process sees, None without one."""
-    if not torch.cuda.is_available():
-        return None
-    props = torch.cuda.get_device_properties(0)
-    return props.name, props.total_memory / 1e9
 
 
 def stage_peak(plan: StagePlan, recipe: Recipe, shape: ModelShape, card_gb: float, *, vllm: bool,
@@ -1008,7 +987,8 @@ def stage_peak(plan: StagePlan, recipe: Recipe, shape: ModelShape, card_gb: floa
             vllm_enable_sleep_mode=bool(getattr(config, "vllm_enable_sleep_mode", False)))
         return rl_step_peak(config, settings, shape, card_gb, longest_prompt, vllm=vllm)
     return generation_peak(config, shape, card_gb, batch=plan.generation_batch, load_in_4bit=plan.load_in_4bit,
-                           adapter=recipe.model.use_peft and recipe.model.adapter_handoff == "continue", vllm=vllm)
+                           adapter=recipe.model.use_peft and recipe.model.adapter_handoff == "continue", vllm=vllm,
+                           prompt_tokens=longest_prompt or PROMPT_TOKENS)
 
 
 #: the share of an rl stage's prompts the fast path may cut (from the left, counted in a WARNING at run time)
@@ -1055,15 +1035,16 @@ def fast_prompt_problems(plan: StagePlan, lengths: PromptScan, *, refuse: bool) 
     return [], [f"{line} (counted in a WARNING at run time){'' if refuse else ' when the fast path runs'}"]
 
 
-def generation_peak(config: RejectionSamplingConfig | EvaluationConfig, shape: ModelShape, card_gb: float, *, load_in_4bit: bool, adapter: bool,
-                    vllm: bool, batch: int | None = None) -> tuple[float, str]:
+def generation_peak(config: RejectionSamplingConfig | EvaluationConfig, shape: ModelShape, card_gb: float, *,
+                    load_in_4bit: bool, adapter: bool, vllm: bool, batch: int | None = None,
+                    prompt_tokens: int = PROMPT_TOKENS) -> tuple[float, str]:
     """A generation pass (rejection sampling, evaluation): vLLM's budget, or transformers' generate call of
-    `batch` prompts (default: the section's `batch_size`)."""
+    `batch` prompts (default: the section's `batch_size`) of `prompt_tokens` (`prompt_tokens`: the data's longest)."""
     if vllm:
         share = config.vllm_gpu_memory_utilization or 0.9  # vLLM's default share
         return share * card_gb * 1e9, f"vLLM's budget ({share} of the card)"
     settings = memory.GenerationSettings(batch_size=batch or config.batch_size, num_samples=config.num_samples,
-                                         max_new_tokens=config.max_new_tokens, prompt_length=PROMPT_TOKENS,
+                                         max_new_tokens=config.max_new_tokens, prompt_length=prompt_tokens,
                                          load_in_4bit=load_in_4bit, lora_r=16 if adapter else None)
     return memory.estimate_generation_peak(shape, settings).peak, "transformers generation"
 
@@ -1074,9 +1055,11 @@ def planned_peak(recipe: Recipe, plan: StagePlan | None, shape: ModelShape, card
     prints and the preflight checks."""
     if plan is None:
         return generation_peak(recipe.evaluation, shape, card_gb, load_in_4bit=False, adapter=False,
-                               vllm=recipe.evaluation_generation[0] == "vllm")
-    return stage_peak(plan, recipe, shape, card_gb, vllm=plan.generation == "vllm",
-                      longest_prompt=longest_prompts.get(plan.name))
+                               vllm=recipe.evaluation_generation[0] == "vllm",
+                               batch=recipe.evaluation_batch[0] if recipe.evaluation_batch else None,  # once sized
+                               prompt_tokens=prompt_tokens(recipe, None, longest_prompts))
+    longest = longest_prompts.get(plan.name) if plan.model_args else prompt_tokens(recipe, plan, longest_prompts)
+    return stage_peak(plan, recipe, shape, card_gb, vllm=plan.generation == "vllm", longest_prompt=longest)
 
 
 def memory_problems(recipe: Recipe, stages: list[StagePlan], shape: ModelShape, card: tuple[str, float], *,
@@ -1127,6 +1110,6 @@ __all__ = ["backend_problems", "card_memory_gb", "column_key_problems", "context
            "dataset_kwargs_problems", "fast_prompt_problems", "generation_backend_problems", "long_prompt_problems",
            "lora_target_problems", "lora_value_problems", "memory_problems", "missing_template_problems",
            "missing_value_problems", "model_context", "model_path_problems", "precision_problems",
-           "resolve_generation", "resolve_plan", "resolve_stage", "rows_asked", "run_dir_model_problems", "run_dir_problems",
+           "resolve_generation", "resolve_plan", "resolve_stage", "rows_asked", "size_generation", "run_dir_model_problems", "run_dir_problems",
            "sampling_problems", "short_max_length_problems", "split_key", "tracker_problems", "unique",
            "value_problems"]

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 from transformers import TrainingArguments
 from trl import ModelConfig
 
-from ..config import ConfigError, build, check_keys, fields_of, pick, suggest
+from ..config import ConfigError, build, check_keys, checkpointing_key, fields_of, pick, suggest
 from ..config import read_yaml as _read_yaml
 from ..data.generation import vllm_fallback_field
 from ..registry import Registry, resolve_import_path
@@ -48,9 +48,6 @@ from .fingerprint import digest as _digest
 
 PIPELINE_SET_KEYS = {"output_dir", "model_name_or_path", "adapter_path"}  # stage sections may not set these
 QLORA_TARGETS = ["all-linear"]
-# transformers 5 renamed `gradient_checkpointing` (now a deprecated alias that warns) to `activation_checkpointing`
-CHECKPOINTING_KEY = ("activation_checkpointing" if "activation_checkpointing" in fields_of(TrainingArguments)
-                     else "gradient_checkpointing")
 
 
 class RecipeError(ConfigError):
@@ -260,13 +257,16 @@ class StagePlan:
     fingerprint: str = ""
     section: dict[str, Any] = field(default_factory=dict)  # the user's keys, for the plan printout
     settings: dict[str, Any] = field(default_factory=dict)  # what its fingerprint covers, by section (`fingerprint_stages`)
+    # what the pipeline gives a key the recipe leaves out (QLoRA's optimizer, checkpointing on, the rewards' weights,
+    # a sampler's seed): a key written at that value changes nothing, one written at its class default does
+    filled: dict[str, Any] = field(default_factory=dict)
     # decided once for the card planned for (`preflight.resolve_stage`): the dry run prints, the preflight checks,
     # the memory model sizes and the run executes these, none of them deciding again
     generation: str | None = None  # vllm | transformers | openai; None: the stage does not generate
     generation_why: str = ""  # why that backend (a fallback names what vLLM cannot do)
     load_in_4bit: bool = False  # the model it loads (trains, or samples from) is a 4-bit base
     evaluation_4bit: bool = False  # its held-out evaluation loads its adapter on a 4-bit base
-    generation_batch: int | None = None  # rejection sampling: prompts per generate call (`preflight.sampling_batch`)
+    generation_batch: int | None = None  # rejection sampling: prompts per generate call (`preflight.size_generation`)
     generation_batch_why: str = ""  # how that batch follows from the card, the model and the lengths
 
     @property
@@ -285,6 +285,7 @@ class Recipe:
     source: Path | None = None
     shared: dict[str, dict[str, Any]] = field(default_factory=dict)  # the user's model/training/evaluation keys
     evaluation_generation: tuple[str, str] | None = None  # (backend, why), decided once (`preflight.resolve_plan`)
+    evaluation_batch: tuple[int, str] | None = None  # (prompts per generate call, why) (`preflight.size_generation`)
 
     def stage(self, name: str) -> StagePlan | None:
         return next((s for s in self.stages if s.name == name), None)
@@ -497,15 +498,16 @@ def plan_trainer_stage(name: str, kind: str, section: dict[str, Any], where: Pla
                  or any(f"key {key!r}" in p for key in own_model_values)]
     trainer_values = {k: v for k, v in where.training.items() if k in fields_of(config_cls)}
     trainer_values.update(pick(section, config_cls, exclude=fields_of(args_cls)))
-    trainer_values["output_dir"] = str(where.output_dir)
+    filled: dict[str, Any] = {}  # what the pipeline gives a key the recipe leaves out (`StagePlan.filled`)
+    trainer_values["output_dir"] = filled["output_dir"] = str(where.output_dir)
     if model_args is not None:
         check_model(model_args, problems, stage=name, own_keys=own_model_values)
         # on by default, set under transformers 5's new name (the old one, an alias, is a FutureWarning)
-        if CHECKPOINTING_KEY != "gradient_checkpointing" and "gradient_checkpointing" in trainer_values:
-            trainer_values.setdefault(CHECKPOINTING_KEY, trainer_values.pop("gradient_checkpointing"))
-        trainer_values.setdefault(CHECKPOINTING_KEY, True)
+        checkpointing = checkpointing_key(config_cls)
+        trainer_values.setdefault(checkpointing, trainer_values.pop("gradient_checkpointing", True))
+        filled[checkpointing] = filled["gradient_checkpointing"] = True
         if model_args.load_in_4bit or model_args.load_in_8bit:
-            trainer_values.setdefault("optim", "paged_adamw_8bit")
+            trainer_values.setdefault("optim", filled.setdefault("optim", "paged_adamw_8bit"))
     if TRAINER_KINDS.meta(kind)["rewards"] and args is not None:
         weights = reward_weights(args.rewards, name, problems)
         if weights is not None:
@@ -513,7 +515,7 @@ def plan_trainer_stage(name: str, kind: str, section: dict[str, Any], where: Pla
                 problems.append(f"{name}: set reward weights either in `rewards` entries or in `reward_weights`, "
                                 "not both")
             else:
-                trainer_values["reward_weights"] = weights
+                trainer_values["reward_weights"] = filled["reward_weights"] = weights
     config = build(name, config_cls, trainer_values, problems, check_hardware=where.check_hardware)
     given = trainer_values.get("reward_weights")
     if config is not None and args is not None and isinstance(given, list) and isinstance(args.rewards, list) \
@@ -523,7 +525,7 @@ def plan_trainer_stage(name: str, kind: str, section: dict[str, Any], where: Pla
         problems.append(f"{origin}: key 'reward_weights': {weights} for the {len(args.rewards)} rewards of {name} "
                         f"({reward_names(args.rewards)}); give one weight per reward, or set each in its `rewards` "
                         "entry ({name: math, weight: 1.0})")
-    return StagePlan(name, kind, args, config, model_args, where.output_dir, section=section)
+    return StagePlan(name, kind, args, config, model_args, where.output_dir, section=section, filled=filled)
 
 
 def reward_weights(rewards: Any, stage: str, problems: list[str]) -> list[float] | None:

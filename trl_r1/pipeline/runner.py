@@ -58,8 +58,7 @@ class Pipeline:
             raise RecipeError([f"--from-stage {from_stage!r} is not a stage of this recipe; stages: {names}"])
         self.recipe, self.elsewhere = recipe, elsewhere
         self.card: tuple[str, float] | None = card_memory_gb() if card == DETECT_CARD else card  # what it sizes for
-        resolve_plan(recipe, elsewhere=elsewhere and card is not None, card=self.card,  # once, on every rank
-                     base_model_path=self.base_model_path)
+        resolve_plan(recipe, elsewhere=elsewhere and card is not None)  # once, on every rank
         self.ranks = ranks or Ranks()
         self.echo = echo if self.ranks.is_main else (lambda _: None)
         forced_from = [s.name for s in recipe.stages].index(from_stage) if from_stage else len(recipe.stages)

@@ -109,13 +109,9 @@ def train(plan: StagePlan, start: ModelHandle, train_dataset: Dataset, *,
         logger.info("%s: resuming from %s", plan.name, resume)
     trainer = None
     try:  # the vLLM engine TRL starts with the trainer is freed whether training succeeds or raises
-        if long_examples is None:
+        with long_examples.untruncated(config) if long_examples is not None else contextlib.nullcontext():
             trainer = make_trainer(plan, start, train_dataset, reward_funcs=reward_funcs)
-            dropped = {}
-        else:
-            with long_examples.untruncated(config):
-                trainer = make_trainer(plan, start, train_dataset, reward_funcs=reward_funcs)
-            dropped = {"long_examples": long_examples(trainer)}
+        dropped = {"long_examples": long_examples(trainer)} if long_examples is not None else {}
         began = time.perf_counter()
         result = trainer.train(resume_from_checkpoint=resume)
         trainer.save_model(str(plan.output_dir))
@@ -512,13 +508,15 @@ class RejectionSamplingStage(Stage):
             return None
         args = build(name, args_cls, pick(section, args_cls), problems)
         values = {k: v for k, v in section.items() if k not in fields_of(args_cls)}
-        values["output_dir"] = str(where.output_dir)
+        filled = {"output_dir": str(where.output_dir), "seed": run_seed({})}  # `StagePlan.filled`
+        values["output_dir"] = filled["output_dir"]
         values["model_name_or_path"] = "<rl checkpoint>"  # the pipeline sets the real path when the stage runs
         values.setdefault("seed", run_seed(where.training))
         if "rewards" in values:
             reward_weights(values["rewards"], name, problems)
         config = build(name, config_cls, values, problems)
-        return StagePlan(name, "rejection_sampling", args, config, None, where.output_dir, section=section)
+        return StagePlan(name, "rejection_sampling", args, config, None, where.output_dir, section=section,
+                         filled=filled)
 
     def check_recipe(self, plan, present, problems):
         if not present & set(self.starts_from):

@@ -320,15 +320,13 @@ def card_generation_batch(model_path: str, settings: GenerationSettings, card_gb
     >>> path = str(build_tiny_model(tempfile.mkdtemp()))
     >>> card_generation_batch(path, GenerationSettings(batch_size=8, num_samples=8, fast=True), 24)[0]
     1024
-    >>> card_generation_batch(path, GenerationSettings(batch_size=8))[0] if not _cuda() else 8
+    >>> card_generation_batch(path, GenerationSettings(batch_size=8))[0] if card_memory_gb() is None else 8
     8
     """
     if card_gb is None:
-        if not _cuda():
+        if card_memory_gb() is None:
             return settings.batch_size, "no GPU: the configured batch_size"
-        import torch
-
-        card_gb = torch.cuda.get_device_properties(0).total_memory / 1e9
+        card_gb = card_memory_gb()[1]
     shape = model_shape(str(model_path))
     if shape is None:
         return settings.batch_size, f"no config for {model_path}: the configured batch_size"
@@ -339,10 +337,14 @@ def card_generation_batch(model_path: str, settings: GenerationSettings, card_gb
                     f"{card_gb:.0f} GB (memory model, {settings.prompt_length}-token prompts)")
 
 
-def _cuda() -> bool:
+def card_memory_gb() -> tuple[str, float] | None:
+    """(name, GB) of the GPU this process sees, None without one."""
     import torch
 
-    return torch.cuda.is_available()
+    if not torch.cuda.is_available():
+        return None
+    props = torch.cuda.get_device_properties(0)
+    return props.name, props.total_memory / 1e9
 
 
 BENCH_PROMPT, BENCH_BATCH = 64, 4  # benchmarks/memory.py: prompt tokens, completions (sequences) per step
