@@ -50,7 +50,7 @@ _PART_NUMERALS = ["i", "ii", "iii", "iv", "v", "vi", "vii", "viii"]  # "(i)" aft
 _PART_NUMBERS = ["1", "2", "3", "4", "5", "6", "7", "8", "9"]
 _NUMBERED_PART = (  # a part's label: "(b)", "b)", "**(b)**", "(ii)", "(2)", "2)", "Part 2:", "Part (b)", "Part II."
     r"(?:\*\*|__)?(?:(?i:part)\s+(?:\((?P<part>[a-h1-9]|i{1,3}|iv|vi{0,3})\)|(?P<named>(?i:[a-h]|i{1,3}|iv|vi{0,3})|[1-9])\b)|"
-    r"(?<![\w\\(])\(?(?P<label>[a-h1-9]|i{1,3}|iv|vi{0,3})\))\s*(?:\*\*|__)?\s*[:.]?\s*(?:\*\*|__)?"
+    r"(?<![A-Za-z0-9\\(])\(?(?P<label>[a-h1-9]|i{1,3}|iv|vi{0,3})\))\s*(?:\*\*|__)?\s*[:.]?\s*(?:\*\*|__)?"
 )
 _BOX_SEPARATOR = re.compile(  # between boxes of one answer: a unit word, math delimiters, punctuation, and/or
     r"^(?:\s*[a-zA-Z]{2,}(?=\s*(?:,|;|and\b|\\text\{\s*and)))?"  # "\\boxed{1} papers and \\boxed{2} bins"
@@ -437,6 +437,8 @@ def _part_labels(text: str, chain: list[tuple[int, int, str]]) -> list[str] | No
         return []
     kinds = {next(kind for kind in ("part", "named", "label", "word", "variable") if label[kind]) for label in found}
     labels = [next(name for name in label.groups() if name).lower() for label in found]
+    if kinds == {"variable"} and len(set(labels)) == 1:
+        return None  # "x = \\boxed{3}, x = \\boxed{-3}": the values of one unknown, a list
     if len(set(labels)) != len(labels) or any(word in _NOT_PARTS for word in labels):
         return []
     if kinds <= {"part", "named", "label"}:  # numbered parts: one list's order from its start
