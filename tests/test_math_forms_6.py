@@ -86,6 +86,13 @@ def test_one_unknown_labelled_twice_is_its_list_of_values(policy):
         ("(12, 5)", r"(a) \boxed{12\text{ cm}}, (b) \boxed{6\text{ cm}}", False),
         ("(12, 5)", r"(a) \boxed{5\text{ cm}}, (b) \boxed{12\text{ cm}}", False),
         ("(12, 5)", r"(a) \boxed{12x}, (b) \boxed{5}", False),  # a variable is no unit
+        ("(12, 5)", r"(a) \boxed{12}, (b) \boxed{5 \text{ or more}}", False),  # words that bound or hedge a part
+        ("(12, 5)", r"(a) \boxed{12}, (b) \boxed{5 \text{ at least}}", False),  # are not its unit
+        ("(12, 5)", r"(a) \boxed{12}, (b) \boxed{5\text{ cm at most}}", False),
+        ("(12, 5)", r"(a) \boxed{12}, (b) \boxed{5\text{ dollars max}}", False),
+        ("(12, 5)", r"(a) \boxed{12}, (b) \boxed{5\text{ cm if n is odd}}", False),
+        ("(12, 5)", r"(a) \boxed{12}, (b) \boxed{5\text{ cm (estimate)}}", False),
+        ("(12, 5)", r"(a) \boxed{12}, (b) \boxed{5\text{ cm, probably}}", False),
     ],
 )
 def test_a_unit_on_any_labelled_part(gold, completion, expected, policy):
@@ -208,3 +215,28 @@ def test_a_divisor_with_a_bracket_reads_as_the_parser_reads_it():
     # graded ("bare"): a calculation is read; the RL reward ("marked") wants its result, so scores it 0 either way
     assert verdict("1/6", r"The answer is $\boxed{1/2(3)}$.", "bare") is True
     assert verdict("3/2", r"The answer is $\boxed{1/2(3)}$.", "bare") is False
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize(
+    "answer",
+    [
+        r"5 \text{ at least}",
+        r"5 \text{ at most}",
+        r"5\text{ minimum}",
+        r"\text{at least } 5",
+        r"\text{up to } 5",
+        r"5 \text{ or fewer}",
+        r"\text{no more than } 5",
+    ],
+)
+def test_a_bound_written_into_the_box_is_no_value(answer, policy):
+    assert verdict("5", rf"The answer is $\boxed{{{answer}}}$.", policy) is False
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize(
+    "completion", [r"The minimum is $\boxed{5}$.", r"The maximum value is \boxed{5}.", r"\boxed{5\text{ cm}}"]
+)
+def test_a_bound_named_outside_the_value_is_no_bound(completion, policy):
+    assert verdict("5", completion, policy) is True

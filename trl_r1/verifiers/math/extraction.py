@@ -207,6 +207,11 @@ _BOUND_AFTER = re.compile(  # a bound right after the answer: "\\boxed{12}+", "\
     r"(?i)^[\s,]*(?:\+|or\s+(?:more|fewer|less|greater|higher|lower|above|below)\b|"
     r"at\s+(?:the\s+)?(?:least|most|minimum|maximum)\b|(?:minimum|maximum)\s*[.!]?\s*$)"
 )
+_BOUND_WORD = re.compile(r"(?i)\b(?:more|less|fewer|greater|higher|lower|minimum|maximum|min|max|least|most)\b")
+_BOUND_PHRASE = re.compile(  # a bound written into the answer itself, in words: "5 \\text{ at least}", "5 or more"
+    r"(?i)(?<!\\)\b(?:at\s+(?:least|most)|or\s+(?:more|less|fewer|greater|higher|lower|above|below)|"
+    r"(?:no\s+)?(?:more|less|fewer|greater)\s+than|minimum|maximum|up\s+to)\b"
+)
 _ROUNDING = ("about", "around", "approximately", "roughly", "nearly", "almost", "near", "close to")  # of a decimal
 _CASE_SPLIT = re.compile(  # what makes an opening "if" clause a case of the answer ("If $a>0$"), not a derivation
     r"(?i)[<>≤≥]|\\(?:[lg]eq?|neq?)(?![a-zA-Z])|\b(?:odd|even|positive|negative|nonzero|non-zero)\b"
@@ -419,7 +424,7 @@ def _last_boxed(text: str, allow_or: bool = False) -> Answer | None:
         return Answer(chain[-1][2])
     values = list(dict.fromkeys(content for _, _, content in chain))
     if labels and len(values) > 1:  # parts in order, each without its own unit ("(a) 12 cm, (b) 5": (12, 5))
-        return Answer(f"({', '.join(canonical(value) for value in values)})")
+        return Answer(f"({', '.join(_part_value(value) for value in values)})")
     return Answer(", ".join(values))
 
 
@@ -446,6 +451,17 @@ def _part_labels(text: str, chain: list[tuple[int, int, str]]) -> list[str] | No
     if kinds == {"variable"}:
         return labels if labels == sorted(labels) else []
     return labels if kinds == {"word"} else []
+
+
+def _part_value(part: str) -> str:
+    """A labelled part's value without its unit (``12\\text{ cm}`` is 12), read as `screening.canonical` reads
+    one answer; a part whose words hedge, bound, judge or condition it (``5\\text{ or more}``, ``5\\text{ at
+    least}``) keeps them, to be refused as written."""
+    words = " ".join(re.findall(r"[A-Za-z]{2,}", _TEXT_WRAPPER.sub(r" \1 ", part)))
+    if _HEDGE.search(words) or _NOT_A_VALUE.search(words) or _judgement(words) or _CONDITION.search(words) \
+            or _BOUND_WORD.search(words):
+        return part
+    return canonical(part)
 
 
 def _layout_only(between: str) -> bool:
@@ -785,6 +801,9 @@ def final_answer(completion: str, allow_or: bool = False, policy: str = "marked"
     hedge = hedge or (remark and _judgement(remark.group(1)) and _judgement(remark.group(1)).group())
     if hedge:
         return Answer(None, f"hedged: {hedge.lower()}")
+    bound = _BOUND_PHRASE.search(_TEXT_WRAPPER.sub(r" \1 ", text))  # "\boxed{5 \text{ at least}}": a bound, no value
+    if bound:
+        return Answer(None, f"bounded: {' '.join(bound.group().split()).lower()}")
     if OPERATED_DIGITS.search(_TEXT_WRAPPER.sub(r" \1 ", text)):  # "7 squared", "1 of the options"
         return Answer(None, "a number with an operator word or 'of the': not its value")
     return Answer(text)
