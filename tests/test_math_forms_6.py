@@ -62,6 +62,9 @@ def test_labelled_parts_in_common_spellings_are_the_ordered_answer(completion, p
         r"y = \boxed{12}, x = \boxed{5}",
         r"Part 1: \boxed{12}. Wait, Part 2: \boxed{5}.",
         r"Part 1: \boxed{12} or Part 2: \boxed{5}",
+        r"(x+1) \boxed{12}, (x+2) \boxed{5}",  # a bracket closing an expression is no label
+        r"(0.1) \boxed{12}, (0.2) \boxed{5}",
+        r"2*(1) \boxed{12}, 2*(2) \boxed{5}",
     ],
 )
 def test_labels_that_are_not_the_parts_in_order_are_no_tuple(completion, policy):

@@ -50,7 +50,7 @@ _PART_NUMERALS = ["i", "ii", "iii", "iv", "v", "vi", "vii", "viii"]  # "(i)" aft
 _PART_NUMBERS = ["1", "2", "3", "4", "5", "6", "7", "8", "9"]
 _NUMBERED_PART = (  # a part's label: "(b)", "b)", "**(b)**", "(ii)", "(2)", "2)", "Part 2:", "Part (b)", "Part II."
     r"(?:\*\*|__)?(?:(?i:part)\s+(?:\((?P<part>[a-h1-9]|i{1,3}|iv|vi{0,3})\)|(?P<named>(?i:[a-h]|i{1,3}|iv|vi{0,3})|[1-9])\b)|"
-    r"(?<![A-Za-z0-9\\(])\(?(?P<label>[a-h1-9]|i{1,3}|iv|vi{0,3})\))\s*(?:\*\*|__)?\s*[:.]?\s*(?:\*\*|__)?"
+    r"(?<![A-Za-z0-9\\(+\-/^=.])(?<![^*]\*)(?<![^_]_)\(?(?P<label>[a-h1-9]|i{1,3}|iv|vi{0,3})\))\s*(?:\*\*|__)?\s*[:.]?\s*(?:\*\*|__)?"
 )
 _BOX_SEPARATOR = re.compile(  # between boxes of one answer: a unit word, math delimiters, punctuation, and/or
     r"^(?:\s*[a-zA-Z]{2,}(?=\s*(?:,|;|and\b|\\text\{\s*and)))?"  # "\\boxed{1} papers and \\boxed{2} bins"
