@@ -43,7 +43,7 @@ SAMPLE_POINTS = (Fraction(13, 10), Fraction(-27, 10), Fraction(31, 7), Fraction(
 _VARIABLE_ARITHMETIC = re.compile(  # arithmetic with one-letter variables (no e or i: constants to the parser)
     r"(?:[\d.+\-*/^()\[\]{}]|\\(?:frac|cdot|times)(?![a-zA-Z])|[a-df-hj-zA-DF-HJ-Z](?![a-zA-Z\d.({\[]))+")
 _DIVISOR = re.compile(r"/(?:\d+(?:\.\d+)?|[a-zA-Z]|\([^()]*\)|\{[^{}]*\})(?:\^(?:\d|\{[^{}]*\}))?")
-_PRECEDENCE = {"+": 1, "-": 1, "*": 2, "/": 2, "neg": 3, "^": 4}
+_PRECEDENCE = {"+": 1, "-": 1, "*": 2, "/": 2, "juxtaposed": 2.5, "neg": 3, "^": 4}  # 1/2(3) is 1/(2*3), as the parser reads it
 
 
 class _Undecided(Exception):
@@ -207,7 +207,7 @@ def _apply(operator: str, values: list) -> None:
         values.append(_add(left, right))
     elif operator == "-":
         values.append(_add(left, {m: -c for m, c in right.items()}))
-    elif operator == "*":
+    elif operator in ("*", "juxtaposed"):
         values.append(_multiply(left, right))
     elif operator == "/":
         values.append(_divide(left, right))
@@ -285,14 +285,15 @@ def _tokens(text: str) -> list[str]:
 
 
 def _evaluate(text: str) -> dict:
-    """Shunting-yard evaluation of the tokens; implicit multiplication only before an opening bracket."""
+    """Shunting-yard evaluation of the tokens; implicit multiplication only before an opening bracket, binding tighter
+    than ``*`` and ``/`` (``1/2(3)`` is 1/6, as latex2sympy reads it)."""
     values: list[dict] = []
     operators: list[str] = []
     previous = None  # "value" after a number, ")" or "!"; None at the start, after "(" or an operator
     for token in _tokens(text):
         if token == "(":
-            if previous == "value":  # 2(3+4), (1)(2)
-                _push_binary("*", operators, values)
+            if previous == "value":  # 2(3+4), (1)(2): a product without a sign binds before a division
+                _push_binary("juxtaposed", operators, values)
             operators.append("(")
             previous = None
         elif token == ")":

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from ..format import ANSWER_OPEN, extract_answer
-from .screening import or_joins_relations
+from .screening import _TEX_TOKEN, canonical, or_joins_relations
 from .words import NOT_BARE_AFTER, OPERATED_DIGITS, digits_for_words, spelled_number
 
 MAX_CHAINED_BOXES = 20  # boxes listed one after another that still form one answer
@@ -45,9 +45,17 @@ _UNCLOSED_END = re.compile(r"\$|\\\]|\\\)|\n|[.!](?=\s)|(?<![\d.])[.!]$")  # whe
 _CUT_OFF = re.compile(r",$|\\[A-Za-z]*$")  # the end of a text that must continue: a list, a command
 _CLOSING_LINE_BREAK = re.compile(r"(?:\\\\\*?(?:\[[^\[\]]{0,20}\])?|\\(?:newline|cr|break|linebreak)(?![A-Za-z]))$")
 MAX_UNCLOSED_CHARS = 200  # an unclosed box is read only when the text ends within this many characters of it
+_PART_LETTERS = ["a", "b", "c", "d", "e", "f", "g", "h"]  # a question's parts, each list in its own order:
+_PART_NUMERALS = ["i", "ii", "iii", "iv", "v", "vi", "vii", "viii"]  # "(i)" after "(h)" is no ninth letter
+_PART_NUMBERS = ["1", "2", "3", "4", "5", "6", "7", "8", "9"]
+_NUMBERED_PART = (  # a part's label: "(b)", "b)", "**(b)**", "(ii)", "(2)", "2)", "Part 2:", "Part (b)", "Part II."
+    r"(?:\*\*|__)?(?:(?i:part)\s+(?:\((?P<part>[a-h1-9]|i{1,3}|iv|vi{0,3})\)|(?P<named>(?i:[a-h]|i{1,3}|iv|vi{0,3})|[1-9])\b)|"
+    r"(?<![A-Za-z0-9\\(+\-/^=.])(?<![^*]\*)(?<![^_]_)\(?(?P<label>[a-h1-9]|i{1,3}|iv|vi{0,3})\))\s*(?:\*\*|__)?\s*[:.]?\s*(?:\*\*|__)?"
+)
 _BOX_SEPARATOR = re.compile(  # between boxes of one answer: a unit word, math delimiters, punctuation, and/or
     r"^(?:\s*[a-zA-Z]{2,}(?=\s*(?:,|;|and\b|\\text\{\s*and)))?"  # "\\boxed{1} papers and \\boxed{2} bins"
-    r"(?:\s|\$|,|;|\\[()\[\]]|\b[a-zA-Z](?:_\{?\w+\}?)?\s*=|\((?:[a-h]|i{1,3}|iv|vi{0,3})\)|\b[a-zA-Z]{2,20}\s*\$?\s*[=:]|\\quad|\\qquad|\\text\{[^{}]{0,24}\b(?:and|or)\s*\}|\band\b|\bor\b|\\,|\\;)*$"
+    r"(?:\s|\$|,|;|\\[()\[\]]|\b[a-zA-Z](?:_\{?\w+\}?)?\s*\$?\s*=|\.?\s*" + _NUMBERED_PART + r"|\b[a-zA-Z]{2,20}\s*\$?\s*[=:]|\\quad|\\qquad|"
+    r"\\text\{[^{}]{0,24}\b(?:and|or)\s*\}|\band\b|\bor\b|\\,|\\;)*$"
 )
 _DOUBTED_REASON = re.compile(r"(?i)\b(?:yes|no|not|might|could|may|or|thought|unless|except)\b|\?")
 _ASSERTED = re.compile(  # "Janet makes $18 per day.", "There are 24 ways.": a subject, a plain verb, then the number
@@ -64,8 +72,10 @@ _NOT_ASSERTED = re.compile(  # words that negate, bound, hedge, restrict or inde
     r"maybe|perhaps|first|step|case|chapter|part|page|year|estimated?)\b"
 )
 _FIRST_PERSON = re.compile(r"(?i)\b(?:I|I'm|I'd|I've|my|me|believe|think|suppose|reckon|expect|feel)\b")
-_PART_LABEL = re.compile(r"\((?:[a-h]|i{1,3}|iv|vi{0,3})\)\s*\$?\s*$|\b[a-zA-Z]{2,20}\s*\$?\s*[=:]\s*\$?\s*$")  # "(b) ", "median = "
-_PART_ORDER = ["a", "b", "c", "d", "e", "f", "g", "h", "i", "ii", "iii", "iv", "v", "vi", "vii", "viii"]
+_PART_LABEL = re.compile(  # "(b) ", "**b)** ", "Part 2: ", "median = ", "y $= $" before a part's box
+    _NUMBERED_PART + r"\s*\$?\s*$|\b(?P<word>[a-zA-Z]{2,20})\s*\$?\s*[=:]\s*\$?\s*$|"
+    r"(?<![\w\\])(?P<variable>[a-zA-Z](?:_\{?\w+\}?)?)\s*\$?\s*=\s*\$?\s*$"
+)
 _NOT_PARTS = frozenset(  # labels that judge, revise or check a value rather than name a part
     "answer check checked first final try attempt wrong right correct incorrect old new before after initial guess "
     "estimate result revised corrected previous earlier later original alternative also then now so".split())
@@ -88,6 +98,18 @@ _NEW_TURN = re.compile(  # where a completion runs on into a new chat turn: a te
 _TEXT_WRAPPER = re.compile(r"\\(?:text|textbf|textit|textrm|mathrm|mbox)\s*\{([^{}]*)\}")
 _BOX_SENTENCE = re.compile(r"(?i)\b(?:is|are|was|were|equals?|answer|total|gives?|get|makes?)\b")
 _ARTICLE = re.compile(r"^(\\text\{\s*)?(?:a|an|the|A|An|The)\s+(?=[a-zA-Z][a-zA-Z ]*\}?$)")  # \text{a circle}
+_WORDS_IN_TEXT = re.compile(  # an answer that is words set as text: \text{No}, \textbf{Yes}, \mathrm{Evelyn}
+    r"\\(?:text|textbf|textit|textrm|textsf|mathrm|mbox)\s*\{\s*([A-Za-z][A-Za-z' -]*[A-Za-z])\s*\}"
+)
+_ARGUMENT = rf"(?:\{{[^{{}}]*\}}|\s?{_TEX_TOKEN})"  # one TeX argument: a group of one level, or one token
+_ROOT_TOKEN = rf"(?:\d+(?![.\d])|(?!\d){_TEX_TOKEN})"  # a root's brace-less argument: a digit run or one token
+_SCRIPT_COMMAND = re.compile(  # a script whose argument is one command with its own: 2^\frac12, 2^\sqrt{2}, x_\frac ab
+    rf"([\^_])\s*(\\(?:[dt]?frac\s*{_ARGUMENT}\s*{_ARGUMENT}|sqrt\s*(?:\[[^\[\]]{{1,20}}\])?\s?(?:{_ROOT_TOKEN}|\{{[^{{}}]*\}})))"
+)
+_INDEXED_ROOT = re.compile(  # a root with an index and a brace-less argument: \sqrt[3]2, \sqrt[3]27 (a digit run, as
+    # `screening` reads \sqrt13), \sqrt[n]x, \sqrt[3]\pi; \sqrt[3]2.5 is no token and stays unread
+    rf"\\sqrt\s*(\[[^\[\]]{{1,20}}\])\s?({_ROOT_TOKEN})"
+)
 _BOLD = re.compile(r"(?<![\w)\]}.])\s?\*\*|\*\*(?![-\w(\\{])")  # markdown **bold**, not Python's power x**2
 _SIZED = re.compile(r"\\(?:left|right)(?![a-zA-Z])\s*\.?")  # \left( ... \right. sizes a delimiter or hides one
 _SENTENCE_END = re.compile(r"\.(?=\s|$)|\n")
@@ -160,6 +182,17 @@ _REJECTION = re.compile(  # after the answer only: its rejection or retraction (
     r"redo|re-?check\w*|reconsider\w*|retract\w*|second\s+thought|then\s+again)\b|"
     r"(?:^|[.;:,!\x00(])\s*no\b(?=\s*(?:[,.;:!—-]|$|wait|it|that|actually))"
 )
+_PROVISIONAL = re.compile(  # a time word that makes the answer right before it a first, provisional one ("So at
+    # first, the answer is 5.", "Initially I got \\boxed{5}", "The answer for now is 5"); "Janet had 10 apples at first,
+    # so she has \\boxed{5}" is a derivation: the word must qualify the answer itself, right before it
+    r"(?i)(?:\b(?P<time>at\s+first|initially|originally|previously|earlier|at\s+the\s+(?:start|outset|beginning)|"
+    r"to\s+begin\s+with|for\s+now|for\s+the\s+moment)\s*,?\s*"
+    r"(?:(?:I|we)\s+(?:\w+\s+)?(?:thought|got|had|found|computed|calculated|believed|said|wrote|guessed|obtained)\s+"
+    r"(?:that\s+)?(?:it\s+(?:was|is)\s+)?)?(?:(?:the|my|our)\s+(?:final\s+)?(?:(?:answer|result|solution)\s*"
+    r"(?:is|was|seemed|seems|looked|appeared|would\s+be)?\s*(?:to\s+be\s*)?)?)?|"
+    r"\b(?:answer|result|solution)\s+(?:(?:is|was|seemed)\s+)?(?P<later>at\s+first|initially|originally|previously|earlier|"
+    r"for\s+now|for\s+the\s+moment)\s*,?\s*(?:(?:is|was|seemed|would\s+be)\s*(?:to\s+be\s*)?)?)[:=]?\s*$"
+)
 _BEFORE_ANSWER = re.compile(  # right before the answer: a negation ("is not \\boxed{5}", "Not \\boxed{5}")
     r"(?i)(?:\b(?:not|never|cannot)|n\s*['’]\s*t)\s*(?:be\s+|equal\s+(?:to\s+)?|equals?\s+)?[\s:,]*$"
 )
@@ -173,6 +206,11 @@ _BOUND = re.compile(  # a bound or estimate the answer is stated as ("The answer
 _BOUND_AFTER = re.compile(  # a bound right after the answer: "\\boxed{12}+", "\\boxed{12} at minimum", "12 or more"
     r"(?i)^[\s,]*(?:\+|or\s+(?:more|fewer|less|greater|higher|lower|above|below)\b|"
     r"at\s+(?:the\s+)?(?:least|most|minimum|maximum)\b|(?:minimum|maximum)\s*[.!]?\s*$)"
+)
+_BOUND_WORD = re.compile(r"(?i)\b(?:more|less|fewer|greater|higher|lower|minimum|maximum|min|max|least|most)\b")
+_BOUND_PHRASE = re.compile(  # a bound written into the answer itself, in words: "5 \\text{ at least}", "5 or more"
+    r"(?i)(?<!\\)\b(?:at\s+(?:least|most)|or\s+(?:more|less|fewer|greater|higher|lower|above|below)|"
+    r"(?:no\s+)?(?:more|less|fewer|greater)\s+than|minimum|maximum|up\s+to)\b"
 )
 _ROUNDING = ("about", "around", "approximately", "roughly", "nearly", "almost", "near", "close to")  # of a decimal
 _CASE_SPLIT = re.compile(  # what makes an opening "if" clause a case of the answer ("If $a>0$"), not a derivation
@@ -385,25 +423,45 @@ def _last_boxed(text: str, allow_or: bool = False) -> Answer | None:
     if labels == []:  # labelled, but not as distinct parts ("Wrong: \\boxed{12}, Right: \\boxed{5}"): the last box
         return Answer(chain[-1][2])
     values = list(dict.fromkeys(content for _, _, content in chain))
-    return Answer(f"({', '.join(values)})" if labels and len(values) > 1 else ", ".join(values))  # parts in order
+    if labels and len(values) > 1:  # parts in order, each without its own unit ("(a) 12 cm, (b) 5": (12, 5))
+        return Answer(f"({', '.join(_part_value(value) for value in values)})")
+    return Answer(", ".join(values))
 
 
 def _part_labels(text: str, chain: list[tuple[int, int, str]]) -> list[str] | None:
     """The labels of chained boxes that answer the parts of a question, in order (``(a) \\boxed{12}, (b)
-    \\boxed{5}``, ``Mean $= \\boxed{6}$, median $= \\boxed{5}$``); None where no box is labelled; [] where the
-    labels are not distinct parts (a check, a first try and its revision, a part answered twice or skipped)."""
+    \\boxed{5}``, ``Part 1: \\boxed{12}. Part 2: \\boxed{5}``, ``Mean $= \\boxed{6}$, median $= \\boxed{5}$``,
+    ``x $= \\boxed{12}$, y $= \\boxed{5}$``); None where no box is labelled; [] where the labels are not distinct
+    parts (a check, a first try and its revision, a part answered twice or skipped, variables out of their
+    alphabetical order: ``y = 12, x = 5`` is the pair (5, 12), never read as (12, 5))."""
     before = [text[max(0, chain[0][0] - 40): chain[0][0]]] + [text[a[1]: b[0]] for a, b in zip(chain, chain[1:])]
     found = [_PART_LABEL.search(piece) for piece in before]
     if not any(found[1:]):
         return None
-    labels = [label.group().strip("()$=: ").lower() for label in found if label]
-    if len(labels) != len(chain) or len(set(labels)) != len(labels) or any(w in _NOT_PARTS for w in labels):
+    if not all(found):
         return []
-    letters = [label for label in labels if len(label) <= 4 and label in _PART_ORDER]
-    if letters and (len(letters) != len(labels) or letters != _PART_ORDER[_PART_ORDER.index(letters[0]):][: len(letters)]
-                    or letters[0] not in ("a", "i")):
+    kinds = {next(kind for kind in ("part", "named", "label", "word", "variable") if label[kind]) for label in found}
+    labels = [next(name for name in label.groups() if name).lower() for label in found]
+    if kinds == {"variable"} and len(set(labels)) == 1:
+        return None  # "x = \\boxed{3}, x = \\boxed{-3}": the values of one unknown, a list
+    if len(set(labels)) != len(labels) or any(word in _NOT_PARTS for word in labels):
         return []
-    return labels
+    if kinds <= {"part", "named", "label"}:  # numbered parts: one list's order from its start
+        return labels if any(labels == order[: len(labels)] for order in (_PART_LETTERS, _PART_NUMERALS, _PART_NUMBERS)) else []
+    if kinds == {"variable"}:
+        return labels if labels == sorted(labels) else []
+    return labels if kinds == {"word"} else []
+
+
+def _part_value(part: str) -> str:
+    """A labelled part's value without its unit (``12\\text{ cm}`` is 12), read as `screening.canonical` reads
+    one answer; a part whose words hedge, bound, judge or condition it (``5\\text{ or more}``, ``5\\text{ at
+    least}``) keeps them, to be refused as written."""
+    words = " ".join(re.findall(r"[A-Za-z]{2,}", _TEXT_WRAPPER.sub(r" \1 ", part)))
+    if _HEDGE.search(words) or _NOT_A_VALUE.search(words) or _judgement(words) or _CONDITION.search(words) \
+            or _BOUND_WORD.search(words):
+        return part
+    return canonical(part)
 
 
 def _layout_only(between: str) -> bool:
@@ -435,6 +493,9 @@ def _hedged_context(region: str, start: int, end: int, block: bool) -> str | Non
     hedge = _CONTEXT_HEDGE.search(f"{before} \x00 {after}") or approximation or _REJECTION.search(f"\x00 {after}")
     if hedge:
         return re.sub(r"\s+", " ", hedge.group().lower()).strip(".;:,!\x00( ")
+    provisional = _PROVISIONAL.search(before)
+    if provisional:
+        return "provisional: " + " ".join((provisional["time"] or provisional["later"]).split()).lower()
     if _BEFORE_ANSWER.search(before):
         return "negated: " + " ".join(_BEFORE_ANSWER.search(before).group().split()).lower()
     clause = sentences.split(region[:start])[-1]  # unmasked: "The answer is $\\geq$ \\boxed{5}"
@@ -740,6 +801,9 @@ def final_answer(completion: str, allow_or: bool = False, policy: str = "marked"
     hedge = hedge or (remark and _judgement(remark.group(1)) and _judgement(remark.group(1)).group())
     if hedge:
         return Answer(None, f"hedged: {hedge.lower()}")
+    bound = _BOUND_PHRASE.search(_TEXT_WRAPPER.sub(r" \1 ", text))  # "\boxed{5 \text{ at least}}": a bound, no value
+    if bound:
+        return Answer(None, f"bounded: {' '.join(bound.group().split()).lower()}")
     if OPERATED_DIGITS.search(_TEXT_WRAPPER.sub(r" \1 ", text)):  # "7 squared", "1 of the options"
         return Answer(None, "a number with an operator word or 'of the': not its value")
     return Answer(text)
@@ -795,4 +859,13 @@ def _strip_wrappers(text: str) -> str | None:
         return None
     if len(re.findall(r"\\left(?![a-zA-Z])", text)) != len(re.findall(r"\\right(?![a-zA-Z])", text)):
         text = _SIZED.sub("", text)  # an unmatched \left( sizes nothing: the delimiter alone is the math
+    words = _WORDS_IN_TEXT.fullmatch(text)  # \text{No} is the word No, as \boxed{No} is
+    text = words.group(1) if words else _braced_arguments(text)
     return spelled_number(text) or _ARTICLE.sub(r"\1", text)  # "forty-two", "the fifth term"; "\text{a circle}" is "circle"
+
+
+def _braced_arguments(text: str) -> str:
+    """`text` with the brace-less arguments TeX reads the parser needs braced: a root's index then one token
+    (``\\sqrt[3]2`` is ``\\sqrt[3]{2}``) and a script holding one command (``2^\\frac12`` is ``2^{\\frac12}``,
+    ``2^\\sqrt2`` is ``2^{\\sqrt2}``); ``\\frac12`` and ``\\sqrt13`` themselves are `screening.canonical`'s."""
+    return _INDEXED_ROOT.sub(r"\\sqrt\1{\2}", _SCRIPT_COMMAND.sub(r"\1{\2}", text))
