@@ -157,7 +157,7 @@ def measure_training(point: dict) -> dict:
 
     from trl_r1.pipeline.recipe import TRAINER_KINDS
     from trl_r1.pipeline.stages import ModelHandle, _model_for_trainer
-    from trl_r1.pipeline.templates import prepare_assistant_only_loss
+    from trl_r1.trainers.chat_templates import prepare_assistant_only_loss
 
     plan = plan_stage(point["data"], point["stage"], point["section"], point["model_dir"], point["run_dir"],
                       point["dry_run"])

@@ -4,8 +4,9 @@ the precisions a T4 lacks."""
 import pytest
 
 from trl_r1.pipeline import load_recipe
-from trl_r1.pipeline.cards import CARDS, card_precision_problems, parse_card
-from trl_r1.pipeline.plan import stage_rate
+from trl_r1.pipeline.preflight import card_precision_problems
+from trl_r1.trainers.speed import CARDS, parse_card
+from trl_r1.trainers.speed import stage_rate
 
 QWEN_1_5B = (1543569408, 28)
 

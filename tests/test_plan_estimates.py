@@ -13,8 +13,8 @@ import yaml
 
 from trl_r1.cli import recipe_data, run_main
 from trl_r1.pipeline import STAGE_REGISTRY, load_recipe
-from trl_r1.pipeline.plan import (MAX_DECODE_BATCH, PROJECTION_SPREAD, RATES, parse_card, size_exponent, stage_rate,
-                                  stage_time)
+from trl_r1.pipeline.plan import stage_time
+from trl_r1.trainers.speed import MAX_DECODE_BATCH, PROJECTION_SPREAD, RATES, parse_card, size_exponent, stage_rate
 from trl_r1.trainers.memory import model_shape
 from trl_r1.pipeline.preflight import stage_peak
 from trl_r1.pipeline.runner import Pipeline
@@ -79,7 +79,7 @@ def test_times_come_from_the_measured_rate_that_matches_and_are_projected_otherw
     assert not projected.measured and "to the NVIDIA H100 x0.70 by memory bandwidth" in projected.parts[0]
     low, _, high = projected.seconds
     tokens = costs["rejection_sampling"].generated_tokens
-    by_bandwidth = row.tokens_per_s[0] * host_bound * 3350 / 4800  # the datasheet bandwidths (pipeline/cards.py)
+    by_bandwidth = row.tokens_per_s[0] * host_bound * 3350 / 4800  # the datasheet bandwidths (trainers/speed.py)
     assert (low, high) == pytest.approx((tokens / (by_bandwidth * PROJECTION_SPREAD),
                                          tokens / (by_bandwidth / PROJECTION_SPREAD)))
 

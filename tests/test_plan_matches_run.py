@@ -13,7 +13,7 @@ from trl_r1.pipeline import load_recipe
 from trl_r1.pipeline.runner import Pipeline
 from trl_r1.pipeline.smoke import prepare_smoke, smoke_model_id
 from trl_r1.pipeline.stages import STAGE_REGISTRY, ModelHandle, make_trainer
-from trl_r1.pipeline.templates import prepare_assistant_only_loss
+from trl_r1.trainers.chat_templates import prepare_assistant_only_loss
 from trl_r1.trainers.trl_compat import shutdown_trainer_vllm
 
 from tests.test_recipes_smoke import FAST_TIER_RECIPE, GROUPS, ROOT

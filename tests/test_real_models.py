@@ -101,7 +101,7 @@ def test_sft_assistant_only_loss_masks_exactly_the_assistant_turns(name, smoke_m
     from transformers import AutoTokenizer
     from trl import SFTConfig, SFTTrainer
 
-    from trl_r1.pipeline.templates import prepare_assistant_only_loss
+    from trl_r1.trainers.chat_templates import prepare_assistant_only_loss
 
     model_dir = smoke_model(name)
     tok = AutoTokenizer.from_pretrained(model_dir)

@@ -12,7 +12,7 @@ from trl_r1.cli import run_main, sft_main
 from trl_r1.pipeline import RecipeError, load_recipe
 from trl_r1.pipeline.recipe import flat_to_recipe
 from trl_r1.pipeline.runner import Pipeline
-from trl_r1.pipeline.templates import adapt_rewards, inspect_chat_template
+from trl_r1.trainers.chat_templates import adapt_rewards, inspect_chat_template
 
 ROOT = Path(__file__).resolve().parents[1]
 ARITHMETIC = "trl_r1.toy.arithmetic:arithmetic_dataset"

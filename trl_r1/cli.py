@@ -188,7 +188,7 @@ def misplaced_run_argument(parser: argparse.ArgumentParser, argv: list[str]) -> 
 
 
 def _add_card_argument(parser: argparse.ArgumentParser) -> None:
-    from .pipeline.plan import KNOWN_CARDS
+    from .trainers.speed import KNOWN_CARDS
 
     parser.add_argument("--card", metavar="NAME_OR_GB", help="with --dry-run: plan for this GPU instead of this "
                         "machine's: a size in GB (--card 24) or a name (--card h100; known: "
@@ -199,7 +199,7 @@ def _add_card_argument(parser: argparse.ArgumentParser) -> None:
 
 def _card(parser: argparse.ArgumentParser, args: argparse.Namespace) -> tuple[str, float] | None:
     """`--card`'s (name, GB), or None; a usage error (exit 2) for a bad value or without --dry-run."""
-    from .pipeline.plan import parse_card
+    from .trainers.speed import parse_card
 
     if args.card is None:
         return None
@@ -351,7 +351,7 @@ def check_hub_push(command: str, section: dict[str, Any]) -> None:
     if not section.get("push_to_hub"):
         return
     if not section.get("hub_model_id"):
-        raise ConfigError([f"push_to_hub: true needs hub_model_id, the Hub repo to push to (e.g. --hub_model_id "
+        raise ConfigError(["push_to_hub: true needs hub_model_id, the Hub repo to push to (e.g. --hub_model_id "
                            "me/my-model); or train without it and publish the model with its card: `trl-r1 publish` "
                            "(docs/howto_publish.md)"], "cannot push")
     problem = push_problem()

@@ -443,7 +443,7 @@ def _adapted(rewards: list[Any], tokenizer_path: str) -> list[Any]:
     """The rewards adapted to the model's chat template (a prefilled `<think>`), as the pipeline adapts them."""
     from transformers import AutoTokenizer
 
-    from .templates import adapt_rewards, inspect_chat_template
+    from ..trainers.chat_templates import adapt_rewards, inspect_chat_template
 
     try:
         tokenizer = AutoTokenizer.from_pretrained(tokenizer_path)

@@ -6,14 +6,14 @@ The cost of a stage: prompts, samples, generated tokens and trained tokens. The 
 (every sample at its maximum length: `max_completion_length`, `max_new_tokens`, `max_length`), and a dataset's
 size is what the preflight saw (a streamed Hub dataset's card may not give it: then `max_samples`, else unknown).
 
-Time: those token counts over the rates measured in `rates.jsonl` (`RATES`: tokens per second of generation and
-of training, by device, model size, weights, adapter and batch, each with its source), as a range (the measured
+Time: those token counts over the speed model's measured rates (`trl_r1.trainers.speed.RATES`: tokens per second
+of generation and of training, by device, model size, weights, adapter and batch, each with its source), as a range (the measured
 spread; a projection widens it by `PROJECTION_SPREAD` each way) and its geometric middle. "measured" where a row
 matches the stage (device, model size, weights, adapter, batch); "projected" otherwise, scaled from the closest
 row (`stage_rate`). A batched generate call lasts as long as its longest sample, so counting every sample at its
 maximum length is the usual case for long reasoning, and an upper end for short answers; CPU rates count the
 same bound over the measured wall time. A rate measured on another card is scaled by the cards' datasheets
-(`trl_r1.pipeline.cards`: decoding by memory bandwidth, training by tensor compute). vLLM is not measured here:
+(`trl_r1.trainers.speed`: decoding by memory bandwidth, training by tensor compute). vLLM is not measured here:
 a vLLM stage on a GPU is timed at a published vLLM rate (`published` in `rates.jsonl`, its source named), always
 "projected"; on the CPU, at the transformers rate (an upper end). Memory: the memory model (`trl_r1.trainers.memory`, through the preflight's `planned_peak`) for the
 card planned for.
@@ -22,16 +22,14 @@ card planned for.
 from __future__ import annotations
 
 import inspect
-import json
 import math
 import textwrap
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..toy.tiny import build_tiny_model
 from ..trainers.memory import USABLE_FRACTION, ModelShape, model_shape
-from .cards import KNOWN_CARDS, card_text, parse_card, speed_ratio
+from ..trainers.speed import card_text, count_text, stage_rate
 from .fingerprint import changed_keys, next_previous, read_record
 from .preflight import PROMPT_TOKENS, Run, planned_peak
 from .recipe import STAGE_REGISTRY
@@ -40,123 +38,6 @@ if TYPE_CHECKING:
     from .recipe import R1ModelConfig, SectionConfig, StagePlan
 
 WIDTH = 116  # the plan's line width; settings wrap, they are never cut
-PROJECTION_SPREAD = 1.5  # a projected rate's range: the scaled measured range, widened by this factor each way
-SAME_SIZE = 0.01  # models within 1% of each other's parameter count count as the same size
-MAX_DECODE_BATCH = 64  # transformers decoding is host-bound (a step takes as long for 8 as for 32 sequences) up to here
-
-@dataclass(frozen=True)
-class Rate:
-    """One measured speed: tokens per second (low, high) of generation (summed over the batch) or training."""
-
-    work: str  # generation | training
-    device: str  # a card's name, or CPU (one thread)
-    model: str
-    params: int  # `ModelShape.num_params`, how models are compared
-    layers: int
-    backend: str  # generation: transformers; training: sft | grpo
-    weights: str  # bf16 | nf4 | float32
-    adapter: bool  # a LoRA adapter on top
-    batch: int  # sequences per generate call, or per training micro-batch
-    tokens_per_s: tuple[float, float]
-    source: str
-    published: bool = False  # a figure published elsewhere, not measured by this project: always "projected"
-
-
-def load_rates(path: Path = Path(__file__).with_name("rates.jsonl")) -> list[Rate]:
-    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    return [Rate(**{**row, "tokens_per_s": tuple(row["tokens_per_s"])}) for row in rows]
-
-
-RATES: list[Rate] = load_rates()
-
-
-def size_exponent(rates: list[Rate]) -> float:
-    """How training speed falls with model size on a GPU (rate ~ params^-b): fitted on two measured SFT rows of one
-    card with different sizes, else 1 (compute-bound)."""
-    rows = sorted((r for r in rates if r.work == "training" and r.device != "CPU"), key=lambda r: r.params)
-    pairs = [(a, b) for a in rows for b in rows if a.device == b.device and a.params < b.params]
-    if not pairs:
-        return 1.0
-    a, b = pairs[0]
-    return math.log(sum(a.tokens_per_s) / sum(b.tokens_per_s)) / math.log(b.params / a.params)
-
-
-@dataclass(frozen=True)
-class StageRate:
-    """A rate applied to a stage: tokens per second (low, high), and how it was obtained."""
-
-    low: float
-    high: float
-    how: str
-    measured: bool
-
-    def seconds(self, tokens: float) -> tuple[float, float, float]:
-        """(fastest, middle, slowest) seconds for `tokens`."""
-        return tokens / self.high, tokens / math.sqrt(self.low * self.high), tokens / self.low
-
-
-def stage_rate(work: str, device: str | None, params: int, layers: int, backend: str, weights: str, adapter: bool,
-               batch: int, rates: list[Rate] | None = None) -> StageRate | None:
-    """The rate of `work` on `device` (a card's name, "CPU", or None: a GPU not named) for a model of `params`
-    parameters and `layers` layers, from the closest measured row: same device kind, then weights, size,
-    adapter, card and batch. Scaled where they differ: on a GPU, transformers decoding is host-bound (rate ~ batch,
-    up to `MAX_DECODE_BATCH`, and ~ 1 / layers) and training ~ params^-`size_exponent`; on a CPU both are
-    compute-bound (~ 1 / params). "measured" only when nothing was scaled and the card is the one measured.
-
-    >>> stage_rate("generation", "NVIDIA H200", 1543569408, 28, "transformers", "nf4", True, 32).how[:9]
-    'measured:'
-    """
-    rates = RATES if rates is None else rates
-    cpu = device == "CPU"
-    rows = [r for r in rates if r.work == work and (r.device == "CPU") == cpu]
-    same_backend = [r for r in rows if r.backend == backend]
-    rows = same_backend or [r for r in rows if r.backend == ("transformers" if work == "generation" else "sft")]
-    if not rows:
-        return None
-    row = min(rows, key=lambda r: (r.weights != weights, abs(math.log(r.params / params)) > SAME_SIZE,
-                                   abs(math.log(r.params / params)), r.adapter != adapter, r.device != device,
-                                   abs(math.log(r.batch / batch))))
-    scale, scaled = 1.0, []
-    if row.backend != backend:
-        scaled.append(f"the {row.backend} rate for {backend}")
-    if abs(math.log(row.params / params)) > SAME_SIZE:
-        if cpu:
-            scale *= row.params / params
-            scaled.append(f"scaled from {_n(row.params)} to {_n(params)} parameters")
-        elif work == "generation" and backend == "vllm":
-            scale *= row.params / params
-            scaled.append(f"scaled from {_n(row.params)} to {_n(params)} parameters: vLLM decoding reads the "
-                          "weights each step")
-        elif work == "generation":
-            scale *= row.layers / layers
-            scaled.append(f"a {_n(params)}-parameter model of {layers} layers from one of {_n(row.params)} and "
-                          f"{row.layers}: host-bound decoding goes by layers")
-        else:
-            exponent = size_exponent(rates)
-            scale *= (row.params / params) ** exponent
-            scaled.append(f"scaled from {_n(row.params)} to {_n(params)} parameters as params^-{exponent:.2f}")
-    if work == "generation" and not cpu and row.batch != batch:
-        scale *= min(batch, row.batch if backend == "vllm" else MAX_DECODE_BATCH) / row.batch
-        scaled.append(f"scaled from {row.batch} to {batch} sequences per call")
-    if (row.weights, row.adapter) != (weights, adapter):
-        scaled.append(f"measured {row.weights}{' + LoRA' if row.adapter else ''}, not {weights}"
-                      f"{' + LoRA' if adapter else ''}")
-    if row.device != device:
-        ratio = speed_ratio(work, row.device, device) if device and not cpu else None
-        if ratio is not None:
-            scale *= ratio[0]
-            scaled.append(f"to the {device} {ratio[1]}")
-        else:
-            scaled.append(f"not measured on {device}" if device else "no card named (--card)")
-    low, high = row.tokens_per_s[0] * scale, row.tokens_per_s[1] * scale
-    what = f"{row.device}, {row.model}: {row.source}"
-    if not scaled and not row.published:
-        return StageRate(low, high, f"measured: {what}", True)
-    if not scaled:
-        scaled.append("published, not measured here")
-    return StageRate(low / PROJECTION_SPREAD, high * PROJECTION_SPREAD, f"projected ({'; '.join(scaled)}) from {what}",
-                     False)
-
 
 @dataclass
 class StageCost:
@@ -173,15 +54,6 @@ class StageCost:
     prompt_tokens: int = 0  # tokens per trained sample beyond `trained_tokens`' (RL: the prompt), for the time
     device: str | None = None  # where it runs: "CPU", or None for the card planned for
     notes: list[str] = field(default_factory=list)  # what the plan should point out about it
-
-
-def _n(value: float | None) -> str:
-    if value is None:
-        return "unknown"
-    for size, suffix in ((1e9, "B"), (1e6, "M"), (1e3, "k")):
-        if value >= 10 * size if suffix == "k" else value >= size:
-            return f"{value / size:.1f}{suffix}"
-    return f"{int(value):,}"
 
 
 def _times(a: int | None, b: int | None) -> int | None:
@@ -217,7 +89,7 @@ def training_cost(plan: StagePlan, pipeline: Run, rows: int | None, basis: str) 
     else:
         epochs = c.num_train_epochs
         samples = None if rows is None else math.ceil(epochs * rows)
-        how = f"{epochs:g} epoch(s) x {_n(rows)} rows{basis}"
+        how = f"{epochs:g} epoch(s) x {count_text(rows)} rows{basis}"
     return StageCost(samples=samples, trained_tokens=_times(samples, c.max_length),
                      basis=f"{how}, <= max_length {c.max_length} tokens each",
                      training=("sft", _weights(plan.model_args), bool(plan.model_args.use_peft)),
@@ -286,7 +158,7 @@ def rejection_sampling_cost(plan: StagePlan, pipeline: Run, prompt_rows: int | N
     c, recipe = plan.config, pipeline.recipe
     prompts = prompt_rows if c.max_prompts is None else c.max_prompts if prompt_rows is None else \
         min(prompt_rows, c.max_prompts)
-    how = f"{_n(prompts)} prompts ({'max_prompts ' + str(c.max_prompts) if c.max_prompts else 'every prompt'})"
+    how = f"{count_text(prompts)} prompts ({'max_prompts ' + str(c.max_prompts) if c.max_prompts else 'every prompt'})"
     adapter = bool(recipe.model.use_peft)  # it samples from the stage's adapter on its base, even when merged
     vllm = plan.generation == "vllm"
     weights = "nf4" if plan.load_in_4bit else "float32" if recipe.model.dtype == "float32" else "bf16"
@@ -304,7 +176,7 @@ def evaluation_cost(pipeline: Run) -> StageCost:
     weights = "float32" if recipe.model.dtype == "float32" else "bf16"
     adapter = bool(recipe.model.use_peft) and any(s != "base" for s in ev.stages)  # a trained stage's adapter
     return sampling_cost(pipeline, prompts, ev.num_samples, ev.max_new_tokens,
-                         f"{passes} evaluation(s) x {_n(prompts)} prompts",
+                         f"{passes} evaluation(s) x {count_text(prompts)} prompts",
                          ("vllm" if vllm else "transformers", weights, adapter),
                          recipe.evaluation_batch[0] if recipe.evaluation_batch else ev.batch_size, passes)
 
@@ -378,7 +250,7 @@ def stage_time(cost: StageCost, pipeline: Run) -> StageTime | str:
         total = [t + s for t, s in zip(total, seconds)]
         fallback = vllm and "the transformers rate for vllm" in rate.how  # no vLLM row for this device kind
         vllm_note = " (no vLLM rate here: timed at the transformers rate, an upper end)" if fallback else ""
-        speed = _n(rate.low) if _n(rate.low) == _n(rate.high) else f"{_n(rate.low)}-{_n(rate.high)}"
+        speed = count_text(rate.low) if count_text(rate.low) == count_text(rate.high) else f"{count_text(rate.low)}-{count_text(rate.high)}"
         parts.append(f"{what} {_duration(seconds[1])} at {speed} tokens/s{vllm_note}, {rate.how}")
         measured &= rate.measured
         upper |= fallback
@@ -479,12 +351,12 @@ def cost_lines(cost: StageCost | None, pipeline: Run, plan: StagePlan | None) ->
         return []
     parts = []
     if cost.prompts is not None or cost.generation is not None:
-        parts.append(f"prompts {_n(cost.prompts)}")
-    parts.append(f"samples {_n(cost.samples)}")
+        parts.append(f"prompts {count_text(cost.prompts)}")
+    parts.append(f"samples {count_text(cost.samples)}")
     if cost.generation is not None:
-        parts.append(f"generated <= {_n(cost.generated_tokens)} tokens")
+        parts.append(f"generated <= {count_text(cost.generated_tokens)} tokens")
     if cost.trained_tokens != 0:
-        parts.append(f"trained <= {_n(cost.trained_tokens)} tokens")
+        parts.append(f"trained <= {count_text(cost.trained_tokens)} tokens")
     lines = [f"     cost:     {', '.join(parts)}"]
     lines += textwrap.wrap(f"({cost.basis})", WIDTH, initial_indent=" " * 15, subsequent_indent=" " * 15)
     for line in time_lines(cost, pipeline):
@@ -610,6 +482,6 @@ def plan_lines(pipeline: Run) -> list[str]:
     return lines
 
 
-__all__ = ["KNOWN_CARDS", "RATES", "Rate", "StageCost", "StageRate", "StageTime", "dataset_rows", "final_sft_cost",
-           "parse_card", "plan_lines", "rejection_sampling_cost", "rl_cost", "stage_rate", "stage_time",
+__all__ = ["StageCost", "StageTime", "dataset_rows", "final_sft_cost",
+           "plan_lines", "rejection_sampling_cost", "rl_cost", "stage_time",
            "training_cost"]

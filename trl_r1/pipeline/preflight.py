@@ -32,15 +32,23 @@ import torch
 
 from ..data.fast_generation import fast_prompt_budget
 from ..data.loading import EmptyDatasetError, LocalDataError, SplitError
-from ..data.scan import (budget_problems, column_values, dataset_scan, duplicate_prompt_notes, held_out_problems,
-                         prompt_budget, seen_in_training, think_tag_notes)
+from ..data.scan import (
+    budget_problems,
+    column_values,
+    dataset_scan,
+    duplicate_prompt_notes,
+    held_out_problems,
+    prompt_budget,
+    seen_in_training,
+    think_tag_notes,
+)
 from ..trainers import memory
 from ..trainers.memory import card_memory_gb, model_shape
-from .cards import card_precision_problems, card_text, cpu_stage_notes
+from ..trainers.speed import card_named, card_text
 from .fingerprint import record_notes
 from .key_effects import ignored_key_notes
 from .recipe import STAGE_REGISTRY, same_text_once
-from .templates import TemplateReport, inspect_chat_template, template_problems
+from ..trainers.chat_templates import TemplateReport, inspect_chat_template, template_problems
 
 if TYPE_CHECKING:
     from datasets import Dataset
@@ -48,9 +56,9 @@ if TYPE_CHECKING:
 
     from ..data.rejection_sampling import RejectionSamplingConfig
     from ..data.scan import PromptScan
+    from ..trainers.memory import GRPOSettings, ModelShape
     from .data import StageDatasets
     from .fingerprint import ModelHandle, StageRecord
-    from ..trainers.memory import GRPOSettings, ModelShape
     from .ranks import Ranks
     from .recipe import DataArguments, EvaluationConfig, R1ModelConfig, Recipe, SectionConfig, StagePlan
 
@@ -670,6 +678,37 @@ def install_hint(extra: str) -> str:
         pinned = []
     spec = pinned[0] if pinned else extra
     return f"pip install '{spec}' (or `pip install -e '.[{extra}]'` in the trl-r1 clone)"
+
+
+def cpu_stage_notes(stages: list[StagePlan], card: tuple[str, float]) -> list[str]:
+    """A note for the trainer stages a recipe keeps on the CPU (`use_cpu: true`) while the plan is for a card: the
+    estimates and the memory model then speak of a GPU that the run will not use."""
+    on_cpu = [plan.name for plan in stages if plan.model_args is not None and plan.config is not None
+              and getattr(plan.config, "use_cpu", False)]
+    if not on_cpu:
+        return []
+    return [f"{', '.join(on_cpu)}: use_cpu: true trains on the CPU, not on the {card[0]} planned for; remove "
+            "`use_cpu` (in `training:` for every stage) to use the card"]
+
+
+def card_precision_problems(stages: list[StagePlan], card: tuple[str, float]) -> list[str]:
+    """Each trainer stage set to a precision the card lacks (`bf16` on a T4 or V100, `tf32` before Ampere), naming
+    the key and the fix: transformers refuses them only when the run starts on that card."""
+    row = card_named(card[0])
+    if row is None:
+        return []
+    problems = []
+    for plan in stages:
+        config = plan.config
+        if plan.model_args is None or config is None or getattr(config, "use_cpu", False):
+            continue
+        if getattr(config, "bf16", False) and not row.bf16:
+            problems.append(f"{plan.name}: bf16: true, but the {row.name} has no bf16; set `bf16: false, fp16: true` "
+                            "(in `training:` for every stage)")
+        if getattr(config, "tf32", None) and not row.tf32:
+            problems.append(f"{plan.name}: tf32: true, but the {row.name} has no tf32 (Ampere or newer); set "
+                            "`tf32: false`")
+    return problems
 
 
 def backend_problems(stages: list[StagePlan], rewards: dict[str, list[Any]]) -> list[str]:

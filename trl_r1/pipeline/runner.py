@@ -27,7 +27,7 @@ from .recipe import Recipe, RecipeError, StagePlan
 from .fingerprint import (ModelHandle, StageRecord, data_file, file_stamp, prepare_stage_dir, read_record, stage_status,
                           write_record)
 from .stages import STAGE_REGISTRY, Stage
-from .templates import TemplateReport, adapt_rewards
+from ..trainers.chat_templates import TemplateReport, adapt_rewards
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase

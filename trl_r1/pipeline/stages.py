@@ -60,7 +60,7 @@ from .recipe import (
     reward_weights,
     run_seed,
 )
-from .templates import prepare_assistant_only_loss
+from ..trainers.chat_templates import prepare_assistant_only_loss
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

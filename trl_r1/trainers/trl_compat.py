@@ -62,7 +62,7 @@ from trl import GRPOTrainer
 from trl.chat_template_utils import (  # noqa: F401 (pipeline)
     get_training_chat_template,
     has_generation_markers,
-    llama3_2_chat_template,  # noqa: F401 (pipeline/templates)
+    llama3_2_chat_template,  # noqa: F401 (trainers/chat_templates)
 )
 from trl.generation.vllm_generation import VLLMGeneration
 from trl.models.utils import disable_gradient_checkpointing

@@ -78,7 +78,7 @@ def own_training_template(chat_template: str | None) -> str | None:
     Llama-3.2's: assistant turns wrap their content and ``<|eot_id|>`` in generation markers (the change TRL makes
     to Llama-3's template); every conversation renders exactly as with the original.
     """
-    from ..trainers.trl_compat import llama3_2_chat_template
+    from .trl_compat import llama3_2_chat_template
 
     if chat_template != llama3_2_chat_template or chat_template.count(_LLAMA32_TURN) != 1:
         return None
@@ -99,7 +99,7 @@ def training_chat_template(tokenizer: PreTrainedTokenizerBase) -> str:
     ...
     ValueError: the chat template has no {% generation %} markers and neither TRL 1.16 nor trl-r1 has a training version of it
     """
-    from ..trainers.trl_compat import get_training_chat_template, has_generation_markers
+    from .trl_compat import get_training_chat_template, has_generation_markers
 
     original = tokenizer.chat_template
     own = own_training_template(original)
