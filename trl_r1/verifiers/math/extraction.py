@@ -207,7 +207,10 @@ _BOUND_AFTER = re.compile(  # a bound right after the answer: "\\boxed{12}+", "\
     r"(?i)^[\s,]*(?:\+|or\s+(?:more|fewer|less|greater|higher|lower|above|below)\b|"
     r"at\s+(?:the\s+)?(?:least|most|minimum|maximum)\b|(?:minimum|maximum)\s*[.!]?\s*$)"
 )
-_BOUND_WORD = re.compile(r"(?i)\b(?:more|less|fewer|greater|higher|lower|minimum|maximum|min|max|least|most)\b")
+_BOUND_WORD = re.compile(  # any bound word: a labelled part holding one keeps its words (`_part_value`); stricter than
+    # `_BOUND_PHRASE`, which refuses a whole answer and so must let "less" alone be a text answer
+    r"(?i)\b(?:more|less|fewer|greater|higher|lower|minimum|maximum|min|max|least|most)\b"
+)
 _BOUND_PHRASE = re.compile(  # a bound written into the answer itself, in words: "5 \\text{ at least}", "5 or more"
     r"(?i)(?<!\\)\b(?:at\s+(?:least|most)|or\s+(?:more|less|fewer|greater|higher|lower|above|below)|"
     r"(?:no\s+)?(?:more|less|fewer|greater)\s+than|minimum|maximum|up\s+to)\b"
