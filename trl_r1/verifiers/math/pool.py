@@ -37,17 +37,24 @@ SPARE_WORKERS = 2  # one spare let two timeouts in a row make the next verdict w
 BOOT_TIMEOUT_S = 120.0  # a worker that is not ready by then is broken (import error, exhausted machine)
 _READY = "ready"
 PARENT_POLL_S = 0.5  # how often a worker checks that the process that started it is alive
-_WORKER_MAIN = f"import sys; from {__name__} import _serve; _serve(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]))"
+_WORKER_MAIN = (f"import sys; from {__name__} import _serve; "
+                "_serve(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4])")
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[3])  # the directory holding `trl_r1`
 
 
-def _serve(target: str, memory_limit_bytes: int, parent_pid: int) -> None:
-    """Worker main: load `module:function`, then answer each task with ("ok", result) or ("error", reason)."""
+def _serve(target: str, memory_limit_bytes: int, parent_pid: int, warm_up: str = "") -> None:
+    """Worker main: load `module:function`, run the `warm_up` function if any (before reporting ready, so no
+    task waits for it), then answer each task with ("ok", result) or ("error", reason)."""
     _die_with_parent(parent_pid)
     replies = Connection(os.dup(1), readable=False)
     os.dup2(2, 1)  # stray prints of the checked code go to stderr, not into the reply pipe
     tasks = Connection(0, writable=False)
     function = resolve_import_path(target)
+    if warm_up:
+        try:
+            resolve_import_path(warm_up)()
+        except Exception as exc:  # a warm-up is an optimisation: a worker that could not warm up still serves
+            print(f"worker warm-up failed: {type(exc).__name__}: {exc}"[:200], file=sys.stderr)
     if memory_limit_bytes:
         _limit_memory(memory_limit_bytes)
     try:
@@ -136,10 +143,10 @@ _CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
 class _Worker:
-    def __init__(self, target: str, memory_limit_bytes: int):
+    def __init__(self, target: str, memory_limit_bytes: int, warm_up: str = ""):
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [_PACKAGE_ROOT, os.environ.get("PYTHONPATH")])))
         self.process = _spawn(
-            [sys.executable, "-c", _WORKER_MAIN, target, str(memory_limit_bytes), str(os.getpid())],
+            [sys.executable, "-c", _WORKER_MAIN, target, str(memory_limit_bytes), str(os.getpid()), warm_up],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, close_fds=True,
             process_group=0,  # a terminal's Ctrl-C reaches the caller alone (which ends it); no worker traceback
         )
@@ -178,7 +185,8 @@ class WorkerPool:
 
     `run` returns, per task, ("ok", result), ("timeout", reason) or ("error", reason), in task order. It is
     thread-safe (calls are serialised) and starts the workers on first use. A pool owns processes and is not
-    picklable: reach it through a module-level accessor, as `trl_r1.verifiers.math` does.
+    picklable: reach it through a module-level accessor, as `trl_r1.verifiers.math` does. `warm_up`
+    (``module:function``) runs in each worker before it reports ready: work that makes later tasks faster.
 
     >>> pool = WorkerPool("operator:add", workers=1)
     >>> pool.run([(1, 2), ("a", 1)], timeout_s=60)
@@ -186,8 +194,12 @@ class WorkerPool:
     >>> pool.close()
     """
 
-    def __init__(self, target: str, workers: int, memory_limit_bytes: int = 2 << 30, spares: int = SPARE_WORKERS):
+    def __init__(
+        self, target: str, workers: int, memory_limit_bytes: int = 2 << 30, spares: int = SPARE_WORKERS,
+        warm_up: str | None = None,
+    ):
         self.target = target
+        self.warm_up = warm_up or ""
         self.workers = max(1, int(workers))
         self.spares = max(1, int(spares))
         self.memory_limit_bytes = memory_limit_bytes
@@ -211,17 +223,28 @@ class WorkerPool:
         spare = next((w for w in self._spares if w.ready), self._spares[0])
         self._spares.remove(spare)
         self._pool[self._pool.index(worker)] = spare
-        self._spares.append(_Worker(self.target, self.memory_limit_bytes))
+        self._spares.append(_Worker(self.target, self.memory_limit_bytes, self.warm_up))
+
+    def start(self) -> None:
+        """Boot the workers and spares and wait until all are ready (and warmed up), so that nothing boots beside
+        the first tasks; `run` boots them itself when this was not called."""
+        with self._lock:
+            self._boot()
+            while any(not w.ready for w in self._pool + self._spares):
+                self._collect({}, [])
+
+    def _boot(self) -> None:
+        while len(self._pool) < self.workers:
+            self._pool.append(_Worker(self.target, self.memory_limit_bytes, self.warm_up))
+        while len(self._spares) < self.spares:
+            self._spares.append(_Worker(self.target, self.memory_limit_bytes, self.warm_up))
 
     def run(self, tasks: list[tuple], timeout_s: float, wall_limit_s: float | None = None) -> list[tuple[str, Any]]:
         """Each task under `timeout_s` of CPU time and `wall_limit_s` of wall-clock time (default `WALL_BACKSTOP`
         times `timeout_s`; a caller with a latency bound sets it)."""
         wall_limit = WALL_BACKSTOP * timeout_s if wall_limit_s is None else wall_limit_s
         with self._lock:
-            while len(self._pool) < self.workers:
-                self._pool.append(_Worker(self.target, self.memory_limit_bytes))
-            while len(self._spares) < self.spares:
-                self._spares.append(_Worker(self.target, self.memory_limit_bytes))
+            self._boot()
             results: list[tuple[str, Any] | None] = [None] * len(tasks)
             queue = deque(range(len(tasks)))
             running: dict[_Worker, list] = {}  # worker: [task index, deadline, wall start, CPU start]
