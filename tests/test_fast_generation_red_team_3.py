@@ -333,3 +333,105 @@ def test_lora_on_moe_expert_parameters_is_served_or_refused_at_build(tiny_model_
             MergedPolicy(policy)
         return
     _served_compiled(tiny_model_dir, policy)
+
+
+@pytest.mark.parametrize("rope", [{"rope_type": "linear", "factor": 2.0},
+                                  {"rope_type": "yarn", "factor": 2.0, "original_max_position_embeddings": 6}])
+def test_scaled_rope_past_the_trained_length_is_served_compiled(tiny_model_dir, rope):
+    config = {**_DECODER, "max_position_embeddings": 12, "rope_parameters": {"rope_theta": 10000.0, **rope}}
+    _served_compiled(tiny_model_dir, _family(tiny_model_dir, "llama", **config))
+
+
+def test_phi3_longrope_past_its_original_length_is_served_compiled(tiny_model_dir):
+    half = _DECODER["hidden_size"] // _DECODER["num_attention_heads"] // 2
+    config = {**_DECODER, "max_position_embeddings": 24, "original_max_position_embeddings": 12,
+              "rope_parameters": {"rope_type": "longrope", "rope_theta": 10000.0, "short_factor": [1.0] * half,
+                                  "long_factor": [2.0] * half, "original_max_position_embeddings": 12}}
+    _served_compiled(tiny_model_dir, _family(tiny_model_dir, "phi3", **config))
+
+
+@pytest.mark.xfail(strict=True, reason="MEDIUM: dynamic NTK RoPE (`rope_type: dynamic`) branches on the sequence "
+                   "length in its forward; the fullgraph compile of the decode step raises torch's Unsupported "
+                   "(data-dependent branching) at the first generate on CUDA; not refused at build")
+def test_dynamic_rope_is_served_compiled_or_refused_at_build(tiny_model_dir):
+    config = {**_DECODER, "max_position_embeddings": 12,
+              "rope_parameters": {"rope_type": "dynamic", "factor": 2.0, "rope_theta": 10000.0}}
+    policy = _family(tiny_model_dir, "llama", **config)
+    if merged_copy_unsupported_reason(policy):
+        with pytest.raises(ValueError, match="dynamic"):
+            MergedPolicy(policy, compile="eager", prompt_budget=32)
+        return
+    _served_compiled(tiny_model_dir, policy)
+
+
+# --------------------------------------------------------------------------------- refresh cadence, merge subsets
+
+def test_refresh_between_accumulated_micro_batches_rewrites_nothing_then_everything(tiny_model_dir):
+    """Gradient accumulation: backward passes without an optimizer step change no weight (nothing rewritten, a
+    refresh stays cheap); the step then changes every adapted layer (all rewritten) and the copy serves it."""
+    policy = _policy(tiny_model_dir)
+    tokenizer, batch = _batch(tiny_model_dir)
+    fast = MergedPolicy(policy)
+    optimizer = torch.optim.AdamW([p for p in policy.parameters() if p.requires_grad], lr=0.05)
+    for _ in range(3):
+        policy(input_ids=batch.input_ids, attention_mask=batch.attention_mask, labels=batch.input_ids).loss.backward()
+        fast.refresh()
+        assert fast.layers_rewritten == 0
+    optimizer.step()
+    fast.refresh()
+    assert fast.layers_rewritten == len(fast._adapted) > 0
+    _assert_serves(fast, policy, batch, _greedy(tokenizer))
+
+
+def test_some_layers_merged_by_hand(tiny_model_dir):
+    """`LoraLayer.merge()` on two layers only: those two are their merged base, the others base + delta."""
+    policy = _policy(tiny_model_dir)
+    tokenizer, batch = _batch(tiny_model_dir)
+    fast = MergedPolicy(policy)
+    policy.base_model.model.model.layers[1].self_attn.q_proj.merge()
+    policy.base_model.model.model.layers[0].mlp.up_proj.merge()
+    fast.refresh()
+    assert fast.layers_rewritten == 2
+    _assert_serves(fast, policy, batch, _greedy(tokenizer))
+
+
+# ------------------------------------------------------------------------------------------------ EOS and padding
+
+def test_an_eos_list_without_a_pad_token_compiled_in_a_larger_stage_and_in_parts(tiny_model_dir):
+    """Two EOS ids (rows end on either, one row never ends), no pad token (padded with the first EOS), the stage
+    larger than the call (rows padded) and then smaller (served in parts)."""
+    from transformers import GenerationConfig
+
+    policy = _policy(tiny_model_dir)
+    _, batch = _batch(tiny_model_dir)
+    policy.generation_config.pad_token_id = None
+    width = batch.input_ids.size(1)
+    first = policy.generate(input_ids=batch.input_ids, attention_mask=batch.attention_mask,
+                            generation_config=GenerationConfig(max_new_tokens=3, do_sample=False))[:, width:]
+    config = GenerationConfig(max_new_tokens=12, do_sample=False, eos_token_id=[int(first[1, 1]), int(first[2, 0])])
+    want = policy.generate(input_ids=batch.input_ids, attention_mask=batch.attention_mask, generation_config=config)
+    assert want.size(1) == width + 12 and want[1, -1] == config.eos_token_id[0]  # padded with the first EOS
+    fast = MergedPolicy(policy, compile="eager", prompt_budget=32)
+    for stage_batch in (8, 3):
+        fast.start_stage(batch_size=stage_batch, max_new_tokens=12)
+        assert fast.generate(batch.input_ids, batch.attention_mask, config).tolist() == want.tolist()
+
+
+def test_pad_equal_to_eos_when_every_row_stops_early(tiny_model_dir):
+    from transformers import GenerationConfig
+
+    policy = _policy(tiny_model_dir)
+    tokenizer, _ = _batch(tiny_model_dir)
+    tokenizer.pad_token = tokenizer.eos_token
+    batch = tokenizer(["What is 3 + 4?", "def add(a, b):"], return_tensors="pt", padding=True)
+    width = batch.input_ids.size(1)
+    first = policy.generate(input_ids=batch.input_ids, attention_mask=batch.attention_mask,
+                            generation_config=GenerationConfig(max_new_tokens=2, do_sample=False,
+                                                               pad_token_id=tokenizer.pad_token_id))
+    eos = sorted(set(first[:, width + 1].tolist()))
+    config = GenerationConfig(max_new_tokens=20, do_sample=False, eos_token_id=eos, pad_token_id=eos[0])
+    want = policy.generate(input_ids=batch.input_ids, attention_mask=batch.attention_mask, generation_config=config)
+    assert want.size(1) == width + 2
+    fast = MergedPolicy(policy, compile="eager", prompt_budget=32)
+    fast.start_stage(batch_size=4, max_new_tokens=20)
+    assert fast.generate(batch.input_ids, batch.attention_mask, config).tolist() == want.tolist()
