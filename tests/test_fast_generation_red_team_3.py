@@ -497,3 +497,32 @@ def test_a_merged_qlora_policy_disabled_is_served_its_requantized_base(scaled_mo
         fresh = MergedPolicy(policy, keep_base=False)
         for (name, got), want in zip(fast.model.named_parameters(), fresh.model.parameters()):
             assert torch.equal(got, want), name
+
+
+def test_lora_on_some_layers_only_with_a_rank_pattern(tiny_model_dir):
+    """`layers_to_transform=[1]` (layer 0 has no LoRA at all) and a per-module rank, after a step."""
+    policy = _policy(tiny_model_dir, target_modules=["q_proj", "o_proj", "up_proj"], layers_to_transform=[1],
+                     rank_pattern={"o_proj": 2})
+    tokenizer, batch = _batch(tiny_model_dir)
+    fast = MergedPolicy(policy)
+    assert {name.split(".layers.")[1][0] for name, _ in policy.named_parameters() if "lora_A" in name} == {"1"}
+    _train_step(policy, batch)
+    fast.refresh()
+    _assert_serves(fast, policy, batch, _greedy(tokenizer))
+
+
+def test_lora_on_an_untied_output_layer(tiny_model_dir):
+    """`tie_word_embeddings=False` with lm_head its own tensor: LoRA on lm_head is an ordinary adapted layer."""
+    from tests.test_fast_generation_red_team import _base
+
+    base = _base(tiny_model_dir)
+    base.config.tie_word_embeddings = False
+    base.lm_head.weight = torch.nn.Parameter(base.model.embed_tokens.weight.detach().clone() * 0.5)
+    torch.manual_seed(0)
+    policy = get_peft_model(base, LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "lm_head"],
+                                             init_lora_weights=False))
+    tokenizer, batch = _batch(tiny_model_dir)
+    fast = MergedPolicy(policy)
+    _train_step(policy, batch)
+    fast.refresh()
+    _assert_serves(fast, policy, batch, _greedy(tokenizer))
