@@ -255,6 +255,12 @@ def _served_compiled(path: str, policy, rtol: float = 1e-5) -> MergedPolicy:
     ("granite", {**_DECODER, "attention_multiplier": 0.5, "embedding_multiplier": 2.0, "residual_multiplier": 0.5,
                  "logits_scaling": 2.0}),
     ("smollm3", _DECODER),  # NoPE layers
+    ("qwen2_moe", {**_DECODER, "num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32,
+                   "shared_expert_intermediate_size": 64}),  # LoRA on the shared expert and attention
+    ("glm4", {**_DECODER, "head_dim": 16}),
+    ("gptj", {**_GPT2, "rotary_dim": 8}),
+    ("codegen", {**_GPT2, "rotary_dim": 8, "n_ctx": 128}),  # fused qkv, mp_num blocks
+    ("lfm2", {**_DECODER, "layer_types": ["conv", "full_attention"]}),  # a short-convolution layer beside attention
 ])
 def test_a_model_family_is_served_compiled(tiny_model_dir, model_type, config):
     config = {key: value for key, value in config.items() if value is not None}
@@ -321,14 +327,19 @@ def test_a_latent_attention_model_is_served_or_refused_at_build(tiny_model_dir):
 
 
 @pytest.mark.xfail(strict=True, reason="HIGH: PEFT's LoRA on MoE expert parameters (target_parameters; what "
-                   "'all-linear' selects on qwen3_moe in PEFT 0.21) wraps the experts in a ParamWrapper; the copy "
-                   "files their 3-D weights under `_copied` (attr is not 'weight') and copies the base without the "
+                   "'all-linear' selects on qwen3_moe, mixtral, olmoe in PEFT 0.21) wraps the experts in a "
+                   "ParamWrapper; the copy files their 3-D weights under `_copied` (attr is not 'weight') and copies the base without the "
                    "delta: silently wrong weights, not refused")
-@pytest.mark.parametrize("lora", [{"target_modules": ["q_proj"], "target_parameters": ["mlp.experts.gate_up_proj"]},
-                                  {"target_modules": "all-linear"}])
-def test_lora_on_moe_expert_parameters_is_served_or_refused_at_build(tiny_model_dir, lora):
-    policy = _family(tiny_model_dir, "qwen3_moe", lora, **{**_DECODER, "head_dim": 16}, num_experts=4,
-                     num_experts_per_tok=2, moe_intermediate_size=32)
+@pytest.mark.parametrize("model_type, lora, config", [
+    ("qwen3_moe", {"target_modules": ["q_proj"], "target_parameters": ["mlp.experts.gate_up_proj"]},
+     {"head_dim": 16, "num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32}),
+    ("qwen3_moe", {"target_modules": "all-linear"},
+     {"head_dim": 16, "num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32}),
+    ("mixtral", {"target_modules": "all-linear"}, {"num_local_experts": 4, "num_experts_per_tok": 2}),
+    ("olmoe", {"target_modules": "all-linear"}, {"num_experts": 4, "num_experts_per_tok": 2}),
+])
+def test_lora_on_moe_expert_parameters_is_served_or_refused_at_build(tiny_model_dir, model_type, lora, config):
+    policy = _family(tiny_model_dir, model_type, lora, **_DECODER, **config)
     if merged_copy_unsupported_reason(policy):
         with pytest.raises(ValueError, match="expert"):
             MergedPolicy(policy)
