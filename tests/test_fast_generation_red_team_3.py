@@ -328,8 +328,8 @@ def test_a_latent_attention_model_is_served_or_refused_at_build(tiny_model_dir):
 
 @pytest.mark.xfail(strict=True, reason="HIGH: PEFT's LoRA on MoE expert parameters (target_parameters; what "
                    "'all-linear' selects on qwen3_moe, mixtral, olmoe in PEFT 0.21) wraps the experts in a "
-                   "ParamWrapper; the copy files their 3-D weights under `_copied` (attr is not 'weight') and copies the base without the "
-                   "delta: silently wrong weights, not refused")
+                   "ParamWrapper; the copy files their 3-D weights under `_copied` (attr is not 'weight') and "
+                   "copies the base without the delta: silently wrong weights, not refused")
 @pytest.mark.parametrize("model_type, lora, config", [
     ("qwen3_moe", {"target_modules": ["q_proj"], "target_parameters": ["mlp.experts.gate_up_proj"]},
      {"head_dim": 16, "num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32}),
