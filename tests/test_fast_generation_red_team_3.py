@@ -28,8 +28,6 @@ def _train_step(policy, batch, lr: float = 0.5) -> None:
 
 # ------------------------------------------------------------------------------- adapters changed after the build
 
-@pytest.mark.xfail(strict=True, reason="HIGH: a layer the build saw without LoRA is in `_copied` (copied once); an "
-                   "adapter added later on that layer (add_adapter + set_adapter) is never merged: silent base weights")
 def test_an_adapter_added_after_the_build_on_other_layers_is_served(tiny_model_dir):
     """Built with LoRA on q_proj only; then a second adapter on v_proj and down_proj is added and made active."""
     policy = _policy(tiny_model_dir, target_modules=["q_proj"])
@@ -43,8 +41,6 @@ def test_an_adapter_added_after_the_build_on_other_layers_is_served(tiny_model_d
     _assert_serves(fast, policy, batch, _greedy(tokenizer))
 
 
-@pytest.mark.xfail(strict=True, reason="HIGH: DoRA is refused at build only; a DoRA adapter made active later is "
-                   "merged by `refresh` as plain LoRA (get_delta_weight without the magnitude): silently wrong")
 def test_a_dora_adapter_made_active_after_the_build_is_refused_or_served(tiny_model_dir):
     """Either outcome is right (refresh refuses naming DoRA, or the copy serves the DoRA policy); serving it as
     plain LoRA is not."""
@@ -145,9 +141,6 @@ def test_merge_refresh_unmerge_then_an_optimizer_step(tiny_model_dir):
 
 # ------------------------------------------------------------------------------------ base weights changed
 
-@pytest.mark.xfail(strict=True, reason="HIGH: `load_state_dict` (or any in-place copy_ into a base weight) keeps the "
-                   "tensor and its storage and leaves the adapter as it was: `refresh` skips every layer "
-                   "(`_same_state` and `_same_origin`), the copy keeps serving the old base")
 def test_a_base_weight_overwritten_in_place_by_load_state_dict_is_served(tiny_model_dir):
     policy = _policy(tiny_model_dir)
     tokenizer, batch = _batch(tiny_model_dir)
@@ -158,9 +151,6 @@ def test_a_base_weight_overwritten_in_place_by_load_state_dict_is_served(tiny_mo
     _assert_serves(fast, policy, batch, _greedy(tokenizer))
 
 
-@pytest.mark.xfail(strict=True, reason="HIGH: an adapted layer's base weight unfrozen beside its LoRA is followed "
-                   "only when the kept base aliases it (fp32 policy, fp32 copy); a bf16 policy's kept base is an "
-                   "fp32 snapshot taken once, so the copy keeps the old base after the step")
 def test_an_unfrozen_base_weight_under_lora_in_a_bf16_policy_is_followed(tiny_model_dir):
     from tests.test_fast_generation_red_team import _base
 
@@ -268,9 +258,6 @@ def test_a_model_family_is_served_compiled(tiny_model_dir, model_type, config):
     _served_compiled(tiny_model_dir, _family(tiny_model_dir, model_type, lora, **config))
 
 
-@pytest.mark.xfail(strict=True, reason="MEDIUM: sliding-window layers' StaticSlidingWindowLayer keeps a Python int "
-                   "(cumulative_length_int) that dynamo guards on: every compiled step recompiles, FallbackToEager at "
-                   "the first generate (on CUDA, where the copy compiles by default); not refused at build")
 @pytest.mark.parametrize("model_type, config", [
     ("mistral", {**_DECODER, "sliding_window": 4}),
     ("qwen2", {**_DECODER, "use_sliding_window": True, "sliding_window": 4, "max_window_layers": 1}),
@@ -293,9 +280,6 @@ def test_a_sliding_window_model_is_served_uncompiled_past_its_window(tiny_model_
     _assert_serves(MergedPolicy(policy), policy, batch, _greedy(tokenizer, 10))
 
 
-@pytest.mark.xfail(strict=True, reason="MEDIUM: merged_copy_unsupported_reason passes a model without SDPA (gemma2's "
-                   "softcapping, gpt_oss's sinks); MergedPolicy then dies in transformers' own sdpa check, so `auto` "
-                   "picks the copy and the trainer fails at its first generation, not at build")
 @pytest.mark.parametrize("model_type, config", [
     ("gemma2", {**_DECODER, "head_dim": 16, "sliding_window": 4, "attn_logit_softcapping": 5.0,
                 "final_logit_softcapping": 3.0, "query_pre_attn_scalar": 8}),
@@ -311,9 +295,6 @@ def test_a_model_without_sdpa_is_refused_by_the_check_naming_its_type(tiny_model
         MergedPolicy(policy)
 
 
-@pytest.mark.xfail(strict=True, reason="MEDIUM: multi-head latent attention (K head dim qk_nope+qk_rope != V head "
-                   "dim): StageDecoder sizes the static cache with one head_dim, index_copy_ fails at the first "
-                   "generate; not refused at build")
 def test_a_latent_attention_model_is_served_or_refused_at_build(tiny_model_dir):
     policy = _family(tiny_model_dir, "deepseek_v3", {"target_modules": ["q_proj", "o_proj"]},
                      **{**_DECODER, "num_key_value_heads": 4}, kv_lora_rank=16, q_lora_rank=None, qk_rope_head_dim=8,
@@ -326,10 +307,6 @@ def test_a_latent_attention_model_is_served_or_refused_at_build(tiny_model_dir):
     _served_compiled(tiny_model_dir, policy)
 
 
-@pytest.mark.xfail(strict=True, reason="HIGH: PEFT's LoRA on MoE expert parameters (target_parameters; what "
-                   "'all-linear' selects on qwen3_moe, mixtral, olmoe in PEFT 0.21) wraps the experts in a "
-                   "ParamWrapper; the copy files their 3-D weights under `_copied` (attr is not 'weight') and "
-                   "copies the base without the delta: silently wrong weights, not refused")
 @pytest.mark.parametrize("model_type, lora, config", [
     ("qwen3_moe", {"target_modules": ["q_proj"], "target_parameters": ["mlp.experts.gate_up_proj"]},
      {"head_dim": 16, "num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32}),
@@ -362,9 +339,6 @@ def test_phi3_longrope_past_its_original_length_is_served_compiled(tiny_model_di
     _served_compiled(tiny_model_dir, _family(tiny_model_dir, "phi3", **config))
 
 
-@pytest.mark.xfail(strict=True, reason="MEDIUM: dynamic NTK RoPE (`rope_type: dynamic`) branches on the sequence "
-                   "length in its forward; the fullgraph compile of the decode step raises torch's Unsupported "
-                   "(data-dependent branching) at the first generate on CUDA; not refused at build")
 def test_dynamic_rope_is_served_compiled_or_refused_at_build(tiny_model_dir):
     config = {**_DECODER, "max_position_embeddings": 12,
               "rope_parameters": {"rope_type": "dynamic", "factor": 2.0, "rope_theta": 10000.0}}
@@ -451,10 +425,6 @@ def test_pad_equal_to_eos_when_every_row_stops_early(tiny_model_dir):
 
 # ------------------------------------------------------------------------------------------- tied weights, 4-bit
 
-@pytest.mark.xfail(strict=True, reason="HIGH: the copy ties lm_head to the embedding from the config "
-                   "(tie_word_embeddings) while the policy's two tensors were untied; the copy's lm_head is the "
-                   "embedding (named_parameters lists it once), so the LoRA on lm_head, and any change to it, is "
-                   "never written: silently wrong logits. _unmerged_adapter_reason checks identity, not the config")
 def test_an_output_layer_untied_from_the_embedding_with_lora_is_served_or_refused(tiny_model_dir):
     from tests.test_fast_generation_red_team import _base
 
