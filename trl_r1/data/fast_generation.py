@@ -115,7 +115,8 @@ def _architecture_reason(config: Any, model_type: str, compiled: bool) -> str | 
                 f"{config.num_hidden_layers}), whose static cache recompiles the decoder at every step; build the "
                 f"copy uncompiled (compile=False) or {_SERVE_INSTEAD}")
     rope = getattr(config, "rope_parameters", None) or getattr(config, "rope_scaling", None) or {}
-    rope_types = {rope.get("rope_type")} | {value.get("rope_type") for value in rope.values() if isinstance(value, dict)}
+    per_layer_type = [value for value in rope.values() if isinstance(value, dict)]  # Gemma 3: one per layer type
+    rope_types = {rope.get("rope_type"), *(value.get("rope_type") for value in per_layer_type)}
     if "dynamic" in rope_types:
         return (f"the model type {model_type!r} uses dynamic NTK RoPE (rope_type 'dynamic'), which branches on the "
                 f"sequence length and does not compile; build the copy uncompiled (compile=False) or {_SERVE_INSTEAD}")
