@@ -49,27 +49,22 @@ def _peft_layer_types() -> tuple[type, ...]:
     return (BaseTunerLayer,)
 
 
-def merged_copy_unsupported_reason(policy: Any) -> str | None:
+#: the fix a refusal names: generation that needs no copy
+_SERVE_INSTEAD = "generate with fast_generation: off (plain generate) or with vLLM"
+
+
+def merged_copy_unsupported_reason(policy: Any, compiled: bool = True) -> str | None:
     """Why `MergedPolicy` cannot copy this policy, or None: it copies a plain causal LM, or a PEFT LoRA on one (a
-    bitsandbytes 4-bit base or a 16/32-bit one), with one active adapter."""
+    bitsandbytes 4-bit base or a 16/32-bit one), with one active adapter. `compiled`: whether its decoder compiles
+    (the default on CUDA), which sliding-window layers and dynamic RoPE do not survive."""
     config = getattr(policy, "peft_config", None)
     if config:
         adapters = policy.active_adapters if hasattr(policy, "active_adapters") else [policy.active_adapter]
         if len(adapters) != 1:
             return f"several active adapters ({adapters})"
-        lora = config[adapters[0]]
-        if str(getattr(lora, "peft_type", "")) not in ("LORA", "PeftType.LORA"):
-            return f"the adapter is {getattr(lora, 'peft_type', type(lora).__name__)}, not LoRA"
-        if getattr(lora, "alora_invocation_tokens", None):
-            return "an activated LoRA (alora_invocation_tokens) applies from its invocation on; a merge applies everywhere"
-        if getattr(lora, "layer_replication", None):
-            return "layer_replication shares base layers between adapted ones, which the copy does not hold"
-        if getattr(lora, "use_dora", False):
-            return "DoRA adapters are not merged by the copy"
-        if getattr(lora, "modules_to_save", None):
-            return f"the adapter trains modules_to_save ({lora.modules_to_save})"
-        if getattr(lora, "bias", "none") != "none" or getattr(lora, "lora_bias", False):
-            return "the adapter trains biases"
+        reason = _adapter_config_reason(config[adapters[0]])
+        if reason:
+            return reason
     base = policy.get_base_model() if hasattr(policy, "get_base_model") else policy
     unmerged = _unmerged_adapter_reason(base)
     if unmerged:
@@ -78,10 +73,66 @@ def merged_copy_unsupported_reason(policy: Any) -> str | None:
         return "the base is in bitsandbytes 8-bit"
     if getattr(getattr(base, "config", None), "vision_config", None) is not None:
         return "vision-language models are not copied"
-    if not (getattr(base, "_supports_attention_backend", False) and getattr(base, "_can_compile_fullgraph", False)):
-        return (f"the model type {getattr(base.config, 'model_type', '?')!r} ({type(base).__name__}) has no "
-                "pluggable attention or no static-cache compile in transformers, which the copy's decoder needs")
+    model_type = getattr(base.config, "model_type", "?")
+    if not (getattr(base, "_supports_attention_backend", False) and getattr(base, "_can_compile_fullgraph", False)
+            and getattr(base, "_supports_sdpa", False)):
+        return (f"the model type {model_type!r} ({type(base).__name__}) has no pluggable SDPA attention or no "
+                f"static-cache compile in transformers, which the copy's decoder needs; {_SERVE_INSTEAD}")
+    return _architecture_reason(base.config.get_text_config(decoder=True), model_type, compiled)
+
+
+def _adapter_config_reason(lora: Any) -> str | None:
+    """Why the copy cannot merge the adapter configured by `lora`, or None (checked at build and again whenever
+    the policy's active adapters change, `MergedPolicy.refresh`)."""
+    if str(getattr(lora, "peft_type", "")) not in ("LORA", "PeftType.LORA"):
+        return f"the adapter is {getattr(lora, 'peft_type', type(lora).__name__)}, not LoRA"
+    if getattr(lora, "alora_invocation_tokens", None):
+        return "an activated LoRA (alora_invocation_tokens) applies from its invocation on; a merge applies everywhere"
+    if getattr(lora, "layer_replication", None):
+        return "layer_replication shares base layers between adapted ones, which the copy does not hold"
+    if getattr(lora, "use_dora", False):
+        return "DoRA adapters are not merged by the copy"
+    if getattr(lora, "modules_to_save", None):
+        return f"the adapter trains modules_to_save ({lora.modules_to_save})"
+    if getattr(lora, "bias", "none") != "none" or getattr(lora, "lora_bias", False):
+        return "the adapter trains biases"
     return None
+
+
+def _architecture_reason(config: Any, model_type: str, compiled: bool) -> str | None:
+    """Why the copy's decoder cannot serve this architecture, or None: latent attention (K and V heads of other
+    sizes, one cache head size here), and under compile sliding-window cache layers (a Python int per step that
+    dynamo guards on: a recompile each step) and dynamic NTK RoPE (branches on the sequence length)."""
+    if getattr(config, "v_head_dim", None) is not None and getattr(config, "kv_lora_rank", None) is not None:
+        return (f"the model type {model_type!r} uses multi-head latent attention (V heads of {config.v_head_dim}, K "
+                f"heads of another size), which the copy's static cache (one head size) does not hold; "
+                f"{_SERVE_INSTEAD}")
+    if not compiled:
+        return None
+    sliding = _sliding_layers(config)
+    if sliding:
+        return (f"the model type {model_type!r} has sliding-window attention layers ({sliding} of "
+                f"{config.num_hidden_layers}), whose static cache recompiles the decoder at every step; build the "
+                f"copy uncompiled (compile=False) or {_SERVE_INSTEAD}")
+    rope = getattr(config, "rope_parameters", None) or getattr(config, "rope_scaling", None) or {}
+    per_layer_type = [value for value in rope.values() if isinstance(value, dict)]  # Gemma 3: one per layer type
+    rope_types = {rope.get("rope_type"), *(value.get("rope_type") for value in per_layer_type)}
+    if "dynamic" in rope_types:
+        return (f"the model type {model_type!r} uses dynamic NTK RoPE (rope_type 'dynamic'), which branches on the "
+                f"sequence length and does not compile; build the copy uncompiled (compile=False) or {_SERVE_INSTEAD}")
+    return None
+
+
+def _sliding_layers(config: Any) -> int:
+    """How many layers the static cache holds as a sliding window (transformers' own layer typing when it has it)."""
+    try:
+        from transformers.cache_utils import get_layer_types_and_kwargs
+        layer_types = get_layer_types_and_kwargs(config)[0]
+    except (ImportError, AttributeError):
+        layer_types = getattr(config, "layer_types", None) or (
+            ["sliding_attention" if getattr(config, "sliding_window", None) else "full_attention"]
+            * config.num_hidden_layers)
+    return sum(kind in ("sliding_attention", "chunked_attention", "hybrid_sliding") for kind in layer_types)
 
 
 def _unmerged_adapter_reason(base: Any) -> str | None:
@@ -98,6 +149,10 @@ def _unmerged_adapter_reason(base: Any) -> str | None:
     for name, module in base.named_modules():
         if not isinstance(module, tuner):
             continue
+        if getattr(module, "parameter_name", None):  # PEFT's ParamWrapper: LoRA on a 3-D MoE expert parameter
+            return (f"the adapter is on MoE expert parameters ({name}.{module.parameter_name}; target_parameters, or "
+                    f"'all-linear' on fused experts), which the copy does not merge; target the attention and "
+                    f"dense layers only, or {_SERVE_INSTEAD}")
         layer = module.get_base_layer()
         if isinstance(layer, torch.nn.Embedding):
             return f"the adapter is on an embedding ({name}), which the copy does not merge"
@@ -493,26 +548,47 @@ class MergedPolicy:
         import torch
         from transformers import AutoModelForCausalLM
 
-        reason = merged_copy_unsupported_reason(policy)
+        base = policy.get_base_model() if hasattr(policy, "get_base_model") else policy
+        device = next(base.parameters()).device
+        reason = merged_copy_unsupported_reason(policy, compiled=compile_backend(device.type, compile) is not None)
         if reason:
             raise ValueError(f"the policy cannot be copied for fast generation: {reason}")
         self.policy = policy
-        base = policy.get_base_model() if hasattr(policy, "get_base_model") else policy
-        device = next(base.parameters()).device
         if dtype is None:
             dtype = torch.bfloat16 if device.type == "cuda" and torch.cuda.is_bf16_supported() else torch.float32
         config = copy.deepcopy(base.config)
         if hasattr(config, "quantization_config"):
             del config.quantization_config
+        if not _output_tied(base):  # the policy's own tie state, whatever its config says (an lm_head untied later)
+            config.tie_word_embeddings = config.get_text_config().tie_word_embeddings = False
         _register_grouped_attention()
         with torch.device("meta"):  # no random initialisation: every tensor is written below
             model = AutoModelForCausalLM.from_config(config, dtype=dtype, attn_implementation=GROUPED_ATTENTION)
         model.to_empty(device=device)
         self.model: PreTrainedModel = model.eval().requires_grad_(False)
+        self._all_trained = not getattr(policy, "peft_config", None)  # a full fine-tune changes every weight
+        with torch.no_grad():
+            model.tie_weights()
+        #: keep each adapted layer's dequantized base (`_kept_base`) rather than dequantize it at each refresh
+        self.keep_base = device.type != "cuda" if keep_base is None else keep_base
+        self._split()
+        self.layers_rewritten = 0  # by the last refresh
+        self.refresh()
+        self.model.generation_config = copy.deepcopy(base.generation_config)
+        self.compile, self.prompt_budget = compile, prompt_budget
+        #: the current stage's decoder (`start_stage`), built at the first call if no stage was started
+        self.decoder: StageDecoder | None = None
+
+    def _split(self) -> None:
+        """Sort the copy's tensors into adapted layers (rewritten by `refresh` from base + delta) and the others
+        (copied from the policy, once), and copy the others; done at build and again whenever the policy's
+        adapted layers or active adapters change (an adapter added on other layers), so no layer keeps a stale
+        base. The copy's tensors stay where they are (compiled graphs hold them)."""
+        tuner = _peft_layer_types()
+        base = self.policy.get_base_model() if hasattr(self.policy, "get_base_model") else self.policy
         self._adapted: list[tuple[torch.Tensor, Any]] = []  # (the copy's weight, the policy's LoRA layer)
         self._copied: list[tuple[torch.Tensor, Any, str]] = []  # (the copy's tensor, the policy's module, name)
-        tuner = _peft_layer_types()
-        for name, target in [*model.named_parameters(), *model.named_buffers()]:
+        for name, target in [*self.model.named_parameters(), *self.model.named_buffers()]:
             path, _, attr = name.rpartition(".")
             source = base.get_submodule(path)
             if tuner and isinstance(source, tuner) and attr == "weight":
@@ -520,25 +596,32 @@ class MergedPolicy:
             else:
                 self._copied.append((target, source.get_base_layer() if tuner and isinstance(source, tuner)
                                      else source, attr))
-        self._all_trained = not getattr(policy, "peft_config", None)  # a full fine-tune changes every weight
-        with torch.no_grad():
-            model.tie_weights()
+        #: the policy's adapted layers and active adapters this split was made for (`_adapter_layout`)
+        self._layout = _adapter_layout(self.policy)
         if not self._all_trained:
-            self._copy_all()  # the frozen weights, once
-        #: keep each adapted layer's dequantized base (`_kept_base`) rather than dequantize it at each refresh
-        self.keep_base = device.type != "cuda" if keep_base is None else keep_base
+            self._copy_all()  # the frozen weights, once per split
         #: each adapted layer's kept base, or None (not kept, or dropped while the layer is merged)
         self._bases: list[torch.Tensor | None] = [None] * len(self._adapted)
         #: the base weight each kept base was taken from (`_weight_origin`)
         self._bases_origin: list[tuple | None] = [None] * len(self._adapted)
         #: each adapted layer's adapter state and base weight at its last rewrite; None: never written
         self._written: list[tuple | None] = [None] * len(self._adapted)
-        self.layers_rewritten = 0  # by the last refresh
-        self.refresh()
-        self.model.generation_config = copy.deepcopy(base.generation_config)
-        self.compile, self.prompt_budget = compile, prompt_budget
-        #: the current stage's decoder (`start_stage`), built at the first call if no stage was started
-        self.decoder: StageDecoder | None = None
+
+    def _follow_layout(self) -> None:
+        """Re-check the adapters and re-split when the policy's adapted layers or active adapters changed since
+        the last split: an adapter made active later is checked as at build (DoRA, say, is refused, not merged
+        as plain LoRA), and an adapter added on layers that had none is merged into them."""
+        layout = _adapter_layout(self.policy)
+        if layout == self._layout:
+            return
+        configs = getattr(self.policy, "peft_config", {})
+        base = self.policy.get_base_model() if hasattr(self.policy, "get_base_model") else self.policy
+        reason = next((r for r in (*(_adapter_config_reason(configs[name]) for name in layout[1] if name in configs),
+                                   _unmerged_adapter_reason(base)) if r), None)
+        if reason:
+            raise ValueError(f"fast_generation: the policy's adapters changed after the copy was built and the "
+                             f"copy cannot follow them: {reason}")
+        self._split()
 
     @property
     def device(self) -> torch.device:
@@ -560,10 +643,9 @@ class MergedPolicy:
         is the same tensor, `_weight_origin`) is left as it is. A layer PEFT merged (``merge_adapter()``) is its
         merged base weight, dequantized, and a kept base is dropped while it holds deltas and re-taken from the
         unmerged weight (`_kept_base`). A base tensor trained beside the adapter (``requires_grad``: an unfrozen
-        norm) is copied again. A policy without an adapter is copied whole. Call after each optimizer step.
-
-        Not seen: a 16/32-bit weight merged and unmerged in place between two refreshes (same tensor, same state)
-        keeps a kept base that differs from the policy's ``W + delta - delta`` by that rounding."""
+        norm, or an adapted layer's base) is copied again, as is one written in place (its version counter). When
+        the policy's adapted layers or active adapters changed, they are checked as at build and the copy is
+        re-split (`_follow_layout`). A policy without an adapter is copied whole. Call after each optimizer step."""
         import torch
 
         if self.policy is None:
@@ -571,6 +653,8 @@ class MergedPolicy:
                                "released to free its 4-bit weights); build a new MergedPolicy to follow it")
         if self._all_trained:
             self._copy_all()
+        else:
+            self._follow_layout()
         self.layers_rewritten = 0
         with torch.no_grad():
             if not self._all_trained:  # a base tensor trained beside the adapter (an unfrozen norm, say)
@@ -579,8 +663,11 @@ class MergedPolicy:
                     if getattr(value, "requires_grad", False):
                         target.copy_(_dense(value))
             for index, (target, layer) in enumerate(self._adapted):
-                written = (_adapter_state(layer), _weight_origin(layer.get_base_layer().weight))
-                if self._written[index] is not None and _same_state(written[0], self._written[index][0]) \
+                weight = layer.get_base_layer().weight
+                written = (_adapter_state(layer), _weight_origin(weight))
+                if weight.requires_grad:  # a base trained beside its LoRA: a fused step bumps no version counter
+                    self._bases[index] = None
+                elif self._written[index] is not None and _same_state(written[0], self._written[index][0]) \
                         and _same_origin(written[1], self._written[index][1]):
                     continue
                 self._write(index, target, layer)
@@ -693,16 +780,40 @@ def _same_state(state: tuple, written: tuple | None) -> bool:
 
 
 def _weight_origin(weight: torch.Tensor) -> tuple:
-    """Which tensor `weight` is: the parameter (by weak reference: a freed one's id can be reused) and its storage
-    address. Another one means other values (a repack, a 4-bit merge, a safe merge). An in-place write (PEFT's
-    merge into a 16/32-bit weight) keeps both, so the merged state is tracked apart (`_adapter_state`)."""
+    """Which tensor `weight` is and which write of it: the parameter (by weak reference: a freed one's id can be
+    reused), its storage address and its version counter. Another one means other values (a repack, a 4-bit
+    merge, a safe merge, an in-place write: `load_state_dict`, ``copy_``, PEFT's merge into a 16/32-bit weight)."""
     import weakref
 
-    return weakref.ref(weight), weight.data_ptr()
+    try:
+        version = weight._version
+    except RuntimeError:  # an inference-mode tensor has no version counter (and is never written in place)
+        version = None
+    return weakref.ref(weight), weight.data_ptr(), version
 
 
 def _same_origin(now: tuple, then: tuple | None) -> bool:
-    return then is not None and now[0]() is then[0]() is not None and now[1] == then[1]
+    return then is not None and now[0]() is then[0]() is not None and now[1:] == then[1:]
+
+
+def _adapter_layout(policy: Any) -> tuple:
+    """The policy's adapted layers (the modules PEFT wrapped) and active adapters: when either changes, the copy
+    re-checks and re-splits (`MergedPolicy._follow_layout`)."""
+    tuner = _peft_layer_types()
+    if not tuner or not getattr(policy, "peft_config", None):
+        return (), ()
+    active = policy.active_adapters if hasattr(policy, "active_adapters") else [policy.active_adapter]
+    return tuple(id(module) for module in policy.modules() if isinstance(module, tuner)), tuple(active)
+
+
+def _output_tied(base: Any) -> bool:
+    """Whether the model's output layer is its input embedding (one tensor), as the copy will build it."""
+    inputs = base.get_input_embeddings() if hasattr(base, "get_input_embeddings") else None
+    outputs = base.get_output_embeddings() if hasattr(base, "get_output_embeddings") else None
+    if inputs is None or outputs is None:
+        return bool(getattr(base.config.get_text_config(), "tie_word_embeddings", False))
+    layer = outputs.get_base_layer() if hasattr(outputs, "get_base_layer") else outputs
+    return layer.weight is inputs.weight
 
 
 def _dense(value: torch.Tensor) -> torch.Tensor:

@@ -227,7 +227,7 @@ def _use_fast_generation(fast: bool | None, model: Any, device: str) -> bool:
     copied; logged either way (a copy that is asked for but impossible raises, naming why)."""
     from .fast_generation import merged_copy_unsupported_reason
 
-    reason = merged_copy_unsupported_reason(model)
+    reason = merged_copy_unsupported_reason(model, compiled=device == "cuda")  # the copy compiles on CUDA only
     if fast and reason:
         raise ValueError(f"fast generation asked for, but the model cannot be copied: {reason}")
     if fast is None:

@@ -419,7 +419,7 @@ def fast_generation_choice(trainer: Any, card_gb: float | None = None) -> tuple[
     if trainer.use_vllm or trainer.use_transformers_continuous_batching:
         return False, "generation runs on vLLM or transformers' continuous batching"
     policy = trainer.accelerator.unwrap_model(trainer.model)
-    reason = merged_copy_unsupported_reason(policy)
+    reason = merged_copy_unsupported_reason(policy, compiled=next(policy.parameters()).device.type == "cuda")
     settings = unsupported_settings(trainer.generation_config) if hasattr(trainer, "generation_config") else {}
     if reason is None and settings:  # refused now, not at the first generation after the model loaded
         reason = f"the compiled decoder does not implement the generation settings {settings}"
