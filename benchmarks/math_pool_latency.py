@@ -34,7 +34,8 @@ def measure(spares: int, rounds: int) -> tuple[list[float], list[float]]:
     one-worker pool with `spares`."""
     for pool in math_verifier._pools.values():
         pool.close()
-    math_verifier._pools[1] = WorkerPool(f"{math_verifier.__name__}.equivalence:verdict", 1, spares=spares)
+    math_verifier._pools[1] = WorkerPool(f"{math_verifier.__name__}.equivalence:verdict", 1, spares=spares,
+                                         warm_up=f"{math_verifier.__name__}.warm_up:warm_parser")  # as the verifier's
     timed("5", "\\boxed{x+5-x}")  # boots the pool (a one-off cost, not a verdict's)
     time.sleep(5)  # the spares finish booting
     second_slow, ordinary = [], []

@@ -263,7 +263,9 @@ def _pool(workers: int | None) -> WorkerPool:
     size = workers or default_workers(share=0.5, cap=8)  # sympy checks share this rank's CPUs with the trainer
     with _pools_lock:
         if size not in _pools:
-            _pools[size] = WorkerPool(f"{__name__}.equivalence:verdict", size)
+            _pools[size] = WorkerPool(
+                f"{__name__}.equivalence:verdict", size, warm_up=f"{__name__}.warm_up:warm_parser"
+            )
         return _pools[size]
 
 

@@ -25,6 +25,7 @@ import threading
 import time
 import weakref
 from collections import deque
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
@@ -36,13 +37,16 @@ WALL_BACKSTOP = 10.0  # a task is killed after this many times its limit in wall
 SPARE_WORKERS = 2  # one spare let two timeouts in a row make the next verdict wait 2.1 s for a booting worker
 BOOT_TIMEOUT_S = 120.0  # a worker that is not ready by then is broken (import error, exhausted machine)
 _READY = "ready"
+_WARM = "warm"  # the worker's warm-up is done (sent once, after `_READY`, between results)
 PARENT_POLL_S = 0.5  # how often a worker checks that the process that started it is alive
-_WORKER_MAIN = f"import sys; from {__name__} import _serve; _serve(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]))"
+_WORKER_MAIN = (f"import sys; from {__name__} import _serve; "
+                "_serve(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4])")
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[3])  # the directory holding `trl_r1`
 
 
-def _serve(target: str, memory_limit_bytes: int, parent_pid: int) -> None:
-    """Worker main: load `module:function`, then answer each task with ("ok", result) or ("error", reason)."""
+def _serve(target: str, memory_limit_bytes: int, parent_pid: int, warm_up: str = "") -> None:
+    """Worker main: load `module:function`, then answer each task with ("ok", result) or ("error", reason); while
+    no task waits, take the next step of the `warm_up` generator if any, and report `_WARM` when it is done."""
     _die_with_parent(parent_pid)
     replies = Connection(os.dup(1), readable=False)
     os.dup2(2, 1)  # stray prints of the checked code go to stderr, not into the reply pipe
@@ -50,11 +54,27 @@ def _serve(target: str, memory_limit_bytes: int, parent_pid: int) -> None:
     function = resolve_import_path(target)
     if memory_limit_bytes:
         _limit_memory(memory_limit_bytes)
+    steps = _warm_up_steps(warm_up)
     try:
         replies.send(_READY)
+        if steps is None:
+            replies.send(_WARM)
     except OSError:  # the caller exited while this worker booted (a spare at interpreter exit)
         return
     while True:
+        if steps is not None and not tasks.poll():  # idle: one step (a task waits for one step at most)
+            try:
+                next(steps)
+                continue
+            except StopIteration:
+                pass
+            except Exception as exc:  # a warm-up is an optimisation: a worker whose warm-up failed still serves
+                print(f"worker warm-up failed: {type(exc).__name__}: {exc}"[:200], file=sys.stderr)
+            steps = None
+            try:
+                replies.send(_WARM)
+            except OSError:
+                return
         try:
             args = tasks.recv()
         except (EOFError, OSError):
@@ -71,6 +91,17 @@ def _serve(target: str, memory_limit_bytes: int, parent_pid: int) -> None:
             replies.send(message)
         except OSError:
             return
+
+
+def _warm_up_steps(warm_up: str) -> Iterator | None:
+    """The steps of the `warm_up` generator function (``module:function``), None when there is none or it fails."""
+    if not warm_up:
+        return None
+    try:
+        return iter(resolve_import_path(warm_up)())
+    except Exception as exc:
+        print(f"worker warm-up failed: {type(exc).__name__}: {exc}"[:200], file=sys.stderr)
+        return None
 
 
 def _die_with_parent(parent_pid: int) -> None:
@@ -136,10 +167,10 @@ _CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
 class _Worker:
-    def __init__(self, target: str, memory_limit_bytes: int):
+    def __init__(self, target: str, memory_limit_bytes: int, warm_up: str = ""):
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [_PACKAGE_ROOT, os.environ.get("PYTHONPATH")])))
         self.process = _spawn(
-            [sys.executable, "-c", _WORKER_MAIN, target, str(memory_limit_bytes), str(os.getpid())],
+            [sys.executable, "-c", _WORKER_MAIN, target, str(memory_limit_bytes), str(os.getpid()), warm_up],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, close_fds=True,
             process_group=0,  # a terminal's Ctrl-C reaches the caller alone (which ends it); no worker traceback
         )
@@ -148,6 +179,7 @@ class _Worker:
         self.process.stdin.close()
         self.process.stdout.close()
         self.ready = False
+        self.warm = False
         self.started = time.monotonic()
 
     def cpu_seconds(self) -> float | None:
@@ -178,7 +210,9 @@ class WorkerPool:
 
     `run` returns, per task, ("ok", result), ("timeout", reason) or ("error", reason), in task order. It is
     thread-safe (calls are serialised) and starts the workers on first use. A pool owns processes and is not
-    picklable: reach it through a module-level accessor, as `trl_r1.verifiers.math` does.
+    picklable: reach it through a module-level accessor, as `trl_r1.verifiers.math` does. `warm_up` names a
+    generator function (``module:function``) whose steps each worker takes while idle, after it reports ready: work
+    that makes later tasks faster, which never delays a task by more than one step nor a spare's readiness.
 
     >>> pool = WorkerPool("operator:add", workers=1)
     >>> pool.run([(1, 2), ("a", 1)], timeout_s=60)
@@ -186,8 +220,12 @@ class WorkerPool:
     >>> pool.close()
     """
 
-    def __init__(self, target: str, workers: int, memory_limit_bytes: int = 2 << 30, spares: int = SPARE_WORKERS):
+    def __init__(
+        self, target: str, workers: int, memory_limit_bytes: int = 2 << 30, spares: int = SPARE_WORKERS,
+        warm_up: str | None = None,
+    ):
         self.target = target
+        self.warm_up = warm_up or ""
         self.workers = max(1, int(workers))
         self.spares = max(1, int(spares))
         self.memory_limit_bytes = memory_limit_bytes
@@ -211,17 +249,32 @@ class WorkerPool:
         spare = next((w for w in self._spares if w.ready), self._spares[0])
         self._spares.remove(spare)
         self._pool[self._pool.index(worker)] = spare
-        self._spares.append(_Worker(self.target, self.memory_limit_bytes))
+        self._spares.append(_Worker(self.target, self.memory_limit_bytes, self.warm_up))
+
+    def start(self) -> None:
+        """Boot the workers and spares and wait until all are ready and warmed up, so that nothing boots or warms
+        up beside the first tasks (a benchmark's, a training run's first step); `run` boots them itself when this
+        was not called, and a worker serves tasks while it warms up."""
+        with self._lock:
+            self._boot()
+            give_up_warming = time.monotonic() + BOOT_TIMEOUT_S  # a warm-up is an optimisation: not waited for forever
+            while any(not w.ready for w in self._pool + self._spares) or (
+                time.monotonic() < give_up_warming and any(not w.warm for w in self._pool + self._spares)
+            ):
+                self._collect({}, [], warming=True)
+
+    def _boot(self) -> None:
+        while len(self._pool) < self.workers:
+            self._pool.append(_Worker(self.target, self.memory_limit_bytes, self.warm_up))
+        while len(self._spares) < self.spares:
+            self._spares.append(_Worker(self.target, self.memory_limit_bytes, self.warm_up))
 
     def run(self, tasks: list[tuple], timeout_s: float, wall_limit_s: float | None = None) -> list[tuple[str, Any]]:
         """Each task under `timeout_s` of CPU time and `wall_limit_s` of wall-clock time (default `WALL_BACKSTOP`
         times `timeout_s`; a caller with a latency bound sets it)."""
         wall_limit = WALL_BACKSTOP * timeout_s if wall_limit_s is None else wall_limit_s
         with self._lock:
-            while len(self._pool) < self.workers:
-                self._pool.append(_Worker(self.target, self.memory_limit_bytes))
-            while len(self._spares) < self.spares:
-                self._spares.append(_Worker(self.target, self.memory_limit_bytes))
+            self._boot()
             results: list[tuple[str, Any] | None] = [None] * len(tasks)
             queue = deque(range(len(tasks)))
             running: dict[_Worker, list] = {}  # worker: [task index, deadline, wall start, CPU start]
@@ -253,9 +306,12 @@ class WorkerPool:
                     self._replace(worker)
             return results
 
-    def _collect(self, running: dict, results: list) -> None:
-        """Wait for the next message (a result, or a worker becoming ready) or the nearest deadline."""
+    def _collect(self, running: dict, results: list, warming: bool = False) -> None:
+        """Wait for the next message (a result, a worker becoming ready, or warm if `warming`) or the nearest
+        deadline."""
         booting = [w for w in self._pool + self._spares if not w.ready]
+        if warming:
+            booting += [w for w in self._pool + self._spares if w.ready and not w.warm]
         deadlines = [task[1] for task in running.values()] + [w.started + BOOT_TIMEOUT_S for w in booting]
         listening = {w.replies: w for w in booting + list(running)}
         for conn in wait(list(listening), timeout=max(0.0, min(deadlines) - time.monotonic())):
@@ -271,6 +327,8 @@ class WorkerPool:
                 continue
             if message == _READY:
                 worker.ready = True
+            elif message == _WARM:
+                worker.warm = True
             else:
                 index = running.pop(worker)[0]
                 results[index] = message
