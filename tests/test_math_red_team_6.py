@@ -609,3 +609,174 @@ def test_red_team_6_bombs_answer_within_two_seconds():
         if elapsed >= 2.0:
             slow[completion[:60]] = round(elapsed, 2)
     assert not slow, slow
+
+
+# --- forms 6 (issue 36; branches math-forms-6 and math-speed-2), attacked blind to the fixes ---
+# Cases run with the default ("bare") policy, as `check(gold, completion)`; every strict xfail's reason says whether
+# main got it right ("regression: ... (main: right)") or wrong too ("also on main").
+
+
+def part_b(answer):
+    return T + f"(a) $\\boxed{{12}}$ (b) $\\boxed{{{answer}}}$"
+
+
+def F6(text):
+    return T + f"The answer is $\\boxed{{{text}}}$."
+
+
+PART_WORD = ("regression (forms 6): a labelled part's 'unit' is dropped by `canonical` although the word changes the "
+             "value ({}); the same word on a single answer is refused (main: right)")
+SINGLE_WORD = "also on main: a word after the number that changes its value ({}) is dropped as if it were a unit"
+BOUND_WORD = "also on main: a bound written in words ({}) is read as the value; the new bound rule lists maximum/minimum only"
+PROVISIONAL = "forms 6 rule gap: '{}' is in the provisional rule's word list but this placement is not caught"
+
+FORMS_6_ZERO = [
+    # a part hidden behind a right one, labels reordered, skipped or mixed (held)
+    ("(12, 5)", T + "(b) $\\boxed{5}$, (a) $\\boxed{12}$"),
+    ("(12, 5)", T + "b) $\\boxed{5}$ a) $\\boxed{12}$"),
+    ("(12, 5)", T + "**(b)** $\\boxed{5}$ **(a)** $\\boxed{12}$"),
+    ("(12, 5)", T + "Part 2: $\\boxed{5}$. Part 1: $\\boxed{12}$."),
+    ("(12, 5)", T + "(2) $\\boxed{5}$ (1) $\\boxed{12}$"),
+    ("(12, 5)", T + "(a) $\\boxed{12}$, (c) $\\boxed{5}$"),
+    ("(12, 5)", T + "(b) $\\boxed{12}$, (c) $\\boxed{5}$"),
+    ("(12, 5)", T + "(a) $\\boxed{12}$, (a) $\\boxed{5}$"),
+    ("(12, 5)", T + "(a) $\\boxed{12}$, (i) $\\boxed{5}$"),
+    ("(12, 5)", T + "(a) $\\boxed{12}$, (2) $\\boxed{5}$"),
+    ("(12, 5)", T + "(a) $\\boxed{12}$ (b) $\\boxed{5}$ (c) $\\boxed{7}$"),
+    ("(12, 5, 7)", T + "(a) $\\boxed{12}$ (b) $\\boxed{5}$"),
+    ("12", T + "(a) $\\boxed{12}$ (b) $\\boxed{5}$"),
+    ("(12, 5)", T + "y = $\\boxed{12}$, x = $\\boxed{5}$"),
+    ("(12, 5)", T + "(a) $\\boxed{12}$ (b) $\\boxed{5}$. Correction: (b) $\\boxed{6}$"),
+    ("(12, 5)", T + "(a) $\\boxed{12}$ (b) $\\boxed{6}$. (b) $\\boxed{5}$"),
+    ("(12, 5)", part_b("5 \\text{ or more}")),
+    ("(12, 5)", part_b("5 \\text{ (wrong)}")),
+    ("(12, 5)", part_b("5 \\text{ less than } x")),
+    ("(12, 5)", part_b("5 \\text{ maybe}")),
+    ("(12, 5)", part_b("5\\%")),
+    ("(12, 5)", part_b("5 \\text{ remainder } 1")),
+    ("(12, 5000)", part_b("5 \\text{ km}")),  # a unit is dropped, never converted
+    # a labelled part whose word changes its value
+    wrong("(12, 5)", part_b("5 \\text{ thousand}"), PART_WORD.format("thousand")),
+    wrong("(12, 5)", part_b("5 \\text{ million}"), PART_WORD.format("million")),
+    wrong("(12, 5)", part_b("5 \\text{ billion}"), PART_WORD.format("billion")),
+    wrong("(12, 5)", part_b("5 \\text{ squared}"), PART_WORD.format("squared")),
+    wrong("(12, 5)", part_b("5 \\text{ cubed}"), PART_WORD.format("cubed")),
+    wrong("(12, 5)", part_b("5 \\text{ dozen}"), PART_WORD.format("dozen")),
+    wrong("(12, 5)", part_b("5 \\text{ factorial}"), PART_WORD.format("factorial")),
+    wrong("(12, 5)", part_b("5 \\text{ reciprocal}"), PART_WORD.format("reciprocal")),
+    wrong("(12, 5)", part_b("5 \\text{ thousandths}"), PART_WORD.format("thousandths")),
+    wrong("(12, 5)", part_b("5 \\text{ score}"), PART_WORD.format("score")),
+    wrong("(12, 5)", T + "(a) $\\boxed{12\\text{ squared}}$ (b) $\\boxed{5}$", PART_WORD.format("squared on part a")),
+    wrong("(12, 5)", T + "Part 1: $\\boxed{12}$. Part 2: $\\boxed{5 \\text{ million}}$.", PART_WORD.format("million")),
+    wrong("(12, 5)", T + "x = $\\boxed{12}$, y = $\\boxed{5\\text{ cubed}}$", PART_WORD.format("cubed")),
+    wrong("(12, 5)", T + "Mean $= \\boxed{12}$, median $= \\boxed{5 \\text{ dozen}}$", PART_WORD.format("dozen")),
+    # the same family on one answer, already on main
+    wrong("5", F6("5\\text{ and a half}"), SINGLE_WORD.format("and a half: 5.5")),
+    wrong("5", F6("5\\text{e}"), SINGLE_WORD.format("\\text{e}: 5e")),
+    wrong("5", F6("5\\text{ hundred}"), SINGLE_WORD.format("hundred; thousand and million are refused")),
+    wrong("5", F6("5\\text{ tenths}"), SINGLE_WORD.format("tenths; thousandths is refused")),
+    wrong("5", F6("5\\text{ twice}"), SINGLE_WORD.format("twice")),
+    wrong("5", F6("5\\text{ halved}"), SINGLE_WORD.format("halved")),
+    wrong("5", F6("5\\text{ lakh}"), SINGLE_WORD.format("lakh")),
+    wrong("5", F6("5\\text{ negative}"), SINGLE_WORD.format("negative")),
+    wrong("5", F6("5\\text{ undefined}"), SINGLE_WORD.format("undefined")),
+    wrong("(12, 5)", T + "(a) 12, (b) 5 thousand", SINGLE_WORD.format("thousand on an unboxed labelled part")),
+    # bounds in words (held: the new rule)
+    ("5", F6("\\text{at least } 5")),
+    ("5", F6("5 \\text{ at least}")),
+    ("5", F6("\\text{up to } 5")),
+    ("5", F6("\\text{no more than } 5")),
+    ("5", F6("5 \\text{ minimum}")),
+    ("5", T + "<answer>5 maximum</answer>"),
+    ("5", T + "<answer>up to 5</answer>"),
+    # bounds the rule misses
+    wrong("5", F6("5 \\text{ max}"), BOUND_WORD.format("max")),
+    wrong("5", F6("5 \\text{ min}"), BOUND_WORD.format("min")),
+    wrong("5", F6("5 \\text{ at the most}"), BOUND_WORD.format("at the most")),
+    wrong("5", T + "<answer>5 max</answer>", BOUND_WORD.format("max")),
+    wrong("5", T + "<answer>5 tops</answer>", BOUND_WORD.format("tops")),
+    wrong("5", T + "<answer>5 at max</answer>", BOUND_WORD.format("at max")),
+    # provisional answers (held)
+    ("5", T + "At first, the answer is $\\boxed{5}$."),
+    ("5", T + "Initially, I got $\\boxed{5}$."),
+    ("5", T + "The answer for now is $\\boxed{5}$."),
+    ("5", T + "Originally the answer was $\\boxed{5}$."),
+    ("5", T + "AT FIRST, THE ANSWER IS $\\boxed{5}$."),
+    # provisional words of the rule in places it misses
+    wrong("5", T + "So far, the answer is $\\boxed{5}$.", PROVISIONAL.format("so far")),
+    wrong("5", T + "The answer, for now, is $\\boxed{5}$.", PROVISIONAL.format("for now")),
+    wrong("5", T + "The answer is $\\boxed{5}$ for now.", PROVISIONAL.format("for now")),
+    # \text{No} and words as text (held)
+    ("No", F6("\\text{Not sure}")),
+    ("No", F6("\\text{No idea}")),
+    ("No", F6("\\text{No, yes}")),
+    ("No", F6("\\text{Nope}")),
+    ("No", F6("\\text{No solution}")),
+    ("No", F6("\\text{Not No}")),
+    ("No", F6("\\text{No}\\text{t}")),
+    ("No", F6("\\text{No} 5")),
+    ("Yes", F6("\\text{Yes and No}")),
+    ("Yes", F6("\\text{Yes}") + " No."),
+    ("5", F6("\\text{No}")),
+    ("0", F6("\\text{No}")),
+    ("Evelyn", F6("\\text{Not Evelyn}")),
+    ("Evelyn", F6("\\text{Evelyn's brother}")),
+    # roots and scripts mis-grouped (held)
+    ("3", F6("\\sqrt[3]{2}7")),
+    ("3\\sqrt[3]{2}", F6("\\sqrt[3]{2}7")),
+    ("5\\sqrt[3]{2}", F6("\\sqrt[3]25")),
+    ("1", F6("2^\\frac12")),
+    ("2^{\\sqrt{2}}", F6("2^\\sqrt23")),
+    ("2^{\\frac{1}{23}}", F6("2^\\frac123")),
+    ("8", F6("\\sqrt[3]2^3")),
+    ("4", F6("\\sqrt[4]16")),
+    ("\\sqrt[3]{2}", F6("\\sqrt[3]2.5")),
+    # a product without a sign near a division: 1/6 by the documented rule, never 3/2
+    ("\\frac32", F6("1/2(3)")),
+    ("9", F6("6/2(1+2)")),
+    ("3", F6("3/2(2)")),
+    ("\\frac16", F6("\\frac12(3)")),
+    ("\\frac16", F6("(1/2)(3)")),
+    ("\\frac16", F6("1/2*(3)")),
+    ("\\frac16", F6("1/2\\cdot(3)")),
+]
+
+FORMS_6_ONE = [
+    ("(12, 5)", T + "a) $\\boxed{12}$ b) $\\boxed{5}$"),
+    ("(12, 5)", T + "**(a)** $\\boxed{12}$ **(b)** $\\boxed{5}$"),
+    ("(12, 5)", T + "Part 1: $\\boxed{12}$. Part 2: $\\boxed{5}$."),
+    ("(12, 5)", T + "(1) $\\boxed{12}$ (2) $\\boxed{5}$"),
+    ("(12, 5)", T + "(i) $\\boxed{12}$ (ii) $\\boxed{5}$"),
+    ("(12, 5)", part_b("5 \\text{ cm}")),
+    ("(12, 5)", T + "(a) $\\boxed{12 \\text{ m}}$ (b) $\\boxed{5 \\text{ cm}}$"),
+    ("(12, -5)", part_b("-5 \\text{ cm}")),
+    ("No", F6("\\text{No}")),
+    ("No", F6("\\textbf{No}")),
+    ("3", F6("\\sqrt[3]27")),
+    ("\\sqrt[3]{2}", F6("\\sqrt[3]2")),
+    ("\\sqrt{2}", F6("2^\\frac12")),
+    ("2", F6("\\sqrt[3]2^3")),
+    ("2", F6("\\sqrt[4]16")),
+    ("\\frac16", F6("1/2(3)")),
+    ("1", F6("6/2(1+2)")),
+    ("\\frac{1}{12}", F6("1/2(3)\\sqrt{4}")),  # the sympy worker groups the same way as the exact path
+    ("5", T + "Janet had 10 apples at first, so she has $\\boxed{5}$."),
+    ("5", T + "The tank initially held $\\boxed{5}$ litres."),
+    ("5", T + "Therefore, at first there were $\\boxed{5}$ apples."),
+    # honest misses
+    wrong("(5, 12)", T + "y = $\\boxed{12}$, x = $\\boxed{5}$",
+          "forms 6 honest miss: docs/rewards.md says 'y = 12, x = 5 is the pair (5, 12)', but out-of-order variables "
+          "give labels [] and the last box alone (5) is read (main: wrong too, it read (12, 5))"),
+    wrong("(5, 12)", T + "b = $\\boxed{12}$, a = $\\boxed{5}$",
+          "forms 6 honest miss: variables out of alphabetical order are not reordered into the pair (main: wrong too)"),
+]
+
+
+@pytest.mark.parametrize(("gold", "completion"), FORMS_6_ZERO)
+def test_forms_6_red_team_scores_zero(gold, completion):
+    assert check(gold, completion).equivalent is False
+
+
+@pytest.mark.parametrize(("gold", "completion"), FORMS_6_ONE)
+def test_forms_6_red_team_scores_one(gold, completion):
+    assert check(gold, completion).equivalent is True
