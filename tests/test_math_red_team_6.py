@@ -780,3 +780,44 @@ def test_forms_6_red_team_scores_zero(gold, completion):
 @pytest.mark.parametrize(("gold", "completion"), FORMS_6_ONE)
 def test_forms_6_red_team_scores_one(gold, completion):
     assert check(gold, completion).equivalent is True
+
+
+# --- the exact (fast) path against the sympy worker: a number before a bracket ---
+# The exact path reads 2(3) as 6 and 1/2(3) as 1/6 (forms 6's rule, "as the sympy parser reads it"); once anything
+# it cannot read (\sqrt, \pi, i, e, a tuple, a set) sends the answer to the sympy worker, latex2sympy reads 2(3) as 5
+# and 1/2(3) as 1/5 (`equivalence._latex_to_sympy("2(3)")` is 5). Same on main: not a flip, a disagreement of paths.
+SYMPY_JUXTAPOSED = ("also on main: the sympy worker reads a number before a bracket, 2(3), as 5 (a sum), where the "
+                    "exact path reads 6; {}")
+JUXTAPOSED_ZERO = [
+    ("5", F6("2(3)")),  # held: the exact path
+    ("\\frac{1}{5}", F6("1/2(3)")),  # held: the exact path
+    wrong("5+\\sqrt{2}", F6("2(3)+\\sqrt{2}"), SYMPY_JUXTAPOSED.format("5+sqrt(2) accepted")),
+    wrong("\\sqrt{2}+5", F6("(2)(3)+\\sqrt{2}"), SYMPY_JUXTAPOSED.format("(2)(3) too")),
+    wrong("(5, \\sqrt{2})", F6("(2(3), \\sqrt{2})"), SYMPY_JUXTAPOSED.format("inside a tuple")),
+    wrong("\\{5, \\pi\\}", F6("\\{2(3), \\pi\\}"), SYMPY_JUXTAPOSED.format("inside a set")),
+    wrong("\\frac{\\pi}{5}", F6("\\pi/2(3)"), SYMPY_JUXTAPOSED.format("pi/2(3) is pi/5")),
+    wrong("\\frac{1}{5}+\\sqrt{2}", F6("1/2(3)+\\sqrt{2}"), SYMPY_JUXTAPOSED.format("1/2(3)+sqrt(2) is 1/5+sqrt(2)")),
+    wrong("\\frac{8}{5}+2", F6("1(7)/5+\\sqrt{4}"), SYMPY_JUXTAPOSED.format("1(7) is 8")),
+]
+JUXTAPOSED_ONE = [
+    ("6", F6("2(3)")),
+    ("\\frac{1}{6}", F6("1/2(3)")),
+    ("6\\pi", F6("2(3)\\pi")),  # held: a product after the bracket is read as one
+    ("6\\sqrt{2}", F6("2(3\\sqrt{2})")),
+    wrong("6+\\sqrt{2}", F6("2(3)+\\sqrt{2}"), SYMPY_JUXTAPOSED.format("the right answer refused")),
+    wrong("(6, \\sqrt{2})", F6("(2(3), \\sqrt{2})"), SYMPY_JUXTAPOSED.format("the right tuple refused")),
+    wrong("\\frac{1}{6}+\\sqrt{2}", F6("1/2(3)+\\sqrt{2}"),
+          SYMPY_JUXTAPOSED.format("forms 6 reads 1/2(3) as 1/6 on the exact path only")),
+    wrong("\\frac{\\pi}{6}", F6("\\pi/2(3)"), SYMPY_JUXTAPOSED.format("forms 6's 1/2(3) rule, with pi")),
+    wrong("\\frac{17}{5}", F6("1(7)/5+\\sqrt{4}"), SYMPY_JUXTAPOSED.format("the right value refused")),
+]
+
+
+@pytest.mark.parametrize(("gold", "completion"), JUXTAPOSED_ZERO)
+def test_forms_6_red_team_juxtaposed_number_scores_zero(gold, completion):
+    assert check(gold, completion).equivalent is False
+
+
+@pytest.mark.parametrize(("gold", "completion"), JUXTAPOSED_ONE)
+def test_forms_6_red_team_juxtaposed_number_scores_one(gold, completion):
+    assert check(gold, completion).equivalent is True
