@@ -739,6 +739,19 @@ FORMS_6_ZERO = [
     ("\\frac16", F6("(1/2)(3)")),
     ("\\frac16", F6("1/2*(3)")),
     ("\\frac16", F6("1/2\\cdot(3)")),
+    # a third labelled part whose value repeats the second: the parts' values are deduplicated (dict.fromkeys)
+    wrong("(12, 5)", T + "(a) $\\boxed{12}$ (b) $\\boxed{5}$ (c) $\\boxed{5}$",
+          "also on main: three labelled parts read as the pair (12, 5): `_last_boxed` deduplicates the parts' values"),
+    wrong("(12, 5)", T + "At first, (a) $\\boxed{12}$ (b) $\\boxed{5}$", PROVISIONAL.format("at first") + " (before labelled parts)"),
+    ("(12, 5)", T + "(a) $\\boxed{12}$ (b) at least $\\boxed{5}$"),
+    ("(12, 5)", T + "Step 1: $\\boxed{12}$. Step 2: $\\boxed{5}$."),
+    ("(12, 5)", T + "Attempt 1: $\\boxed{12}$. Attempt 2: $\\boxed{5}$."),
+    ("(12, 5)", T + "(a) $\\boxed{12}$ (b) $\\boxed{5}$ Final answer: $\\boxed{7}$"),
+    ("(12, 500)", T + "(a) $\\boxed{12\\text{ cm}}$ (b) $\\boxed{5\\text{ m}}$"),
+    ("None", F6("\\text{No}")),
+    ("\\text{No}", F6("\\text{Yes}")),
+    ("0", F6("\\text{None}")),
+    ("No", F6("\\text{No real roots}")),
 ]
 
 FORMS_6_ONE = [
@@ -763,6 +776,17 @@ FORMS_6_ONE = [
     ("5", T + "Janet had 10 apples at first, so she has $\\boxed{5}$."),
     ("5", T + "The tank initially held $\\boxed{5}$ litres."),
     ("5", T + "Therefore, at first there were $\\boxed{5}$ apples."),
+    wrong("(12, 12)", T + "(a) $\\boxed{12}$ (b) $\\boxed{12}$",
+          "also on main: two labelled parts with the same value collapse into one value (dict.fromkeys), so the pair "
+          "(12, 12) is refused"),
+    wrong("(12, 5)", T + "(a) The length is $\\boxed{12}$. (b) The width is $\\boxed{5}$.",
+          "also on main: labelled parts each answered in a sentence are not read as the parts"),
+    ("(12, 5)", T + "Part (a): $\\boxed{12}$. Part (b): $\\boxed{5}$."),
+    ("(12, 5)", T + "Part I: $\\boxed{12}$. Part II: $\\boxed{5}$."),
+    ("(12, 5)", T + "1) $\\boxed{12}$ 2) $\\boxed{5}$"),
+    ("(12, 5)", T + "__(a)__ $\\boxed{12}$ __(b)__ $\\boxed{5}$"),
+    ("No", F6("\\text{no}")),
+    ("No", T + "<answer>\\text{No}</answer>"),
     # honest misses
     wrong("(5, 12)", T + "y = $\\boxed{12}$, x = $\\boxed{5}$",
           "forms 6 honest miss: docs/rewards.md says 'y = 12, x = 5 is the pair (5, 12)', but out-of-order variables "
