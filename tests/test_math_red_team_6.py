@@ -845,3 +845,17 @@ def test_forms_6_red_team_juxtaposed_number_scores_zero(gold, completion):
 @pytest.mark.parametrize(("gold", "completion"), JUXTAPOSED_ONE)
 def test_forms_6_red_team_juxtaposed_number_scores_one(gold, completion):
     assert check(gold, completion).equivalent is True
+JUXTAPOSED_ONE.append(wrong(
+    "0.0025+\\sqrt{2}", F6("2.5e-3+\\sqrt{2}"),
+    "also on main: 2.5e-3 alone is read as 0.0025 on the exact path (0.0025 is accepted for it), but inside a sum "
+    "sent to the sympy worker it is 2.5*e - 3 (Euler's e): one notation, two values by path"))
+
+
+@pytest.mark.parametrize(("gold", "completion"), [
+    pytest.param(*case.values, marks=case.marks) if hasattr(case, "values") else case
+    for case in FORMS_6_ZERO + JUXTAPOSED_ZERO
+    if (case.values[1] if hasattr(case, "values") else case[1]) != T + "(a) 12, (b) 5 thousand"  # 0 under marked
+])
+def test_forms_6_red_team_scores_zero_under_the_marked_policy(gold, completion):
+    """The RL reward's policy ("marked") accepts the same false positives: none is a grading-only artefact."""
+    assert check(gold, completion, answer_policy="marked").equivalent is False
