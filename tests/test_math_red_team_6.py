@@ -859,3 +859,32 @@ JUXTAPOSED_ONE.append(wrong(
 def test_forms_6_red_team_scores_zero_under_the_marked_policy(gold, completion):
     """The RL reward's policy ("marked") accepts the same false positives: none is a grading-only artefact."""
     assert check(gold, completion, answer_policy="marked").equivalent is False
+
+DEDUPLICATED = ("also on main: labelled parts' values are deduplicated (`_last_boxed`'s dict.fromkeys), so a wrong "
+                "part that repeats another part's value disappears: {}")
+FORMS_6_MORE_ZERO = [
+    wrong("(12, 5)", T + "(a) $\\boxed{12}$ (b) $\\boxed{12}$ (c) $\\boxed{5}$", DEDUPLICATED.format("(12, 12, 5)")),
+    wrong("(12, 5)", T + "(a) $\\boxed{12}$ (b) $\\boxed{5}$ (c) $\\boxed{12}$", DEDUPLICATED.format("(12, 5, 12)")),
+    wrong("(12, 5)", T + "x = $\\boxed{12}$, y = $\\boxed{5}$, z = $\\boxed{5}$", DEDUPLICATED.format("x, y, z")),
+    wrong("(12, 5)", T + "Mean $= \\boxed{12}$, median $= \\boxed{5}$, mode $= \\boxed{5}$",
+          DEDUPLICATED.format("mean, median, mode")),
+    ("(12, 5)", T + "Part 1: $\\boxed{12}$\nPart 2: $\\boxed{5}$\nPart 3: $\\boxed{7}$"),
+    ("(3, 4)", T + "$a = \\boxed{3}$, $b = \\boxed{4}$, $c = \\boxed{5}$"),
+]
+FORMS_6_MORE_ONE = [
+    ("2, 3", T + "$x_1 = \\boxed{2}$, $x_2 = \\boxed{3}$"),
+    ("3, -3", T + "$x = \\boxed{3}$, $x = \\boxed{-3}$"),
+    wrong("2, 3", T + "$x_2 = \\boxed{3}$, $x_1 = \\boxed{2}$",
+          "regression (forms 6): roots labelled out of subscript order are refused against an unordered list "
+          "(labels [] leave the last box alone); main read the list 3, 2 (main: right)"),
+]
+
+
+@pytest.mark.parametrize(("gold", "completion"), FORMS_6_MORE_ZERO)
+def test_forms_6_red_team_repeated_parts_score_zero(gold, completion):
+    assert check(gold, completion).equivalent is False
+
+
+@pytest.mark.parametrize(("gold", "completion"), FORMS_6_MORE_ONE)
+def test_forms_6_red_team_labelled_roots_score_one(gold, completion):
+    assert check(gold, completion).equivalent is True
