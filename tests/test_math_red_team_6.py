@@ -888,3 +888,23 @@ def test_forms_6_red_team_repeated_parts_score_zero(gold, completion):
 @pytest.mark.parametrize(("gold", "completion"), FORMS_6_MORE_ONE)
 def test_forms_6_red_team_labelled_roots_score_one(gold, completion):
     assert check(gold, completion).equivalent is True
+
+REFERENCE_BACK = ("regression (forms 6): a time word that refers back to earlier work ('{}') right before 'the answer "
+                  "is' is taken for a provisional answer (_PROVISIONAL: time word, optional comma, 'the answer is'); "
+                  "main: right")
+PROVISIONAL_HONEST = [
+    wrong("5", T + "As computed earlier, the answer is $\\boxed{5}$.", REFERENCE_BACK.format("as computed earlier")),
+    wrong("5", T + "As we found earlier, the answer is $\\boxed{5}$.", REFERENCE_BACK.format("as we found earlier")),
+    wrong("5", T + "As shown previously, the answer is $\\boxed{5}$.", REFERENCE_BACK.format("as shown previously")),
+    wrong("5", T + "From the equation derived earlier, the answer is $\\boxed{5}$.",
+          REFERENCE_BACK.format("derived earlier")),
+    ("5", T + "Combining the results so far, the answer is $\\boxed{5}$."),
+    ("5", T + "Initially, there were $\\boxed{5}$ cookies in the jar."),
+    ("5", T + "The answer is $\\boxed{5}$, as found earlier."),
+    ("5", T + "Earlier we made an error; correcting it, the answer is $\\boxed{5}$."),
+]
+
+
+@pytest.mark.parametrize(("gold", "completion"), PROVISIONAL_HONEST)
+def test_forms_6_red_team_reference_back_is_no_provisional_answer(gold, completion):
+    assert check(gold, completion).equivalent is True
