@@ -908,3 +908,21 @@ PROVISIONAL_HONEST = [
 @pytest.mark.parametrize(("gold", "completion"), PROVISIONAL_HONEST)
 def test_forms_6_red_team_reference_back_is_no_provisional_answer(gold, completion):
     assert check(gold, completion).equivalent is True
+
+BOUND_NAME = ("regression (forms 6): _BOUND_PHRASE matches a word that names what the value is ('{}'), not a bound on "
+              "it, anywhere in the answer; main: right")
+BOUND_HONEST = [
+    wrong("5", T + "$\\boxed{5 \\text{ (up to rotation)}}$", BOUND_NAME.format("up to rotation")),
+    wrong("5", T + "$\\boxed{\\text{maximum} = 5}$", BOUND_NAME.format("maximum =")),
+    wrong("5", T + "<answer>5 (the maximum)</answer>", BOUND_NAME.format("the maximum")),
+    wrong("5", T + "<answer>Minimum: 5</answer>",
+          "also on main: a label naming the asked quantity ('Minimum:') is refused; forms 6 now says 'bounded'"),
+    ("5", T + "<answer>The minimum value is 5.</answer>"),
+    ("5", T + "Therefore the maximum number of coins is $\\boxed{5}$."),
+    ("5", T + "<answer>It takes at most 5 moves, and 5 is achieved, so the answer is 5.</answer>"),
+]
+
+
+@pytest.mark.parametrize(("gold", "completion"), BOUND_HONEST)
+def test_forms_6_red_team_a_named_extremum_is_no_bound(gold, completion):
+    assert check(gold, completion).equivalent is True
