@@ -926,3 +926,17 @@ BOUND_HONEST = [
 @pytest.mark.parametrize(("gold", "completion"), BOUND_HONEST)
 def test_forms_6_red_team_a_named_extremum_is_no_bound(gold, completion):
     assert check(gold, completion).equivalent is True
+
+UNIT_FOR_UNIT = [
+    ("5\\text{ cm}", F6("5\\text{ m}")),  # held: one answer's units are compared
+    ("5000", F6("5\\text{ km}")),
+    wrong("(a) 12 cm, (b) 5 cm", T + "(a) $\\boxed{12\\text{ m}}$ (b) $\\boxed{5\\text{ km}}$",
+          "regression (forms 6): each labelled part's unit is dropped before the comparison, so metres and "
+          "kilometres pass for the gold's centimetres; one answer says 'units differ' (main: right)"),
+    wrong("\\$5", F6("5\\text{ cents}"), "also on main: cents for dollars is read as the same 5"),
+]
+
+
+@pytest.mark.parametrize(("gold", "completion"), UNIT_FOR_UNIT)
+def test_forms_6_red_team_a_different_unit_scores_zero(gold, completion):
+    assert check(gold, completion).equivalent is False
