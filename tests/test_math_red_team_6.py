@@ -940,3 +940,31 @@ UNIT_FOR_UNIT = [
 @pytest.mark.parametrize(("gold", "completion"), UNIT_FOR_UNIT)
 def test_forms_6_red_team_a_different_unit_scores_zero(gold, completion):
     assert check(gold, completion).equivalent is False
+
+FORMS_6_BOMBS = [  # inputs aimed at the new part-label, provisional, bound, root and script readers
+    ("(1, 2)", T + "$\\boxed{1}$" + " (a) :  " * 40 + "! $\\boxed{2}$"),
+    ("(1, 2)", T + "$\\boxed{1}$" + "**(a)** ** " * 40 + "! $\\boxed{2}$"),
+    ("(1, 2)", T + "$\\boxed{1}$" + "Part 1: " * 300 + "! $\\boxed{2}$"),
+    ("(1, 2)", T + "$\\boxed{1}$" + "x $= $ " * 300 + "! $\\boxed{2}$"),
+    ("(1, 2)", T + " ".join(f"({'abcdefgh'[k % 8]}) $\\boxed{{{k}}}$" for k in range(3000))),
+    ("5", T + "at first, " * 5000 + "$\\boxed{5}$"),
+    ("5", T + "initially I really thought that it was " * 2000 + "$\\boxed{5}$"),
+    ("5", "<answer>" + "the answer so far is " * 3000 + "5</answer>"),
+    ("5", T + "$\\boxed{5 " + "\\text{ up} " * 5000 + "}$"),
+    ("5", T + "$\\boxed{" + "2^\\frac" * 3000 + "12}$"),
+    ("5", T + "$\\boxed{" + "\\sqrt[3]" * 3000 + "2}$"),
+    ("1", T + "$\\boxed{" + "1/2(3)" * 3000 + "}$"),
+    ("(1, 2)", T + "(a) $\\boxed{1}$ (b) $\\boxed{2" + "\\text{ cm}" * 5000 + "}$"),
+]
+
+
+def test_forms_6_red_team_bombs_answer_within_two_seconds():
+    check("5", A("x+5-x"))  # boots the worker pool (a one-off cost, not a verdict's)
+    slow = {}
+    for gold, completion in FORMS_6_BOMBS:
+        started = time.perf_counter()
+        check(gold, completion)
+        elapsed = time.perf_counter() - started
+        if elapsed >= 2.0:
+            slow[completion[:60]] = round(elapsed, 2)
+    assert not slow, slow
