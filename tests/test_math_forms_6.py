@@ -173,11 +173,18 @@ def test_brace_less_root_indices_and_script_commands(gold, answer, expected, pol
         "For now, the answer is 5.",
         r"To begin with, the answer is \boxed{5}.",
         "<answer>So at first, the answer is 5.</answer>",
+        "So far, the answer is 5.",
+        r"The answer so far is \boxed{5}.",
     ],
 )
 def test_an_answer_given_at_first_is_provisional(completion, policy):
     assert verdict("5", completion, policy) is False
     assert final_answer(completion, policy=policy).reason.startswith("hedged: provisional")
+
+
+@pytest.mark.parametrize("completion", ["Initially: 5", "Answer for now: 5", "The answer so far is 5.", "The result so far is 5."])
+def test_a_provisional_label_or_subject_is_no_bare_answer(completion):
+    assert verdict("5", completion, "bare") is False
 
 
 @pytest.mark.parametrize("policy", POLICIES)
@@ -191,6 +198,8 @@ def test_an_answer_given_at_first_is_provisional(completion, policy):
         "At first glance it looks hard, but the answer is 5.",
         r"At first I got \boxed{4}, but rechecking, the answer is \boxed{5}.",  # the first try is taken back
         "First, the answer is 5.",
+        r"She has read \boxed{5} pages so far.",  # what the question asks about, not the answer's status
+        r"The number of pages read so far is \boxed{5}.",
     ],
 )
 def test_a_time_word_that_does_not_qualify_the_answer_is_no_hedge(completion, policy):

@@ -186,12 +186,12 @@ _PROVISIONAL = re.compile(  # a time word that makes the answer right before it 
     # first, the answer is 5.", "Initially I got \\boxed{5}", "The answer for now is 5"); "Janet had 10 apples at first,
     # so she has \\boxed{5}" is a derivation: the word must qualify the answer itself, right before it
     r"(?i)(?:\b(?P<time>at\s+first|initially|originally|previously|earlier|at\s+the\s+(?:start|outset|beginning)|"
-    r"to\s+begin\s+with|for\s+now|for\s+the\s+moment)\s*,?\s*"
+    r"to\s+begin\s+with|for\s+now|for\s+the\s+moment|so\s+far)\s*,?\s*"
     r"(?:(?:I|we)\s+(?:\w+\s+)?(?:thought|got|had|found|computed|calculated|believed|said|wrote|guessed|obtained)\s+"
     r"(?:that\s+)?(?:it\s+(?:was|is)\s+)?)?(?:(?:the|my|our)\s+(?:final\s+)?(?:(?:answer|result|solution)\s*"
     r"(?:is|was|seemed|seems|looked|appeared|would\s+be)?\s*(?:to\s+be\s*)?)?)?|"
     r"\b(?:answer|result|solution)\s+(?:(?:is|was|seemed)\s+)?(?P<later>at\s+first|initially|originally|previously|earlier|"
-    r"for\s+now|for\s+the\s+moment)\s*,?\s*(?:(?:is|was|seemed|would\s+be)\s*(?:to\s+be\s*)?)?)[:=]?\s*$"
+    r"for\s+now|for\s+the\s+moment|so\s+far)\s*,?\s*(?:(?:is|was|seemed|would\s+be)\s*(?:to\s+be\s*)?)?)[:=]?\s*$"
 )
 _BEFORE_ANSWER = re.compile(  # right before the answer: a negation ("is not \\boxed{5}", "Not \\boxed{5}")
     r"(?i)(?:\b(?:not|never|cannot)|n\s*['’]\s*t)\s*(?:be\s+|equal\s+(?:to\s+)?|equals?\s+)?[\s:,]*$"
@@ -207,7 +207,10 @@ _BOUND_AFTER = re.compile(  # a bound right after the answer: "\\boxed{12}+", "\
     r"(?i)^[\s,]*(?:\+|or\s+(?:more|fewer|less|greater|higher|lower|above|below)\b|"
     r"at\s+(?:the\s+)?(?:least|most|minimum|maximum)\b|(?:minimum|maximum)\s*[.!]?\s*$)"
 )
-_BOUND_WORD = re.compile(r"(?i)\b(?:more|less|fewer|greater|higher|lower|minimum|maximum|min|max|least|most)\b")
+_BOUND_WORD = re.compile(  # any bound word: a labelled part holding one keeps its words (`_part_value`); stricter than
+    # `_BOUND_PHRASE`, which refuses a whole answer and so must let "less" alone be a text answer
+    r"(?i)\b(?:more|less|fewer|greater|higher|lower|minimum|maximum|min|max|least|most)\b"
+)
 _BOUND_PHRASE = re.compile(  # a bound written into the answer itself, in words: "5 \\text{ at least}", "5 or more"
     r"(?i)(?<!\\)\b(?:at\s+(?:least|most)|or\s+(?:more|less|fewer|greater|higher|lower|above|below)|"
     r"(?:no\s+)?(?:more|less|fewer|greater)\s+than|minimum|maximum|up\s+to)\b"
@@ -578,6 +581,7 @@ def _closing_statement(region: str) -> str | None:
         return actor["number"].replace("$", "")
     if statement is None or statement["count"] is None and (
         _NOT_A_LABEL.search(_subject_head(statement["subject"])) or _HEDGE.search(statement["subject"])
+        or _PROVISIONAL.search(statement["subject"] + " is")  # "the answer so far is 5"
     ):
         return None
     if statement["count"] is not None:  # "there are 120 ways ...": a count, unless hedged or bounded
@@ -683,7 +687,8 @@ def _bare_value(text: str) -> str | None:
         return "=".join(value.strip() for value in re.findall(r"\[([^\[\],]+)\]", text))  # a chain ends on its value
     labelled = re.fullmatch(r"(?P<label>[A-Za-z][A-Za-z ]{0,30}):\s*(?P<value>\S.*)", text)  # "Result: $5$"
     if labelled:
-        if _NOT_A_VALUE.search(labelled["label"]) or _NOT_A_LABEL.search(labelled["label"]):
+        if _NOT_A_VALUE.search(labelled["label"]) or _NOT_A_LABEL.search(labelled["label"]) \
+                or _PROVISIONAL.search(labelled["label"] + ":"):  # "Initially: 5", "Answer for now: 5"
             return None
         return _bare_value(labelled["value"])
     return text
@@ -710,7 +715,8 @@ def _bare_answer(region: str) -> str | None:
     if value is not None:
         return value
     sentence = _ONE_SENTENCE.match(region)
-    if not sentence or _NOT_A_LABEL.search(region[: sentence.start("value")]):  # "The first guess is 5."
+    subject = region[: sentence.start("value")] if sentence else ""
+    if not sentence or _NOT_A_LABEL.search(subject) or _PROVISIONAL.search(subject):  # "The first guess is 5."
         return None
     return _bare_value(sentence.group("value"))
 
