@@ -707,7 +707,7 @@ FORMS_6_ZERO = [
     ("5", T + "Originally the answer was $\\boxed{5}$."),
     ("5", T + "AT FIRST, THE ANSWER IS $\\boxed{5}$."),
     # provisional words of the rule in places it misses
-    wrong("5", T + "So far, the answer is $\\boxed{5}$.", PROVISIONAL.format("so far")),
+    ("5", T + "So far, the answer is $\\boxed{5}$."),  # fixed on math-forms-6 (a51dfda)
     wrong("5", T + "The answer, for now, is $\\boxed{5}$.", PROVISIONAL.format("for now")),
     wrong("5", T + "The answer is $\\boxed{5}$ for now.", PROVISIONAL.format("for now")),
     # \text{No} and words as text (held)
@@ -902,7 +902,8 @@ PROVISIONAL_HONEST = [
     wrong("5", T + "As shown previously, the answer is $\\boxed{5}$.", REFERENCE_BACK.format("as shown previously")),
     wrong("5", T + "From the equation derived earlier, the answer is $\\boxed{5}$.",
           REFERENCE_BACK.format("derived earlier")),
-    ("5", T + "Combining the results so far, the answer is $\\boxed{5}$."),
+    wrong("5", T + "Combining the results so far, the answer is $\\boxed{5}$.",
+          REFERENCE_BACK.format("combining the results so far") + " (since a51dfda added 'so far')"),
     ("5", T + "Initially, there were $\\boxed{5}$ cookies in the jar."),
     ("5", T + "The answer is $\\boxed{5}$, as found earlier."),
     ("5", T + "Earlier we made an error; correcting it, the answer is $\\boxed{5}$."),
