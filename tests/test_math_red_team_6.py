@@ -838,10 +838,9 @@ JUXTAPOSED_ONE = [
           SYMPY_JUXTAPOSED.format("forms 6 reads 1/2(3) as 1/6 on the exact path only")),
     wrong("\\frac{\\pi}{6}", F6("\\pi/2(3)"), SYMPY_JUXTAPOSED.format("forms 6's 1/2(3) rule, with pi")),
     wrong("\\frac{17}{5}", F6("1(7)/5+\\sqrt{4}"), SYMPY_JUXTAPOSED.format("the right value refused")),
-    wrong(
-    "0.0025+\\sqrt{2}", F6("2.5e-3+\\sqrt{2}"),
-    "also on main: 2.5e-3 alone is read as 0.0025 on the exact path (0.0025 is accepted for it), but inside a sum "
-    "sent to the sympy worker it is 2.5*e - 3 (Euler's e): one notation, two values by path"),
+    wrong("0.0025+\\sqrt{2}", F6("2.5e-3+\\sqrt{2}"),
+          "also on main: 2.5e-3 alone is read as 0.0025 on the exact path (0.0025 is accepted for it), but inside a "
+          "sum sent to the sympy worker it is 2.5*e - 3 (Euler's e): one notation, two values by path"),
 ]
 
 
