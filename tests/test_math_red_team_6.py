@@ -792,6 +792,10 @@ FORMS_6_ONE = [
     ("No", F6("\\text{no}")),
     ("No", T + "<answer>\\text{No}</answer>"),
     # honest misses
+    wrong("-2", F6("\\sqrt[3]{-8}"), "also on main: an odd root of a negative number is read as sympy's principal (complex) root, so the real cube root -2 is refused"),
+    ("4", F6("2^\\sqrt[3]8")),
+    ("i", F6("e^\\frac{i\\pi}2")),
+    ("2", F6("\\sqrt[3]2\\sqrt[3]4")),
     wrong("(5, 12)", T + "y = $\\boxed{12}$, x = $\\boxed{5}$",
           "forms 6 honest miss: docs/rewards.md says 'y = 12, x = 5 is the pair (5, 12)', but out-of-order variables "
           "give labels [] and the last box alone (5) is read (main: wrong too, it read (12, 5))"),
