@@ -26,7 +26,7 @@ from functools import lru_cache
 
 from ..format import ANSWER_OPEN, extract_answer
 from .screening import _TEX_TOKEN, canonical, or_joins_relations
-from .words import NOT_BARE_AFTER, OPERATED_DIGITS, digits_for_words, spelled_number
+from .words import _NUMBER_WORD, NOT_BARE_AFTER, OPERATED_DIGITS, digits_for_words, spelled_number
 
 MAX_CHAINED_BOXES = 20  # boxes listed one after another that still form one answer
 MAX_AFTERWORD_CHARS = 120  # text after an answer read for hedges in a completion without an <answer> block
@@ -456,13 +456,20 @@ def _part_labels(text: str, chain: list[tuple[int, int, str]]) -> list[str] | No
     return labels if kinds == {"word"} else []
 
 
+_VALUE_WORD = re.compile(  # a word after a part's number that changes or judges its value, never a unit to drop:
+    # "5 thousand", "5 squared", "5 dozen", "5 factorial", "5 thousandths", "5 invalid", "5 initially"
+    rf"(?i)\b(?:{_NUMBER_WORD}|(?:ten|hundred|thousand|million|billion)ths?|squared|cubed|dozens?|scores?|factorial|reciprocals?|inverse|invalid|impossible|"
+    r"unknown|undefined|initially|originally|first|before|earlier|previously|percent|times|power|root)\b"
+)
+
+
 def _part_value(part: str) -> str:
     """A labelled part's value without its unit (``12\\text{ cm}`` is 12), read as `screening.canonical` reads
     one answer; a part whose words hedge, bound, judge or condition it (``5\\text{ or more}``, ``5\\text{ at
     least}``) keeps them, to be refused as written."""
     words = " ".join(re.findall(r"[A-Za-z]{2,}", _TEXT_WRAPPER.sub(r" \1 ", part)))
     if _HEDGE.search(words) or _NOT_A_VALUE.search(words) or _judgement(words) or _CONDITION.search(words) \
-            or _BOUND_WORD.search(words):
+            or _BOUND_WORD.search(words) or _VALUE_WORD.search(words):
         return part
     return canonical(part)
 
