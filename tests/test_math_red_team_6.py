@@ -898,9 +898,9 @@ REFERENCE_BACK = ("regression (forms 6): a time word that refers back to earlier
                   "is' is taken for a provisional answer (_PROVISIONAL: time word, optional comma, 'the answer is'); "
                   "main: right")
 PROVISIONAL_HONEST = [
-    wrong("5", T + "As computed earlier, the answer is $\\boxed{5}$.", REFERENCE_BACK.format("as computed earlier")),
-    wrong("5", T + "As we found earlier, the answer is $\\boxed{5}$.", REFERENCE_BACK.format("as we found earlier")),
-    wrong("5", T + "As shown previously, the answer is $\\boxed{5}$.", REFERENCE_BACK.format("as shown previously")),
+    ("5", T + "As computed earlier, the answer is $\\boxed{5}$."),  # fixed: `_REFERENCE_BACK`
+    ("5", T + "As we found earlier, the answer is $\\boxed{5}$."),  # fixed: `_REFERENCE_BACK`
+    ("5", T + "As shown previously, the answer is $\\boxed{5}$."),  # fixed: `_REFERENCE_BACK`
     wrong("5", T + "From the equation derived earlier, the answer is $\\boxed{5}$.",
           REFERENCE_BACK.format("derived earlier")),
     wrong("5", T + "Combining the results so far, the answer is $\\boxed{5}$.",

@@ -193,6 +193,10 @@ _PROVISIONAL = re.compile(  # a time word that makes the answer right before it 
     r"\b(?:answer|result|solution)\s+(?:(?:is|was|seemed)\s+)?(?P<later>at\s+first|initially|originally|previously|earlier|"
     r"for\s+now|for\s+the\s+moment|so\s+far)\s*,?\s*(?:(?:is|was|seemed|would\s+be)\s*(?:to\s+be\s*)?)?)[:=]?\s*$"
 )
+_REFERENCE_BACK = re.compile(  # "as computed", "as we found", "as shown" right before a time word: it refers back
+    r"(?i)\bas\s+(?:(?:I|we)\s+)?(?:have\s+)?(?:computed|calculated|found|shown|showed|derived|obtained|"
+    r"established|determined|proved|proven|seen|saw|noted|stated|mentioned)\s*$"
+)
 _BEFORE_ANSWER = re.compile(  # right before the answer: a negation ("is not \\boxed{5}", "Not \\boxed{5}")
     r"(?i)(?:\b(?:not|never|cannot)|n\s*['’]\s*t)\s*(?:be\s+|equal\s+(?:to\s+)?|equals?\s+)?[\s:,]*$"
 )
@@ -504,6 +508,8 @@ def _hedged_context(region: str, start: int, end: int, block: bool) -> str | Non
     if hedge:
         return re.sub(r"\s+", " ", hedge.group().lower()).strip(".;:,!\x00( ")
     provisional = _PROVISIONAL.search(before)
+    if provisional and provisional["time"] and _REFERENCE_BACK.search(before[: provisional.start("time")]):
+        provisional = None  # "As computed earlier, the answer is 5": the time word cites earlier work, the answer stands
     if provisional:
         return "provisional: " + " ".join((provisional["time"] or provisional["later"]).split()).lower()
     if _BEFORE_ANSWER.search(before):
