@@ -894,21 +894,14 @@ def test_forms_6_red_team_repeated_parts_score_zero(gold, completion):
 def test_forms_6_red_team_labelled_roots_score_one(gold, completion):
     assert check(gold, completion).equivalent is True
 
-REFERENCE_BACK = ("regression (forms 6): a time word that refers back to earlier work ('{}') right before 'the answer "
-                  "is' is taken for a provisional answer (_PROVISIONAL: time word, optional comma, 'the answer is'); "
-                  "main: right")
 PROVISIONAL_HONEST = [
     ("5", T + "As computed earlier, the answer is $\\boxed{5}$."),  # fixed: `_REFERENCE_BACK`
     ("5", T + "As we found earlier, the answer is $\\boxed{5}$."),  # fixed: `_REFERENCE_BACK`
     ("5", T + "As shown previously, the answer is $\\boxed{5}$."),  # fixed: `_REFERENCE_BACK`
-    wrong("5", T + "From the equation derived earlier, the answer is $\\boxed{5}$.",
-          REFERENCE_BACK.format("derived earlier")),
-    wrong("5", T + "Combining the results so far, the answer is $\\boxed{5}$.",
-          REFERENCE_BACK.format("combining the results so far") + " (since a51dfda added 'so far')"),
-    wrong("5", T + "Based on the analysis so far, the answer is $\\boxed{5}$.",
-          REFERENCE_BACK.format("based on the analysis so far") + " (since a51dfda added 'so far')"),
-    wrong("5", T + "Putting together all the work so far, the answer is $\\boxed{5}$.",
-          REFERENCE_BACK.format("all the work so far") + " (since a51dfda added 'so far')"),
+    ("5", T + "From the equation derived earlier, the answer is $\\boxed{5}$."),  # fixed: `_REFERENCE_BACK`
+    ("5", T + "Combining the results so far, the answer is $\\boxed{5}$."),  # fixed: `_REFERENCE_BACK`
+    ("5", T + "Based on the analysis so far, the answer is $\\boxed{5}$."),  # fixed: `_REFERENCE_BACK`
+    ("5", T + "Putting together all the work so far, the answer is $\\boxed{5}$."),  # fixed: `_REFERENCE_BACK`
     ("5", T + "Thus the total saved so far is $\\boxed{5}$."),
     ("5", T + "Initially, there were $\\boxed{5}$ cookies in the jar."),
     ("5", T + "The answer is $\\boxed{5}$, as found earlier."),

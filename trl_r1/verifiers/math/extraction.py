@@ -195,7 +195,9 @@ _PROVISIONAL = re.compile(  # a time word that makes the answer right before it 
 )
 _REFERENCE_BACK = re.compile(  # "as computed", "as we found", "as shown" right before a time word: it refers back
     r"(?i)\bas\s+(?:(?:I|we)\s+)?(?:have\s+)?(?:computed|calculated|found|shown|showed|derived|obtained|"
-    r"established|determined|proved|proven|seen|saw|noted|stated|mentioned)\s*$"
+    r"established|determined|proved|proven|seen|saw|noted|stated|mentioned)\s*$|"
+    r"\b(?:the|our|this|that)\s+\w+\s+(?:derived|computed|calculated|obtained|found|shown)\s*$|"  # "the equation derived earlier"
+    r"\b(?:the|all\s+the)\s+(?:results?|analysis|work|steps|calculations?|computations?)\s*$"  # "the results so far"
 )
 _BEFORE_ANSWER = re.compile(  # right before the answer: a negation ("is not \\boxed{5}", "Not \\boxed{5}")
     r"(?i)(?:\b(?:not|never|cannot)|n\s*['’]\s*t)\s*(?:be\s+|equal\s+(?:to\s+)?|equals?\s+)?[\s:,]*$"
