@@ -609,3 +609,366 @@ def test_red_team_6_bombs_answer_within_two_seconds():
         if elapsed >= 2.0:
             slow[completion[:60]] = round(elapsed, 2)
     assert not slow, slow
+
+
+# --- forms 6 (issue 36; branches math-forms-6 and math-speed-2), attacked blind to the fixes ---
+# Cases run with the default ("bare") policy, as `check(gold, completion)`; every strict xfail's reason says whether
+# main got it right ("regression: ... (main: right)") or wrong too ("also on main").
+
+
+def part_b(answer):
+    return T + f"(a) $\\boxed{{12}}$ (b) $\\boxed{{{answer}}}$"
+
+
+def F6(text):
+    return T + f"The answer is $\\boxed{{{text}}}$."
+
+
+SINGLE_WORD = "also on main: a word after the number that changes its value ({}) is dropped as if it were a unit"
+BOUND_WORD = "also on main: a bound written in words ({}) is read as the value; the new bound rule lists maximum/minimum only"
+PROVISIONAL = "forms 6 rule gap: '{}' is in the provisional rule's word list but this placement is not caught"
+
+FORMS_6_ZERO = [
+    # a part hidden behind a right one, labels reordered, skipped or mixed (held)
+    ("(12, 5)", T + "(b) $\\boxed{5}$, (a) $\\boxed{12}$"),
+    ("(12, 5)", T + "b) $\\boxed{5}$ a) $\\boxed{12}$"),
+    ("(12, 5)", T + "**(b)** $\\boxed{5}$ **(a)** $\\boxed{12}$"),
+    ("(12, 5)", T + "Part 2: $\\boxed{5}$. Part 1: $\\boxed{12}$."),
+    ("(12, 5)", T + "(2) $\\boxed{5}$ (1) $\\boxed{12}$"),
+    ("(12, 5)", T + "(a) $\\boxed{12}$, (c) $\\boxed{5}$"),
+    ("(12, 5)", T + "(b) $\\boxed{12}$, (c) $\\boxed{5}$"),
+    ("(12, 5)", T + "(a) $\\boxed{12}$, (a) $\\boxed{5}$"),
+    ("(12, 5)", T + "(a) $\\boxed{12}$, (i) $\\boxed{5}$"),
+    ("(12, 5)", T + "(a) $\\boxed{12}$, (2) $\\boxed{5}$"),
+    ("(12, 5)", T + "(a) $\\boxed{12}$ (b) $\\boxed{5}$ (c) $\\boxed{7}$"),
+    ("(12, 5, 7)", T + "(a) $\\boxed{12}$ (b) $\\boxed{5}$"),
+    ("12", T + "(a) $\\boxed{12}$ (b) $\\boxed{5}$"),
+    ("(12, 5)", T + "y = $\\boxed{12}$, x = $\\boxed{5}$"),
+    ("(12, 5)", T + "(a) $\\boxed{12}$ (b) $\\boxed{5}$. Correction: (b) $\\boxed{6}$"),
+    ("(12, 5)", T + "(a) $\\boxed{12}$ (b) $\\boxed{6}$. (b) $\\boxed{5}$"),
+    ("(12, 5)", part_b("5 \\text{ or more}")),
+    ("(12, 5)", part_b("5 \\text{ (wrong)}")),
+    ("(12, 5)", part_b("5 \\text{ less than } x")),
+    ("(12, 5)", part_b("5 \\text{ maybe}")),
+    ("(12, 5)", part_b("5\\%")),
+    ("(12, 5)", part_b("5 \\text{ remainder } 1")),
+    ("(12, 5000)", part_b("5 \\text{ km}")),  # a unit is dropped, never converted
+    # a labelled part whose word changes its value (fixed: `_VALUE_WORD` keeps the part as written)
+    ("(12, 5)", part_b("5 \\text{ thousand}")),
+    ("(12, 5)", part_b("5 \\text{ million}")),
+    ("(12, 5)", part_b("5 \\text{ billion}")),
+    ("(12, 5)", part_b("5 \\text{ squared}")),
+    ("(12, 5)", part_b("5 \\text{ cubed}")),
+    ("(12, 5)", part_b("5 \\text{ dozen}")),
+    ("(12, 5)", part_b("5 \\text{ factorial}")),
+    ("(12, 5)", part_b("5 \\text{ reciprocal}")),
+    ("(12, 5)", part_b("5 \\text{ thousandths}")),
+    ("(12, 5)", part_b("5 \\text{ score}")),
+    ("(12, 5)", T + "(a) $\\boxed{12\\text{ squared}}$ (b) $\\boxed{5}$"),
+    ("(12, 5)", part_b("5 \\text{ invalid }")),
+    ("(12, 5)", part_b("5 \\text{ impossible }")),
+    ("(12, 5)", part_b("5 \\text{ unknown }")),
+    ("(12, 5)", part_b("5 \\text{ initially }")),
+    ("(12, 5)", T + "Part 1: $\\boxed{12}$. Part 2: $\\boxed{5 \\text{ million}}$."),
+    ("(12, 5)", T + "x = $\\boxed{12}$, y = $\\boxed{5\\text{ cubed}}$"),
+    ("(12, 5)", T + "Mean $= \\boxed{12}$, median $= \\boxed{5 \\text{ dozen}}$"),
+    # the same family on one answer, already on main
+    wrong("5", F6("5\\text{ and a half}"), SINGLE_WORD.format("and a half: 5.5")),
+    wrong("5", F6("5\\text{e}"), SINGLE_WORD.format("\\text{e}: 5e")),
+    wrong("5", F6("5\\text{ hundred}"), SINGLE_WORD.format("hundred; thousand and million are refused")),
+    wrong("5", F6("5\\text{ tenths}"), SINGLE_WORD.format("tenths; thousandths is refused")),
+    wrong("5", F6("5\\text{ twice}"), SINGLE_WORD.format("twice")),
+    wrong("5", F6("5\\text{ halved}"), SINGLE_WORD.format("halved")),
+    wrong("5", F6("5\\text{ lakh}"), SINGLE_WORD.format("lakh")),
+    wrong("5", F6("5\\text{ negative}"), SINGLE_WORD.format("negative")),
+    wrong("5", F6("5\\text{ undefined}"), SINGLE_WORD.format("undefined")),
+    wrong("(12, 5)", T + "(a) 12, (b) 5 thousand", SINGLE_WORD.format("thousand on an unboxed labelled part")),
+    # bounds in words (held: the new rule)
+    ("5", F6("\\text{at least } 5")),
+    ("5", F6("5 \\text{ at least}")),
+    ("5", F6("\\text{up to } 5")),
+    ("5", F6("\\text{no more than } 5")),
+    ("5", F6("5 \\text{ minimum}")),
+    ("5", T + "<answer>5 maximum</answer>"),
+    ("5", T + "<answer>up to 5</answer>"),
+    # bounds the rule misses
+    wrong("5", F6("5 \\text{ max}"), BOUND_WORD.format("max")),
+    wrong("5", F6("5 \\text{ min}"), BOUND_WORD.format("min")),
+    wrong("5", F6("5 \\text{ at the most}"), BOUND_WORD.format("at the most")),
+    wrong("5", T + "<answer>5 max</answer>", BOUND_WORD.format("max")),
+    wrong("5", T + "<answer>5 tops</answer>", BOUND_WORD.format("tops")),
+    wrong("5", T + "<answer>5 at max</answer>", BOUND_WORD.format("at max")),
+    # provisional answers (held)
+    ("5", T + "At first, the answer is $\\boxed{5}$."),
+    ("5", T + "Initially, I got $\\boxed{5}$."),
+    ("5", T + "The answer for now is $\\boxed{5}$."),
+    ("5", T + "Originally the answer was $\\boxed{5}$."),
+    ("5", T + "AT FIRST, THE ANSWER IS $\\boxed{5}$."),
+    # provisional words of the rule in places it misses
+    ("5", T + "So far, the answer is $\\boxed{5}$."),  # fixed on math-forms-6 (a51dfda)
+    wrong("5", T + "The answer, for now, is $\\boxed{5}$.", PROVISIONAL.format("for now")),
+    wrong("5", T + "The answer is $\\boxed{5}$ for now.", PROVISIONAL.format("for now")),
+    # \text{No} and words as text (held)
+    ("No", F6("\\text{Not sure}")),
+    ("No", F6("\\text{No idea}")),
+    ("No", F6("\\text{No, yes}")),
+    ("No", F6("\\text{Nope}")),
+    ("No", F6("\\text{No solution}")),
+    ("No", F6("\\text{Not No}")),
+    ("No", F6("\\text{No}\\text{t}")),
+    ("No", F6("\\text{No} 5")),
+    ("Yes", F6("\\text{Yes and No}")),
+    ("Yes", F6("\\text{Yes}") + " No."),
+    ("5", F6("\\text{No}")),
+    ("0", F6("\\text{No}")),
+    ("Evelyn", F6("\\text{Not Evelyn}")),
+    ("Evelyn", F6("\\text{Evelyn's brother}")),
+    # roots and scripts mis-grouped (held)
+    ("3", F6("\\sqrt[3]{2}7")),
+    ("3\\sqrt[3]{2}", F6("\\sqrt[3]{2}7")),
+    ("5\\sqrt[3]{2}", F6("\\sqrt[3]25")),
+    ("1", F6("2^\\frac12")),
+    ("2^{\\sqrt{2}}", F6("2^\\sqrt23")),
+    ("2^{\\frac{1}{23}}", F6("2^\\frac123")),
+    ("8", F6("\\sqrt[3]2^3")),
+    ("4", F6("\\sqrt[4]16")),
+    ("\\sqrt[3]{2}", F6("\\sqrt[3]2.5")),
+    # a product without a sign near a division: 1/6 by the documented rule, never 3/2
+    ("\\frac32", F6("1/2(3)")),
+    ("9", F6("6/2(1+2)")),
+    ("3", F6("3/2(2)")),
+    ("\\frac16", F6("\\frac12(3)")),
+    ("\\frac16", F6("(1/2)(3)")),
+    ("\\frac16", F6("1/2*(3)")),
+    ("\\frac16", F6("1/2\\cdot(3)")),
+    # a third labelled part whose value repeats the second: the parts' values are deduplicated (dict.fromkeys)
+    wrong("(12, 5)", T + "(a) $\\boxed{12}$ (b) $\\boxed{5}$ (c) $\\boxed{5}$",
+          "also on main: three labelled parts read as the pair (12, 5): `_last_boxed` deduplicates the parts' values"),
+    wrong("(12, 5)", T + "At first, (a) $\\boxed{12}$ (b) $\\boxed{5}$", PROVISIONAL.format("at first") + " (before labelled parts)"),
+    ("(12, 5)", T + "(a) $\\boxed{12}$ (b) at least $\\boxed{5}$"),
+    ("(12, 5)", T + "Step 1: $\\boxed{12}$. Step 2: $\\boxed{5}$."),
+    ("(12, 5)", T + "Attempt 1: $\\boxed{12}$. Attempt 2: $\\boxed{5}$."),
+    ("(12, 5)", T + "(a) $\\boxed{12}$ (b) $\\boxed{5}$ Final answer: $\\boxed{7}$"),
+    ("(12, 500)", T + "(a) $\\boxed{12\\text{ cm}}$ (b) $\\boxed{5\\text{ m}}$"),
+    ("None", F6("\\text{No}")),
+    ("\\text{No}", F6("\\text{Yes}")),
+    ("0", F6("\\text{None}")),
+    ("No", F6("\\text{No real roots}")),
+]
+
+FORMS_6_ONE = [
+    ("(12, 5)", T + "a) $\\boxed{12}$ b) $\\boxed{5}$"),
+    ("(12, 5)", T + "**(a)** $\\boxed{12}$ **(b)** $\\boxed{5}$"),
+    ("(12, 5)", T + "Part 1: $\\boxed{12}$. Part 2: $\\boxed{5}$."),
+    ("(12, 5)", T + "(1) $\\boxed{12}$ (2) $\\boxed{5}$"),
+    ("(12, 5)", T + "(i) $\\boxed{12}$ (ii) $\\boxed{5}$"),
+    ("(12, 5)", part_b("5 \\text{ cm}")),
+    ("(12, 5)", T + "(a) $\\boxed{12 \\text{ m}}$ (b) $\\boxed{5 \\text{ cm}}$"),
+    ("(12, -5)", part_b("-5 \\text{ cm}")),
+    ("No", F6("\\text{No}")),
+    ("No", F6("\\textbf{No}")),
+    ("3", F6("\\sqrt[3]27")),
+    ("\\sqrt[3]{2}", F6("\\sqrt[3]2")),
+    ("\\sqrt{2}", F6("2^\\frac12")),
+    ("2", F6("\\sqrt[3]2^3")),
+    ("2", F6("\\sqrt[4]16")),
+    ("\\frac16", F6("1/2(3)")),
+    ("1", F6("6/2(1+2)")),
+    ("\\frac{1}{12}", F6("1/2(3)\\sqrt{4}")),  # the sympy worker groups the same way as the exact path
+    ("5", T + "Janet had 10 apples at first, so she has $\\boxed{5}$."),
+    ("5", T + "The tank initially held $\\boxed{5}$ litres."),
+    ("5", T + "Therefore, at first there were $\\boxed{5}$ apples."),
+    wrong("(12, 12)", T + "(a) $\\boxed{12}$ (b) $\\boxed{12}$",
+          "also on main: two labelled parts with the same value collapse into one value (dict.fromkeys), so the pair "
+          "(12, 12) is refused"),
+    wrong("(12, 5)", T + "(a) The length is $\\boxed{12}$. (b) The width is $\\boxed{5}$.",
+          "also on main: labelled parts each answered in a sentence are not read as the parts"),
+    ("(12, 5)", T + "Part (a): $\\boxed{12}$. Part (b): $\\boxed{5}$."),
+    ("(12, 5)", T + "Part I: $\\boxed{12}$. Part II: $\\boxed{5}$."),
+    ("(12, 5)", T + "1) $\\boxed{12}$ 2) $\\boxed{5}$"),
+    ("(12, 5)", T + "__(a)__ $\\boxed{12}$ __(b)__ $\\boxed{5}$"),
+    ("No", F6("\\text{no}")),
+    ("No", T + "<answer>\\text{No}</answer>"),
+    # honest misses
+    wrong("-2", F6("\\sqrt[3]{-8}"), "also on main: an odd root of a negative number is read as sympy's principal (complex) root, so the real cube root -2 is refused"),
+    ("4", F6("2^\\sqrt[3]8")),
+    ("i", F6("e^\\frac{i\\pi}2")),
+    ("2", F6("\\sqrt[3]2\\sqrt[3]4")),
+    wrong("(5, 12)", T + "y = $\\boxed{12}$, x = $\\boxed{5}$",
+          "forms 6 honest miss: docs/rewards.md says 'y = 12, x = 5 is the pair (5, 12)', but out-of-order variables "
+          "give labels [] and the last box alone (5) is read (main: wrong too, it read (12, 5))"),
+    wrong("(5, 12)", T + "b = $\\boxed{12}$, a = $\\boxed{5}$",
+          "forms 6 honest miss: variables out of alphabetical order are not reordered into the pair (main: wrong too)"),
+]
+
+
+@pytest.mark.parametrize(("gold", "completion"), FORMS_6_ZERO)
+def test_forms_6_red_team_scores_zero(gold, completion):
+    assert check(gold, completion).equivalent is False
+
+
+@pytest.mark.parametrize(("gold", "completion"), FORMS_6_ONE)
+def test_forms_6_red_team_scores_one(gold, completion):
+    assert check(gold, completion).equivalent is True
+
+
+# --- the exact (fast) path against the sympy worker: a number before a bracket ---
+# The exact path reads 2(3) as 6 and 1/2(3) as 1/6 (forms 6's rule, "as the sympy parser reads it"); once anything
+# it cannot read (\sqrt, \pi, i, e, a tuple, a set) sends the answer to the sympy worker, latex2sympy reads 2(3) as 5
+# and 1/2(3) as 1/5 (`equivalence._latex_to_sympy("2(3)")` is 5). Same on main: not a flip, a disagreement of paths.
+SYMPY_JUXTAPOSED = ("also on main: the sympy worker reads a number before a bracket, 2(3), as 5 (a sum), where the "
+                    "exact path reads 6; {}")
+JUXTAPOSED_ZERO = [
+    ("5", F6("2(3)")),  # held: the exact path
+    ("\\frac{1}{5}", F6("1/2(3)")),  # held: the exact path
+    wrong("5+\\sqrt{2}", F6("2(3)+\\sqrt{2}"), SYMPY_JUXTAPOSED.format("5+sqrt(2) accepted")),
+    wrong("\\sqrt{2}+5", F6("(2)(3)+\\sqrt{2}"), SYMPY_JUXTAPOSED.format("(2)(3) too")),
+    wrong("(5, \\sqrt{2})", F6("(2(3), \\sqrt{2})"), SYMPY_JUXTAPOSED.format("inside a tuple")),
+    wrong("\\{5, \\pi\\}", F6("\\{2(3), \\pi\\}"), SYMPY_JUXTAPOSED.format("inside a set")),
+    wrong("\\frac{\\pi}{5}", F6("\\pi/2(3)"), SYMPY_JUXTAPOSED.format("pi/2(3) is pi/5")),
+    wrong("\\frac{1}{5}+\\sqrt{2}", F6("1/2(3)+\\sqrt{2}"), SYMPY_JUXTAPOSED.format("1/2(3)+sqrt(2) is 1/5+sqrt(2)")),
+    wrong("\\frac{8}{5}+2", F6("1(7)/5+\\sqrt{4}"), SYMPY_JUXTAPOSED.format("1(7) is 8")),
+]
+JUXTAPOSED_ONE = [
+    ("6", F6("2(3)")),
+    ("\\frac{1}{6}", F6("1/2(3)")),
+    ("6\\pi", F6("2(3)\\pi")),  # held: a product after the bracket is read as one
+    ("6\\sqrt{2}", F6("2(3\\sqrt{2})")),
+    wrong("6+\\sqrt{2}", F6("2(3)+\\sqrt{2}"), SYMPY_JUXTAPOSED.format("the right answer refused")),
+    wrong("(6, \\sqrt{2})", F6("(2(3), \\sqrt{2})"), SYMPY_JUXTAPOSED.format("the right tuple refused")),
+    wrong("\\frac{1}{6}+\\sqrt{2}", F6("1/2(3)+\\sqrt{2}"),
+          SYMPY_JUXTAPOSED.format("forms 6 reads 1/2(3) as 1/6 on the exact path only")),
+    wrong("\\frac{\\pi}{6}", F6("\\pi/2(3)"), SYMPY_JUXTAPOSED.format("forms 6's 1/2(3) rule, with pi")),
+    wrong("\\frac{17}{5}", F6("1(7)/5+\\sqrt{4}"), SYMPY_JUXTAPOSED.format("the right value refused")),
+    wrong("0.0025+\\sqrt{2}", F6("2.5e-3+\\sqrt{2}"),
+          "also on main: 2.5e-3 alone is read as 0.0025 on the exact path (0.0025 is accepted for it), but inside a "
+          "sum sent to the sympy worker it is 2.5*e - 3 (Euler's e): one notation, two values by path"),
+]
+
+
+@pytest.mark.parametrize(("gold", "completion"), JUXTAPOSED_ZERO)
+def test_forms_6_red_team_juxtaposed_number_scores_zero(gold, completion):
+    assert check(gold, completion).equivalent is False
+
+
+@pytest.mark.parametrize(("gold", "completion"), JUXTAPOSED_ONE)
+def test_forms_6_red_team_juxtaposed_number_scores_one(gold, completion):
+    assert check(gold, completion).equivalent is True
+
+
+@pytest.mark.parametrize(("gold", "completion"), [
+    pytest.param(*case.values, marks=case.marks) if hasattr(case, "values") else case
+    for case in FORMS_6_ZERO + JUXTAPOSED_ZERO
+    if (case.values[1] if hasattr(case, "values") else case[1]) != T + "(a) 12, (b) 5 thousand"  # 0 under marked
+])
+def test_forms_6_red_team_scores_zero_under_the_marked_policy(gold, completion):
+    """The RL reward's policy ("marked") accepts the same false positives: none is a grading-only artefact."""
+    assert check(gold, completion, answer_policy="marked").equivalent is False
+
+DEDUPLICATED = ("also on main: labelled parts' values are deduplicated (`_last_boxed`'s dict.fromkeys), so a wrong "
+                "part that repeats another part's value disappears: {}")
+FORMS_6_MORE_ZERO = [
+    wrong("(12, 5)", T + "(a) $\\boxed{12}$ (b) $\\boxed{12}$ (c) $\\boxed{5}$", DEDUPLICATED.format("(12, 12, 5)")),
+    wrong("(12, 5)", T + "(a) $\\boxed{12}$ (b) $\\boxed{5}$ (c) $\\boxed{12}$", DEDUPLICATED.format("(12, 5, 12)")),
+    wrong("(12, 5)", T + "x = $\\boxed{12}$, y = $\\boxed{5}$, z = $\\boxed{5}$", DEDUPLICATED.format("x, y, z")),
+    wrong("(12, 5)", T + "Mean $= \\boxed{12}$, median $= \\boxed{5}$, mode $= \\boxed{5}$",
+          DEDUPLICATED.format("mean, median, mode")),
+    ("(12, 5)", T + "Part 1: $\\boxed{12}$\nPart 2: $\\boxed{5}$\nPart 3: $\\boxed{7}$"),
+    ("(3, 4)", T + "$a = \\boxed{3}$, $b = \\boxed{4}$, $c = \\boxed{5}$"),
+]
+FORMS_6_MORE_ONE = [
+    ("2, 3", T + "$x_1 = \\boxed{2}$, $x_2 = \\boxed{3}$"),
+    ("3, -3", T + "$x = \\boxed{3}$, $x = \\boxed{-3}$"),
+    wrong("2, 3", T + "$x_2 = \\boxed{3}$, $x_1 = \\boxed{2}$",
+          "regression (forms 6): roots labelled out of subscript order are refused against an unordered list "
+          "(labels [] leave the last box alone); main read the list 3, 2 (main: right)"),
+]
+
+
+@pytest.mark.parametrize(("gold", "completion"), FORMS_6_MORE_ZERO)
+def test_forms_6_red_team_repeated_parts_score_zero(gold, completion):
+    assert check(gold, completion).equivalent is False
+
+
+@pytest.mark.parametrize(("gold", "completion"), FORMS_6_MORE_ONE)
+def test_forms_6_red_team_labelled_roots_score_one(gold, completion):
+    assert check(gold, completion).equivalent is True
+
+PROVISIONAL_HONEST = [
+    ("5", T + "As computed earlier, the answer is $\\boxed{5}$."),  # fixed: `_REFERENCE_BACK`
+    ("5", T + "As we found earlier, the answer is $\\boxed{5}$."),  # fixed: `_REFERENCE_BACK`
+    ("5", T + "As shown previously, the answer is $\\boxed{5}$."),  # fixed: `_REFERENCE_BACK`
+    ("5", T + "From the equation derived earlier, the answer is $\\boxed{5}$."),  # fixed: `_REFERENCE_BACK`
+    ("5", T + "Combining the results so far, the answer is $\\boxed{5}$."),  # fixed: `_REFERENCE_BACK`
+    ("5", T + "Based on the analysis so far, the answer is $\\boxed{5}$."),  # fixed: `_REFERENCE_BACK`
+    ("5", T + "Putting together all the work so far, the answer is $\\boxed{5}$."),  # fixed: `_REFERENCE_BACK`
+    ("5", T + "Thus the total saved so far is $\\boxed{5}$."),
+    ("5", T + "Initially, there were $\\boxed{5}$ cookies in the jar."),
+    ("5", T + "The answer is $\\boxed{5}$, as found earlier."),
+    ("5", T + "Earlier we made an error; correcting it, the answer is $\\boxed{5}$."),
+]
+
+
+@pytest.mark.parametrize(("gold", "completion"), PROVISIONAL_HONEST)
+def test_forms_6_red_team_reference_back_is_no_provisional_answer(gold, completion):
+    assert check(gold, completion).equivalent is True
+
+BOUND_NAME = ("regression (forms 6): _BOUND_PHRASE matches a word that names what the value is ('{}'), not a bound on "
+              "it, anywhere in the answer; main: right")
+BOUND_HONEST = [
+    wrong("5", T + "$\\boxed{5 \\text{ (up to rotation)}}$", BOUND_NAME.format("up to rotation")),
+    wrong("5", T + "$\\boxed{\\text{maximum} = 5}$", BOUND_NAME.format("maximum =")),
+    wrong("5", T + "<answer>5 (the maximum)</answer>", BOUND_NAME.format("the maximum")),
+    wrong("5", T + "<answer>Minimum: 5</answer>",
+          "also on main: a label naming the asked quantity ('Minimum:') is refused; forms 6 now says 'bounded'"),
+    ("5", T + "<answer>The minimum value is 5.</answer>"),
+    ("5", T + "Therefore the maximum number of coins is $\\boxed{5}$."),
+    ("5", T + "<answer>It takes at most 5 moves, and 5 is achieved, so the answer is 5.</answer>"),
+]
+
+
+@pytest.mark.parametrize(("gold", "completion"), BOUND_HONEST)
+def test_forms_6_red_team_a_named_extremum_is_no_bound(gold, completion):
+    assert check(gold, completion).equivalent is True
+
+UNIT_FOR_UNIT = [
+    ("5\\text{ cm}", F6("5\\text{ m}")),  # held: one answer's units are compared
+    ("5000", F6("5\\text{ km}")),
+    wrong("(a) 12 cm, (b) 5 cm", T + "(a) $\\boxed{12\\text{ m}}$ (b) $\\boxed{5\\text{ km}}$",
+          "regression (forms 6): each labelled part's unit is dropped before the comparison, so metres and "
+          "kilometres pass for the gold's centimetres; one answer says 'units differ' (main: right)"),
+    wrong("\\$5", F6("5\\text{ cents}"), "also on main: cents for dollars is read as the same 5"),
+]
+
+
+@pytest.mark.parametrize(("gold", "completion"), UNIT_FOR_UNIT)
+def test_forms_6_red_team_a_different_unit_scores_zero(gold, completion):
+    assert check(gold, completion).equivalent is False
+
+FORMS_6_BOMBS = [  # inputs aimed at the new part-label, provisional, bound, root and script readers
+    ("(1, 2)", T + "$\\boxed{1}$" + " (a) :  " * 40 + "! $\\boxed{2}$"),
+    ("(1, 2)", T + "$\\boxed{1}$" + "**(a)** ** " * 40 + "! $\\boxed{2}$"),
+    ("(1, 2)", T + "$\\boxed{1}$" + "Part 1: " * 300 + "! $\\boxed{2}$"),
+    ("(1, 2)", T + "$\\boxed{1}$" + "x $= $ " * 300 + "! $\\boxed{2}$"),
+    ("(1, 2)", T + " ".join(f"({'abcdefgh'[k % 8]}) $\\boxed{{{k}}}$" for k in range(3000))),
+    ("5", T + "at first, " * 5000 + "$\\boxed{5}$"),
+    ("5", T + "initially I really thought that it was " * 2000 + "$\\boxed{5}$"),
+    ("5", "<answer>" + "the answer so far is " * 3000 + "5</answer>"),
+    ("5", T + "$\\boxed{5 " + "\\text{ up} " * 5000 + "}$"),
+    ("5", T + "$\\boxed{" + "2^\\frac" * 3000 + "12}$"),
+    ("5", T + "$\\boxed{" + "\\sqrt[3]" * 3000 + "2}$"),
+    ("1", T + "$\\boxed{" + "1/2(3)" * 3000 + "}$"),
+    ("(1, 2)", T + "(a) $\\boxed{1}$ (b) $\\boxed{2" + "\\text{ cm}" * 5000 + "}$"),
+]
+
+
+def test_forms_6_red_team_bombs_answer_within_two_seconds():
+    check("5", A("x+5-x"))  # boots the worker pool (a one-off cost, not a verdict's)
+    slow = {}
+    for gold, completion in FORMS_6_BOMBS:
+        started = time.perf_counter()
+        check(gold, completion)
+        elapsed = time.perf_counter() - started
+        if elapsed >= 2.0:
+            slow[completion[:60]] = round(elapsed, 2)
+    assert not slow, slow

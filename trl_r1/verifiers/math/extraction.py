@@ -26,7 +26,7 @@ from functools import lru_cache
 
 from ..format import ANSWER_OPEN, extract_answer
 from .screening import _TEX_TOKEN, canonical, or_joins_relations
-from .words import NOT_BARE_AFTER, OPERATED_DIGITS, digits_for_words, spelled_number
+from .words import _NUMBER_WORD, NOT_BARE_AFTER, OPERATED_DIGITS, digits_for_words, spelled_number
 
 MAX_CHAINED_BOXES = 20  # boxes listed one after another that still form one answer
 MAX_AFTERWORD_CHARS = 120  # text after an answer read for hedges in a completion without an <answer> block
@@ -192,6 +192,12 @@ _PROVISIONAL = re.compile(  # a time word that makes the answer right before it 
     r"(?:is|was|seemed|seems|looked|appeared|would\s+be)?\s*(?:to\s+be\s*)?)?)?|"
     r"\b(?:answer|result|solution)\s+(?:(?:is|was|seemed)\s+)?(?P<later>at\s+first|initially|originally|previously|earlier|"
     r"for\s+now|for\s+the\s+moment|so\s+far)\s*,?\s*(?:(?:is|was|seemed|would\s+be)\s*(?:to\s+be\s*)?)?)[:=]?\s*$"
+)
+_REFERENCE_BACK = re.compile(  # "as computed", "as we found", "as shown" right before a time word: it refers back
+    r"(?i)\bas\s+(?:(?:I|we)\s+)?(?:have\s+)?(?:computed|calculated|found|shown|showed|derived|obtained|"
+    r"established|determined|proved|proven|seen|saw|noted|stated|mentioned)\s*$|"
+    r"\b(?:the|our|this|that)\s+\w+\s+(?:derived|computed|calculated|obtained|found|shown)\s*$|"  # "the equation derived earlier"
+    r"\b(?:the|all\s+the)\s+(?:results?|analysis|work|steps|calculations?|computations?)\s*$"  # "the results so far"
 )
 _BEFORE_ANSWER = re.compile(  # right before the answer: a negation ("is not \\boxed{5}", "Not \\boxed{5}")
     r"(?i)(?:\b(?:not|never|cannot)|n\s*['’]\s*t)\s*(?:be\s+|equal\s+(?:to\s+)?|equals?\s+)?[\s:,]*$"
@@ -456,13 +462,20 @@ def _part_labels(text: str, chain: list[tuple[int, int, str]]) -> list[str] | No
     return labels if kinds == {"word"} else []
 
 
+_VALUE_WORD = re.compile(  # a word after a part's number that changes or judges its value, never a unit to drop:
+    # "5 thousand", "5 squared", "5 dozen", "5 factorial", "5 thousandths", "5 invalid", "5 initially"
+    rf"(?i)\b(?:{_NUMBER_WORD}|(?:ten|hundred|thousand|million|billion)ths?|squared|cubed|dozens?|scores?|factorial|reciprocals?|inverse|invalid|impossible|"
+    r"unknown|undefined|initially|originally|first|before|earlier|previously|percent|times|power|root)\b"
+)
+
+
 def _part_value(part: str) -> str:
     """A labelled part's value without its unit (``12\\text{ cm}`` is 12), read as `screening.canonical` reads
     one answer; a part whose words hedge, bound, judge or condition it (``5\\text{ or more}``, ``5\\text{ at
     least}``) keeps them, to be refused as written."""
     words = " ".join(re.findall(r"[A-Za-z]{2,}", _TEXT_WRAPPER.sub(r" \1 ", part)))
     if _HEDGE.search(words) or _NOT_A_VALUE.search(words) or _judgement(words) or _CONDITION.search(words) \
-            or _BOUND_WORD.search(words):
+            or _BOUND_WORD.search(words) or _VALUE_WORD.search(words):
         return part
     return canonical(part)
 
@@ -497,6 +510,8 @@ def _hedged_context(region: str, start: int, end: int, block: bool) -> str | Non
     if hedge:
         return re.sub(r"\s+", " ", hedge.group().lower()).strip(".;:,!\x00( ")
     provisional = _PROVISIONAL.search(before)
+    if provisional and provisional["time"] and _REFERENCE_BACK.search(before[: provisional.start("time")]):
+        provisional = None  # "As computed earlier, the answer is 5": the time word cites earlier work, the answer stands
     if provisional:
         return "provisional: " + " ".join((provisional["time"] or provisional["later"]).split()).lower()
     if _BEFORE_ANSWER.search(before):
