@@ -43,7 +43,7 @@ SAMPLE_POINTS = (Fraction(13, 10), Fraction(-27, 10), Fraction(31, 7), Fraction(
 _VARIABLE_ARITHMETIC = re.compile(  # arithmetic with one-letter variables (no e or i: constants to the parser)
     r"(?:[\d.+\-*/^()\[\]{}]|\\(?:frac|cdot|times)(?![a-zA-Z])|[a-df-hj-zA-DF-HJ-Z](?![a-zA-Z\d.({\[]))+")
 _DIVISOR = re.compile(r"/(?:\d+(?:\.\d+)?|[a-zA-Z]|\([^()]*\)|\{[^{}]*\})(?:\^(?:\d|\{[^{}]*\}))?")
-_PRECEDENCE = {"+": 1, "-": 1, "*": 2, "/": 2, "juxtaposed": 2.5, "neg": 3, "^": 4}  # 1/2(3) is 1/(2*3), as the parser reads it
+_PRECEDENCE = {"+": 1, "-": 1, "*": 2, "/": 2, "juxtaposed": 2.5, "neg": 3, "^": 4}  # 1/2(3) is 1/(2*3), as the parser reads 1/2(x)
 
 
 class _Undecided(Exception):
@@ -286,7 +286,7 @@ def _tokens(text: str) -> list[str]:
 
 def _evaluate(text: str) -> dict:
     """Shunting-yard evaluation of the tokens; implicit multiplication only before an opening bracket, binding tighter
-    than ``*`` and ``/`` (``1/2(3)`` is 1/6, as latex2sympy reads it)."""
+    than ``*`` and ``/`` (``1/2(3)`` is 1/6, as latex2sympy reads ``1/2(x)``)."""
     values: list[dict] = []
     operators: list[str] = []
     previous = None  # "value" after a number, ")" or "!"; None at the start, after "(" or an operator
