@@ -46,9 +46,29 @@ def two_rank_recipe(run_dir: Path, base: str) -> dict:
     }
 
 
-def launch(recipe: dict, path: Path) -> subprocess.Popen:
+# Loaded by every Python process of a launch whose PYTHONPATH starts with its folder: the main rank stops itself
+# (SIGSTOP) once it has appended its 3rd rejection-sampling record, so a test can kill the other rank at a known point
+# of the sampling on a machine of any speed.
+PAUSE_AFTER_THREE_RECORDS = """
+import os, signal
+if os.environ.get("LOCAL_RANK") == "0":
+    from trl_r1.data import rejection_sampling
+
+    _append = rejection_sampling.RecordStore.append
+
+    def append(self, records):
+        _append(self, records)
+        if self.path.read_text().count("\\n") >= 3:
+            os.kill(os.getpid(), signal.SIGSTOP)
+
+    rejection_sampling.RecordStore.append = append
+"""
+
+
+def launch(recipe: dict, path: Path, preload: Path | None = None) -> subprocess.Popen:
     path.write_text(yaml.safe_dump(recipe))
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "OMP_NUM_THREADS": "1",
+           "PYTHONPATH": os.pathsep.join(str(p) for p in (preload, ROOT) if p is not None)}
     return subprocess.Popen([sys.executable, "-m", "trl_r1.cli", "run", str(path), "--num_processes", "2"],
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             start_new_session=True)
@@ -115,19 +135,26 @@ def test_a_killed_rank_loses_and_duplicates_nothing_on_resume(toy_reasoner, tmp_
     recipe["rejection_sampling"]["batch_size"] = 1  # a record per prompt: many points to be killed at
     recipe["model"].update(load_in_4bit=False, use_peft=False)  # full fine-tuning: quicker, same hand-offs
     del recipe["cold_start"], recipe["final_sft"], recipe["evaluation"]
-    process = launch(recipe, tmp_path / "run.yaml")
+    preload = tmp_path / "preload"
+    preload.mkdir()
+    (preload / "sitecustomize.py").write_text(PAUSE_AFTER_THREE_RECORDS)
+    process = launch(recipe, tmp_path / "run.yaml", preload)
     records = run / "rejection_sampling" / "records.jsonl"
+    # the main rank stops itself after its 3rd record (PAUSE_AFTER_THREE_RECORDS); then the rank that is not the main
+    # one is killed, and the launcher stops the other. The main rank is let go once the launcher's stop signal is
+    # pending, so it dies where it was paused (mid-write at worst), whatever the machine's speed.
     deadline = time.time() + 400
-    while time.time() < deadline and (not records.exists() or records.read_text().count("\n") < 3):
+    main_rank = None
+    while time.time() < deadline and main_rank is None:
         assert process.poll() is None, process.communicate()[0][-3000:]
+        ranks = [p for p in psutil.Process(process.pid).children(recursive=True)
+                 if "trl_r1.cli" in " ".join(p.cmdline())]
+        with contextlib.suppress(psutil.Error):
+            main_rank = next((p for p in ranks if p.environ().get("LOCAL_RANK") == "0"
+                              and p.status() == psutil.STATUS_STOPPED), None)
         time.sleep(0.05)
-    # kill the rank that is not the main one while the main one samples: the launcher then stops the other.
-    # The main rank is paused first, so a fast machine cannot finish sampling before the launcher reacts; it is let
-    # go once the launcher's stop signal is pending, so it dies where it was paused (mid-write at worst).
-    ranks = [p for p in psutil.Process(process.pid).children(recursive=True) if "trl_r1.cli" in " ".join(p.cmdline())]
-    main_rank = next(p for p in ranks if p.environ().get("LOCAL_RANK") == "0")
+    assert main_rank is not None, "the main rank never paused after its 3rd record"
     victim = next(p for p in ranks if p.environ().get("LOCAL_RANK") == "1")
-    main_rank.send_signal(signal.SIGSTOP)
     victim.send_signal(signal.SIGKILL)
     deadline = time.time() + 120
     while not stop_pending(main_rank) and time.time() < deadline:
