@@ -46,29 +46,12 @@ def two_rank_recipe(run_dir: Path, base: str) -> dict:
     }
 
 
-# Loaded by every Python process of a launch whose PYTHONPATH starts with its folder: the main rank stops itself
-# (SIGSTOP) once it has appended its 3rd rejection-sampling record, so a test can kill the other rank at a known point
-# of the sampling on a machine of any speed.
-PAUSE_AFTER_THREE_RECORDS = """
-import os, signal
-if os.environ.get("LOCAL_RANK") == "0":
-    from trl_r1.data import rejection_sampling
-
-    _append = rejection_sampling.RecordStore.append
-
-    def append(self, records):
-        _append(self, records)
-        if self.path.read_text().count("\\n") >= 3:
-            os.kill(os.getpid(), signal.SIGSTOP)
-
-    rejection_sampling.RecordStore.append = append
-"""
-
-
-def launch(recipe: dict, path: Path, preload: Path | None = None) -> subprocess.Popen:
+def launch(recipe: dict, path: Path, pause_after_records: int | None = None) -> subprocess.Popen:
     path.write_text(yaml.safe_dump(recipe))
-    env = {**os.environ, "OMP_NUM_THREADS": "1",
-           "PYTHONPATH": os.pathsep.join(str(p) for p in (preload, ROOT) if p is not None)}
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
+    if pause_after_records:  # the main rank stops itself after that many records (tests/pause_after_records)
+        env.update(PYTHONPATH=os.pathsep.join([str(ROOT / "tests" / "pause_after_records"), str(ROOT)]),
+                   TRL_R1_TEST_PAUSE_AFTER_RECORDS=str(pause_after_records))
     return subprocess.Popen([sys.executable, "-m", "trl_r1.cli", "run", str(path), "--num_processes", "2"],
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             start_new_session=True)
@@ -135,12 +118,9 @@ def test_a_killed_rank_loses_and_duplicates_nothing_on_resume(toy_reasoner, tmp_
     recipe["rejection_sampling"]["batch_size"] = 1  # a record per prompt: many points to be killed at
     recipe["model"].update(load_in_4bit=False, use_peft=False)  # full fine-tuning: quicker, same hand-offs
     del recipe["cold_start"], recipe["final_sft"], recipe["evaluation"]
-    preload = tmp_path / "preload"
-    preload.mkdir()
-    (preload / "sitecustomize.py").write_text(PAUSE_AFTER_THREE_RECORDS)
-    process = launch(recipe, tmp_path / "run.yaml", preload)
+    process = launch(recipe, tmp_path / "run.yaml", pause_after_records=3)
     records = run / "rejection_sampling" / "records.jsonl"
-    # the main rank stops itself after its 3rd record (PAUSE_AFTER_THREE_RECORDS); then the rank that is not the main
+    # the main rank stops itself after its 3rd record (tests/pause_after_records); then the rank that is not the main
     # one is killed, and the launcher stops the other. The main rank is let go once the launcher's stop signal is
     # pending, so it dies where it was paused (mid-write at worst), whatever the machine's speed.
     deadline = time.time() + 400
