@@ -4,6 +4,7 @@
 import pytest
 
 from tests.conftest import dry_run, passes, recipe
+from tests.pause_points import pausing_env, wait_until_paused
 
 
 def test_a_misspelt_bare_model_name_offline_fails_the_dry_run(workdir, capsys, monkeypatch):
@@ -131,7 +132,6 @@ def test_ctrl_c_then_the_same_command_resumes_every_step_once(workdir):
     import signal
     import subprocess
     import sys
-    import time
     from pathlib import Path
 
     import yaml
@@ -140,12 +140,13 @@ def test_ctrl_c_then_the_same_command_resumes_every_step_once(workdir):
         evaluation=None, training={"save_strategy": "steps", "save_steps": 1, "logging_steps": 1},
         rl={"max_steps": 40})))
     argv = [sys.executable, "-m", "trl_r1.cli", "run", "recipe.yaml"]
-    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    deadline = time.monotonic() + 180
-    while not Path("runs/r/rl/checkpoint-2/trainer_state.json").is_file():
-        assert process.poll() is None and time.monotonic() < deadline, process.communicate()[0][-2000:]
-        time.sleep(0.2)
+    # the run stops itself once rl saved checkpoint-2 (tests/pause_points): the Ctrl-C lands there on a machine of
+    # any speed (polling for the checkpoint let a fast machine train on, up to the end of the stage)
+    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                               env=pausing_env(checkpoint="rl/checkpoint-2"))
+    wait_until_paused(process)
     process.send_signal(signal.SIGINT)
+    process.send_signal(signal.SIGCONT)
     output = process.communicate(timeout=120)[0]
     last = output.strip().splitlines()[-1]
     assert process.returncode == 130 and "Traceback" not in output, output[-3000:]

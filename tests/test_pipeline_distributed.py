@@ -15,6 +15,7 @@ import psutil
 import pytest
 import yaml
 
+from tests.pause_points import pausing_env
 from trl_r1.cli import accelerate_config
 from trl_r1.data.rejection_sampling import RejectionSamplingConfig, rejection_sample
 from trl_r1.pipeline import run_recipe
@@ -49,9 +50,8 @@ def two_rank_recipe(run_dir: Path, base: str) -> dict:
 def launch(recipe: dict, path: Path, pause_after_records: int | None = None) -> subprocess.Popen:
     path.write_text(yaml.safe_dump(recipe))
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
-    if pause_after_records:  # the main rank stops itself after that many records (tests/pause_after_records)
-        env.update(PYTHONPATH=os.pathsep.join([str(ROOT / "tests" / "pause_after_records"), str(ROOT)]),
-                   TRL_R1_TEST_PAUSE_AFTER_RECORDS=str(pause_after_records))
+    if pause_after_records:  # the main rank stops itself after that many records (tests/pause_points)
+        env = pausing_env(records=pause_after_records)
     return subprocess.Popen([sys.executable, "-m", "trl_r1.cli", "run", str(path), "--num_processes", "2"],
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             start_new_session=True)
@@ -120,7 +120,7 @@ def test_a_killed_rank_loses_and_duplicates_nothing_on_resume(toy_reasoner, tmp_
     del recipe["cold_start"], recipe["final_sft"], recipe["evaluation"]
     process = launch(recipe, tmp_path / "run.yaml", pause_after_records=3)
     records = run / "rejection_sampling" / "records.jsonl"
-    # the main rank stops itself after its 3rd record (tests/pause_after_records); then the rank that is not the main
+    # the main rank stops itself after its 3rd record (tests/pause_points); then the rank that is not the main
     # one is killed, and the launcher stops the other. The main rank is let go once the launcher's stop signal is
     # pending, so it dies where it was paused (mid-write at worst), whatever the machine's speed.
     deadline = time.time() + 400

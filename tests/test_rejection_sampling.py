@@ -2,19 +2,16 @@
 filters' accounting, and a real `trl-r1 rejection-sample` subprocess killed with SIGKILL and restarted."""
 
 import json
-import os
 import signal
 import subprocess
 import sys
-import time
 from collections import Counter
-from pathlib import Path
 
-import psutil
 import pytest
 import yaml
 from datasets import Dataset
 
+from tests.pause_points import pausing_env, wait_until_paused
 from trl_r1.cli import main as cli_main
 from trl_r1.data import R1Filters, RejectionSamplingConfig, Trace, parse_trace, rejection_sample
 from trl_r1.data.filters import near_duplicates
@@ -24,8 +21,6 @@ from trl_r1.rewards import get_reward_funcs
 from trl_r1.toy.toy_reasoner import toy_prompts
 from trl_r1.verifiers.format import check_strict
 from trl_r1.verifiers.math import verify
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_rejection_sampling_keeps_only_verified_readable_samples(toy_reasoner, tmp_path):
@@ -208,15 +203,10 @@ def test_killed_run_resumes_without_loss_or_duplicates(toy_reasoner, tmp_path):
     (tmp_path / "run.yaml").write_text(yaml.safe_dump({**settings, "output_dir": str(killed)}))
     command = ["rejection-sample", "--config", str(tmp_path / "run.yaml")]
     records = killed / "records.jsonl"
-    # the run stops itself after its 2nd record (tests/pause_after_records), is killed there, whatever the machine's speed
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "TRL_R1_TEST_PAUSE_AFTER_RECORDS": "2",
-           "PYTHONPATH": os.pathsep.join([str(ROOT / "tests" / "pause_after_records"), str(ROOT)])}
-    process = subprocess.Popen([sys.executable, "-m", "trl_r1.cli", *command], env=env,
+    # the run stops itself after its 2nd record (tests/pause_points), is killed there, whatever the machine's speed
+    process = subprocess.Popen([sys.executable, "-m", "trl_r1.cli", *command], env=pausing_env(records=2),
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 120
-    while time.time() < deadline and psutil.Process(process.pid).status() != psutil.STATUS_STOPPED:
-        assert process.poll() is None, "the run ended before it could be killed"
-        time.sleep(0.01)
+    wait_until_paused(process)
     process.send_signal(signal.SIGKILL)
     process.wait()
     before = records.read_bytes()
