@@ -35,23 +35,36 @@ def write_recipe(data: dict, name: str = "recipe.yaml") -> str:
     return name
 
 
-def start_run(*argv: str):
-    """`trl-r1 run ...` as a user starts it, in its own process (stdout and stderr together, as text)."""
+def start_run(*argv: str, **pause_after: int | str):
+    """`trl-r1 run ...` as a user starts it, in its own process (stdout and stderr together, as text); with
+    `pause_after`, it stops itself at that event (tests/pause_points)."""
     import os
     import subprocess
     import sys
 
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    from tests.pause_points import pausing_env
+
+    env = pausing_env(**pause_after) if pause_after else \
+        {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
     return subprocess.Popen([sys.executable, "-m", "trl_r1.cli", "run", *argv], stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, env=env)
 
 
 def test_two_runs_into_one_run_dir_at_once(workdir):
+    import signal
+
     from tests.conftest import recipe
+    from tests.pause_points import wait_until_paused
 
     path = write_recipe(recipe(evaluation=None, training={"max_steps": 2}))
-    first, second = start_run(path), start_run(path)
-    outputs = [process.communicate(timeout=240)[0] for process in (first, second)]
+    # the first run stops itself once it holds the run directory's lock, so the second starts while the first runs
+    # on a machine of any speed (started together, a fast first run could end before the second one looked)
+    first = start_run(path, run_lock=1)
+    wait_until_paused(first)
+    second = start_run(path)
+    outputs = [second.communicate(timeout=240)[0]]
+    first.send_signal(signal.SIGCONT)
+    outputs.insert(0, first.communicate(timeout=240)[0])
     codes = sorted([first.returncode, second.returncode])
     assert codes[0] == 0 and codes[1] != 0, (codes, [out[-400:] for out in outputs])
     refused = outputs[[first.returncode, second.returncode].index(codes[1])]
@@ -60,18 +73,16 @@ def test_two_runs_into_one_run_dir_at_once(workdir):
 
 def test_ctrl_c_during_rl_says_how_to_resume(workdir):
     import signal
-    import time
 
     from tests.conftest import recipe
+    from tests.pause_points import wait_until_paused
 
     path = write_recipe(recipe(evaluation=None, training={"save_strategy": "steps", "save_steps": 1},
                                rl={"max_steps": 400}))
-    process = start_run(path)
-    deadline = time.monotonic() + 180
-    while not Path("runs/r/rl/checkpoint-2").is_dir():
-        assert process.poll() is None and time.monotonic() < deadline, "the rl stage never saved checkpoint-2"
-        time.sleep(0.5)
+    process = start_run(path, checkpoint="rl/checkpoint-2")  # stops itself there (tests/pause_points)
+    wait_until_paused(process)
     process.send_signal(signal.SIGINT)
+    process.send_signal(signal.SIGCONT)
     output = process.communicate(timeout=120)[0]
     assert process.returncode != 0
     assert "Traceback" not in output, output[-1500:]
