@@ -680,9 +680,15 @@ def test_a_worker_dies_with_the_process_that_started_it():
     import subprocess
     import sys
 
+    import psutil
+
     caller = subprocess.Popen([sys.executable, "-c", _ORPHAN], stdout=subprocess.PIPE, text=True)
     worker_pid = int(caller.stdout.readline())
-    time.sleep(1.0)
+    worker = psutil.Process(worker_pid)
+    booted = sum(worker.cpu_times()[:2])
+    while sum(worker.cpu_times()[:2]) < booted + 0.5:  # computing factorial(10**9) (a fixed sleep raced a slow start)
+        assert caller.poll() is None, "the caller ended before it was killed"
+        time.sleep(0.05)
     caller.send_signal(signal.SIGKILL)
     caller.wait()
     deadline = time.monotonic() + 30
