@@ -80,10 +80,19 @@ def test_distill_waits_for_a_server_that_starts_late(tiny_model_dir, tmp_path, c
     server (a subprocess) starts listening seconds later; distill waits for it instead of retrying into a
     traceback, and logs no retry WARNING."""
     port = free_port()
+    go = tmp_path / "go"  # the server loads once distill says it waits (a fixed 4 s delay raced distill's start)
     server = subprocess.Popen(
-        [sys.executable, "-c", "import time, sys; time.sleep(4); from trl_r1.toy.openai_server import main; "
-         f"sys.exit(main([{str(tiny_model_dir)!r}, '--port', '{port}']))"],
+        [sys.executable, "-c", f"import os, time, sys\nwhile not os.path.exists({str(go)!r}): time.sleep(0.05)\n"
+         f"from trl_r1.toy.openai_server import main; sys.exit(main([{str(tiny_model_dir)!r}, '--port', '{port}']))"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    class StartTheServer(logging.Handler):
+        def emit(self, record):
+            if "waiting for the server" in record.getMessage():
+                go.touch()
+
+    start_the_server = StartTheServer()
+    logging.getLogger().addHandler(start_the_server)
     try:
         out = tmp_path / "distill"
         argv = ["distill", "--model_name_or_path", str(tiny_model_dir), "--base_url",
@@ -92,6 +101,7 @@ def test_distill_waits_for_a_server_that_starts_late(tiny_model_dir, tmp_path, c
         with caplog.at_level(logging.INFO):
             assert main(argv) == 0
     finally:
+        logging.getLogger().removeHandler(start_the_server)
         server.terminate()
         server.wait(timeout=30)
     assert json.loads((out / "stats.json").read_text())["generated"] == 4
