@@ -95,7 +95,7 @@ def vllm_server(vllm_reasoner, tmp_path):
             try:
                 if requests.get(base_url + "/health", timeout=2).status_code == 200:
                     break
-            except requests.ConnectionError:
+            except (requests.ConnectionError, requests.Timeout):  # not listening yet, or slow to answer under load
                 pass
             if time.monotonic() > deadline:
                 pytest.fail("vllm serve did not start in 300 s:\n" + (tmp_path / "vllm-serve.log").read_text()[-3000:])
