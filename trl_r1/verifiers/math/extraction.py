@@ -214,8 +214,9 @@ _BOUND_AFTER = re.compile(  # a bound right after the answer: "\\boxed{12}+", "\
     r"at\s+(?:the\s+)?(?:least|most|minimum|maximum)\b|(?:minimum|maximum)\s*[.!]?\s*$)"
 )
 _BOUND_WORD = re.compile(  # any bound word: a labelled part holding one keeps its words (`_part_value`); stricter than
-    # `_BOUND_PHRASE`, which refuses a whole answer and so must let "less" alone be a text answer
-    r"(?i)\b(?:more|less|fewer|greater|higher|lower|minimum|maximum|min|max|least|most)\b"
+    # `_BOUND_PHRASE`, which refuses a whole answer and so must let "less" alone be a text answer; "min" is minutes,
+    # a unit (`screening.physical_unit`), never a bound
+    r"(?i)\b(?:more|less|fewer|greater|higher|lower|minimum|maximum|max|least|most)\b"
 )
 _BOUND_PHRASE = re.compile(  # a bound written into the answer itself, in words: "5 \\text{ at least}", "5 or more"
     r"(?i)(?<!\\)\b(?:at\s+(?:least|most)|or\s+(?:more|less|fewer|greater|higher|lower|above|below)|"
@@ -261,10 +262,13 @@ _NOT_A_LABEL = re.compile(  # labels (and one-sentence subjects) that propose or
 
 @dataclass(frozen=True)
 class Answer:
-    """An extracted final answer (`text`), or the reason there is none (`text is None`)."""
+    """An extracted final answer (`text`), or the reason there is none (`text is None`); `parts`: labelled parts as
+    written, units kept, where `text` joins their values without them (``(12, 5)`` for ``(a) 12 m (b) 5 km``), so
+    each part's unit can still be compared (`screening.units_differ`)."""
 
     text: str | None
     reason: str | None = None
+    parts: tuple[str, ...] | None = None
 
 
 def boxed_contents(text: str) -> list[tuple[int, int, str]]:
@@ -428,21 +432,22 @@ def _last_boxed(text: str, allow_or: bool = False) -> Answer | None:
             return Answer(None, "hedged: boxes joined by 'or'")
         chain.append(box)
     chain.reverse()
-    labels = _part_labels(text, chain)
-    if labels == []:  # labelled, but not as distinct parts ("Wrong: \\boxed{12}, Right: \\boxed{5}"): the last box
+    order = _part_order(text, chain)
+    if order == []:  # labelled, but not as distinct parts ("Wrong: \\boxed{12}, Right: \\boxed{5}"): the last box
         return Answer(chain[-1][2])
-    values = list(dict.fromkeys(content for _, _, content in chain))
-    if labels and len(values) > 1:  # parts in order, each without its own unit ("(a) 12 cm, (b) 5": (12, 5))
-        return Answer(f"({', '.join(_part_value(value) for value in values)})")
-    return Answer(", ".join(values))
+    if order:  # every part in order, a repeated value too ("(a) 12, (b) 5, (c) 5" is three parts), without its unit
+        parts = tuple(chain[index][2] for index in order)
+        return Answer(f"({', '.join(_part_value(part) for part in parts)})", parts=parts)
+    return Answer(", ".join(dict.fromkeys(content for _, _, content in chain)))  # a box repeated is one value
 
 
-def _part_labels(text: str, chain: list[tuple[int, int, str]]) -> list[str] | None:
-    """The labels of chained boxes that answer the parts of a question, in order (``(a) \\boxed{12}, (b)
-    \\boxed{5}``, ``Part 1: \\boxed{12}. Part 2: \\boxed{5}``, ``Mean $= \\boxed{6}$, median $= \\boxed{5}$``,
-    ``x $= \\boxed{12}$, y $= \\boxed{5}$``); None where no box is labelled; [] where the labels are not distinct
-    parts (a check, a first try and its revision, a part answered twice or skipped, variables out of their
-    alphabetical order: ``y = 12, x = 5`` is the pair (5, 12), never read as (12, 5))."""
+def _part_order(text: str, chain: list[tuple[int, int, str]]) -> list[int] | None:
+    """The order in which chained boxes answer the parts of a question (``(a) \\boxed{12}, (b) \\boxed{5}``,
+    ``Part 1: \\boxed{12}. Part 2: \\boxed{5}``, ``Mean $= \\boxed{6}$, median $= \\boxed{5}$``, ``x $= \\boxed{12}$,
+    y $= \\boxed{5}$``), as indices into `chain`: the reading order, except that variables are put in their own
+    order (``y = 12, x = 5`` is the pair (5, 12); ``x_2 = 3, x_1 = 2`` is (2, 3)); None where no box is labelled;
+    [] where the labels are not distinct parts (a check, a first try and its revision, a part answered twice or
+    skipped, numbered parts out of order)."""
     before = [text[max(0, chain[0][0] - 40): chain[0][0]]] + [text[a[1]: b[0]] for a, b in zip(chain, chain[1:])]
     found = [_PART_LABEL.search(piece) for piece in before]
     if not any(found[1:]):
@@ -455,11 +460,20 @@ def _part_labels(text: str, chain: list[tuple[int, int, str]]) -> list[str] | No
         return None  # "x = \\boxed{3}, x = \\boxed{-3}": the values of one unknown, a list
     if len(set(labels)) != len(labels) or any(word in _NOT_PARTS for word in labels):
         return []
+    reading = list(range(len(labels)))
     if kinds <= {"part", "named", "label"}:  # numbered parts: one list's order from its start
-        return labels if any(labels == order[: len(labels)] for order in (_PART_LETTERS, _PART_NUMERALS, _PART_NUMBERS)) else []
+        return reading if any(labels == order[: len(labels)] for order in (_PART_LETTERS, _PART_NUMERALS, _PART_NUMBERS)) else []
     if kinds == {"variable"}:
-        return labels if labels == sorted(labels) else []
-    return labels if kinds == {"word"} else []
+        return sorted(reading, key=lambda index: _variable_order(labels[index]))
+    return reading if kinds == {"word"} else []
+
+
+def _variable_order(name: str) -> tuple[str, int, int, str]:
+    """Where a variable comes in its unknowns' order: by letter, then by subscript, numbers by value (x_2 before
+    x_10)."""
+    letter, _, subscript = name.partition("_")
+    subscript = subscript.strip("{}")
+    return (letter, 0, int(subscript), "") if subscript.isdigit() else (letter, 1, 0, subscript)
 
 
 _VALUE_WORD = re.compile(  # a word after a part's number that changes or judges its value, never a unit to drop:
@@ -827,7 +841,7 @@ def final_answer(completion: str, allow_or: bool = False, policy: str = "marked"
         return Answer(None, f"bounded: {' '.join(bound.group().split()).lower()}")
     if OPERATED_DIGITS.search(_TEXT_WRAPPER.sub(r" \1 ", text)):  # "7 squared", "1 of the options"
         return Answer(None, "a number with an operator word or 'of the': not its value")
-    return Answer(text)
+    return Answer(text, parts=answer.parts)
 
 
 def gold_answer(gold: object) -> Answer:
@@ -858,7 +872,7 @@ def gold_answer(gold: object) -> Answer:
     text = _strip_wrappers(answer.text or "")
     if text is None:
         return Answer(None, f"gold wrapped in over {MAX_WRAPPERS} boxes or math delimiters")
-    return Answer(text) if text else Answer(None, "empty gold")
+    return Answer(text, parts=answer.parts) if text else Answer(None, "empty gold")
 
 
 def _strip_wrappers(text: str) -> str | None:
