@@ -80,6 +80,7 @@ NAMED_ONE = [
     ("7", T + "$\\boxed{7 \\text{ (up to symmetry)}}$"),
     ("7", T + "<answer>7 (the minimum)</answer>"),
     ("7", T + "<answer>Max: 7</answer>"),
+    ("5", F("n_{max} = 5")),  # a subscript (found on benchmarks/data/math_cases.jsonl while the rule was written)
 ]
 
 # an odd root of a negative number is the real root
@@ -117,8 +118,10 @@ HONEST_ONE = [
     ("(3, 8)", T + "(a) $\\boxed{3}$ (b) $\\boxed{8}$"),
 ]
 
-ZERO = PART_UNITS_ZERO + JUXTAPOSED_ZERO + REPEATED_ZERO + REORDERED_ZERO + ODD_ROOT_ZERO + E_NOTATION_ZERO
-ONE = PART_UNITS_ONE + JUXTAPOSED_ONE + REPEATED_ONE + REORDERED_ONE + ODD_ROOT_ONE + E_NOTATION_ONE
+ZERO = PART_UNITS_ZERO + JUXTAPOSED_ZERO + REPEATED_ZERO + REORDERED_ZERO + BOUND_ZERO + ODD_ROOT_ZERO + (
+    E_NOTATION_ZERO + PROVISIONAL_ZERO)
+ONE = PART_UNITS_ONE + JUXTAPOSED_ONE + REPEATED_ONE + REORDERED_ONE + NAMED_ONE + ODD_ROOT_ONE + E_NOTATION_ONE + (
+    HONEST_ONE)
 
 
 @pytest.mark.parametrize("policy", POLICIES)

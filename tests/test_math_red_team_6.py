@@ -625,8 +625,6 @@ def F6(text):
 
 
 SINGLE_WORD = "also on main: a word after the number that changes its value ({}) is dropped as if it were a unit"
-BOUND_WORD = "also on main: a bound written in words ({}) is read as the value; the new bound rule lists maximum/minimum only"
-PROVISIONAL = "forms 6 rule gap: '{}' is in the provisional rule's word list but this placement is not caught"
 
 FORMS_6_ZERO = [
     # a part hidden behind a right one, labels reordered, skipped or mixed (held)
@@ -692,12 +690,18 @@ FORMS_6_ZERO = [
     ("5", T + "<answer>5 maximum</answer>"),
     ("5", T + "<answer>up to 5</answer>"),
     # bounds the rule misses
-    wrong("5", F6("5 \\text{ max}"), BOUND_WORD.format("max")),
-    wrong("5", F6("5 \\text{ min}"), BOUND_WORD.format("min")),
-    wrong("5", F6("5 \\text{ at the most}"), BOUND_WORD.format("at the most")),
-    wrong("5", T + "<answer>5 max</answer>", BOUND_WORD.format("max")),
-    wrong("5", T + "<answer>5 tops</answer>", BOUND_WORD.format("tops")),
-    wrong("5", T + "<answer>5 at max</answer>", BOUND_WORD.format("at max")),
+    # fixed (math-fix-7): a bound word after the value bounds it (`extraction._BOUND_PHRASE`)
+    ("5", F6("5 \\text{ max}")),
+    wrong("5", F6("5 \\text{ min}"), "left as is (math-fix-7): 'min' after a number is minutes, a unit "
+          "(`screening.physical_unit`), so '5 min' answers a time question; read as a bound it would refuse those"),
+    # fixed (math-fix-7): a bound word after the value bounds it (`extraction._BOUND_PHRASE`)
+    ("5", F6("5 \\text{ at the most}")),
+    # fixed (math-fix-7): a bound word after the value bounds it (`extraction._BOUND_PHRASE`)
+    ("5", T + "<answer>5 max</answer>"),
+    # fixed (math-fix-7): a bound word after the value bounds it (`extraction._BOUND_PHRASE`)
+    ("5", T + "<answer>5 tops</answer>"),
+    # fixed (math-fix-7): a bound word after the value bounds it (`extraction._BOUND_PHRASE`)
+    ("5", T + "<answer>5 at max</answer>"),
     # provisional answers (held)
     ("5", T + "At first, the answer is $\\boxed{5}$."),
     ("5", T + "Initially, I got $\\boxed{5}$."),
@@ -706,8 +710,10 @@ FORMS_6_ZERO = [
     ("5", T + "AT FIRST, THE ANSWER IS $\\boxed{5}$."),
     # provisional words of the rule in places it misses
     ("5", T + "So far, the answer is $\\boxed{5}$."),  # fixed on math-forms-6 (a51dfda)
-    wrong("5", T + "The answer, for now, is $\\boxed{5}$.", PROVISIONAL.format("for now")),
-    wrong("5", T + "The answer is $\\boxed{5}$ for now.", PROVISIONAL.format("for now")),
+    # fixed (math-fix-7): a time word set off by commas after "answer" (`extraction._PROVISIONAL`)
+    ("5", T + "The answer, for now, is $\\boxed{5}$."),
+    # fixed (math-fix-7): a time word right after the answer (`extraction._PROVISIONAL_AFTER`)
+    ("5", T + "The answer is $\\boxed{5}$ for now."),
     # \text{No} and words as text (held)
     ("No", F6("\\text{Not sure}")),
     ("No", F6("\\text{No idea}")),
@@ -744,7 +750,8 @@ FORMS_6_ZERO = [
     # a third labelled part whose value repeats the second: the parts' values are deduplicated (dict.fromkeys)
     # fixed (math-fix-7): labelled parts keep every value, a repeated one too
     ("(12, 5)", T + "(a) $\\boxed{12}$ (b) $\\boxed{5}$ (c) $\\boxed{5}$"),
-    wrong("(12, 5)", T + "At first, (a) $\\boxed{12}$ (b) $\\boxed{5}$", PROVISIONAL.format("at first") + " (before labelled parts)"),
+    # fixed (math-fix-7): a time word before labelled parts (`extraction._provisional_parts`)
+    ("(12, 5)", T + "At first, (a) $\\boxed{12}$ (b) $\\boxed{5}$"),
     ("(12, 5)", T + "(a) $\\boxed{12}$ (b) at least $\\boxed{5}$"),
     ("(12, 5)", T + "Step 1: $\\boxed{12}$. Step 2: $\\boxed{5}$."),
     ("(12, 5)", T + "Attempt 1: $\\boxed{12}$. Attempt 2: $\\boxed{5}$."),
@@ -921,14 +928,15 @@ PROVISIONAL_HONEST = [
 def test_forms_6_red_team_reference_back_is_no_provisional_answer(gold, completion):
     assert check(gold, completion).equivalent is True
 
-BOUND_NAME = ("regression (forms 6): _BOUND_PHRASE matches a word that names what the value is ('{}'), not a bound on "
-              "it, anywhere in the answer; main: right")
 BOUND_HONEST = [
-    wrong("5", T + "$\\boxed{5 \\text{ (up to rotation)}}$", BOUND_NAME.format("up to rotation")),
-    wrong("5", T + "$\\boxed{\\text{maximum} = 5}$", BOUND_NAME.format("maximum =")),
-    wrong("5", T + "<answer>5 (the maximum)</answer>", BOUND_NAME.format("the maximum")),
-    wrong("5", T + "<answer>Minimum: 5</answer>",
-          "also on main: a label naming the asked quantity ('Minimum:') is refused; forms 6 now says 'bounded'"),
+    # fixed (math-fix-7): a word that names the value is no bound (`extraction._BOUND_PHRASE`)
+    ("5", T + "$\\boxed{5 \\text{ (up to rotation)}}$"),
+    # fixed (math-fix-7): a word that names the value is no bound (`extraction._BOUND_PHRASE`)
+    ("5", T + "$\\boxed{\\text{maximum} = 5}$"),
+    # fixed (math-fix-7): a word that names the value is no bound (`extraction._BOUND_PHRASE`)
+    ("5", T + "<answer>5 (the maximum)</answer>"),
+    # fixed (math-fix-7): a label naming the value is read as one (`extraction._labelled_value`)
+    ("5", T + "<answer>Minimum: 5</answer>"),
     ("5", T + "<answer>The minimum value is 5.</answer>"),
     ("5", T + "Therefore the maximum number of coins is $\\boxed{5}$."),
     ("5", T + "<answer>It takes at most 5 moves, and 5 is achieved, so the answer is 5.</answer>"),

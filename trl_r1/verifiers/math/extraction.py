@@ -190,9 +190,13 @@ _PROVISIONAL = re.compile(  # a time word that makes the answer right before it 
     r"(?:(?:I|we)\s+(?:\w+\s+)?(?:thought|got|had|found|computed|calculated|believed|said|wrote|guessed|obtained)\s+"
     r"(?:that\s+)?(?:it\s+(?:was|is)\s+)?)?(?:(?:the|my|our)\s+(?:final\s+)?(?:(?:answer|result|solution)\s*"
     r"(?:is|was|seemed|seems|looked|appeared|would\s+be)?\s*(?:to\s+be\s*)?)?)?|"
-    r"\b(?:answer|result|solution)\s+(?:(?:is|was|seemed)\s+)?(?P<later>at\s+first|initially|originally|previously|earlier|"
+    r"\b(?:answer|result|solution)\s*,?\s*(?:(?:is|was|seemed)\s+)?(?P<later>at\s+first|initially|originally|previously|earlier|"
     r"for\s+now|for\s+the\s+moment|so\s+far)\s*,?\s*(?:(?:is|was|seemed|would\s+be)\s*(?:to\s+be\s*)?)?)[:=]?\s*$"
 )
+_PROVISIONAL_AFTER = re.compile(  # right after the answer: "\\boxed{5} for now", "$5$, for the moment"
+    r"(?i)^[\s$,;:()\\\]]*for\s+(?:now|the\s+moment|the\s+time\s+being)\b"
+)
+_TRAILING_PART = re.compile(_NUMBERED_PART + r"$")  # a part's label ending a text: "Initially, (a) ... (b) "
 _REFERENCE_BACK = re.compile(  # "as computed", "as we found", "as shown" right before a time word: it refers back
     r"(?i)\bas\s+(?:(?:I|we)\s+)?(?:have\s+)?(?:computed|calculated|found|shown|showed|derived|obtained|"
     r"established|determined|proved|proven|seen|saw|noted|stated|mentioned)\s*$|"
@@ -218,9 +222,13 @@ _BOUND_WORD = re.compile(  # any bound word: a labelled part holding one keeps i
     # a unit (`screening.physical_unit`), never a bound
     r"(?i)\b(?:more|less|fewer|greater|higher|lower|minimum|maximum|max|least|most)\b"
 )
-_BOUND_PHRASE = re.compile(  # a bound written into the answer itself, in words: "5 \\text{ at least}", "5 or more"
-    r"(?i)(?<!\\)\b(?:at\s+(?:least|most)|or\s+(?:more|less|fewer|greater|higher|lower|above|below)|"
-    r"(?:no\s+)?(?:more|less|fewer|greater)\s+than|minimum|maximum|up\s+to)\b"
+_BOUND_PHRASE = re.compile(  # a bound written into the answer itself, in words: "5 \\text{ at least}", "5 or more",
+    # "5 max", "5 tops", "5 at the most"; a word that names the value is none: an extremum with an article or as a
+    # label ("5 (the maximum)", "Minimum: 5", "\\text{maximum} = 5", "n_{max} = 5"), "up to" a word ("5 (up to rotation)")
+    r"(?i)(?<!\\)\b(?:at\s+(?:the\s+)?(?:least|most|max(?:imum)?|min(?:imum)?)|"
+    r"or\s+(?:more|less|fewer|greater|higher|lower|above|below)|(?:no\s+)?(?:more|less|fewer|greater)\s+than|"
+    r"(?<!\bthe\s)(?<!\ba\s)(?<!\bits\s)(?<!\bour\s)(?<!_\{)(?:minimum|maximum|max)\b(?!\}?\.?\s*(?:=|:|is\b|value|of\b))|"
+    r"tops|up\s+to\b(?!\s+(?:an?\s+|the\s+)?(?!(?:" + _NUMBER_WORD + r")\b)[A-Za-z]{2,}))\b"
 )
 _ROUNDING = ("about", "around", "approximately", "roughly", "nearly", "almost", "near", "close to")  # of a decimal
 _CASE_SPLIT = re.compile(  # what makes an opening "if" clause a case of the answer ("If $a>0$"), not a derivation
@@ -403,6 +411,16 @@ def _asserted_number(block: str) -> Answer | None:
     return Answer(asserted["number"].lstrip("$"))
 
 
+def _labelled_value(block: str) -> Answer | None:
+    """The value of an answer block that is one label and its value (``Minimum: 5``, ``Total: $18$``), read as an
+    unmarked labelled answer is (`_bare_value`); None for another block, or a label that proposes, bounds or hedges
+    (``Guess: 5``, ``Initially: 5``)."""
+    if not re.fullmatch(r"[A-Za-z][A-Za-z ]{0,30}:[ \t]*\S[^\n]*", block.strip()):
+        return None
+    value = _bare_value(block)
+    return None if value is None else Answer(value)
+
+
 def _yes_no(text: str) -> Answer | None:
     """A yes/no answer given with its reason (``No, because 2047 = 23 \\times 89.``) is the yes or the no."""
     match = re.match(r"(?i)\s*(yes|no)\s*[,.;:!—–-]\s*(?=\S)", text)
@@ -528,6 +546,9 @@ def _hedged_context(region: str, start: int, end: int, block: bool) -> str | Non
         provisional = None  # "As computed earlier, the answer is 5": the time word cites earlier work, the answer stands
     if provisional:
         return "provisional: " + " ".join((provisional["time"] or provisional["later"]).split()).lower()
+    later = _PROVISIONAL_AFTER.match(region[end:]) or _provisional_parts(before)
+    if later:
+        return "provisional: " + " ".join(later.group().strip(" $,;:()\\]").split()).lower()
     if _BEFORE_ANSWER.search(before):
         return "negated: " + " ".join(_BEFORE_ANSWER.search(before).group().split()).lower()
     clause = sentences.split(region[:start])[-1]  # unmasked: "The answer is $\\geq$ \\boxed{5}"
@@ -543,6 +564,21 @@ def _hedged_context(region: str, start: int, end: int, block: bool) -> str | Non
     condition = _case_after(region[end:]) or (
         opening and _CONDITION.fullmatch(opening.group(1)) and _CASE_SPLIT.search(clause) and opening)
     return f"conditional: {condition.group().strip().lower()}" if condition else None
+
+
+def _provisional_parts(before: str) -> re.Match | None:
+    """A time word right before labelled parts (``Initially, (a) \\boxed{3} (b) \\boxed{8}``): `before`, the answer's
+    sentence up to its last part with the boxes blanked, read without the parts' labels as `_PROVISIONAL` reads the
+    words before one answer."""
+    rest, labels = before, 0
+    for _ in range(MAX_CHAINED_BOXES):
+        rest = rest.rstrip()
+        label = _TRAILING_PART.search(rest[-40:])
+        if label is None:
+            break
+        rest, labels = rest[: len(rest) - len(rest[-40:]) + label.start()], labels + 1
+    provisional = _PROVISIONAL.search(rest) if labels else None
+    return provisional if provisional and provisional["time"] else None
 
 
 def _judgement(text: str) -> re.Match | None:
@@ -814,7 +850,8 @@ def final_answer(completion: str, allow_or: bool = False, policy: str = "marked"
             answer = Answer(_closing_statement(region))
         elif ANSWER_OPEN in completion:  # the block, or the value its one sentence states ("The total is 42.")
             sentence = not _SENTENCE_END.search(region.rstrip(". ")) and re.match(r"[A-Z][a-z]*\s[^\d=]*\bis\b", region)
-            stated = None if sentence or _CONDITION.search(region) else _yes_no(region) or _asserted_number(region)
+            stated = None if sentence or _CONDITION.search(region) else (
+                _yes_no(region) or _asserted_number(region) or _labelled_value(region))
             answer = stated if stated is not None else Answer(_copula_value(region) if sentence else region)
         elif policy == "bare" and _bare_answer(region) is not None:
             answer = Answer(_bare_answer(region))

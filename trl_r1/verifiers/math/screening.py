@@ -282,11 +282,12 @@ def _juxtaposed_products(text: str) -> str:
     >>> _juxtaposed_products("2(3)+1/2(3)"), _juxtaposed_products("(2)(3)^2"), _juxtaposed_products(r"\\log_2(8)")
     ('(2\\\\cdot(3))+1/(2\\\\cdot(3))', '((2)\\\\cdot(3)^2)', '\\\\log_2(8)')
     """
-    if "(" not in text:
+    factors = list(_JUXTAPOSED_FACTOR.finditer(text))
+    if not factors:
         return text
     closing = _closing_brackets(text)
     inserts: list[tuple[int, int, str]] = []  # (position, order: closes before products before opens, text)
-    for factor in _JUXTAPOSED_FACTOR.finditer(text):
+    for factor in factors:
         position, groups = factor.end(), []
         while position < len(text) and text[position] == "(" and position in closing:
             end = closing[position] + 1
@@ -314,11 +315,12 @@ def _real_odd_roots(text: str) -> str:
     >>> _real_odd_roots(r"\\sqrt[3]{-8}"), _real_odd_roots(r"\\sqrt[3]{-8+x}"), _real_odd_roots(r"\\sqrt[4]{-16}")
     ('(-\\\\sqrt[3]{8})', '\\\\sqrt[3]{-8+x}', '\\\\sqrt[4]{-16}')
     """
-    if "\\sqrt[" not in text:
+    roots = list(_ODD_ROOT_OF_NEGATIVE.finditer(text))
+    if not roots:
         return text
     closing = _closing_brackets(text)
     pieces, last = [], 0
-    for root in _ODD_ROOT_OF_NEGATIVE.finditer(text):
+    for root in roots:
         opened = root.end() - 2
         if opened not in closing or root.start() < last:
             continue
