@@ -32,6 +32,16 @@ PART_UNITS_ONE = [
     ("(a) 12 cm, (b) 5 cm", T + "<answer>(a) 12 centimeters, (b) 5 cm</answer>"),
 ]
 
+# a labelled reference is ordered: its parts are a tuple, never an unordered list
+ORDERED_PARTS_ZERO = [
+    ("(a) 12, (b) 5", T + "<answer>(a) 5, (b) 12</answer>"),
+    ("(a) 3 cm, (b) 8 cm", T + "<answer>8 cm, 3 cm</answer>"),
+]
+ORDERED_PARTS_ONE = [
+    ("(a) 12, (b) 5", T + "<answer>12, 5</answer>"),
+    ("(a) 3 cm, (b) 8 cm", T + "<answer>(a) 3 cm, (b) 8 cm</answer>"),
+]
+
 # a number right before a bracket multiplies it, and binds tighter than a division before it, on both paths
 JUXTAPOSED_ZERO = [
     ("7+\\sqrt{3}", F("3(4)+\\sqrt{3}")),
@@ -118,9 +128,9 @@ HONEST_ONE = [
     ("(3, 8)", T + "(a) $\\boxed{3}$ (b) $\\boxed{8}$"),
 ]
 
-ZERO = PART_UNITS_ZERO + JUXTAPOSED_ZERO + REPEATED_ZERO + REORDERED_ZERO + BOUND_ZERO + ODD_ROOT_ZERO + (
+ZERO = PART_UNITS_ZERO + ORDERED_PARTS_ZERO + JUXTAPOSED_ZERO + REPEATED_ZERO + REORDERED_ZERO + BOUND_ZERO + ODD_ROOT_ZERO + (
     E_NOTATION_ZERO + PROVISIONAL_ZERO)
-ONE = PART_UNITS_ONE + JUXTAPOSED_ONE + REPEATED_ONE + REORDERED_ONE + NAMED_ONE + ODD_ROOT_ONE + E_NOTATION_ONE + (
+ONE = PART_UNITS_ONE + ORDERED_PARTS_ONE + JUXTAPOSED_ONE + REPEATED_ONE + REORDERED_ONE + NAMED_ONE + ODD_ROOT_ONE + E_NOTATION_ONE + (
     HONEST_ONE)
 
 

@@ -196,7 +196,8 @@ def canonical(text: str) -> str:
     """
     text = re.sub(r"\s+", " ", re.sub(r"(?<!\\)\\$", "", text.strip()).strip())  # "185\\": a stray backslash ends nothing;
     # one space per run of whitespace, which every rule below reads alike, so no pattern rescans a long run
-    if len(_PART_LABEL.findall(text)) > 1:  # "(a) 12, (b) 5": the parts' values, in order
+    labelled = len(_PART_LABEL.findall(text)) > 1
+    if labelled:  # "(a) 12, (b) 5": the parts' values, in order (a tuple, below)
         text = _PART_LABEL.sub(" ", text).strip()
     text = _RADICAL.sub(lambda m: f"\\sqrt{_RADICAL_INDEX[m[1]]}{{{m[2][1:-1] if m[2][0] in '({' else m[2]}}}", text)
     text = _SUPERSCRIPT.sub(lambda m: "^{" + m.group().translate(_SUPERSCRIPT_TEXT) + "}", text)
@@ -248,6 +249,8 @@ def canonical(text: str) -> str:
     if re.fullmatch(r"[-+\d\s.]+", text):  # "5 6" is two numbers; "1 234" is one
         text = re.sub(r"(?<=\d)\s+(?=\d)(?!\d{3}(?!\d))", ",\0", text)
     text = re.sub(r"\s+", "", text).replace("\0", " ")
+    if labelled and len(split_top_level(text)) > 1:  # ordered parts, never an unordered list: (12,5) is not 5, 12
+        text = f"({text})"
     if parse_number(text) is None:  # 2.5e-3 alone is parse_number's; in a sum it is the same number
         text = _E_NOTATION.sub(r"\1\\times10^{\2}", text)
     return _juxtaposed_products(_real_odd_roots(text))
