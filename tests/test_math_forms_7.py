@@ -3,6 +3,8 @@ them: a unit on each labelled part or list item compared part by part, a number 
 on every path, labelled parts that repeat a value or come out of their order, bound words by their place, odd roots
 of negative numbers, E-notation inside a sum, and provisional time words around the answer."""
 
+import time
+
 import pytest
 
 from trl_r1.verifiers.math import check
@@ -47,6 +49,7 @@ JUXTAPOSED_ZERO = [
     ("7+\\sqrt{3}", F("3(4)+\\sqrt{3}")),
     ("(7, \\pi)", F("(3(4), \\pi)")),
     ("\\frac{\\sqrt{2}}{7}", F("\\sqrt{2}/3(4)")),
+    ("9+\\pi", F("(2)(3)(4)+\\pi")),  # found in review
 ]
 JUXTAPOSED_ONE = [
     ("12+\\sqrt{3}", F("3(4)+\\sqrt{3}")),
@@ -54,6 +57,7 @@ JUXTAPOSED_ONE = [
     ("\\{-12, e\\}", F("\\{-3(4), e\\}")),
     ("\\frac{\\pi}{12}", F("\\pi/3(4)")),
     ("3", F("\\log_2(8)")),  # a subscript's digit is no factor
+    ("24+\\pi", F("(2)(3)(4)+\\pi")),  # found in review: brackets in a row are one product
 ]
 
 # labelled parts keep every value, repeated or not
@@ -143,3 +147,27 @@ def test_forms_7_wrong_answers_score_zero(gold, completion, policy):
 @pytest.mark.parametrize(("gold", "completion"), ONE)
 def test_forms_7_right_answers_score_one(gold, completion):
     assert verdict(gold, completion) is True
+
+
+BOMBS = [  # inputs aimed at the new readers: nested roots, bracket chains, E-notation runs, many parts with units
+    ("5", F("\\sqrt[3]{-" * 4000 + "8" + "}" * 4000)),
+    ("5", F("(2)" * 3000 + "(3)")),
+    ("5", F("2(3)^{" * 3000 + "1" + "}" * 3000)),
+    ("5", F("2.5e-3+" * 3000 + "1")),
+    ("(1, 2)", T + " ".join(f"({'abcdefgh'[k % 8]}) $\\boxed{{{k}\\text{{ cm}}}}$" for k in range(3000))),
+    ("(a) 1 cm, (b) 2 cm", T + "<answer>" + "(a) 1 m, " * 2000 + "</answer>"),
+    ("5", T + "Initially, " + "(a) $\\boxed{5}$ " * 3000),
+    ("5", T + "$\\boxed{5}$" + " for now" * 5000),
+]
+
+
+def test_forms_7_bombs_answer_within_two_seconds():
+    check("5", F("x+5-x"), answer_policy="marked")  # boots the worker pool (a one-off cost, not a verdict's)
+    slow = {}
+    for gold, completion in BOMBS:
+        started = time.perf_counter()
+        check(gold, completion, answer_policy="marked")
+        elapsed = time.perf_counter() - started
+        if elapsed >= 2.0:
+            slow[completion[:60]] = round(elapsed, 2)
+    assert not slow, slow

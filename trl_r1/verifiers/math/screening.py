@@ -260,6 +260,8 @@ _E_NOTATION = re.compile(  # 2.5e-3, 1.2e3, 4E5 in an expression; 2e-3 (2e minus
     r"(?<![\w.\\^])(\d+\.\d+|\d+(?=[eE]\d))[eE]([-+]?\d{1,3})(?![\w.])"
 )
 _JUXTAPOSED_FACTOR = re.compile(r"(?<![\w.\\^])(?:\d+|\(-?\d+\))(?=\()")  # 2(3), (2)(3); not x_2(8), 0.1(6), f(2)(3)
+MAX_RADICAND_CHARS = 200  # a longer negative radicand is left as written: every root is read in constant time
+_SCRIPT_START = re.compile(r"\^(?:\{|-?\d|\\?[a-zA-Z])")  # a power on a bracket: ^{...}, ^2, ^-1, ^\pi
 _ODD_ROOT_OF_NEGATIVE = re.compile(r"\\sqrt\[([13579]|\d*[13579])\]\{-")
 
 
@@ -282,21 +284,24 @@ def _juxtaposed_products(text: str) -> str:
     1/6 and ``2(3)^2`` is 18 on the sympy path as on the exact one (latex2sympy reads an integer before a number in
     brackets as a mixed number, ``2(3)`` as 5). Written out in one pass: every bracket is matched once.
 
-    >>> _juxtaposed_products("2(3)+1/2(3)"), _juxtaposed_products("(2)(3)^2"), _juxtaposed_products(r"\\log_2(8)")
-    ('(2\\\\cdot(3))+1/(2\\\\cdot(3))', '((2)\\\\cdot(3)^2)', '\\\\log_2(8)')
+    >>> _juxtaposed_products("2(3)+1/2(3)"), _juxtaposed_products("(2)(3)(4)^2"), _juxtaposed_products(r"\\log_2(8)")
+    ('(2\\\\cdot(3))+1/(2\\\\cdot(3))', '((2)\\\\cdot(3)\\\\cdot(4)^2)', '\\\\log_2(8)')
     """
     factors = list(_JUXTAPOSED_FACTOR.finditer(text))
     if not factors:
         return text
     closing = _closing_brackets(text)
     inserts: list[tuple[int, int, str]] = []  # (position, order: closes before products before opens, text)
+    in_a_product: set[int] = set()  # brackets already factors of a product: (3) in (2)(3)(4) opens none of its own
     for factor in factors:
+        if factor.start() in in_a_product:
+            continue
         position, groups = factor.end(), []
         while position < len(text) and text[position] == "(" and position in closing:
             end = closing[position] + 1
             if "," in text[position:end]:  # (3, 4): a tuple or an interval, not a factor
                 break
-            script = re.match(r"\^(?:\{|-?\d|\\?[a-zA-Z])", text[end:])
+            script = _SCRIPT_START.match(text, end)
             if script:
                 end = closing.get(end + 1, end + 1) + 1 if script.group() == "^{" else end + len(script.group())
             end += text[end: end + 1] == "!"
@@ -304,6 +309,7 @@ def _juxtaposed_products(text: str) -> str:
             position = end
         if groups:
             inserts += [(factor.start(), 2, "("), (position, 0, ")")] + [(group, 1, "\\cdot") for group in groups]
+            in_a_product.update(groups)
     pieces, last = [], 0
     for position, _, insert in sorted(inserts):
         pieces += [text[last:position], insert]
@@ -325,7 +331,7 @@ def _real_odd_roots(text: str) -> str:
     pieces, last = [], 0
     for root in roots:
         opened = root.end() - 2
-        if opened not in closing or root.start() < last:
+        if opened not in closing or root.start() < last or closing[opened] - opened > MAX_RADICAND_CHARS:
             continue
         radicand = text[root.end(): closing[opened]]
         if re.search(r"[-+]", re.sub(r"\{[^{}]*\}|\([^()]*\)", "", radicand)):  # a sum or a difference
