@@ -625,8 +625,6 @@ def F6(text):
 
 
 SINGLE_WORD = "also on main: a word after the number that changes its value ({}) is dropped as if it were a unit"
-BOUND_WORD = "also on main: a bound written in words ({}) is read as the value; the new bound rule lists maximum/minimum only"
-PROVISIONAL = "forms 6 rule gap: '{}' is in the provisional rule's word list but this placement is not caught"
 
 FORMS_6_ZERO = [
     # a part hidden behind a right one, labels reordered, skipped or mixed (held)
@@ -692,12 +690,18 @@ FORMS_6_ZERO = [
     ("5", T + "<answer>5 maximum</answer>"),
     ("5", T + "<answer>up to 5</answer>"),
     # bounds the rule misses
-    wrong("5", F6("5 \\text{ max}"), BOUND_WORD.format("max")),
-    wrong("5", F6("5 \\text{ min}"), BOUND_WORD.format("min")),
-    wrong("5", F6("5 \\text{ at the most}"), BOUND_WORD.format("at the most")),
-    wrong("5", T + "<answer>5 max</answer>", BOUND_WORD.format("max")),
-    wrong("5", T + "<answer>5 tops</answer>", BOUND_WORD.format("tops")),
-    wrong("5", T + "<answer>5 at max</answer>", BOUND_WORD.format("at max")),
+    # fixed (math-fix-7): a bound word after the value bounds it (`extraction._BOUND_PHRASE`)
+    ("5", F6("5 \\text{ max}")),
+    wrong("5", F6("5 \\text{ min}"), "left as is (math-fix-7): 'min' after a number is minutes, a unit "
+          "(`screening.physical_unit`), so '5 min' answers a time question; read as a bound it would refuse those"),
+    # fixed (math-fix-7): a bound word after the value bounds it (`extraction._BOUND_PHRASE`)
+    ("5", F6("5 \\text{ at the most}")),
+    # fixed (math-fix-7): a bound word after the value bounds it (`extraction._BOUND_PHRASE`)
+    ("5", T + "<answer>5 max</answer>"),
+    # fixed (math-fix-7): a bound word after the value bounds it (`extraction._BOUND_PHRASE`)
+    ("5", T + "<answer>5 tops</answer>"),
+    # fixed (math-fix-7): a bound word after the value bounds it (`extraction._BOUND_PHRASE`)
+    ("5", T + "<answer>5 at max</answer>"),
     # provisional answers (held)
     ("5", T + "At first, the answer is $\\boxed{5}$."),
     ("5", T + "Initially, I got $\\boxed{5}$."),
@@ -706,8 +710,10 @@ FORMS_6_ZERO = [
     ("5", T + "AT FIRST, THE ANSWER IS $\\boxed{5}$."),
     # provisional words of the rule in places it misses
     ("5", T + "So far, the answer is $\\boxed{5}$."),  # fixed on math-forms-6 (a51dfda)
-    wrong("5", T + "The answer, for now, is $\\boxed{5}$.", PROVISIONAL.format("for now")),
-    wrong("5", T + "The answer is $\\boxed{5}$ for now.", PROVISIONAL.format("for now")),
+    # fixed (math-fix-7): a time word set off by commas after "answer" (`extraction._PROVISIONAL`)
+    ("5", T + "The answer, for now, is $\\boxed{5}$."),
+    # fixed (math-fix-7): a time word right after the answer (`extraction._PROVISIONAL_AFTER`)
+    ("5", T + "The answer is $\\boxed{5}$ for now."),
     # \text{No} and words as text (held)
     ("No", F6("\\text{Not sure}")),
     ("No", F6("\\text{No idea}")),
@@ -742,9 +748,10 @@ FORMS_6_ZERO = [
     ("\\frac16", F6("1/2*(3)")),
     ("\\frac16", F6("1/2\\cdot(3)")),
     # a third labelled part whose value repeats the second: the parts' values are deduplicated (dict.fromkeys)
-    wrong("(12, 5)", T + "(a) $\\boxed{12}$ (b) $\\boxed{5}$ (c) $\\boxed{5}$",
-          "also on main: three labelled parts read as the pair (12, 5): `_last_boxed` deduplicates the parts' values"),
-    wrong("(12, 5)", T + "At first, (a) $\\boxed{12}$ (b) $\\boxed{5}$", PROVISIONAL.format("at first") + " (before labelled parts)"),
+    # fixed (math-fix-7): labelled parts keep every value, a repeated one too
+    ("(12, 5)", T + "(a) $\\boxed{12}$ (b) $\\boxed{5}$ (c) $\\boxed{5}$"),
+    # fixed (math-fix-7): a time word before labelled parts (`extraction._provisional_parts`)
+    ("(12, 5)", T + "At first, (a) $\\boxed{12}$ (b) $\\boxed{5}$"),
     ("(12, 5)", T + "(a) $\\boxed{12}$ (b) at least $\\boxed{5}$"),
     ("(12, 5)", T + "Step 1: $\\boxed{12}$. Step 2: $\\boxed{5}$."),
     ("(12, 5)", T + "Attempt 1: $\\boxed{12}$. Attempt 2: $\\boxed{5}$."),
@@ -778,9 +785,8 @@ FORMS_6_ONE = [
     ("5", T + "Janet had 10 apples at first, so she has $\\boxed{5}$."),
     ("5", T + "The tank initially held $\\boxed{5}$ litres."),
     ("5", T + "Therefore, at first there were $\\boxed{5}$ apples."),
-    wrong("(12, 12)", T + "(a) $\\boxed{12}$ (b) $\\boxed{12}$",
-          "also on main: two labelled parts with the same value collapse into one value (dict.fromkeys), so the pair "
-          "(12, 12) is refused"),
+    # fixed (math-fix-7): labelled parts keep every value, a repeated one too
+    ("(12, 12)", T + "(a) $\\boxed{12}$ (b) $\\boxed{12}$"),
     wrong("(12, 5)", T + "(a) The length is $\\boxed{12}$. (b) The width is $\\boxed{5}$.",
           "also on main: labelled parts each answered in a sentence are not read as the parts"),
     ("(12, 5)", T + "Part (a): $\\boxed{12}$. Part (b): $\\boxed{5}$."),
@@ -790,15 +796,15 @@ FORMS_6_ONE = [
     ("No", F6("\\text{no}")),
     ("No", T + "<answer>\\text{No}</answer>"),
     # honest misses
-    wrong("-2", F6("\\sqrt[3]{-8}"), "also on main: an odd root of a negative number is read as sympy's principal (complex) root, so the real cube root -2 is refused"),
+    # fixed (math-fix-7): an odd root of a negative term is the real root (`screening._real_odd_roots`)
+    ("-2", F6("\\sqrt[3]{-8}")),
     ("4", F6("2^\\sqrt[3]8")),
     ("i", F6("e^\\frac{i\\pi}2")),
     ("2", F6("\\sqrt[3]2\\sqrt[3]4")),
-    wrong("(5, 12)", T + "y = $\\boxed{12}$, x = $\\boxed{5}$",
-          "forms 6 honest miss: docs/rewards.md says 'y = 12, x = 5 is the pair (5, 12)', but out-of-order variables "
-          "give labels [] and the last box alone (5) is read (main: wrong too, it read (12, 5))"),
-    wrong("(5, 12)", T + "b = $\\boxed{12}$, a = $\\boxed{5}$",
-          "forms 6 honest miss: variables out of alphabetical order are not reordered into the pair (main: wrong too)"),
+    # fixed (math-fix-7): variables labelled out of order are read in their order
+    ("(5, 12)", T + "y = $\\boxed{12}$, x = $\\boxed{5}$"),
+    # fixed (math-fix-7): variables labelled out of order are read in their order
+    ("(5, 12)", T + "b = $\\boxed{12}$, a = $\\boxed{5}$"),
 ]
 
 
@@ -816,33 +822,42 @@ def test_forms_6_red_team_scores_one(gold, completion):
 # The exact path reads 2(3) as 6 and 1/2(3) as 1/6 (forms 6's rule, "as the sympy parser reads it"); once anything
 # it cannot read (\sqrt, \pi, i, e, a tuple, a set) sends the answer to the sympy worker, latex2sympy reads 2(3) as 5
 # and 1/2(3) as 1/5 (`equivalence._latex_to_sympy("2(3)")` is 5). Same on main: not a flip, a disagreement of paths.
-SYMPY_JUXTAPOSED = ("also on main: the sympy worker reads a number before a bracket, 2(3), as 5 (a sum), where the "
-                    "exact path reads 6; {}")
+# Fixed (math-fix-7): `screening.canonical` writes the product out, (2\cdot(3)), before either path reads it.
 JUXTAPOSED_ZERO = [
     ("5", F6("2(3)")),  # held: the exact path
     ("\\frac{1}{5}", F6("1/2(3)")),  # held: the exact path
-    wrong("5+\\sqrt{2}", F6("2(3)+\\sqrt{2}"), SYMPY_JUXTAPOSED.format("5+sqrt(2) accepted")),
-    wrong("\\sqrt{2}+5", F6("(2)(3)+\\sqrt{2}"), SYMPY_JUXTAPOSED.format("(2)(3) too")),
-    wrong("(5, \\sqrt{2})", F6("(2(3), \\sqrt{2})"), SYMPY_JUXTAPOSED.format("inside a tuple")),
-    wrong("\\{5, \\pi\\}", F6("\\{2(3), \\pi\\}"), SYMPY_JUXTAPOSED.format("inside a set")),
-    wrong("\\frac{\\pi}{5}", F6("\\pi/2(3)"), SYMPY_JUXTAPOSED.format("pi/2(3) is pi/5")),
-    wrong("\\frac{1}{5}+\\sqrt{2}", F6("1/2(3)+\\sqrt{2}"), SYMPY_JUXTAPOSED.format("1/2(3)+sqrt(2) is 1/5+sqrt(2)")),
-    wrong("\\frac{8}{5}+2", F6("1(7)/5+\\sqrt{4}"), SYMPY_JUXTAPOSED.format("1(7) is 8")),
+    # fixed (math-fix-7): a number before a bracket is one product factor on both paths (`screening._juxtaposed_products`)
+    ("5+\\sqrt{2}", F6("2(3)+\\sqrt{2}")),
+    # fixed (math-fix-7): a number before a bracket is one product factor on both paths (`screening._juxtaposed_products`)
+    ("\\sqrt{2}+5", F6("(2)(3)+\\sqrt{2}")),
+    # fixed (math-fix-7): a number before a bracket is one product factor on both paths (`screening._juxtaposed_products`)
+    ("(5, \\sqrt{2})", F6("(2(3), \\sqrt{2})")),
+    # fixed (math-fix-7): a number before a bracket is one product factor on both paths (`screening._juxtaposed_products`)
+    ("\\{5, \\pi\\}", F6("\\{2(3), \\pi\\}")),
+    # fixed (math-fix-7): a number before a bracket is one product factor on both paths (`screening._juxtaposed_products`)
+    ("\\frac{\\pi}{5}", F6("\\pi/2(3)")),
+    # fixed (math-fix-7): a number before a bracket is one product factor on both paths (`screening._juxtaposed_products`)
+    ("\\frac{1}{5}+\\sqrt{2}", F6("1/2(3)+\\sqrt{2}")),
+    # fixed (math-fix-7): a number before a bracket is one product factor on both paths (`screening._juxtaposed_products`)
+    ("\\frac{8}{5}+2", F6("1(7)/5+\\sqrt{4}")),
 ]
 JUXTAPOSED_ONE = [
     ("6", F6("2(3)")),
     ("\\frac{1}{6}", F6("1/2(3)")),
     ("6\\pi", F6("2(3)\\pi")),  # held: a product after the bracket is read as one
     ("6\\sqrt{2}", F6("2(3\\sqrt{2})")),
-    wrong("6+\\sqrt{2}", F6("2(3)+\\sqrt{2}"), SYMPY_JUXTAPOSED.format("the right answer refused")),
-    wrong("(6, \\sqrt{2})", F6("(2(3), \\sqrt{2})"), SYMPY_JUXTAPOSED.format("the right tuple refused")),
-    wrong("\\frac{1}{6}+\\sqrt{2}", F6("1/2(3)+\\sqrt{2}"),
-          SYMPY_JUXTAPOSED.format("forms 6 reads 1/2(3) as 1/6 on the exact path only")),
-    wrong("\\frac{\\pi}{6}", F6("\\pi/2(3)"), SYMPY_JUXTAPOSED.format("forms 6's 1/2(3) rule, with pi")),
-    wrong("\\frac{17}{5}", F6("1(7)/5+\\sqrt{4}"), SYMPY_JUXTAPOSED.format("the right value refused")),
-    wrong("0.0025+\\sqrt{2}", F6("2.5e-3+\\sqrt{2}"),
-          "also on main: 2.5e-3 alone is read as 0.0025 on the exact path (0.0025 is accepted for it), but inside a "
-          "sum sent to the sympy worker it is 2.5*e - 3 (Euler's e): one notation, two values by path"),
+    # fixed (math-fix-7): a number before a bracket is one product factor on both paths (`screening._juxtaposed_products`)
+    ("6+\\sqrt{2}", F6("2(3)+\\sqrt{2}")),
+    # fixed (math-fix-7): a number before a bracket is one product factor on both paths (`screening._juxtaposed_products`)
+    ("(6, \\sqrt{2})", F6("(2(3), \\sqrt{2})")),
+    # fixed (math-fix-7): a number before a bracket is one product factor on both paths (`screening._juxtaposed_products`)
+    ("\\frac{1}{6}+\\sqrt{2}", F6("1/2(3)+\\sqrt{2}")),
+    # fixed (math-fix-7): a number before a bracket is one product factor on both paths (`screening._juxtaposed_products`)
+    ("\\frac{\\pi}{6}", F6("\\pi/2(3)")),
+    # fixed (math-fix-7): a number before a bracket is one product factor on both paths (`screening._juxtaposed_products`)
+    ("\\frac{17}{5}", F6("1(7)/5+\\sqrt{4}")),
+    # fixed (math-fix-7): E-notation with a decimal point is one number inside a sum too (`screening._E_NOTATION`)
+    ("0.0025+\\sqrt{2}", F6("2.5e-3+\\sqrt{2}")),
 ]
 
 
@@ -865,23 +880,23 @@ def test_forms_6_red_team_scores_zero_under_the_marked_policy(gold, completion):
     """The RL reward's policy ("marked") accepts the same false positives: none is a grading-only artefact."""
     assert check(gold, completion, answer_policy="marked").equivalent is False
 
-DEDUPLICATED = ("also on main: labelled parts' values are deduplicated (`_last_boxed`'s dict.fromkeys), so a wrong "
-                "part that repeats another part's value disappears: {}")
 FORMS_6_MORE_ZERO = [
-    wrong("(12, 5)", T + "(a) $\\boxed{12}$ (b) $\\boxed{12}$ (c) $\\boxed{5}$", DEDUPLICATED.format("(12, 12, 5)")),
-    wrong("(12, 5)", T + "(a) $\\boxed{12}$ (b) $\\boxed{5}$ (c) $\\boxed{12}$", DEDUPLICATED.format("(12, 5, 12)")),
-    wrong("(12, 5)", T + "x = $\\boxed{12}$, y = $\\boxed{5}$, z = $\\boxed{5}$", DEDUPLICATED.format("x, y, z")),
-    wrong("(12, 5)", T + "Mean $= \\boxed{12}$, median $= \\boxed{5}$, mode $= \\boxed{5}$",
-          DEDUPLICATED.format("mean, median, mode")),
+    # fixed (math-fix-7): labelled parts keep every value, a repeated one too
+    ("(12, 5)", T + "(a) $\\boxed{12}$ (b) $\\boxed{12}$ (c) $\\boxed{5}$"),
+    # fixed (math-fix-7): labelled parts keep every value, a repeated one too
+    ("(12, 5)", T + "(a) $\\boxed{12}$ (b) $\\boxed{5}$ (c) $\\boxed{12}$"),
+    # fixed (math-fix-7): labelled parts keep every value, a repeated one too
+    ("(12, 5)", T + "x = $\\boxed{12}$, y = $\\boxed{5}$, z = $\\boxed{5}$"),
+    # fixed (math-fix-7): labelled parts keep every value, a repeated one too
+    ("(12, 5)", T + "Mean $= \\boxed{12}$, median $= \\boxed{5}$, mode $= \\boxed{5}$"),
     ("(12, 5)", T + "Part 1: $\\boxed{12}$\nPart 2: $\\boxed{5}$\nPart 3: $\\boxed{7}$"),
     ("(3, 4)", T + "$a = \\boxed{3}$, $b = \\boxed{4}$, $c = \\boxed{5}$"),
 ]
 FORMS_6_MORE_ONE = [
     ("2, 3", T + "$x_1 = \\boxed{2}$, $x_2 = \\boxed{3}$"),
     ("3, -3", T + "$x = \\boxed{3}$, $x = \\boxed{-3}$"),
-    wrong("2, 3", T + "$x_2 = \\boxed{3}$, $x_1 = \\boxed{2}$",
-          "regression (forms 6): roots labelled out of subscript order are refused against an unordered list "
-          "(labels [] leave the last box alone); main read the list 3, 2 (main: right)"),
+    # fixed (math-fix-7): variables labelled out of order are read in their order
+    ("2, 3", T + "$x_2 = \\boxed{3}$, $x_1 = \\boxed{2}$"),
 ]
 
 
@@ -913,14 +928,15 @@ PROVISIONAL_HONEST = [
 def test_forms_6_red_team_reference_back_is_no_provisional_answer(gold, completion):
     assert check(gold, completion).equivalent is True
 
-BOUND_NAME = ("regression (forms 6): _BOUND_PHRASE matches a word that names what the value is ('{}'), not a bound on "
-              "it, anywhere in the answer; main: right")
 BOUND_HONEST = [
-    wrong("5", T + "$\\boxed{5 \\text{ (up to rotation)}}$", BOUND_NAME.format("up to rotation")),
-    wrong("5", T + "$\\boxed{\\text{maximum} = 5}$", BOUND_NAME.format("maximum =")),
-    wrong("5", T + "<answer>5 (the maximum)</answer>", BOUND_NAME.format("the maximum")),
-    wrong("5", T + "<answer>Minimum: 5</answer>",
-          "also on main: a label naming the asked quantity ('Minimum:') is refused; forms 6 now says 'bounded'"),
+    # fixed (math-fix-7): a word that names the value is no bound (`extraction._BOUND_PHRASE`)
+    ("5", T + "$\\boxed{5 \\text{ (up to rotation)}}$"),
+    # fixed (math-fix-7): a word that names the value is no bound (`extraction._BOUND_PHRASE`)
+    ("5", T + "$\\boxed{\\text{maximum} = 5}$"),
+    # fixed (math-fix-7): a word that names the value is no bound (`extraction._BOUND_PHRASE`)
+    ("5", T + "<answer>5 (the maximum)</answer>"),
+    # fixed (math-fix-7): a label naming the value is read as one (`extraction._labelled_value`)
+    ("5", T + "<answer>Minimum: 5</answer>"),
     ("5", T + "<answer>The minimum value is 5.</answer>"),
     ("5", T + "Therefore the maximum number of coins is $\\boxed{5}$."),
     ("5", T + "<answer>It takes at most 5 moves, and 5 is achieved, so the answer is 5.</answer>"),
@@ -934,9 +950,8 @@ def test_forms_6_red_team_a_named_extremum_is_no_bound(gold, completion):
 UNIT_FOR_UNIT = [
     ("5\\text{ cm}", F6("5\\text{ m}")),  # held: one answer's units are compared
     ("5000", F6("5\\text{ km}")),
-    wrong("(a) 12 cm, (b) 5 cm", T + "(a) $\\boxed{12\\text{ m}}$ (b) $\\boxed{5\\text{ km}}$",
-          "regression (forms 6): each labelled part's unit is dropped before the comparison, so metres and "
-          "kilometres pass for the gold's centimetres; one answer says 'units differ' (main: right)"),
+    # fixed (math-fix-7): each labelled part's unit is compared with the gold part's (`screening.units_differ`)
+    ("(a) 12 cm, (b) 5 cm", T + "(a) $\\boxed{12\\text{ m}}$ (b) $\\boxed{5\\text{ km}}$"),
     wrong("\\$5", F6("5\\text{ cents}"), "also on main: cents for dollars is read as the same 5"),
 ]
 

@@ -46,12 +46,12 @@ from .screening import (
     false_chain,
     indeterminate,
     parse_number,
-    physical_unit,
     plain_calculation,
     quick_verdict,
     repeating_decimal,
     strip_assignment,
     unevaluated_arithmetic,
+    units_differ,
 )
 
 logger = logging.getLogger("trl_r1.verifiers.math")
@@ -191,9 +191,9 @@ def _prepare(gold: str, completion: str, answer_policy: str, approximations: str
         return Verdict(False, answer.reason)
     if len(answer.text) > MAX_ANSWER_CHARS and not arithmetic_only(answer.text):  # a long sum is still a value
         return Verdict(False, "answer too long")
-    gold_unit, answer_unit = physical_unit(gold_part.text), physical_unit(answer.text)
-    if gold_unit and answer_unit and gold_unit != answer_unit:
-        return Verdict(False, f"units differ: {answer_unit} for {gold_unit}")
+    units = units_differ(gold_part.parts or gold_part.text, answer.parts or answer.text)  # part by part
+    if units:
+        return Verdict(False, f"units differ: {units}")
     answer_canonical = canonical(answer.text)
     if false_chain(answer_canonical):
         return Verdict(False, "an equation chain with two different values")

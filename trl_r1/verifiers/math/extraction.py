@@ -190,9 +190,13 @@ _PROVISIONAL = re.compile(  # a time word that makes the answer right before it 
     r"(?:(?:I|we)\s+(?:\w+\s+)?(?:thought|got|had|found|computed|calculated|believed|said|wrote|guessed|obtained)\s+"
     r"(?:that\s+)?(?:it\s+(?:was|is)\s+)?)?(?:(?:the|my|our)\s+(?:final\s+)?(?:(?:answer|result|solution)\s*"
     r"(?:is|was|seemed|seems|looked|appeared|would\s+be)?\s*(?:to\s+be\s*)?)?)?|"
-    r"\b(?:answer|result|solution)\s+(?:(?:is|was|seemed)\s+)?(?P<later>at\s+first|initially|originally|previously|earlier|"
+    r"\b(?:answer|result|solution)\s*,?\s*(?:(?:is|was|seemed)\s+)?(?P<later>at\s+first|initially|originally|previously|earlier|"
     r"for\s+now|for\s+the\s+moment|so\s+far)\s*,?\s*(?:(?:is|was|seemed|would\s+be)\s*(?:to\s+be\s*)?)?)[:=]?\s*$"
 )
+_PROVISIONAL_AFTER = re.compile(  # right after the answer: "\\boxed{5} for now", "$5$, for the moment"
+    r"(?i)^[\s$,;:()\\\]]*for\s+(?:now|the\s+moment|the\s+time\s+being)\b"
+)
+_TRAILING_PART = re.compile(_NUMBERED_PART + r"$")  # a part's label ending a text: "Initially, (a) ... (b) "
 _REFERENCE_BACK = re.compile(  # "as computed", "as we found", "as shown" right before a time word: it refers back
     r"(?i)\bas\s+(?:(?:I|we)\s+)?(?:have\s+)?(?:computed|calculated|found|shown|showed|derived|obtained|"
     r"established|determined|proved|proven|seen|saw|noted|stated|mentioned)\s*$|"
@@ -214,12 +218,17 @@ _BOUND_AFTER = re.compile(  # a bound right after the answer: "\\boxed{12}+", "\
     r"at\s+(?:the\s+)?(?:least|most|minimum|maximum)\b|(?:minimum|maximum)\s*[.!]?\s*$)"
 )
 _BOUND_WORD = re.compile(  # any bound word: a labelled part holding one keeps its words (`_part_value`); stricter than
-    # `_BOUND_PHRASE`, which refuses a whole answer and so must let "less" alone be a text answer
-    r"(?i)\b(?:more|less|fewer|greater|higher|lower|minimum|maximum|min|max|least|most)\b"
+    # `_BOUND_PHRASE`, which refuses a whole answer and so must let "less" alone be a text answer; "min" is minutes,
+    # a unit (`screening.physical_unit`), never a bound
+    r"(?i)\b(?:more|less|fewer|greater|higher|lower|minimum|maximum|max|least|most)\b"
 )
-_BOUND_PHRASE = re.compile(  # a bound written into the answer itself, in words: "5 \\text{ at least}", "5 or more"
-    r"(?i)(?<!\\)\b(?:at\s+(?:least|most)|or\s+(?:more|less|fewer|greater|higher|lower|above|below)|"
-    r"(?:no\s+)?(?:more|less|fewer|greater)\s+than|minimum|maximum|up\s+to)\b"
+_BOUND_PHRASE = re.compile(  # a bound written into the answer itself, in words: "5 \\text{ at least}", "5 or more",
+    # "5 max", "5 tops", "5 at the most"; a word that names the value is none: an extremum with an article or as a
+    # label ("5 (the maximum)", "Minimum: 5", "\\text{maximum} = 5", "n_{max} = 5"), "up to" a word ("5 (up to rotation)")
+    r"(?i)(?<!\\)\b(?:at\s+(?:the\s+)?(?:least|most|max(?:imum)?|min(?:imum)?)|"
+    r"or\s+(?:more|less|fewer|greater|higher|lower|above|below)|(?:no\s+)?(?:more|less|fewer|greater)\s+than|"
+    r"(?<!\bthe\s)(?<!\ba\s)(?<!\bits\s)(?<!\bour\s)(?<!_\{)(?:minimum|maximum|max)\b(?!\}?\.?\s*(?:=|:|is\b|value|of\b))|"
+    r"tops|up\s+to\b(?!\s+(?:an?\s+|the\s+)?(?!(?:" + _NUMBER_WORD + r")\b)[A-Za-z]{2,}))\b"
 )
 _ROUNDING = ("about", "around", "approximately", "roughly", "nearly", "almost", "near", "close to")  # of a decimal
 _CASE_SPLIT = re.compile(  # what makes an opening "if" clause a case of the answer ("If $a>0$"), not a derivation
@@ -261,10 +270,13 @@ _NOT_A_LABEL = re.compile(  # labels (and one-sentence subjects) that propose or
 
 @dataclass(frozen=True)
 class Answer:
-    """An extracted final answer (`text`), or the reason there is none (`text is None`)."""
+    """An extracted final answer (`text`), or the reason there is none (`text is None`); `parts`: labelled parts as
+    written, units kept, where `text` joins their values without them (``(12, 5)`` for ``(a) 12 m (b) 5 km``), so
+    each part's unit can still be compared (`screening.units_differ`)."""
 
     text: str | None
     reason: str | None = None
+    parts: tuple[str, ...] | None = None
 
 
 def boxed_contents(text: str) -> list[tuple[int, int, str]]:
@@ -399,6 +411,16 @@ def _asserted_number(block: str) -> Answer | None:
     return Answer(asserted["number"].lstrip("$"))
 
 
+def _labelled_value(block: str) -> Answer | None:
+    """The value of an answer block that is one label and its value (``Minimum: 5``, ``Total: $18$``), read as an
+    unmarked labelled answer is (`_bare_value`); None for another block, or a label that proposes, bounds or hedges
+    (``Guess: 5``, ``Initially: 5``)."""
+    if not re.fullmatch(r"[A-Za-z][A-Za-z ]{0,30}:[ \t]*\S[^\n]*", block.strip()):
+        return None
+    value = _bare_value(block)
+    return None if value is None else Answer(value)
+
+
 def _yes_no(text: str) -> Answer | None:
     """A yes/no answer given with its reason (``No, because 2047 = 23 \\times 89.``) is the yes or the no."""
     match = re.match(r"(?i)\s*(yes|no)\s*[,.;:!—–-]\s*(?=\S)", text)
@@ -428,21 +450,22 @@ def _last_boxed(text: str, allow_or: bool = False) -> Answer | None:
             return Answer(None, "hedged: boxes joined by 'or'")
         chain.append(box)
     chain.reverse()
-    labels = _part_labels(text, chain)
-    if labels == []:  # labelled, but not as distinct parts ("Wrong: \\boxed{12}, Right: \\boxed{5}"): the last box
+    order = _part_order(text, chain)
+    if order == []:  # labelled, but not as distinct parts ("Wrong: \\boxed{12}, Right: \\boxed{5}"): the last box
         return Answer(chain[-1][2])
-    values = list(dict.fromkeys(content for _, _, content in chain))
-    if labels and len(values) > 1:  # parts in order, each without its own unit ("(a) 12 cm, (b) 5": (12, 5))
-        return Answer(f"({', '.join(_part_value(value) for value in values)})")
-    return Answer(", ".join(values))
+    if order:  # every part in order, a repeated value too ("(a) 12, (b) 5, (c) 5" is three parts), without its unit
+        parts = tuple(chain[index][2] for index in order)
+        return Answer(f"({', '.join(_part_value(part) for part in parts)})", parts=parts)
+    return Answer(", ".join(dict.fromkeys(content for _, _, content in chain)))  # a box repeated is one value
 
 
-def _part_labels(text: str, chain: list[tuple[int, int, str]]) -> list[str] | None:
-    """The labels of chained boxes that answer the parts of a question, in order (``(a) \\boxed{12}, (b)
-    \\boxed{5}``, ``Part 1: \\boxed{12}. Part 2: \\boxed{5}``, ``Mean $= \\boxed{6}$, median $= \\boxed{5}$``,
-    ``x $= \\boxed{12}$, y $= \\boxed{5}$``); None where no box is labelled; [] where the labels are not distinct
-    parts (a check, a first try and its revision, a part answered twice or skipped, variables out of their
-    alphabetical order: ``y = 12, x = 5`` is the pair (5, 12), never read as (12, 5))."""
+def _part_order(text: str, chain: list[tuple[int, int, str]]) -> list[int] | None:
+    """The order in which chained boxes answer the parts of a question (``(a) \\boxed{12}, (b) \\boxed{5}``,
+    ``Part 1: \\boxed{12}. Part 2: \\boxed{5}``, ``Mean $= \\boxed{6}$, median $= \\boxed{5}$``, ``x $= \\boxed{12}$,
+    y $= \\boxed{5}$``), as indices into `chain`: the reading order, except that variables are put in their own
+    order (``y = 12, x = 5`` is the pair (5, 12); ``x_2 = 3, x_1 = 2`` is (2, 3)); None where no box is labelled;
+    [] where the labels are not distinct parts (a check, a first try and its revision, a part answered twice or
+    skipped, numbered parts out of order)."""
     before = [text[max(0, chain[0][0] - 40): chain[0][0]]] + [text[a[1]: b[0]] for a, b in zip(chain, chain[1:])]
     found = [_PART_LABEL.search(piece) for piece in before]
     if not any(found[1:]):
@@ -455,11 +478,20 @@ def _part_labels(text: str, chain: list[tuple[int, int, str]]) -> list[str] | No
         return None  # "x = \\boxed{3}, x = \\boxed{-3}": the values of one unknown, a list
     if len(set(labels)) != len(labels) or any(word in _NOT_PARTS for word in labels):
         return []
+    reading = list(range(len(labels)))
     if kinds <= {"part", "named", "label"}:  # numbered parts: one list's order from its start
-        return labels if any(labels == order[: len(labels)] for order in (_PART_LETTERS, _PART_NUMERALS, _PART_NUMBERS)) else []
+        return reading if any(labels == order[: len(labels)] for order in (_PART_LETTERS, _PART_NUMERALS, _PART_NUMBERS)) else []
     if kinds == {"variable"}:
-        return labels if labels == sorted(labels) else []
-    return labels if kinds == {"word"} else []
+        return sorted(reading, key=lambda index: _variable_order(labels[index]))
+    return reading if kinds == {"word"} else []
+
+
+def _variable_order(name: str) -> tuple[str, int, int, str]:
+    """Where a variable comes in its unknowns' order: by letter, then by subscript, numbers by value (x_2 before
+    x_10)."""
+    letter, _, subscript = name.partition("_")
+    subscript = subscript.strip("{}")
+    return (letter, 0, int(subscript), "") if subscript.isdigit() else (letter, 1, 0, subscript)
 
 
 _VALUE_WORD = re.compile(  # a word after a part's number that changes or judges its value, never a unit to drop:
@@ -514,6 +546,9 @@ def _hedged_context(region: str, start: int, end: int, block: bool) -> str | Non
         provisional = None  # "As computed earlier, the answer is 5": the time word cites earlier work, the answer stands
     if provisional:
         return "provisional: " + " ".join((provisional["time"] or provisional["later"]).split()).lower()
+    later = _PROVISIONAL_AFTER.match(region[end:]) or _provisional_parts(before)
+    if later:
+        return "provisional: " + " ".join(later.group().strip(" $,;:()\\]").split()).lower()
     if _BEFORE_ANSWER.search(before):
         return "negated: " + " ".join(_BEFORE_ANSWER.search(before).group().split()).lower()
     clause = sentences.split(region[:start])[-1]  # unmasked: "The answer is $\\geq$ \\boxed{5}"
@@ -529,6 +564,21 @@ def _hedged_context(region: str, start: int, end: int, block: bool) -> str | Non
     condition = _case_after(region[end:]) or (
         opening and _CONDITION.fullmatch(opening.group(1)) and _CASE_SPLIT.search(clause) and opening)
     return f"conditional: {condition.group().strip().lower()}" if condition else None
+
+
+def _provisional_parts(before: str) -> re.Match | None:
+    """A time word right before labelled parts (``Initially, (a) \\boxed{3} (b) \\boxed{8}``): `before`, the answer's
+    sentence up to its last part with the boxes blanked, read without the parts' labels as `_PROVISIONAL` reads the
+    words before one answer."""
+    rest, labels = before, 0
+    for _ in range(MAX_CHAINED_BOXES):
+        rest = rest.rstrip()
+        label = _TRAILING_PART.search(rest[-40:])
+        if label is None:
+            break
+        rest, labels = rest[: len(rest) - len(rest[-40:]) + label.start()], labels + 1
+    provisional = _PROVISIONAL.search(rest) if labels else None
+    return provisional if provisional and provisional["time"] else None
 
 
 def _judgement(text: str) -> re.Match | None:
@@ -800,7 +850,8 @@ def final_answer(completion: str, allow_or: bool = False, policy: str = "marked"
             answer = Answer(_closing_statement(region))
         elif ANSWER_OPEN in completion:  # the block, or the value its one sentence states ("The total is 42.")
             sentence = not _SENTENCE_END.search(region.rstrip(". ")) and re.match(r"[A-Z][a-z]*\s[^\d=]*\bis\b", region)
-            stated = None if sentence or _CONDITION.search(region) else _yes_no(region) or _asserted_number(region)
+            stated = None if sentence or _CONDITION.search(region) else (
+                _yes_no(region) or _asserted_number(region) or _labelled_value(region))
             answer = stated if stated is not None else Answer(_copula_value(region) if sentence else region)
         elif policy == "bare" and _bare_answer(region) is not None:
             answer = Answer(_bare_answer(region))
@@ -827,7 +878,7 @@ def final_answer(completion: str, allow_or: bool = False, policy: str = "marked"
         return Answer(None, f"bounded: {' '.join(bound.group().split()).lower()}")
     if OPERATED_DIGITS.search(_TEXT_WRAPPER.sub(r" \1 ", text)):  # "7 squared", "1 of the options"
         return Answer(None, "a number with an operator word or 'of the': not its value")
-    return Answer(text)
+    return Answer(text, parts=answer.parts)
 
 
 def gold_answer(gold: object) -> Answer:
@@ -858,7 +909,7 @@ def gold_answer(gold: object) -> Answer:
     text = _strip_wrappers(answer.text or "")
     if text is None:
         return Answer(None, f"gold wrapped in over {MAX_WRAPPERS} boxes or math delimiters")
-    return Answer(text) if text else Answer(None, "empty gold")
+    return Answer(text, parts=answer.parts) if text else Answer(None, "empty gold")
 
 
 def _strip_wrappers(text: str) -> str | None:

@@ -196,7 +196,8 @@ def canonical(text: str) -> str:
     """
     text = re.sub(r"\s+", " ", re.sub(r"(?<!\\)\\$", "", text.strip()).strip())  # "185\\": a stray backslash ends nothing;
     # one space per run of whitespace, which every rule below reads alike, so no pattern rescans a long run
-    if len(_PART_LABEL.findall(text)) > 1:  # "(a) 12, (b) 5": the parts' values, in order
+    labelled = len(_PART_LABEL.findall(text)) > 1
+    if labelled:  # "(a) 12, (b) 5": the parts' values, in order (a tuple, below)
         text = _PART_LABEL.sub(" ", text).strip()
     text = _RADICAL.sub(lambda m: f"\\sqrt{_RADICAL_INDEX[m[1]]}{{{m[2][1:-1] if m[2][0] in '({' else m[2]}}}", text)
     text = _SUPERSCRIPT.sub(lambda m: "^{" + m.group().translate(_SUPERSCRIPT_TEXT) + "}", text)
@@ -247,7 +248,97 @@ def canonical(text: str) -> str:
     text = re.sub(r"(?<=\d),\s+(?=\d)", ",\0", text)  # "32, 349" is a list; "32,349" is a number
     if re.fullmatch(r"[-+\d\s.]+", text):  # "5 6" is two numbers; "1 234" is one
         text = re.sub(r"(?<=\d)\s+(?=\d)(?!\d{3}(?!\d))", ",\0", text)
-    return re.sub(r"\s+", "", text).replace("\0", " ")
+    text = re.sub(r"\s+", "", text).replace("\0", " ")
+    if labelled and len(split_top_level(text)) > 1:  # ordered parts, never an unordered list: (12,5) is not 5, 12
+        text = f"({text})"
+    if parse_number(text) is None:  # 2.5e-3 alone is parse_number's; in a sum it is the same number
+        text = _E_NOTATION.sub(r"\1\\times10^{\2}", text)
+    return _juxtaposed_products(_real_odd_roots(text))
+
+
+_E_NOTATION = re.compile(  # 2.5e-3, 1.2e3, 4E5 in an expression; 2e-3 (2e minus 3, Euler's e) has no decimal point
+    r"(?<![\w.\\^])(\d+\.\d+|\d+(?=[eE]\d))[eE]([-+]?\d{1,3})(?![\w.])"
+)
+_JUXTAPOSED_FACTOR = re.compile(r"(?<![\w.\\^])(?:\d+|\(-?\d+\))(?=\()")  # 2(3), (2)(3); not x_2(8), 0.1(6), f(2)(3)
+MAX_RADICAND_CHARS = 200  # a longer negative radicand is left as written: every root is read in constant time
+_SCRIPT_START = re.compile(r"\^(?:\{|-?\d|\\?[a-zA-Z])")  # a power on a bracket: ^{...}, ^2, ^-1, ^\pi
+_ODD_ROOT_OF_NEGATIVE = re.compile(r"\\sqrt\[([13579]|\d*[13579])\]\{-")
+
+
+def _closing_brackets(text: str) -> dict[int, int]:
+    """Where each ``(`` and ``{`` of `text` closes, in one pass."""
+    closing: dict[int, int] = {}
+    opened: dict[str, list[int]] = {"(": [], "{": []}
+    for index, char in enumerate(text):
+        if char in opened:
+            opened[char].append(index)
+        elif char in ")}":
+            stack = opened["(" if char == ")" else "{"]
+            if stack:
+                closing[stack.pop()] = index
+    return closing
+
+
+def _juxtaposed_products(text: str) -> str:
+    """A number right before a bracket multiplies it, as one factor: ``2(3)`` is ``(2\\cdot(3))``, so ``1/2(3)`` is
+    1/6 and ``2(3)^2`` is 18 on the sympy path as on the exact one (latex2sympy reads an integer before a number in
+    brackets as a mixed number, ``2(3)`` as 5). Written out in one pass: every bracket is matched once.
+
+    >>> _juxtaposed_products("2(3)+1/2(3)"), _juxtaposed_products("(2)(3)(4)^2"), _juxtaposed_products(r"\\log_2(8)")
+    ('(2\\\\cdot(3))+1/(2\\\\cdot(3))', '((2)\\\\cdot(3)\\\\cdot(4)^2)', '\\\\log_2(8)')
+    """
+    factors = list(_JUXTAPOSED_FACTOR.finditer(text))
+    if not factors:
+        return text
+    closing = _closing_brackets(text)
+    inserts: list[tuple[int, int, str]] = []  # (position, order: closes before products before opens, text)
+    in_a_product: set[int] = set()  # brackets already factors of a product: (3) in (2)(3)(4) opens none of its own
+    for factor in factors:
+        if factor.start() in in_a_product:
+            continue
+        position, groups = factor.end(), []
+        while position < len(text) and text[position] == "(" and position in closing:
+            end = closing[position] + 1
+            if "," in text[position:end]:  # (3, 4): a tuple or an interval, not a factor
+                break
+            script = _SCRIPT_START.match(text, end)
+            if script:
+                end = closing.get(end + 1, end + 1) + 1 if script.group() == "^{" else end + len(script.group())
+            end += text[end: end + 1] == "!"
+            groups.append(position)
+            position = end
+        if groups:
+            inserts += [(factor.start(), 2, "("), (position, 0, ")")] + [(group, 1, "\\cdot") for group in groups]
+            in_a_product.update(groups)
+    pieces, last = [], 0
+    for position, _, insert in sorted(inserts):
+        pieces += [text[last:position], insert]
+        last = position
+    return "".join(pieces) + text[last:]
+
+
+def _real_odd_roots(text: str) -> str:
+    """An odd root of a negative term is the real root (``\\sqrt[3]{-8}`` is -2, not sympy's principal complex root):
+    written ``(-\\sqrt[3]{8})``. A radicand that is a sum (``\\sqrt[3]{-8+x}``) is left as written.
+
+    >>> _real_odd_roots(r"\\sqrt[3]{-8}"), _real_odd_roots(r"\\sqrt[3]{-8+x}"), _real_odd_roots(r"\\sqrt[4]{-16}")
+    ('(-\\\\sqrt[3]{8})', '\\\\sqrt[3]{-8+x}', '\\\\sqrt[4]{-16}')
+    """
+    roots = list(_ODD_ROOT_OF_NEGATIVE.finditer(text))
+    if not roots:
+        return text
+    closing = _closing_brackets(text)
+    pieces, last = [], 0
+    for root in roots:
+        opened = root.end() - 2
+        if opened not in closing or root.start() < last or closing[opened] - opened > MAX_RADICAND_CHARS:
+            continue
+        radicand = text[root.end(): closing[opened]]
+        if re.search(r"[-+]", re.sub(r"\{[^{}]*\}|\([^()]*\)", "", radicand)):  # a sum or a difference
+            continue
+        pieces += [text[last: root.start()], f"(-\\sqrt[{root[1]}]{{{radicand}}})"]
+        last = closing[opened] + 1
+    return "".join(pieces) + text[last:]
 
 
 _LENGTH_MASS_TIME = {  # physical units whose names differ only by a prefix or a plural: "cm" is not "m"
@@ -290,6 +381,39 @@ def physical_unit(text: str) -> str | None:
     name = words[0].rstrip(".")
     unit = _UNIT_NAMES.get(name) or (_UNIT_NAMES.get(name[:-1]) if name.endswith("s") and len(name) > 3 else None)
     return unit + power if unit else None
+
+
+def units_differ(gold: str | tuple[str, ...], answer: str | tuple[str, ...]) -> str | None:
+    """Why the answer's units are not the gold's, part by part (None when they agree): each labelled part or list
+    item's unit (`physical_unit`) against the gold's at the same place; a part without a unit, on either side, is
+    compared by value alone, as one answer is. A tuple holds the parts as written (`extraction.Answer.parts`); a
+    text is split at its part labels or top-level commas. Parts that do not pair up compare their last units.
+
+    >>> units_differ("(a) 12 cm, (b) 5 cm", (r"12\\text{ m}", r"5\\text{ km}")), units_differ("9 cm, 4 cm", "9 m, 4 cm")
+    ('m for cm (part 1)', 'm for cm (part 1)')
+    >>> units_differ("(a) 12 cm, (b) 5 cm", ("12", r"5\\text{ cm}")), units_differ("5 cm", "5 m")
+    (None, 'm for cm')
+    """
+    gold_units, answer_units = (
+        [physical_unit(part) for part in (side if isinstance(side, tuple) else _unit_parts(side))] for side in (gold, answer))
+    if len(gold_units) != len(answer_units) or len(gold_units) == 1:
+        gold_units, answer_units = gold_units[-1:], answer_units[-1:]
+    for place, (gold_unit, answer_unit) in enumerate(zip(gold_units, answer_units), 1):
+        if gold_unit and answer_unit and gold_unit != answer_unit:
+            return f"{answer_unit} for {gold_unit}" + (f" (part {place})" if len(gold_units) > 1 else "")
+    return None
+
+
+def _unit_parts(text: str) -> list[str]:
+    """The parts of an answer whose units are compared: its labelled parts (``(a) 12 cm, (b) 5 cm``), else the items
+    of a list or of one bracketed tuple (``(12\\text{ cm}, 5\\text{ m})``), else the answer itself."""
+    text = _SPACING.sub(" ", text).strip()
+    if len(_PART_LABEL.findall(text)) > 1:
+        return [part.strip(" ,;") for part in _PART_LABEL.split(text) if part.strip(" ,;")]
+    if text[:1] in "([" and text[-1:] in ")]" and split_top_level(text) == [text]:
+        inner = split_top_level(text[1:-1])
+        return inner if len(inner) > 1 else [text]
+    return split_top_level(text)
 
 
 _INDETERMINATE = re.compile(  # forms sympy evaluates (oo**0 is 1) but mathematics leaves undefined; 0^0 is 1
