@@ -33,8 +33,12 @@ def _structure(value):
         return type(value), value.shape, tuple(_structure(item) for item in value)
     if isinstance(value, sympy.Basic) and value.args:  # (srepr of a node sorts its terms, evaluating them)
         return type(value), tuple(_structure(arg) for arg in value.args)
+    if isinstance(value, sympy.Rational):  # (srepr would print the digits of a huge integer)
+        return type(value), value.p, value.q
+    if isinstance(value, sympy.Float):
+        return type(value), value._mpf_, value._prec
     if isinstance(value, sympy.Basic):
-        return type(value), sympy.srepr(value), getattr(value, "_prec", None)
+        return type(value), sympy.srepr(value)
     return type(value), repr(value)
 
 

@@ -213,10 +213,10 @@ class _Reader:
         """``(a,b)``, ``[a,b)``, ``(a,b,c)``, ``\\{a,b\\}`` spanning the whole text: an interval, tuple or set;
         None when the text is not one bracketed list (it is then read as an expression)."""
         opening = self.take(self.peek()[0])
-        items = [self.expr()]
+        items = [self.item()]
         while self.peek()[0] == ",":
             self.index += 1
-            items.append(self.expr())
+            items.append(self.item())
         closing = self.peek()[0]
         if opening == "\\{":
             if closing != "\\}" or self.index + 1 != len(self.tokens):
@@ -229,6 +229,12 @@ class _Reader:
         if opening == "(" and closing == ")" or opening == "[" and closing == "]":
             return sympy.Tuple(*items)
         raise Refused
+
+    def item(self):
+        """One item of a bracketed list: an expression, but ``{...}`` as a whole item is a set to latex2sympy."""
+        if self.peek()[0] == "{" and self.tokens[self._closing(self.index) + 1][0] in (",", ")", "]", "\\}"):
+            raise Refused
+        return self.expr()
 
     def relation(self):
         value = self.expr()
