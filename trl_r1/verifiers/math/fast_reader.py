@@ -52,8 +52,8 @@ _KEYWORDS = re.compile(
     r"arsinh|arcsinh|arcosh|arccosh|artanh|arctanh|gcd|lcm|floor|ceil|eye|zeros|ones|cols|rows|diag|norm|rank|tr"
     r"|rref|hstack|vstack|orth|nullspace|eig|svd|SVD|matrix|array|top|circ|degree"
 )
-_TOKEN = re.compile(r"\s+|\\[a-zA-Z]+|\\\\|\\[{}]|\\[,;:!]|\d*\.\d+|\d+|[a-zA-Z]+|[-+*/^_(){}\[\],=<>&!]|.", re.S)
-_STARTS_COMP = frozenset(("num", "letter", "greek", "infty", "e", "(", "{", "frac", "binom", "sqrt", "func", "matrix"))
+_TOKEN = re.compile(r"\s+|\\[a-zA-Z]+|\\\\|\\[{}]|\\[,;:!]|\d*\.\d+|\d+|[a-zA-Z]+|[-+*/^_(){}\[\],=<>&!|]|.", re.S)
+_STARTS_COMP = frozenset(("num", "letter", "greek", "infty", "e", "(", "{", "|", "frac", "binom", "sqrt", "func", "matrix"))
 
 
 class Refused(Exception):
@@ -104,8 +104,8 @@ def _tokens(text: str) -> list[tuple[str, str]]:
                 tokens.append((name, piece))
             elif name == "sqrt":
                 tokens.append(("sqrt", piece))
-            elif name == "infty":
-                tokens.append(("infty", piece))
+            elif name in ("infty", "in", "cup"):
+                tokens.append((name, piece))
             elif piece in _PRODUCTS:
                 tokens.append(("op", _PRODUCTS[piece]))
             elif piece in _RELATIONS:
@@ -139,7 +139,7 @@ def _tokens(text: str) -> list[tuple[str, str]]:
             if text.startswith("=", position):
                 raise Refused  # != is a relation token
             tokens.append(("!", piece))
-        elif piece in "^_(){}[],&":
+        elif piece in "^_(){}[],&|":
             if piece == "^" and text.startswith(("T", "{T}"), position):
                 raise Refused  # a transpose token
             tokens.append((piece, piece))
@@ -165,6 +165,8 @@ class _Reader:
         self.tokens = tokens
         self.index = 0
         self.depth = 0
+        self.in_abs = False  # between the two bars of |x| (a text with exactly two bars)
+        self.bars = sum(kind == "|" for kind, _ in tokens)
 
     # -- token helpers
     def peek(self, offset: int = 0) -> tuple[str, str]:
@@ -187,14 +189,69 @@ class _Reader:
     def top(self):
         if not self.tokens or self.tokens[0][0] == "{" and self._closing(0) == len(self.tokens) - 1:
             raise Refused  # {...} as the whole text is a set to latex2sympy
+        kinds = [kind for kind, _ in self.tokens]
+        if "in" in kinds or "cup" in kinds:
+            return self.membership() if "in" in kinds else self.whole(self.sets())
         value = self.bracketed() if self.peek()[0] in ("(", "[", "\\{") else None
         if value is not None:
             return value
         self.index = 0
-        value = self.relation()
+        return self.whole(self.relation())
+
+    def whole(self, value):
         if self.peek()[0] != "eof":
             raise Refused
         return value
+
+    def membership(self):
+        """``x\\in[1,2)``, ``x\\in\\{1,2\\}``, ``x\\in(-\\infty,1)\\cup(2,\\infty)``: Eq(x, the set), as latex2sympy
+        reads \\in (``interpret_contains_as_eq``)."""
+        if self.peek(1)[0] != "in" or self.peek()[0] not in ("letter", "greek") or self.peek()[1] == "I":
+            raise Refused
+        symbol = get_symbol(self.tokens[0][1], None, True)
+        self.index = 2
+        return self.whole(sympy.Eq(symbol, self.sets(), evaluate=False))
+
+    def sets(self):
+        """set atoms joined by \\cup, left to right (convert_set_union: a tuple in a union is the set of its items)."""
+        value = self.set_atom(single=False)
+        while self.peek()[0] == "cup":
+            self.index += 1
+            right = self.set_atom(single=False)
+            value, right = (FiniteSet(*side) if isinstance(side, sympy.Tuple) else side for side in (value, right))
+            value = sympy.Union(value, right, evaluate=False)
+        return value
+
+    def bracketed(self):
+        """``(a,b)``, ``[a,b)``, ``(a,b,c)``, ``\\{a,b\\}`` spanning the whole text: an interval, tuple or set;
+        None when the text is one item in parentheses or not bracketed as a whole (it is then an expression)."""
+        if self._closing(0) != len(self.tokens) - 1:
+            return None
+        return self.set_atom(single=True)
+
+    def set_atom(self, single: bool):
+        """interval, ordered_tuple or finite_set; one item in parentheses is None where `single` allows it."""
+        opening = self.take(self.peek()[0]) if self.peek()[0] in ("(", "[", "\\{") else None
+        if opening is None:
+            raise Refused
+        items = [self.item()]
+        while self.peek()[0] == ",":
+            self.index += 1
+            items.append(self.item())
+        closing = self.take(self.peek()[0]) if self.peek()[0] in (")", "]", "\\}") else None
+        if opening == "\\{" or closing == "\\}":
+            if opening != closing.replace("}", "{"):
+                raise Refused
+            return FiniteSet(*items)
+        if closing is None or len(items) == 1:
+            if single and closing is not None:
+                return None
+            raise Refused
+        if len(items) == 2:
+            return _interval(opening == "(", closing == ")", *items)
+        if opening == "(" and closing == ")" or opening == "[" and closing == "]":
+            return sympy.Tuple(*items)
+        raise Refused
 
     def _closing(self, start: int) -> int:
         """The index of the token closing the bracket at `start` (-1 when none does)."""
@@ -208,27 +265,6 @@ class _Reader:
                 if depth == 0:
                     return index
         return -1
-
-    def bracketed(self):
-        """``(a,b)``, ``[a,b)``, ``(a,b,c)``, ``\\{a,b\\}`` spanning the whole text: an interval, tuple or set;
-        None when the text is not one bracketed list (it is then read as an expression)."""
-        opening = self.take(self.peek()[0])
-        items = [self.item()]
-        while self.peek()[0] == ",":
-            self.index += 1
-            items.append(self.item())
-        closing = self.peek()[0]
-        if opening == "\\{":
-            if closing != "\\}" or self.index + 1 != len(self.tokens):
-                raise Refused  # a set brace inside an expression
-            return FiniteSet(*items)
-        if closing not in (")", "]") or self.index + 1 != len(self.tokens) or len(items) == 1:
-            return None
-        if len(items) == 2:
-            return _interval(opening == "(", closing == ")", *items)
-        if opening == "(" and closing == ")" or opening == "[" and closing == "]":
-            return sympy.Tuple(*items)
-        raise Refused
 
     def item(self):
         """One item of a bracketed list: an expression, but ``{...}`` as a whole item is a set to latex2sympy."""
@@ -290,7 +326,8 @@ class _Reader:
                 return -value
             return _CONVERTER.mul_flat(-1, value)
         factors = [self.postfix(allow_func=True)]
-        while self.peek()[0] in _STARTS_COMP and not (nofunc and self.peek()[0] in ("func", "sqrt", "e")):
+        while self.peek()[0] in _STARTS_COMP and not (nofunc and self.peek()[0] in ("func", "sqrt", "e")) and not (
+                self.in_abs and self.peek()[0] == "|"):
             factors.append(self.postfix(allow_func=not nofunc))
         return _juxtaposed(factors)
 
@@ -305,7 +342,9 @@ class _Reader:
     def power(self, allow_func: bool):
         """exp: comp (^ atom | ^{expr}) — one exponent; a second ^ is left to latex2sympy."""
         start = self.index
-        value = self.comp(allow_func)
+        value = self.function_call() if self.peek(1)[0] == "(" else None
+        if value is None:
+            value = self.comp(allow_func)
         if self.peek()[0] == "^":
             if self.tokens[start][0] == "letter" and self.tokens[start][1] == "I" and self.index == start + 1:
                 raise Refused  # latex2sympy's I^n is I
@@ -317,6 +356,17 @@ class _Reader:
         if self.peek()[0] in ("(", "[", "{") and self.tokens[start][0] in ("letter", "greek", "infty"):
             self.refuse_function_call()
         return value
+
+    def function_call(self):
+        """``f(x)``, ``g(2)``: a letter before one letter or number in parentheses is a function applied to it in
+        latex2sympy's grammar (func: atom_expr_no_supexpr, its name as written); None for any other shape."""
+        (kind, name), (argument_kind, argument) = self.peek(), self.peek(2)
+        if kind != "letter" or argument_kind not in ("letter", "num") or self.peek(3)[0] != ")":
+            return None
+        self.index += 4
+        if argument_kind == "num":
+            return sympy.Function(name)(_CONVERTER.parse_number(argument))
+        return sympy.Function(name)(sympy.I if argument == "I" else get_symbol(argument, None, True))
 
     def refuse_function_call(self) -> None:
         """A letter before ``(atom)``, ``[...]`` or ``{...}`` may be a function call in latex2sympy's grammar."""
@@ -387,6 +437,8 @@ class _Reader:
             return value
         if kind == "{":
             return self.braced()
+        if kind == "|":
+            return self.absolute()
         if kind == "frac":
             self.index += 1
             upper, lower = self.braced(), self.braced()
@@ -423,6 +475,22 @@ class _Reader:
         if kind == "func":
             return self.function()
         raise Refused
+
+    def absolute(self):
+        """|x| (abs_group), read only in a text with exactly two bars and no power or subscript after the second
+        (a bar before ^{...} or _{...} is an evaluation bar)."""
+        if self.bars != 2 or self.in_abs:
+            raise Refused
+        self.enter()
+        self.index += 1
+        self.in_abs = True
+        value = self.expr()
+        self.take("|")
+        self.in_abs = False
+        self.depth -= 1
+        if self.peek()[0] in ("^", "_"):
+            raise Refused
+        return sympy.Abs(value, evaluate=False)
 
     def function(self):
         """\\sin x, \\cos^2(x), \\arctan 1, \\ln x, \\log_{2}{8}, \\exp(x): func_normal_single_arg (convert_func). An
