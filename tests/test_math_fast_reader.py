@@ -270,3 +270,18 @@ def test_the_parse_of_a_read_text_is_unchanged():
             equivalence.fast_reader.read = real
             equivalence.parse.cache_clear()
         assert _structure(fast) == _structure(slow)
+
+
+def test_numbers_are_latex2sympys_numbers_at_the_same_precision():
+    from latex2sympy2_extended.latex2sympy2 import _Latex2Sympy
+
+    from trl_r1.verifiers.math.fast_reader import _number
+
+    rng = random.Random(7)
+    texts = ["0", "00", "007", ".5", "0.25", "2.50", "000.5", "3.14159265358979323846264338327950288"]
+    for _ in range(1500):
+        digits = "".join(rng.choice("0123456789") for _ in range(rng.randint(1, 40)))
+        cut = rng.randint(0, len(digits) - 1)
+        texts.append(digits if rng.random() < 0.5 else digits[:cut] + "." + digits[cut:])
+    for text in texts:
+        assert _structure(_number(text)) == _structure(_Latex2Sympy().parse_number(text)), text

@@ -365,7 +365,7 @@ class _Reader:
             return None
         self.index += 4
         if argument_kind == "num":
-            return sympy.Function(name)(_CONVERTER.parse_number(argument))
+            return sympy.Function(name)(_number(argument))
         return sympy.Function(name)(sympy.I if argument == "I" else get_symbol(argument, None, True))
 
     def refuse_function_call(self) -> None:
@@ -397,7 +397,7 @@ class _Reader:
             return self.braced()
         self.index += 1
         if kind == "num":
-            return _CONVERTER.parse_number(text)
+            return _number(text)
         if kind == "letter":
             return sympy.I if text == "I" else get_symbol(text, None, True)
         if kind == "greek":
@@ -418,7 +418,7 @@ class _Reader:
         kind, text = self.peek()
         if kind == "num":
             self.index += 1
-            return _CONVERTER.parse_number(text)
+            return _number(text)
         if kind == "letter":
             self.index += 1
             return sympy.I if text == "I" else get_symbol(text, None, True)
@@ -540,6 +540,12 @@ class _Reader:
             raise Refused
         self.depth -= 1
         return sympy.Matrix(rows)
+
+
+def _number(text: str):
+    """latex2sympy's parse_number for a NUMBER token (``sympy.Number(text)``, which goes through sympy's expression
+    parser, 0.6 ms a number): the same Integer, or the same Float at the precision its digits give."""
+    return sympy.Float(text) if "." in text else sympy.Integer(int(text))
 
 
 def _product(left, operator: str, right):
