@@ -285,3 +285,35 @@ def test_numbers_are_latex2sympys_numbers_at_the_same_precision():
         texts.append(digits if rng.random() < 0.5 else digits[:cut] + "." + digits[cut:])
     for text in texts:
         assert _structure(_number(text)) == _structure(_Latex2Sympy().parse_number(text)), text
+
+
+# shapes where latex2sympy's grammar reads LaTeX its own way: each is read as it reads it, or refused
+TRICKY = [
+    "2(3)", "2(3)(4)", "-2(3)", "2\\frac{1}{2}", "-2\\frac{1}{2}", "2\\frac{-1}{2}", "1/2x", "1/2(x+1)", "2^3^2", "x^23",
+    "x^2.5", "2.5.3", "1 000", ".5x", "007", "e", "2e", "e^x", "e^{-1}", "e^2x", "e(2)", "ex", "xe^x", "e^x^2", "I", "2I",
+    "I^2", "I!", "i^2", "\\pi", "\\Pi", "\\pi x", "\\pix", "\\infty", "-\\infty", "x!", "(x+1)!", "x!!", "\\sin x",
+    "\\sin(x)", "\\sin(x)y", "\\sin x y", "\\sin x\\cdot y", "\\sin x/2", "\\sin 2x+1", "\\sin(x)^2", "\\sin^2x",
+    "\\sin^{-1}x", "\\arcsin^{-1}x", "\\sin^0x", "\\sin x\\cos x", "\\sin\\sin x", "\\sin x e", "\\sin x\\sqrt{2}",
+    "\\sin x f(y)", "\\sin -x", "\\sin x^2", "\\sin\\frac{\\pi}{2}", "\\ln x", "\\ln(x)", "\\log x", "\\log_2 8",
+    "\\log_{2}{8}", "\\log_{2}(8)", "\\log_28", "\\log^2_2 8", "\\log_2^2 8", "\\exp x", "\\exp(x)^2", "\\sqrt{2}",
+    "\\sqrt[3]{2}", "\\sqrt[n]{x}", "\\sqrt{2}^2", "\\frac{1}{0}", "1/0", "\\frac{x}{y}", "\\frac{1}{2}\\frac{1}{3}",
+    "\\binom{5}{2}", "\\binom{n}{2}", "f(x)", "f(2)", "F(x)", "f(0.5)", "f(x)^2", "f(x)(y)", "x(y)", "2x(y)", "ab(c)",
+    "x^2(y)", "x^{2}(3)", "2^x(y)", "\\pi(2)", "f(-x)", "f(x+1)", "f(\\pi)", "|x|", "|x|^2", "|x|y", "2|x-1|",
+    "|x|+|y|", "x=5", "y=2x+3", "x=y=5", "0<x\\le2", "x\\ne3", "x\\neq3", "x<=3", "x!=3", "x==3", "x\\lt3",
+    "2x=5", "(x)", "((x))", "(1,2)", "(2,1)", "(1,1)", "[1,1]", "[2,1]", "(1,2]", "[1,2)", "[1,2,3]", "(1,2,3)",
+    "(1,2,3]", "((1),2)", "({1},2)", "(\\{1\\},2)", "\\{1\\}", "\\{1,2\\}", "\\{2,1,2\\}", "\\{x\\}", "{1}", "{x+1}",
+    "{x}+1", "(1,2)\\cup(3,4)", "(1,2)\\cup(3,4)\\cup(5,6)", "(1,2,3)\\cup\\{4\\}", "(1)\\cup(2,3)", "x\\in(1,2)",
+    "x\\in\\{1,2\\}", "x\\in(1)", "X\\in[1,2]", "\\theta\\in(0,\\pi)", "x\\in(1,2)\\cup(3,4)", "2\\in(1,3)",
+    "\\begin{pmatrix}1&2\\\\3&4\\end{pmatrix}", "\\begin{bmatrix}1\\\\2\\\\\\end{bmatrix}",
+    "\\begin{pmatrix}1\\end{bmatrix}", "\\begin{matrix}1&2\\end{matrix}", "2\\begin{pmatrix}1\\\\2\\end{pmatrix}",
+    "-\\begin{pmatrix}1\\\\2\\end{pmatrix}", "\\frac{1}{2}\\begin{pmatrix}1\\\\2\\end{pmatrix}",
+    "\\begin{pmatrix}1\\\\2\\end{pmatrix}+\\begin{pmatrix}3\\\\4\\end{pmatrix}",
+    "\\begin{pmatrix}1&2\\\\3\\end{pmatrix}", "\\frac{\\begin{pmatrix}1\\\\2\\end{pmatrix}}{2}", "d", "2d", "d2",
+    "d x", "ad", "tr", "t r", "x^T", "x^ T", "x^{T}", "x^{ T}", "x'", "x^\\circ", "12\\%", "٣", "1\u00a0+2", "x\u2003y",
+]
+
+
+def test_tricky_shapes_are_read_as_latex2sympy_reads_them_or_refused():
+    answered, wrong = _disagreements([normalize_latex(text, PARSE_CONFIG) for text in TRICKY] + TRICKY)
+    assert not wrong, wrong
+    assert answered > len(TRICKY)

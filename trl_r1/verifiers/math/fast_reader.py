@@ -52,7 +52,8 @@ _KEYWORDS = re.compile(
     r"arsinh|arcsinh|arcosh|arccosh|artanh|arctanh|gcd|lcm|floor|ceil|eye|zeros|ones|cols|rows|diag|norm|rank|tr"
     r"|rref|hstack|vstack|orth|nullspace|eig|svd|SVD|matrix|array|top|circ|degree"
 )
-_TOKEN = re.compile(r"\s+|\\[a-zA-Z]+|\\\\|\\[{}]|\\[,;:!]|\d*\.\d+|\d+|[a-zA-Z]+|[-+*/^_(){}\[\],=<>&!|]|.", re.S)
+# the lexer's own classes: ASCII digits and the whitespace it skips ([ \t\r\n]), not Unicode's
+_TOKEN = re.compile(r"[ \t\r\n]+|\\[a-zA-Z]+|\\\\|\\[{}]|\\[,;:!]|[0-9]*\.[0-9]+|[0-9]+|[a-zA-Z]+|[-+*/^_(){}\[\],=<>&!|]|.", re.S)
 _STARTS_COMP = frozenset(("num", "letter", "greek", "infty", "e", "(", "{", "|", "frac", "binom", "sqrt", "func", "matrix"))
 
 
@@ -92,7 +93,7 @@ def _tokens(text: str) -> list[tuple[str, str]]:
         match = _TOKEN.match(text, position)
         piece = match.group()
         position = match.end()
-        if piece.isspace() or piece in _SKIPPED:
+        if piece[0] in " \t\r\n" or piece in _SKIPPED:
             continue
         if piece[0] == "\\" and piece[1:].isalpha():
             name = piece[1:]
@@ -112,12 +113,12 @@ def _tokens(text: str) -> list[tuple[str, str]]:
                 tokens.append(("rel", _RELATIONS[piece]))
             else:
                 raise Refused
-        elif piece[0].isdigit() or piece[0] == ".":
+        elif piece[0] in "0123456789." :
             if piece == ".":
                 raise Refused
             tokens.append(("num", piece))
-        elif piece[0].isalpha():
-            if not piece.isascii() or "E" in piece or _KEYWORDS.search(piece):
+        elif piece.isascii() and piece.isalpha():
+            if "E" in piece or _KEYWORDS.search(piece):
                 raise Refused
             for index, letter in enumerate(piece):
                 if letter == "d" and (index + 1 < len(piece) or _differential_follows(text, position)):
@@ -343,6 +344,8 @@ class _Reader:
         """exp: comp (^ atom | ^{expr}) — one exponent; a second ^ is left to latex2sympy."""
         start = self.index
         value = self.function_call() if self.peek(1)[0] == "(" else None
+        if value is not None and not allow_func:
+            raise Refused  # f(x) after \\sin x: where the argument ends is ANTLR's choice
         if value is None:
             value = self.comp(allow_func)
         if self.peek()[0] == "^":
@@ -470,7 +473,10 @@ class _Reader:
             self.index += 1
             if self.peek()[0] == "^":
                 self.index += 1
-                return sympy.exp(self.exponent())
+                value = sympy.exp(self.exponent())
+                if self.peek()[0] == "^":
+                    raise Refused  # e^x^2: left to latex2sympy
+                return value
             return sympy.exp(1)
         if kind == "func":
             return self.function()
