@@ -1,6 +1,6 @@
 """Mathematical equivalence of two canonical answers with sympy (runs inside a worker process).
 
-LaTeX is parsed by `latex2sympy2_extended`. The comparison cascade, gold first:
+LaTeX is parsed by `latex2sympy2_extended` (the common subset by `fast_reader`, which builds the same objects). The comparison cascade, gold first:
 
 * structure decides the kind: a tuple ``(1,-2)`` is ordered, a set ``\\{1,2\\}`` is not, and neither equals the
   other; a bare list ``1, 2`` matches either (in order for a tuple); intervals compare endpoints and openness;
@@ -34,7 +34,7 @@ from latex2sympy2_extended import latex2sympy
 from latex2sympy2_extended.latex2sympy2 import _Latex2Sympy
 from latex2sympy2_extended.math_normalization import NormalizationConfig, normalize_latex
 
-from . import exact
+from . import exact, fast_reader
 from .screening import approximates, parse_number, split_top_level
 
 PARSE_CONFIG = NormalizationConfig(basic_latex=True, units=False, malformed_operators=True, nits=False, boxed="none")
@@ -151,9 +151,17 @@ class _SLLParser(_Latex2Sympy):
 
 
 def _latex_to_sympy(text: str):
-    """Parse with SLL prediction first; only on a syntax error pay for the full LL parse."""
+    """latex2sympy's reading of `text`: by `fast_reader` where it reads the text (the same object, without ANTLR's
+    5-70 ms of prediction DFA for a new token shape), else by the ANTLR parser."""
+    normalized = normalize_latex(text, PARSE_CONFIG)
+    value = fast_reader.read(normalized)
+    return value if value is not None else _antlr_to_sympy(text, normalized)
+
+
+def _antlr_to_sympy(text: str, normalized: str | None = None):
+    """latex2sympy's ANTLR parse: SLL prediction first; only on a syntax error pay for the full LL parse."""
     try:
-        return _SLLParser().parse(normalize_latex(text, PARSE_CONFIG))
+        return _SLLParser().parse(normalize_latex(text, PARSE_CONFIG) if normalized is None else normalized)
     except Exception:  # SLL reports a syntax error: LL decides (and raises if the text is really invalid)
         return latex2sympy(text, normalization_config=PARSE_CONFIG)
 

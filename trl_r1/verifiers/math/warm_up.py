@@ -54,12 +54,13 @@ WARM_UP_ANSWERS = (
 
 def warm_parser() -> Iterator[None]:
     """Parse each warm-up answer once, a step each (a worker takes the steps while idle: `pool.WorkerPool`). The
-    parses go through latex2sympy alone, not `equivalence.parse`'s cache: only the parser's DFA is kept."""
-    from .equivalence import _latex_to_sympy
+    parses go through latex2sympy's ANTLR parser alone, not `equivalence.parse`'s cache nor `fast_reader` (whose
+    answers need no DFA): only the parser's DFA is kept, for the answers the fast reader leaves to it."""
+    from .equivalence import _antlr_to_sympy
 
     for text in WARM_UP_ANSWERS:
         try:
-            _latex_to_sympy(text)
+            _antlr_to_sympy(text)
         except Exception:  # the parser's verdict on some of them; the DFA is built either way
             pass
         yield
