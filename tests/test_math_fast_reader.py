@@ -317,3 +317,25 @@ def test_tricky_shapes_are_read_as_latex2sympy_reads_them_or_refused():
     answered, wrong = _disagreements([normalize_latex(text, PARSE_CONFIG) for text in TRICKY] + TRICKY)
     assert not wrong, wrong
     assert answered > len(TRICKY)
+
+
+def test_the_reader_runs_only_on_the_latex2sympy_versions_its_parity_was_checked_on(monkeypatch):
+    """It mirrors latex2sympy2_extended's converter: the installed version is one the parity tests passed on (so
+    they test the reader, not a disabled one), and another version gets latex2sympy for every text, same verdicts."""
+    from importlib.metadata import version
+
+    from trl_r1.verifiers.math import fast_reader
+
+    assert fast_reader.ENABLED, f"latex2sympy2_extended {version('latex2sympy2_extended')} is not in PARITY_CHECKED"
+    for installed, checked in (("1.11.0", True), ("1.11.3", True), ("1.10.2", True), ("1.10.0", False),
+                               ("1.12.0", False), ("2.0.0", False)):
+        monkeypatch.setattr(fast_reader, "version", lambda _name, installed=installed: installed)
+        assert fast_reader._parity_checked() is checked, installed
+    monkeypatch.setattr(fast_reader, "ENABLED", False)
+    assert read("\\frac{1}{2}x+3") is None
+    equivalence.parse.cache_clear()
+    try:
+        assert equivalence.verdict("\\frac{x}{2}+3", "3+0.5x") == (True, None)
+        assert equivalence.verdict("\\frac{x}{2}+3", "3-0.5x") == (False, None)
+    finally:
+        equivalence.parse.cache_clear()
