@@ -339,3 +339,14 @@ def test_the_reader_runs_only_on_the_latex2sympy_versions_its_parity_was_checked
         assert equivalence.verdict("\\frac{x}{2}+3", "3-0.5x") == (False, None)
     finally:
         equivalence.parse.cache_clear()
+
+
+@pytest.mark.parametrize("text", ["(({x}))", "(({1}))", "((({2})))", "x=(({3}))", "x={5}", "x = {5}", "y={2x+1}",
+                                  "x={x+1}", "{{1}}", "x={{1}}", "\\{({1})\\}", "y={\\sqrt{2}}"])
+def test_a_brace_group_standing_alone_is_left_to_latex2sympy(text):
+    """Red team (rt-reader): latex2sympy reads a group standing alone after a bracket, `=` or another brace as a set
+    (``x={5}`` is Eq(x, {5})); the reader had read it as the group's value, a different tree and, for ``y={2x+1}``
+    against ``2x+1=y``, a different verdict. It refuses them; a group inside an expression (``x={2}+1``) is read."""
+    normalized = normalize_latex(text, PARSE_CONFIG)
+    assert read(normalized) is None
+    assert _structure(read(normalize_latex("x={2}+1", PARSE_CONFIG))) == _structure(_antlr_to_sympy("x={2}+1"))

@@ -455,6 +455,10 @@ class _Reader:
             self.depth -= 1
             return value
         if kind == "{":
+            before = self.tokens[self.index - 1][0] if self.index else "bof"
+            after = self.peek(self._closing(self.index) + 1 - self.index)[0]
+            if before in ("bof", "(", "{", "[", "\\{", ",", "rel") and after in (")", "}", "]", "\\}", ",", "eof"):
+                raise Refused  # a group standing alone (``(({x}))``, ``x={5}``, ``{{1}}``): a set to latex2sympy
             return self.braced()
         if kind == "|":
             return self.absolute()
